@@ -1,0 +1,35 @@
+"""The one exception root and its short tree.
+
+Every error thirdshift raises on purpose derives from ThirdshiftError, carries a message that
+names the object at fault and the fix, and maps to an exit status in the CLI. Third-party
+exceptions are translated where they are caught (``raise ... from exc``).
+"""
+
+from __future__ import annotations
+
+
+class ThirdshiftError(Exception):
+    """Root of every error thirdshift raises on purpose. Exit status 1 unless a subclass says."""
+
+    exit_code = 1
+
+
+class UsageError(ThirdshiftError):
+    """The command line itself is wrong (an unknown flag, a malformed Issue URL). Exit 2."""
+
+    exit_code = 2
+
+
+class ConfigError(ThirdshiftError):
+    """The configuration file or a ``THIRDSHIFT_*`` variable is unknown, malformed or of a wrong
+    type. The message names the file (or variable) and the key."""
+
+
+class StoreError(ThirdshiftError):
+    """The database cannot be opened, migrated or written; the message names the URL, with any
+    password removed."""
+
+
+class SandboxError(ThirdshiftError):
+    """A sandbox server (the GitHub stand-in or the scripted model server) cannot start, or was
+    given a scenario it cannot play (a bad script, an unknown repository)."""
