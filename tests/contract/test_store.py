@@ -1,0 +1,201 @@
+"""The store's contract, one body run on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from thirdshift.errors import StoreError
+from thirdshift.store import SessionEvent, Store, utcnow
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[Store]:
+    opened = Store.open(database_url)
+    yield opened
+    opened.close()
+
+
+def test_opening_migrates_to_the_newest_schema(store: Store, database_url: str) -> None:
+    """A fresh database gets every table and the Alembic head revision."""
+    engine = sa.create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    inspector = sa.inspect(engine)
+    assert {"repositories", "runs", "sessions", "session_events", "claims"} <= set(
+        inspector.get_table_names()
+    )
+    with engine.connect() as connection:
+        version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+    engine.dispose()
+    assert version == "0001"
+
+
+def test_opening_twice_is_harmless(store: Store, database_url: str) -> None:
+    """A second Store on an up-to-date database migrates nothing and sees the same rows."""
+    store.ensure_repository("octo", "widgets")
+    again = Store.open(database_url)
+    assert again.ensure_repository("octo", "widgets") == store.ensure_repository("octo", "widgets")
+    again.close()
+
+
+def test_sqlite_runs_in_wal_mode(tmp_path: object) -> None:
+    """The default SQLite database uses write-ahead logging so readers never block the daemon."""
+    url = f"sqlite:///{tmp_path}/wal.db"
+    opened = Store.open(url)
+    engine = sa.create_engine(url)
+    with engine.connect() as connection:
+        mode = connection.execute(sa.text("PRAGMA journal_mode")).scalar()
+    engine.dispose()
+    opened.close()
+    assert mode == "wal"
+
+
+def test_a_run_is_recorded_updated_and_finished(store: Store) -> None:
+    """A Run keeps its branch, head, cause and last Session log, and lists newest first."""
+    repository = store.ensure_repository("octo", "widgets")
+    first = store.start_run(repository, 7, base_branch="main", issue_branch="issue-7")
+    second = store.start_run(repository, 8, harness="claude")
+    store.update_run(first.id, head_sha="abc123", pull_request_number=12)
+    finished = store.finish_run(
+        first.id, "failed", cause="CI-fix budget spent", last_session_log="/logs/x.jsonl"
+    )
+    assert finished.state == "failed"
+    assert finished.head_sha == "abc123"
+    assert finished.ended_at is not None
+    assert finished.ended_at >= finished.started_at
+    assert finished.started_at.tzinfo is not None
+    assert [run.id for run in store.list_runs()] == [second.id, first.id]
+    assert [run.id for run in store.list_runs(state="failed")] == [first.id]
+    assert store.get_run(first.id) == finished
+    assert store.get_run(10_000) is None
+
+
+def test_updating_an_unknown_run_column_is_refused(store: Store) -> None:
+    """A typo in a column name is an error, not a silently ignored write."""
+    run = store.start_run(store.ensure_repository("octo", "widgets"), 1)
+    with pytest.raises(StoreError, match="no column"):
+        store.update_run(run.id, heed_sha="x")
+
+
+def test_sessions_and_their_events_are_kept_in_order(store: Store) -> None:
+    """A Session's normalized events come back in sequence, and the last N on request."""
+    run = store.start_run(store.ensure_repository("octo", "widgets"), 3)
+    session = store.start_session(
+        run.id, "implement", harness="claude", log_path="/logs/a.jsonl", prompt="do it"
+    )
+    store.add_session_events(
+        session.id,
+        [
+            SessionEvent(seq=i, kind="tool_call", tool="Bash", summary=f"$ step {i}")
+            for i in range(1, 6)
+        ],
+    )
+    assert [e.summary for e in store.session_events(session.id)] == [
+        f"$ step {i}" for i in range(1, 6)
+    ]
+    assert [e.seq for e in store.session_events(session.id, last=2)] == [4, 5]
+    ended = store.end_session(
+        session.id,
+        state="ended",
+        harness_session_id="sess-1",
+        final_message="done",
+        killed_work=["npm test"],
+    )
+    assert ended.killed_work == "npm test"
+    assert store.run_sessions(run.id) == [ended]
+
+
+def test_a_repeated_event_sequence_number_is_refused(store: Store) -> None:
+    """Two events cannot claim the same place in one Session."""
+    run = store.start_run(store.ensure_repository("octo", "widgets"), 3)
+    session = store.start_session(run.id, "implement", harness="codex", log_path="l", prompt="p")
+    store.add_session_events(session.id, [SessionEvent(seq=1, kind="message", summary="a")])
+    with pytest.raises(StoreError):
+        store.add_session_events(session.id, [SessionEvent(seq=1, kind="message", summary="b")])
+
+
+def test_a_lease_is_exclusive_until_it_expires(store: Store) -> None:
+    """Only one owner holds an issue's Lease; an expired one is taken over with a higher
+    fencing token."""
+    repository = store.ensure_repository("octo", "widgets")
+    now = utcnow()
+    first = store.acquire_lease(repository, 5, "daemon-a", timedelta(minutes=5), now=now)
+    assert first is not None
+    assert first.fencing_token == 1
+    assert store.acquire_lease(repository, 5, "daemon-b", timedelta(minutes=5), now=now) is None
+    later = first.expires_at + timedelta(seconds=1)
+    taken = store.acquire_lease(repository, 5, "daemon-b", timedelta(minutes=5), now=later)
+    assert taken is not None
+    assert (taken.owner, taken.fencing_token) == ("daemon-b", 2)
+    assert store.lease_of(repository, 5) == taken
+
+
+def test_the_holder_reacquiring_keeps_its_fencing_token(store: Store) -> None:
+    """Asking again for a Lease you hold extends it without bumping the token."""
+    repository = store.ensure_repository("octo", "widgets")
+    now = utcnow()
+    first = store.acquire_lease(repository, 5, "daemon-a", timedelta(minutes=1), now=now)
+    again = store.acquire_lease(
+        repository, 5, "daemon-a", timedelta(minutes=5), now=now + timedelta(seconds=10)
+    )
+    assert first is not None
+    assert again is not None
+    assert again.fencing_token == first.fencing_token
+    assert again.expires_at > first.expires_at
+
+
+def test_a_lost_lease_cannot_be_renewed_or_released(store: Store) -> None:
+    """After a takeover the old holder's renew and release do nothing: the token fences it."""
+    repository = store.ensure_repository("octo", "widgets")
+    now = utcnow()
+    old = store.acquire_lease(repository, 9, "daemon-a", timedelta(seconds=30), now=now)
+    assert old is not None
+    new = store.acquire_lease(
+        repository, 9, "daemon-b", timedelta(minutes=5), now=now + timedelta(minutes=1)
+    )
+    assert new is not None
+    assert store.renew_lease(old, timedelta(minutes=5)) is None
+    assert store.release_lease(old) is False
+    renewed = store.renew_lease(new, timedelta(minutes=10))
+    assert renewed is not None
+    assert renewed.expires_at > new.expires_at
+    run = store.start_run(repository, 9)
+    assert store.attach_run_to_lease(new, run.id)
+    assert store.lease_of(repository, 9) is not None
+    assert store.release_lease(new) is True
+    assert store.lease_of(repository, 9) is None
+
+
+def test_concurrent_acquirers_get_exactly_one_lease(store: Store, database_url: str) -> None:
+    """Eight threads with their own connections race for one issue; one wins."""
+    repository = store.ensure_repository("octo", "widgets")
+    stores = [Store.open(database_url, migrate=False) for _ in range(8)]
+    barrier = threading.Barrier(len(stores))
+    winners: list[str] = []
+
+    def race(index: int, contender: Store) -> None:
+        barrier.wait()
+        lease = contender.acquire_lease(repository, 11, f"daemon-{index}", timedelta(minutes=5))
+        if lease is not None:
+            winners.append(lease.owner)
+
+    threads = [threading.Thread(target=race, args=pair) for pair in enumerate(stores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for contender in stores:
+        contender.close()
+    assert len(winners) == 1
+
+
+def test_an_unreachable_database_names_the_url_without_its_password() -> None:
+    """A bad database URL stops with a StoreError that hides the password."""
+    with pytest.raises(StoreError) as caught:
+        Store.open("postgresql://someone:hunter2@127.0.0.1:1/nowhere")
+    message = str(caught.value)
+    assert "127.0.0.1:1/nowhere" in message
+    assert "hunter2" not in message

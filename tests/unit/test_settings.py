@@ -1,0 +1,94 @@
+"""Settings: strict, layered, and never echoing a secret."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from thirdshift.errors import ConfigError
+from thirdshift.settings import PUBLIC_GITHUB_API, load_settings
+
+
+def test_defaults_put_everything_in_the_home(home: Path) -> None:
+    """With no file and no variables, the database is SQLite in the home and GitHub is public."""
+    settings = load_settings()
+    assert settings.home == home
+    assert settings.effective_database_url == f"sqlite:///{home / 'thirdshift.db'}"
+    assert settings.github_api_url == PUBLIC_GITHUB_API
+    assert settings.github_token is None
+
+
+def test_the_file_is_read_and_the_environment_wins(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """config.toml sets keys; a THIRDSHIFT_* variable overrides the same key."""
+    (home / "config.toml").write_text(
+        'database_url = "sqlite:///from-file.db"\ngithub_api_url = "http://file.example/api"\n'
+    )
+    monkeypatch.setenv("THIRDSHIFT_GITHUB_API_URL", "http://env.example/api")
+    settings = load_settings()
+    assert settings.database_url == "sqlite:///from-file.db"
+    assert settings.github_api_url == "http://env.example/api"
+
+
+@pytest.mark.parametrize("variable", ["GITHUB_TOKEN", "THIRDSHIFT_GITHUB_TOKEN"])
+def test_the_token_comes_from_either_variable_and_stays_hidden(
+    home: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """The token is a secret value: readable on purpose, masked in every repr."""
+    monkeypatch.setenv(variable, "ghp_exampleexampleexampleexample0000")
+    settings = load_settings()
+    assert settings.github_token is not None
+    assert settings.github_token.get_secret_value() == "ghp_exampleexampleexampleexample0000"
+    assert "ghp_" not in repr(settings)
+    assert "ghp_" not in str(settings.model_dump())
+
+
+def test_an_unknown_key_in_the_file_names_the_file_and_the_key(home: Path) -> None:
+    """A misspelt key stops everything with the file and key named, not a silent default."""
+    (home / "config.toml").write_text('databse_url = "sqlite:///x.db"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert str(home / "config.toml") in str(caught.value)
+    assert "'databse_url'" in str(caught.value)
+    assert "database_url" in str(caught.value)
+
+
+def test_a_wrong_type_in_the_file_names_the_file_and_the_key(home: Path) -> None:
+    """A value of the wrong type is reported against its key and file."""
+    (home / "config.toml").write_text("github_api_url = 3\n")
+    with pytest.raises(ConfigError, match=r"config\.toml: key 'github_api_url'"):
+        load_settings()
+
+
+def test_an_error_never_echoes_the_offending_value(home: Path) -> None:
+    """A wrong-typed token in the file is reported by key; its value may be a secret."""
+    (home / "config.toml").write_text("github_token = 1234567890123\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert "'github_token'" in str(caught.value)
+    assert "1234567890123" not in str(caught.value)
+
+
+def test_an_unknown_thirdshift_variable_is_refused(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """THIRDSHIFT_DATABSE_URL is a typo, and a typo must not fall back to the default."""
+    monkeypatch.setenv("THIRDSHIFT_DATABSE_URL", "postgresql://elsewhere/db")
+    with pytest.raises(ConfigError, match="THIRDSHIFT_DATABSE_URL"):
+        load_settings()
+
+
+def test_a_file_that_is_not_toml_is_named(home: Path) -> None:
+    """Broken TOML reports the file and the parser's position."""
+    (home / "config.toml").write_text("database_url = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_settings()
+
+
+def test_the_home_cannot_be_moved_from_inside_itself(home: Path) -> None:
+    """'home' in config.toml is refused with a pointer to THIRDSHIFT_HOME."""
+    (home / "config.toml").write_text('home = "/elsewhere"\n')
+    with pytest.raises(ConfigError, match="THIRDSHIFT_HOME"):
+        load_settings()

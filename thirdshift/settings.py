@@ -1,0 +1,156 @@
+"""Settings: one strict configuration, read once by the composition root and passed down.
+
+Sources, highest priority first: ``THIRDSHIFT_*`` environment variables (and ``GITHUB_TOKEN``),
+then the TOML file ``$THIRDSHIFT_HOME/config.toml``, then the defaults below. An unknown key, in
+the file or as a ``THIRDSHIFT_*`` variable, or a value of the wrong type stops with a
+``ConfigError`` that names the file (or variable) and the key: a typo must never silently fall
+back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from thirdshift.errors import ConfigError
+
+ENV_PREFIX = "THIRDSHIFT_"
+PUBLIC_GITHUB_API = "https://api.github.com"
+# Variables outside the prefix that are still ours to read.
+_TOKEN_VARIABLES = ("THIRDSHIFT_GITHUB_TOKEN", "GITHUB_TOKEN")
+
+
+def default_home(environ: Mapping[str, str]) -> Path:
+    """``$THIRDSHIFT_HOME`` when set, else ``~/.thirdshift``."""
+    raw = environ.get("THIRDSHIFT_HOME")
+    return Path(raw).expanduser() if raw else Path.home() / ".thirdshift"
+
+
+def config_file(environ: Mapping[str, str]) -> Path:
+    return default_home(environ) / "config.toml"
+
+
+class Settings(BaseSettings):
+    """Every knob thirdshift has. Field names are the TOML keys; ``THIRDSHIFT_<NAME>`` is the
+    environment variable of each."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="forbid",
+        frozen=True,
+        populate_by_name=True,
+    )
+
+    home: Path = Field(description="Where thirdshift keeps its database, clones and logs.")
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL; default a SQLite file thirdshift.db in the home.",
+    )
+    github_api_url: str = Field(
+        default=PUBLIC_GITHUB_API, description="GitHub's REST API root (or the sandbox's)."
+    )
+    github_token: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("THIRDSHIFT_GITHUB_TOKEN", "GITHUB_TOKEN", "github_token"),
+        description="The token thirdshift acts with; never written anywhere.",
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file(os.environ))
+        return (init_settings, env_settings, toml)
+
+    @property
+    def effective_database_url(self) -> str:
+        """The database URL in force: the setting, or SQLite in the home."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.home / 'thirdshift.db'}"
+
+
+def _field_keys() -> dict[str, str]:
+    """TOML key -> field name, for every setting."""
+    return {name: name for name in Settings.model_fields}
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the file or remove it") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from exc
+
+
+def _check_keys(path: Path, values: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+    known = _field_keys()
+    for key in values:
+        if key == "home":
+            raise ConfigError(
+                f"{path}: key 'home' cannot be set inside the home; set THIRDSHIFT_HOME instead"
+            )
+        if key not in known:
+            raise ConfigError(
+                f"{path}: unknown key '{key}'; known keys are {', '.join(sorted(known))}"
+            )
+    for variable in environ:
+        if not variable.startswith(ENV_PREFIX) or variable in _TOKEN_VARIABLES:
+            continue
+        if variable[len(ENV_PREFIX) :].lower() not in known:
+            raise ConfigError(
+                f"unknown setting {variable} in the environment; known settings are "
+                + ", ".join(ENV_PREFIX + key.upper() for key in sorted(known))
+            )
+
+
+def load_settings() -> Settings:
+    """Build the Settings from the process environment and the config file, or raise
+    ConfigError naming the file or variable and the key at fault."""
+    environ = os.environ
+    path = config_file(environ)
+    file_values = _read_file(path)
+    _check_keys(path, file_values, environ)
+    home = default_home(environ)
+    try:
+        return Settings(home=home)
+    except ValidationError as exc:
+        raise _explain(exc, path, file_values, environ) from exc
+
+
+def _explain(
+    exc: ValidationError, path: Path, file_values: Mapping[str, Any], environ: Mapping[str, str]
+) -> ConfigError:
+    error = exc.errors()[0]
+    key = str(error["loc"][0]) if error["loc"] else "?"
+    field = "github_token" if key in _TOKEN_VARIABLES else key.lower()
+    variables = _TOKEN_VARIABLES if field == "github_token" else (ENV_PREFIX + field.upper(),)
+    set_variables = [name for name in variables if name in environ]
+    if set_variables:
+        where = f"environment variable {set_variables[0]}"
+    elif field in file_values:
+        where = f"{path}: key '{field}'"
+    else:
+        where = f"setting '{field}'"
+    # Never echo the offending value: it may be a secret.
+    return ConfigError(f"{where}: {error['msg']}")
