@@ -1,0 +1,460 @@
+"""The GitHub stand-in's in-memory world: users, repositories, issues, pull requests, labels,
+comments and the events that record who did what.
+
+Every change goes through a method of :class:`World` holding its lock, so the HTTP handler
+threads see one consistent state. Methods raise :class:`ApiError` carrying the status and the
+message GitHub gives for the same refusal; the HTTP layer renders it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+ROLES = ("read", "triage", "write", "maintain", "admin")
+"""Repository roles, weakest first, as GitHub names them."""
+
+DEFAULT_LABELS = (
+    ("bug", "d73a4a", "Something isn't working"),
+    ("documentation", "0075ca", "Improvements or additions to documentation"),
+    ("duplicate", "cfd3d7", "This issue or pull request already exists"),
+    ("enhancement", "a2eeef", "New feature or request"),
+    ("good first issue", "7057ff", "Good for newcomers"),
+    ("help wanted", "008672", "Extra attention is needed"),
+    ("invalid", "e4e669", "This doesn't seem right"),
+    ("question", "d876e3", "Further information is requested"),
+    ("wontfix", "ffffff", "This will not be worked on"),
+)
+"""The labels GitHub gives every new repository."""
+
+_CLOSING = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
+_COLOR = re.compile(r"^[0-9a-fA-F]{6}$")
+
+
+def rank(role: str | None) -> int:
+    """The strength of a role: -1 for none, 0 for read up to 4 for admin."""
+    return ROLES.index(role) if role in ROLES else -1
+
+
+def utcnow() -> datetime:
+    """The current time in UTC, to the second as GitHub reports it."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+class ApiError(Exception):
+    """A refusal the REST API answers with ``status`` and GitHub's JSON error body."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        errors: list[dict[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.errors = errors
+        self.headers = headers or {}
+
+
+def not_found() -> ApiError:
+    """GitHub's answer for anything missing or hidden from the caller."""
+    return ApiError(404, "Not Found")
+
+
+def validation_failed(resource: str, field_name: str, code: str, **extra: str) -> ApiError:
+    """A 422 with one entry in ``errors``, as GitHub reports a bad field."""
+    entry: dict[str, Any] = {"resource": resource, "field": field_name, "code": code, **extra}
+    return ApiError(422, "Validation Failed", [entry])
+
+
+@dataclass
+class User:
+    """A scenario user: the token they authenticate with and their role per repository."""
+
+    id: int
+    login: str
+    token: str
+    permissions: dict[str, str]
+    created_at: datetime
+
+
+@dataclass
+class Label:
+    id: int
+    name: str
+    color: str
+    description: str | None
+    default: bool
+
+
+@dataclass
+class Comment:
+    id: int
+    issue_number: int
+    author: str
+    body: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass
+class Event:
+    """One entry of an issue's history (``labeled``, ``closed``, ``sub_issue_added``...)."""
+
+    id: int
+    issue_number: int
+    actor: str
+    event: str
+    created_at: datetime
+    label: Label | None = None
+
+
+@dataclass
+class Pull:
+    """What makes an issue a pull request."""
+
+    head_ref: str
+    base_ref: str
+    draft: bool
+    head_sha: str
+    merged: bool = False
+    merged_at: datetime | None = None
+    merged_by: str | None = None
+    merge_commit_sha: str | None = None
+
+
+@dataclass
+class Issue:
+    id: int
+    number: int
+    title: str
+    body: str | None
+    author: str
+    created_at: datetime
+    updated_at: datetime
+    state: str = "open"
+    state_reason: str | None = None
+    closed_at: datetime | None = None
+    closed_by: str | None = None
+    labels: list[Label] = field(default_factory=list)
+    comment_ids: list[int] = field(default_factory=list)
+    parent_id: int | None = None
+    blocked_by_ids: list[int] = field(default_factory=list)
+    pull: Pull | None = None
+
+
+@dataclass
+class Repo:
+    id: int
+    owner: str
+    name: str
+    created_at: datetime
+    pushed_at: datetime
+    labels: dict[str, Label] = field(default_factory=dict)
+    issues: dict[int, Issue] = field(default_factory=dict)
+    comments: dict[int, Comment] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    merge_failures: deque[tuple[int, str]] = field(default_factory=deque)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    def issue(self, number: int) -> Issue:
+        """The issue (or pull request) numbered ``number``; 404 when there is none."""
+        found = self.issues.get(number)
+        if found is None:
+            raise not_found()
+        return found
+
+    def issue_by_id(self, issue_id: int) -> Issue | None:
+        return next((i for i in self.issues.values() if i.id == issue_id), None)
+
+    def pull(self, number: int) -> Issue:
+        """The pull request numbered ``number``; 404 for a plain issue or nothing."""
+        found = self.issue(number)
+        if found.pull is None:
+            raise not_found()
+        return found
+
+
+class World:
+    """Everything the stand-in knows, behind one re-entrant lock (``with world.lock:``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.users: dict[str, User] = {}
+        self.repos: dict[tuple[str, str], Repo] = {}
+        self._next_id = 1_000_001
+
+    def new_id(self) -> int:
+        with self.lock:
+            self._next_id += 1
+            return self._next_id
+
+    # -- scenario -------------------------------------------------------------------------
+
+    def add_user(self, login: str, token: str, permissions: dict[str, str]) -> User:
+        """Register a user (or replace one with the same login)."""
+        for role in permissions.values():
+            if role not in ROLES:
+                raise ValueError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
+        with self.lock:
+            old = self.users.get(login)
+            user = User(
+                id=old.id if old else self.new_id(),
+                login=login,
+                token=token,
+                permissions=dict(permissions),
+                created_at=old.created_at if old else utcnow(),
+            )
+            self.users[login] = user
+            return user
+
+    def add_repo(self, owner: str, name: str) -> Repo:
+        """Register a repository with GitHub's default labels."""
+        with self.lock:
+            now = utcnow()
+            repo = Repo(id=self.new_id(), owner=owner, name=name, created_at=now, pushed_at=now)
+            for label_name, color, description in DEFAULT_LABELS:
+                repo.labels[label_name.lower()] = Label(
+                    self.new_id(), label_name, color, description, default=True
+                )
+            self.repos[(owner, name)] = repo
+            return repo
+
+    def user_by_token(self, token: str) -> User | None:
+        with self.lock:
+            return next((u for u in self.users.values() if u.token == token), None)
+
+    def role(self, login: str | None, repo: Repo) -> str | None:
+        """The role ``login`` holds on ``repo``, or None."""
+        user = self.users.get(login) if login else None
+        return user.permissions.get(repo.full_name) if user else None
+
+    def visible_repo(self, login: str | None, owner: str, name: str) -> Repo:
+        """The repository, when ``login`` may at least read it; 404 otherwise, as on GitHub."""
+        repo = self.repos.get((owner, name))
+        if repo is None or rank(self.role(login, repo)) < 0:
+            raise not_found()
+        return repo
+
+    # -- labels ---------------------------------------------------------------------------
+
+    def create_label(self, repo: Repo, name: str, color: str, description: str | None) -> Label:
+        if not name:
+            raise validation_failed("Label", "name", "missing_field")
+        color = color.lstrip("#")
+        if not _COLOR.match(color):
+            raise validation_failed("Label", "color", "invalid")
+        if name.lower() in repo.labels:
+            raise validation_failed("Label", "name", "already_exists")
+        label = Label(self.new_id(), name, color.lower(), description, default=False)
+        repo.labels[name.lower()] = label
+        return label
+
+    def _label_for(self, repo: Repo, name: str) -> Label:
+        """The repository label called ``name``, created (grey) when missing, as GitHub does."""
+        label = repo.labels.get(name.lower())
+        if label is None:
+            label = Label(self.new_id(), name, "ededed", None, default=False)
+            repo.labels[name.lower()] = label
+        return label
+
+    def add_labels(self, repo: Repo, issue: Issue, names: list[str], actor: str) -> None:
+        """Apply labels, recording a ``labeled`` event for each one newly applied."""
+        now = utcnow()
+        for name in names:
+            label = self._label_for(repo, name)
+            if all(existing.id != label.id for existing in issue.labels):
+                issue.labels.append(label)
+                self._event(repo, issue, actor, "labeled", now, label)
+                issue.updated_at = now
+
+    def remove_label(self, repo: Repo, issue: Issue, name: str, actor: str) -> None:
+        """Take a label off; 404 ``Label does not exist`` when it is not applied."""
+        label = next((lb for lb in issue.labels if lb.name.lower() == name.lower()), None)
+        if label is None:
+            raise ApiError(404, "Label does not exist")
+        issue.labels.remove(label)
+        now = utcnow()
+        self._event(repo, issue, actor, "unlabeled", now, label)
+        issue.updated_at = now
+
+    def set_labels(self, repo: Repo, issue: Issue, names: list[str], actor: str) -> None:
+        wanted = {n.lower() for n in names}
+        for label in list(issue.labels):
+            if label.name.lower() not in wanted:
+                self.remove_label(repo, issue, label.name, actor)
+        self.add_labels(repo, issue, names, actor)
+
+    # -- issues ---------------------------------------------------------------------------
+
+    def create_issue(
+        self, repo: Repo, title: str, body: str | None, author: str, pull: Pull | None = None
+    ) -> Issue:
+        if not title:
+            raise validation_failed("PullRequest" if pull else "Issue", "title", "missing_field")
+        now = utcnow()
+        number = max(repo.issues, default=0) + 1
+        issue = Issue(self.new_id(), number, title, body, author, now, now, pull=pull)
+        repo.issues[number] = issue
+        return issue
+
+    def set_state(
+        self, repo: Repo, issue: Issue, state: str, reason: str | None, actor: str
+    ) -> None:
+        """Close or reopen, recording the ``closed``/``reopened`` event."""
+        if state not in ("open", "closed"):
+            raise validation_failed("Issue", "state", "invalid")
+        if state == issue.state:
+            return
+        now = utcnow()
+        issue.state = state
+        issue.updated_at = now
+        if state == "closed":
+            issue.closed_at = now
+            issue.closed_by = actor
+            issue.state_reason = None if issue.pull else (reason or "completed")
+            self._event(repo, issue, actor, "closed", now)
+        else:
+            issue.closed_at = None
+            issue.closed_by = None
+            issue.state_reason = None if issue.pull else "reopened"
+            self._event(repo, issue, actor, "reopened", now)
+
+    def _event(
+        self,
+        repo: Repo,
+        issue: Issue,
+        actor: str,
+        kind: str,
+        at: datetime,
+        label: Label | None = None,
+    ) -> None:
+        snapshot = Label(label.id, label.name, label.color, label.description, label.default) if (
+            label
+        ) else None
+        repo.events.append(Event(self.new_id(), issue.number, actor, kind, at, snapshot))
+
+    # -- comments -------------------------------------------------------------------------
+
+    def add_comment(self, repo: Repo, issue: Issue, body: str, author: str) -> Comment:
+        if not body:
+            raise validation_failed("IssueComment", "body", "missing_field")
+        now = utcnow()
+        comment = Comment(self.new_id(), issue.number, author, body, now, now)
+        repo.comments[comment.id] = comment
+        issue.comment_ids.append(comment.id)
+        issue.updated_at = now
+        return comment
+
+    def comment(self, repo: Repo, comment_id: int) -> Comment:
+        found = repo.comments.get(comment_id)
+        if found is None:
+            raise not_found()
+        return found
+
+    def delete_comment(self, repo: Repo, comment_id: int) -> None:
+        comment = self.comment(repo, comment_id)
+        del repo.comments[comment_id]
+        repo.issue(comment.issue_number).comment_ids.remove(comment_id)
+
+    # -- sub-issues and dependencies ------------------------------------------------------
+
+    def add_sub_issue(
+        self, repo: Repo, parent: Issue, sub_issue_id: int, replace: bool, actor: str
+    ) -> Issue:
+        child = repo.issue_by_id(sub_issue_id)
+        if child is None or child.pull is not None:
+            raise validation_failed("Issue", "sub_issue_id", "invalid")
+        if child.id == parent.id or self._is_ancestor(repo, child, parent):
+            raise validation_failed("Issue", "sub_issue_id", "invalid")
+        if child.parent_id is not None and not replace:
+            raise validation_failed("Issue", "sub_issue_id", "custom",
+                                    message="Sub issue may only have one parent")
+        child.parent_id = parent.id
+        now = utcnow()
+        self._event(repo, parent, actor, "sub_issue_added", now)
+        self._event(repo, child, actor, "parent_issue_added", now)
+        return child
+
+    def _is_ancestor(self, repo: Repo, candidate: Issue, issue: Issue) -> bool:
+        current: Issue | None = issue
+        while current is not None and current.parent_id is not None:
+            if current.parent_id == candidate.id:
+                return True
+            current = repo.issue_by_id(current.parent_id)
+        return False
+
+    def remove_sub_issue(self, repo: Repo, parent: Issue, sub_issue_id: int, actor: str) -> Issue:
+        child = repo.issue_by_id(sub_issue_id)
+        if child is None or child.parent_id != parent.id:
+            raise not_found()
+        child.parent_id = None
+        now = utcnow()
+        self._event(repo, parent, actor, "sub_issue_removed", now)
+        self._event(repo, child, actor, "parent_issue_removed", now)
+        return child
+
+    def sub_issues(self, repo: Repo, parent: Issue) -> list[Issue]:
+        return sorted(
+            (i for i in repo.issues.values() if i.parent_id == parent.id), key=lambda i: i.number
+        )
+
+    def add_blocked_by(self, repo: Repo, issue: Issue, blocker_id: int, actor: str) -> Issue:
+        blocker = repo.issue_by_id(blocker_id)
+        if blocker is None or blocker.id == issue.id:
+            raise validation_failed("IssueDependency", "issue_id", "invalid")
+        if blocker.id in issue.blocked_by_ids:
+            raise validation_failed("IssueDependency", "issue_id", "already_exists")
+        issue.blocked_by_ids.append(blocker.id)
+        now = utcnow()
+        self._event(repo, issue, actor, "blocked_by_added", now)
+        self._event(repo, blocker, actor, "blocking_added", now)
+        return blocker
+
+    def remove_blocked_by(self, repo: Repo, issue: Issue, blocker_id: int, actor: str) -> Issue:
+        blocker = repo.issue_by_id(blocker_id)
+        if blocker is None or blocker.id not in issue.blocked_by_ids:
+            raise not_found()
+        issue.blocked_by_ids.remove(blocker.id)
+        now = utcnow()
+        self._event(repo, issue, actor, "blocked_by_removed", now)
+        self._event(repo, blocker, actor, "blocking_removed", now)
+        return blocker
+
+    def blocking(self, repo: Repo, issue: Issue) -> list[Issue]:
+        return [i for i in repo.issues.values() if issue.id in i.blocked_by_ids]
+
+    def blocked_by(self, repo: Repo, issue: Issue) -> list[Issue]:
+        found = (repo.issue_by_id(i) for i in issue.blocked_by_ids)
+        return [i for i in found if i is not None]
+
+    # -- pull requests --------------------------------------------------------------------
+
+    def record_merge(self, repo: Repo, issue: Issue, merge_sha: str, actor: str) -> list[int]:
+        """Mark the pull request merged and closed; close the issues its body says it fixes
+        (GitHub's closing keywords). Returns the numbers of the issues closed."""
+        pull = issue.pull
+        assert pull is not None
+        now = utcnow()
+        pull.merged = True
+        pull.merged_at = now
+        pull.merged_by = actor
+        pull.merge_commit_sha = merge_sha
+        self._event(repo, issue, actor, "merged", now)
+        self.set_state(repo, issue, "closed", None, actor)
+        closed: list[int] = []
+        for match in _CLOSING.finditer(issue.body or ""):
+            target = repo.issues.get(int(match.group(1)))
+            if target is not None and target.pull is None and target.state == "open":
+                self.set_state(repo, target, "closed", "completed", actor)
+                closed.append(target.number)
+        return closed
