@@ -1,0 +1,166 @@
+"""The ``thirdshift`` command: the composition root, the only place real adapters are built.
+
+stdout carries data only (URLs); stderr carries timestamped progress and errors. Exit status 0
+on success, 1 on failure (any ThirdshiftError), 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn
+
+import click
+
+from thirdshift import __version__
+from thirdshift.console import Progress
+from thirdshift.errors import ThirdshiftError
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops a foreground command the same way Ctrl-C does."""
+
+    def _raise(signum: int, frame: FrameType | None) -> NoReturn:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _fail(error: ThirdshiftError) -> NoReturn:
+    click.echo(f"thirdshift: {error}", err=True)
+    sys.exit(error.exit_code)
+
+
+def _guarded(action: Callable[[], Any]) -> Any:
+    try:
+        return action()
+    except ThirdshiftError as error:
+        _fail(error)
+
+
+def wait_for_interrupt(progress: Progress, what: str) -> None:
+    """Block until Ctrl-C or SIGTERM; the caller's context managers then stop the servers."""
+    progress(f"{what}; press Ctrl-C to stop")
+    stop = threading.Event()
+    try:
+        while not stop.wait(3600):
+            pass
+    except KeyboardInterrupt:
+        progress("interrupted, stopping")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="thirdshift")
+def main() -> None:
+    """Turn GitHub issues labelled ready-for-agent into pull requests thirdshift stands behind."""
+
+
+@main.command("config")
+def config_command() -> None:
+    """Check the configuration and the database, and show the settings in force (the token is
+    never shown)."""
+    from thirdshift.settings import load_settings
+    from thirdshift.store import Store, redact_url
+
+    settings = _guarded(load_settings)
+    store = _guarded(lambda: Store.open(settings.effective_database_url))
+    store.close()
+    click.echo(f"home: {settings.home}")
+    click.echo(f"database: {redact_url(settings.effective_database_url)}")
+    click.echo(f"github api: {settings.github_api_url}")
+    click.echo(f"github token: {'set' if settings.github_token else 'not set'}")
+
+
+@main.group()
+def sandbox() -> None:
+    """Local stand-ins for GitHub and a model provider, for tests and the demo."""
+
+
+@sandbox.command("serve")
+@click.option(
+    "--root",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory for the bare repositories and CI checkouts (created if missing).",
+)
+@click.option("--port", default=0, show_default="a free port", help="Port on 127.0.0.1.")
+def sandbox_serve(root: Path, port: int) -> None:
+    """Serve the GitHub stand-in; print its API URL on stdout once it is ready."""
+    from thirdshift.sandbox_github import GitHubStandIn
+
+    progress = Progress()
+    root.mkdir(parents=True, exist_ok=True)
+    with _sigterm_as_interrupt():
+        stand_in = GitHubStandIn(root, port=port)
+        _guarded(stand_in.start)
+        try:
+            click.echo(stand_in.api_url)
+            wait_for_interrupt(progress, f"GitHub stand-in serving {stand_in.api_url}")
+        finally:
+            stand_in.stop()
+
+
+@sandbox.command("model")
+@click.option(
+    "--script",
+    "script_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The script of sessions and turns to play (see docs/model-script.md).",
+)
+@click.option("--port", default=0, show_default="a free port", help="Port on 127.0.0.1.")
+@click.option(
+    "--request-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to record every request as a JSON line (default: beside the script).",
+)
+def sandbox_model(script_path: Path, port: int, request_log: Path | None) -> None:
+    """Serve the scripted model server; print its base URL on stdout once it is ready."""
+    from thirdshift.sandbox_model import ModelScript, ScriptedModelServer
+
+    progress = Progress()
+    script = _guarded(lambda: ModelScript.load(script_path))
+    log = request_log or script_path.with_suffix(".requests.jsonl")
+    with _sigterm_as_interrupt():
+        server = ScriptedModelServer(script, log, port=port)
+        _guarded(server.start)
+        try:
+            click.echo(server.url)
+            wait_for_interrupt(progress, f"scripted model server serving {server.url}")
+        finally:
+            server.stop()
+
+
+@main.command("demo")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory for the demo's servers and files (default: a new temporary directory).",
+)
+def demo_command(root: Path | None) -> None:
+    """Start both sandbox servers with a demo repository and a Ready issue; print the issue URL
+    on stdout and keep serving until Ctrl-C."""
+    from thirdshift.demo import run_demo
+
+    progress = Progress()
+    with _sigterm_as_interrupt():
+        _guarded(lambda: run_demo(root, progress, wait_for_interrupt))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

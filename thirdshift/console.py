@@ -1,0 +1,19 @@
+"""Progress lines: timestamped, on stderr, so stdout stays free for the URLs a script reads."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from typing import TextIO
+
+
+class Progress:
+    """Writes one timestamped line per call. The stream is chosen by the composition root."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream if stream is not None else sys.stderr
+
+    def __call__(self, line: str) -> None:
+        stamp = datetime.now().astimezone().strftime("%H:%M:%S")
+        self._stream.write(f"[{stamp}] {line}\n")
+        self._stream.flush()
