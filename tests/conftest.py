@@ -16,6 +16,30 @@ import sqlalchemy as sa
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_git() -> Iterator[None]:
+    """No test may lean on the developer's git configuration: git sees no global or system
+    file, and commits made by tests (or by agent CLIs under test) get a fixed identity."""
+    saved = {name: os.environ.get(name) for name in _GIT_ENVIRONMENT}
+    os.environ.update(_GIT_ENVIRONMENT)
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+_GIT_ENVIRONMENT = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "thirdshift tests",
+    "GIT_AUTHOR_EMAIL": "tests@thirdshift.invalid",
+    "GIT_COMMITTER_NAME": "thirdshift tests",
+    "GIT_COMMITTER_EMAIL": "tests@thirdshift.invalid",
+}
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh THIRDSHIFT_HOME, with no THIRDSHIFT_* or token variables leaking in."""
