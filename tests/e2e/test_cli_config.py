@@ -1,0 +1,63 @@
+"""The `thirdshift` command's contract around configuration: exit codes and messages."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def thirdshift(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    executable = shutil.which("thirdshift", path=str(Path(sys.executable).parent))
+    assert executable, "the thirdshift console script is not installed in this environment"
+    return subprocess.run(
+        [executable, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.fixture
+def env(home: Path) -> dict[str, str]:
+    return dict(os.environ)
+
+
+def test_config_shows_the_settings_in_force_and_hides_the_token(
+    env: dict[str, str], home: Path
+) -> None:
+    """`thirdshift config` opens the database and says whether a token is set, never its value."""
+    env["GITHUB_TOKEN"] = "ghp_verysecretverysecretverysecret000000"
+    result = thirdshift("config", env=env)
+    assert result.returncode == 0, result.stderr
+    assert f"home: {home}" in result.stdout
+    assert "github token: set" in result.stdout
+    assert "ghp_" not in result.stdout + result.stderr
+    assert (home / "thirdshift.db").exists()
+
+
+def test_an_unknown_key_exits_1_naming_the_file_and_key(env: dict[str, str], home: Path) -> None:
+    """A typo in config.toml stops the command with exit 1 and a message naming both."""
+    (home / "config.toml").write_text('github_api_ur = "http://127.0.0.1:1"\n')
+    result = thirdshift("config", env=env)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert str(home / "config.toml") in result.stderr
+    assert "unknown key 'github_api_ur'" in result.stderr
+
+
+def test_an_unreachable_database_exits_1_with_the_fix(env: dict[str, str]) -> None:
+    """A database that cannot be opened is named (password hidden) with what to check."""
+    env["THIRDSHIFT_DATABASE_URL"] = "postgresql://u:pw-secret@127.0.0.1:1/none"
+    result = thirdshift("config", env=env)
+    assert result.returncode == 1
+    assert "THIRDSHIFT_DATABASE_URL" in result.stderr
+    assert "pw-secret" not in result.stderr
+
+
+def test_an_unknown_option_is_a_usage_error(env: dict[str, str]) -> None:
+    """Command-line mistakes exit 2, as every usage error does."""
+    result = thirdshift("config", "--no-such-flag", env=env)
+    assert result.returncode == 2
+    assert "--no-such-flag" in result.stderr
