@@ -37,8 +37,9 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
+def cli_home(tmp_path: Path) -> Path:
+    """HOME (and CODEX_HOME under it) of the CLI under test."""
+    return tmp_path / "cli-home"
 
 
 def serve(tmp_path: Path, sessions: list[dict[str, Any]]) -> ScriptedModelServer:
@@ -74,7 +75,7 @@ def assert_clean_stream(harness: Harness, result: CliResult, expected_final: str
 
 
 def test_claude_edits_and_commits(
-    tmp_path: Path, repo: Path, home: Path, servers: list[ScriptedModelServer]
+    tmp_path: Path, repo: Path, cli_home: Path, servers: list[ScriptedModelServer]
 ) -> None:
     readme = repo / "README.md"
     server = serve(
@@ -124,7 +125,7 @@ def test_claude_edits_and_commits(
     )
     servers.append(server)
 
-    result = run_cli("claude", "Work on E2E-CLAUDE-EDIT please.", repo, server, home)
+    result = run_cli("claude", "Work on E2E-CLAUDE-EDIT please.", repo, server, cli_home)
 
     assert_clean_stream("claude", result, "Committed the README change.")
     assert git(repo, "log", "-1", "--format=%s").strip() == "Describe the project"
@@ -155,7 +156,7 @@ def test_claude_edits_and_commits(
 
 
 def test_codex_edits_and_commits(
-    tmp_path: Path, repo: Path, home: Path, servers: list[ScriptedModelServer]
+    tmp_path: Path, repo: Path, cli_home: Path, servers: list[ScriptedModelServer]
 ) -> None:
     patch = (
         "*** Begin Patch\n"
@@ -192,7 +193,7 @@ def test_codex_edits_and_commits(
     )
     servers.append(server)
 
-    result = run_cli("codex", "Work on E2E-CODEX-EDIT please.", repo, server, home)
+    result = run_cli("codex", "Work on E2E-CODEX-EDIT please.", repo, server, cli_home)
 
     assert_clean_stream("codex", result, "Committed the README change.")
     assert git(repo, "log", "-1", "--format=%s").strip() == "Describe the project"
@@ -232,18 +233,18 @@ def test_native_resume_carries_the_earlier_conversation(
     harness: Harness,
     tmp_path: Path,
     repo: Path,
-    home: Path,
+    cli_home: Path,
     servers: list[ScriptedModelServer],
 ) -> None:
     marker = f"E2E-{harness.upper()}-RESUME"
     server = serve(tmp_path, resume_script(harness, marker))
     servers.append(server)
 
-    first = run_cli(harness, f"Start {marker}.", repo, server, home)
+    first = run_cli(harness, f"Start {marker}.", repo, server, cli_home)
     assert_clean_stream(harness, first, "First part done.")
     sid = session_id(harness, first)
 
-    second = run_cli(harness, "Carry on where you stopped.", repo, server, home, resume_id=sid)
+    second = run_cli(harness, "Carry on where you stopped.", repo, server, cli_home, resume_id=sid)
     assert_clean_stream(harness, second, "Resumed.")
     assert session_id(harness, second) == sid
     if harness == "claude":  # a zero-turn result may come first: the LAST result counts
@@ -266,13 +267,13 @@ def test_resume_of_an_unknown_id_fails(
     harness: Harness,
     tmp_path: Path,
     repo: Path,
-    home: Path,
+    cli_home: Path,
     servers: list[ScriptedModelServer],
 ) -> None:
     server = serve(tmp_path, [{"name": "unused", "turns": [{"text": "never asked"}]}])
     servers.append(server)
 
-    result = run_cli(harness, "Carry on.", repo, server, home, resume_id=UNKNOWN_ID)
+    result = run_cli(harness, "Carry on.", repo, server, cli_home, resume_id=UNKNOWN_ID)
 
     assert result.returncode == 1, result.describe()
     if harness == "claude":

@@ -1,7 +1,7 @@
 """Drive the REAL pinned ``claude`` and ``codex`` CLIs against a scripted model server.
 
-The binaries come from ``node_modules/.bin`` at the repository root (``npm ci``). A missing
-binary fails the test instead of skipping it: CI must run these tests.
+The binaries come from ``node_modules/.bin`` at the repository root (``scripts/install`` puts
+them there). A missing binary fails the test instead of skipping it: CI must run these tests.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ Harness = Literal["claude", "codex"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR = REPO_ROOT / "node_modules" / ".bin"
 
-# Variables of the developer's own setup that must not leak into a CLI under test.
-_LEAKY_PREFIXES = ("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_", "GIT_", "XDG_")
+# Variables of the developer's own setup that must not leak into a CLI under test. GIT_* stays:
+# the suite's conftest isolates git (no global config, a fixed identity) through it.
+_LEAKY_PREFIXES = ("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_", "XDG_")
 
 
 @dataclass
@@ -57,8 +58,8 @@ def cli_path(harness: Harness) -> Path:
     path = BIN_DIR / harness
     if not path.exists():
         pytest.fail(
-            f"{path.relative_to(REPO_ROOT)} is missing: run the install script "
-            f"(`npm ci` in the repository root) to install the pinned agent CLIs",
+            f"{path.relative_to(REPO_ROOT)} is missing: run `scripts/install` in the repository "
+            "root to install the pinned agent CLIs (claude, codex)",
             pytrace=False,
         )
     return path
@@ -212,6 +213,6 @@ def final_text(harness: Harness, result: CliResult) -> str | None:
 
 def _base_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_LEAKY_PREFIXES)}
-    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env.setdefault("GIT_CONFIG_NOSYSTEM", "1")
     env["GIT_TERMINAL_PROMPT"] = "0"
     return env
