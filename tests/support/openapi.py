@@ -92,9 +92,9 @@ def description_path() -> Path:
     if not path.is_file():
         raise FileNotFoundError(
             f"GitHub's OpenAPI description is missing ({DESCRIPTION_RELATIVE_PATH.as_posix()} "
-            "under the repository root). Run the install script (`npm ci` at the repository "
-            "root installs the pinned @octokit/openapi package); the contract suite never "
-            "skips for want of it."
+            "under the repository root). Run the install script, scripts/install, from the "
+            "repository root (it runs `npm ci` for the pinned @octokit/openapi package); the "
+            "contract suite never skips for want of it."
         )
     return path
 
@@ -160,11 +160,17 @@ class _Node:
             child.freeze()
 
 
+def _is_deprecated(operation: Mapping[str, Any]) -> bool:
+    description = operation.get("description") or ""
+    return operation.get("deprecated") is True or description.startswith("**Deprecated**")
+
+
 class _Router:
     """Path templates indexed as a tree of segments; literal segments are tried first."""
 
     def __init__(self, paths: Mapping[str, Mapping[str, Any]]) -> None:
         self._root = _Node()
+        self._deprecated: set[tuple[str, str]] = set()
         for template, item in paths.items():
             node = self._root
             for text in template.split("/")[1:]:
@@ -176,13 +182,24 @@ class _Router:
                     node = node.literals.setdefault(text, _Node())
             node.template = template
             node.methods = frozenset(key for key in item if key in _HTTP_METHODS)
+            self._deprecated.update(
+                (template, method) for method in node.methods if _is_deprecated(item[method])
+            )
         self._root.freeze()
 
     def route(self, segments: list[str], method: str | None) -> tuple[str, dict[str, str]] | None:
-        """The most specific template matching ``segments`` that defines ``method``."""
+        """The most specific template matching ``segments`` that defines ``method``.
+
+        A deprecated alias (``/compare/{base}...{head}`` next to ``/compare/{basehead}``)
+        never shadows the current operation it duplicates; it matches only alone.
+        """
+        fallback = None
         for template, params in self._walk(self._root, segments, 0, method):
-            return template, params
-        return None
+            if method is None or (template, method) not in self._deprecated:
+                return template, params
+            if fallback is None:
+                fallback = template, params
+        return fallback
 
     def _walk(
         self, node: _Node, segments: list[str], index: int, method: str | None
