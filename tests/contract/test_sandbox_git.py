@@ -13,6 +13,7 @@ import os
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -180,20 +181,26 @@ def make_source(tmp: Path) -> Path:
     return source
 
 
-@pytest.fixture
-def git_world(tmp_path: Path) -> Iterator[GitWorld]:
-    """Repositories under tmp_path served on a loopback port for the test's duration."""
-    repos = BareRepos(tmp_path / "repos")
+@contextmanager
+def serving(repos: BareRepos, tmp: Path) -> Iterator[GitWorld]:
+    """Serve ``repos`` on a loopback port while the block runs."""
     server = _GitServer(repos, TOKEN)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     host, port = server.server_address[:2]
     try:
-        yield GitWorld(repos=repos, url=f"http://{host!s}:{port}", tmp=tmp_path)
+        yield GitWorld(repos=repos, url=f"http://{host!s}:{port}", tmp=tmp)
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+@pytest.fixture
+def git_world(tmp_path: Path) -> Iterator[GitWorld]:
+    """Repositories under tmp_path served on a loopback port for the test's duration."""
+    with serving(BareRepos(tmp_path / "repos"), tmp_path) as world:
+        yield world
 
 
 @pytest.fixture
