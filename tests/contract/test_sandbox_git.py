@@ -452,3 +452,44 @@ def test_git_env_ignores_the_callers_git_configuration(monkeypatch: pytest.Monke
     assert "GIT_DIR" not in env
     assert env["GIT_CONFIG_GLOBAL"] == os.devnull
     assert env["GIT_CONFIG_NOSYSTEM"] == "1"
+
+
+def test_large_push_lands(git_world: GitWorld, seeded: str) -> None:
+    """A push bigger than git's post buffer (sent chunked) is applied whole."""
+    checkout = git_world.clone("acme", "demo", "work")
+    (checkout / "blob.bin").write_bytes(os.urandom(3 * 1024 * 1024))
+    git_world.git("add", "blob.bin", cwd=checkout)
+    git_world.git("commit", "--quiet", "-m", "Big", cwd=checkout)
+    new = git_world.git("rev-parse", "HEAD", cwd=checkout).stdout.strip()
+    git_world.git("push", "--quiet", "origin", "main", cwd=checkout)
+    assert git_world.repos.resolve("acme", "demo", "main") == new
+    again = git_world.clone("acme", "demo", "again")
+    assert (again / "blob.bin").read_bytes() == (checkout / "blob.bin").read_bytes()
+
+
+def test_concurrent_pushes_each_report_only_their_own_refs(
+    git_world: GitWorld, seeded: str
+) -> None:
+    """Pushes running at the same time fire one event each, for the ref each one updated."""
+    events: list[PushEvent] = []
+    git_world.repos.on_push(events.append)
+    expected = []
+    checkouts = []
+    for i in range(4):
+        checkout = git_world.clone("acme", "demo", f"w{i}")
+        sha = git_world.commit_file(checkout, f"f{i}.txt", f"{i}\n", f"F{i}")
+        checkouts.append(checkout)
+        expected.append(PushEvent("acme", "demo", f"refs/heads/b{i}", ZERO_SHA, sha))
+    threads = [
+        threading.Thread(
+            target=git_world.git,
+            args=("push", "--quiet", "origin", f"HEAD:refs/heads/b{i}"),
+            kwargs={"cwd": checkout},
+        )
+        for i, checkout in enumerate(checkouts)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(events, key=lambda e: e.ref) == expected
