@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from thirdshift.sandbox_github_state import Comment, Event, Issue, Label, Repo, World, rank
@@ -20,7 +20,11 @@ EPOCH = "2008-04-10T00:00:00Z"
 
 def stamp(at: datetime | None) -> str | None:
     """ISO 8601 in UTC with a ``Z``, or None."""
-    return at.strftime("%Y-%m-%dT%H:%M:%SZ") if at else None
+    if at is None:
+        return None
+    if at.tzinfo is not None:
+        at = at.astimezone(UTC)
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def node_id(prefix: str, number: int) -> str:
