@@ -293,3 +293,38 @@ def test_cli_path_names_the_install_step(tmp_path: Path) -> None:
     # Sanity for the helper itself: both pinned binaries are present in this checkout.
     assert cli_path("claude").name == "claude"
     assert cli_path("codex").name == "codex"
+
+
+# --- provider errors ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex"])
+def test_an_overloaded_provider_is_retried(
+    harness: Harness,
+    tmp_path: Path,
+    repo: Path,
+    cli_home: Path,
+    servers: list[ScriptedModelServer],
+) -> None:
+    server = serve(tmp_path, [{"name": "s", "turns": [{"error": "overloaded"}, {"text": "Back."}]}])
+    servers.append(server)
+
+    result = run_cli(harness, "Say something.", repo, server, cli_home)
+
+    assert_clean_stream(harness, result, "Back.")
+    assert [r["kind"] for r in model_requests(server)] == ["error", "text"]
+
+
+def test_codex_gives_up_on_a_rate_limit_without_retry_after(
+    tmp_path: Path, repo: Path, cli_home: Path, servers: list[ScriptedModelServer]
+) -> None:
+    server = serve(tmp_path, [{"name": "s", "turns": [{"error": "rate_limit"}, {"text": "no"}]}])
+    servers.append(server)
+
+    result = run_cli("codex", "Say something.", repo, server, cli_home)
+
+    assert result.returncode == 1, result.describe()
+    failed = [e for e in result.events if e.get("type") == "turn.failed"]
+    assert len(failed) == 1, result.describe()
+    assert "429" in failed[0]["error"]["message"]
+    assert [r["kind"] for r in model_requests(server)] == ["error"]
