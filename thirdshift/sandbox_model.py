@@ -29,10 +29,11 @@ from urllib.parse import urlsplit
 
 from thirdshift import sandbox_model_wire as wire
 from thirdshift.errors import SandboxError
-from thirdshift.sandbox_model_script import ModelScript, Session, ToolCall, Turn
+from thirdshift.sandbox_model_script import ModelScript, ToolCall, Turn
 
 __all__ = [
     "SANDBOX_API_KEY",
+    "SANDBOX_CODEX_KEY_VAR",
     "SANDBOX_CODEX_MODEL",
     "SANDBOX_CODEX_PROVIDER",
     "ModelScript",
@@ -214,10 +215,8 @@ class ScriptedModelServer:
             else:
                 self._open.discard(conn)
 
-    def choose(
-        self, api: wire.Api, body: dict[str, Any]
-    ) -> tuple[Session | None, int | None, Turn]:
-        """The session a model request belongs to, the turn index, and the turn to play."""
+    def choose(self, api: wire.Api, body: dict[str, Any]) -> tuple[int | None, int | None, Turn]:
+        """The session (index) a model request belongs to, the turn index, the turn to play."""
         with self._lock:
             index = self._session_for(api, body)
             if index is None:
@@ -226,8 +225,8 @@ class ScriptedModelServer:
             cursor = self._cursors[index]
             self._cursors[index] = cursor + 1
             if cursor < len(session.turns):
-                return session, cursor, session.turns[cursor]
-            return session, None, Turn(kind="text", text=session.final_text)
+                return index, cursor, session.turns[cursor]
+            return index, None, Turn(kind="text", text=session.final_text)
 
     def _session_for(self, api: wire.Api, body: dict[str, Any]) -> int | None:
         sessions = self._script.sessions
@@ -249,8 +248,12 @@ class ScriptedModelServer:
                 return index
         return None
 
-    def reply_for(self, api: wire.Api, session: Session | None, turn: Turn) -> wire.Reply:
-        index = -1 if session is None else self._script.sessions.index(session)
+    def session_name(self, index: int | None) -> str | None:
+        return None if index is None else self._script.sessions[index].name
+
+    def reply_for(self, api: wire.Api, index: int | None, turn: Turn) -> wire.Reply:
+        """The turn's text and tool calls, each call given an id that names its session."""
+        index = -1 if index is None else index
         calls: list[tuple[str, ToolCall]] = []
         with self._lock:
             for call in turn.tool_calls:
@@ -370,9 +373,9 @@ class _Handler(BaseHTTPRequestHandler):
         self, api: wire.Api, raw: bytes, body: dict[str, Any], entry: dict[str, Any]
     ) -> None:
         owner = self.server.owner
-        session, turn_index, turn = owner.choose(api, body)
+        session_index, turn_index, turn = owner.choose(api, body)
         entry.update(
-            session=None if session is None else session.name,
+            session=owner.session_name(session_index),
             turn=turn_index,
             kind=turn.kind if turn_index is not None else "final",
         )
@@ -386,7 +389,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, headers, error_body = wire.error_response(api, turn)
             self._send_json(status, error_body, headers)
             return
-        reply = owner.reply_for(api, session, turn)
+        reply = owner.reply_for(api, session_index, turn)
         model = str(body.get("model") or "sandbox-model")
         tokens = wire.estimate_tokens(raw)
         if body.get("stream"):
