@@ -427,8 +427,8 @@ def get_commit(call: Call) -> Reply:
             "comment_count": 0,
             "tree": {"sha": tree, "url": f"{base}/git/trees/{tree}"},
         },
-        "author": None,
-        "committer": None,
+        "author": {},
+        "committer": {},
         "parents": [
             {"sha": p, "url": f"{base}/commits/{p}",
              "html_url": f"{call.shapes.urls.web}/{repo.full_name}/commit/{p}"}

@@ -88,6 +88,7 @@ class Shapes:
         owned = sum(1 for r in self.world.repos.values() if r.owner == login)
         return {
             **self.user(login),
+            "user_view_type": "private",
             "name": login,
             "company": None,
             "blog": "",

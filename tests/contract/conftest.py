@@ -1,0 +1,132 @@
+"""Fixtures for the GitHub stand-in's contract tests.
+
+``stand_in`` starts a stand-in in ``tmp_path`` with a small scenario (one repository, users of
+every role), records every REST exchange, and at teardown validates each one against GitHub's
+OpenAPI description: a response GitHub could not give fails the test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from github import Auth, Github
+
+from tests.support.openapi import ContractViolation, OpenAPIDescription, description_path
+from thirdshift.sandbox_client import SandboxClient
+from thirdshift.sandbox_git import git_env
+from thirdshift.sandbox_github import API_PREFIX, Exchange, GitHubStandIn
+
+OWNER, NAME = "acme", "widgets"
+FULL_NAME = f"{OWNER}/{NAME}"
+TOKENS = {
+    "ada": "ada-admin-token",
+    "wes": "wes-write-token",
+    "tia": "tia-triage-token",
+    "rex": "rex-read-token",
+    "olga": "olga-outsider-token",
+}
+ROLES = {"ada": "admin", "wes": "write", "tia": "triage", "rex": "read"}
+CHECKS = {"lint": "test -f README.md", "test": "! grep -q broken app.py"}
+
+VALIDATED_OPERATIONS: set[str] = set()
+"""operationIds of every exchange validated in this session."""
+
+
+@pytest.fixture(scope="session")
+def description() -> OpenAPIDescription:
+    return OpenAPIDescription.load(description_path())
+
+
+def _out_of_contract(exchange: Exchange) -> bool:
+    """Answers GitHub gives on any route without documenting them per operation: 304s,
+    server errors and rate-limit refusals (the last two only come from injected faults)."""
+    if exchange.status == 304 or exchange.status >= 500:
+        return True
+    return exchange.status == 403 and exchange.header("X-RateLimit-Remaining") == "0"
+
+
+@dataclass
+class Sandbox:
+    """A started stand-in with the standard scenario, and what it recorded."""
+
+    stand_in: GitHubStandIn
+    client: SandboxClient
+    workdir: Path
+    main_sha: str
+    exchanges: list[Exchange] = field(default_factory=list)
+
+    def github(self, login: str = "ada", token: str | None = None) -> Github:
+        """PyGithub as ``login``, with its retries off so every answer is seen."""
+        auth = Auth.Token(token if token is not None else TOKENS[login])
+        return Github(base_url=self.stand_in.api_url, auth=auth, retry=None)
+
+    def push(self, branch: str, files: dict[str, str], login: str = "wes") -> str:
+        """Commit ``files`` on a new ``branch`` from main and push it; return its sha."""
+        clone = self.workdir / f"clone-{branch.replace('/', '-')}"
+        env = git_env({
+            "STAND_IN_TOKEN": TOKENS[login],
+            "GIT_AUTHOR_NAME": login, "GIT_AUTHOR_EMAIL": f"{login}@example.com",
+            "GIT_COMMITTER_NAME": login, "GIT_COMMITTER_EMAIL": f"{login}@example.com",
+        })
+        helper = "!f() { echo username=x-access-token; echo password=$STAND_IN_TOKEN; }; f"
+        url = f"{self.stand_in.web_url}/{FULL_NAME}.git"
+
+        def git(*args: str, cwd: Path = clone) -> str:
+            done = subprocess.run(
+                ["git", "-c", f"credential.helper={helper}", *args],
+                cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False,
+            )
+            assert done.returncode == 0, done.stderr
+            return done.stdout.strip()
+
+        if not clone.exists():
+            git("clone", "--quiet", url, str(clone), cwd=self.workdir)
+        git("checkout", "--quiet", "-B", branch, "origin/main")
+        for path, text in files.items():
+            (clone / path).write_text(text)
+        git("add", "--all")
+        git("commit", "--quiet", "-m", f"Change on {branch}")
+        git("push", "--quiet", "--force", "origin", f"HEAD:refs/heads/{branch}")
+        return git("rev-parse", "HEAD")
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, description: OpenAPIDescription) -> Iterator[Sandbox]:
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "README.md").write_text("# widgets\n")
+    (source / "app.py").write_text("print('hello')\n")
+    stand_in = GitHubStandIn(tmp_path / "stand-in")
+    recorded: list[Exchange] = []
+    stand_in.on_exchange = recorded.append
+    stand_in.start()
+    try:
+        client = SandboxClient(stand_in.api_url)
+        sha = client.add_repo(OWNER, NAME, source, CHECKS)
+        for login, token in TOKENS.items():
+            role = ROLES.get(login)
+            client.add_user(login, token, {FULL_NAME: role} if role else {})
+        yield Sandbox(stand_in, client, tmp_path, sha, recorded)
+    finally:
+        stand_in.stop()
+    violations = []
+    for exchange in recorded:
+        if not exchange.path.startswith(API_PREFIX) or _out_of_contract(exchange):
+            continue
+        try:
+            VALIDATED_OPERATIONS.add(description.validate_exchange(
+                exchange.method,
+                exchange.path.removeprefix(API_PREFIX),
+                exchange.status,
+                exchange.response_body,
+                exchange.header("Content-Type"),
+            ))
+        except ContractViolation as violation:
+            violations.append(str(violation))
+    if violations:
+        pytest.fail("responses GitHub could not give:\n" + "\n".join(violations))
+
