@@ -22,6 +22,7 @@ import json
 import logging
 import random
 import re
+import socket
 import threading
 import time
 import urllib.parse
@@ -560,6 +561,10 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "GitHub.com"
     sys_version = ""
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), format % args)
