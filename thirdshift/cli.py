@@ -23,8 +23,10 @@ from thirdshift.errors import ThirdshiftError
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops a foreground command the same way Ctrl-C does."""
+def _signals_as_interrupt() -> Iterator[None]:
+    """Ctrl-C and SIGTERM both stop a foreground command as KeyboardInterrupt. SIGINT is set
+    explicitly because a process started in the background inherits it ignored, and Python then
+    installs no handler of its own."""
 
     def _raise(signum: int, frame: FrameType | None) -> NoReturn:
         raise KeyboardInterrupt
@@ -32,11 +34,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise)
+    previous = {sig: signal.signal(sig, _raise) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _fail(error: ThirdshiftError) -> NoReturn:
@@ -103,7 +106,7 @@ def sandbox_serve(root: Path, port: int) -> None:
 
     progress = Progress()
     root.mkdir(parents=True, exist_ok=True)
-    with _sigterm_as_interrupt():
+    with _signals_as_interrupt():
         stand_in = GitHubStandIn(root, port=port)
         _guarded(stand_in.start)
         try:
@@ -135,7 +138,7 @@ def sandbox_model(script_path: Path, port: int, request_log: Path | None) -> Non
     progress = Progress()
     script = _guarded(lambda: ModelScript.load(script_path))
     log = request_log or script_path.with_suffix(".requests.jsonl")
-    with _sigterm_as_interrupt():
+    with _signals_as_interrupt():
         server = ScriptedModelServer(script, log, port=port)
         _guarded(server.start)
         try:
@@ -158,7 +161,7 @@ def demo_command(root: Path | None) -> None:
     from thirdshift.demo import run_demo
 
     progress = Progress()
-    with _sigterm_as_interrupt():
+    with _signals_as_interrupt():
         _guarded(lambda: run_demo(root, progress, wait_for_interrupt))
 
 
