@@ -210,7 +210,7 @@ class GitHubStandIn:
         self._backend = Backend(self.world, Shapes(self.world, Urls(self.web_url)), self.git, ci)
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, name="github-stand-in", daemon=True
+            target=server.serve_forever, args=(0.05,), name="github-stand-in", daemon=True
         )
         self._thread.start()
 

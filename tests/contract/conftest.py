@@ -78,7 +78,8 @@ class Sandbox:
         )
 
     def push(self, branch: str, files: dict[str, str], login: str = "wes") -> str:
-        """Commit ``files`` on a new ``branch`` from main and push it; return its sha."""
+        """Commit ``files`` on ``branch`` (started from main when new) and push it; return
+        the new head sha."""
         clone = self.workdir / f"clone-{branch.replace('/', '-')}"
         env = git_env({
             "STAND_IN_TOKEN": TOKENS[login],
@@ -98,12 +99,14 @@ class Sandbox:
 
         if not clone.exists():
             git("clone", "--quiet", url, str(clone), cwd=self.workdir)
-        git("checkout", "--quiet", "-B", branch, "origin/main")
+        git("fetch", "--quiet", "origin")
+        start = git("branch", "--remotes", "--list", f"origin/{branch}") or "origin/main"
+        git("checkout", "--quiet", "-B", branch, start.strip())
         for path, text in files.items():
             (clone / path).write_text(text)
         git("add", "--all")
         git("commit", "--quiet", "-m", f"Change on {branch}")
-        git("push", "--quiet", "--force", "origin", f"HEAD:refs/heads/{branch}")
+        git("push", "--quiet", "origin", f"HEAD:refs/heads/{branch}")
         return git("rev-parse", "HEAD")
 
 
