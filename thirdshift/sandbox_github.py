@@ -38,9 +38,11 @@ from typing import Any
 from thirdshift.errors import SandboxError
 from thirdshift.sandbox_ci import SimulatedCI
 from thirdshift.sandbox_git import BareRepos, GitHttpRequest, PushEvent
+from thirdshift.sandbox_github_actions import check_run_json
+from thirdshift.sandbox_github_actions import register as register_actions
 from thirdshift.sandbox_github_api import Backend, Call, Reply, Router, error_reply
 from thirdshift.sandbox_github_issues import register as register_issues
-from thirdshift.sandbox_github_pulls import check_run_json, graphql
+from thirdshift.sandbox_github_pulls import graphql
 from thirdshift.sandbox_github_pulls import register as register_pulls
 from thirdshift.sandbox_github_shapes import Shapes, Urls
 from thirdshift.sandbox_github_state import ROLES, ApiError, World, rank, utcnow
@@ -182,6 +184,7 @@ class GitHubStandIn:
         self.router = Router()
         register_issues(self.router)
         register_pulls(self.router)
+        register_actions(self.router)
         self.faults = Faults()
         self.faults_lock = threading.Lock()
         self.rate_limits = _RateLimits()

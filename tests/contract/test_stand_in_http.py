@@ -15,12 +15,12 @@ from tests.contract.conftest import FULL_NAME, TOKENS, Sandbox
 def _get(sandbox: Sandbox, path: str, headers: dict[str, str] | None = None) -> tuple[
     int, dict[str, str], bytes
 ]:
-    request = urllib.request.Request(sandbox.stand_in.api_url + path)  # noqa: S310 - loopback
+    request = urllib.request.Request(sandbox.stand_in.api_url + path)
     request.add_header("Authorization", f"token {TOKENS['ada']}")
     for key, value in (headers or {}).items():
         request.add_header(key, value)
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, dict(response.headers), response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers), exc.read()

@@ -81,7 +81,7 @@ def test_pygithub_drives_every_operation_of_the_stand_in(sandbox: Sandbox) -> No
     assert repo.get_workflow_run(run.id).conclusion == "success"
     job = next(iter(run.jobs()))
     location = job.logs_url()
-    with urllib.request.urlopen(location, timeout=10) as response:  # noqa: S310
+    with urllib.request.urlopen(location, timeout=10) as response:
         assert response.status == 200
     status = pull.merge(merge_method="merge", sha=sha)
     assert status.merged
