@@ -116,9 +116,8 @@ def sandbox(tmp_path: Path, description: OpenAPIDescription) -> Iterator[Sandbox
     source.mkdir()
     (source / "README.md").write_text("# widgets\n")
     (source / "app.py").write_text("print('hello')\n")
-    stand_in = GitHubStandIn(tmp_path / "stand-in")
     recorded: list[Exchange] = []
-    stand_in.on_exchange = recorded.append
+    stand_in = GitHubStandIn(tmp_path / "stand-in", on_exchange=recorded.append)
     stand_in.start()
     try:
         client = SandboxClient(stand_in.api_url)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,14 @@ def test_a_repository_the_user_cannot_see_is_not_found(sandbox: Sandbox) -> None
         sandbox.github("olga").get_repo(FULL_NAME)
     assert caught.value.status == 404
     assert caught.value.data["message"] == "Not Found"
+
+
+def test_bearer_and_token_schemes_both_authenticate(sandbox: Sandbox) -> None:
+    """``Authorization: Bearer X`` works as ``token X`` does."""
+    request = urllib.request.Request(f"{sandbox.stand_in.api_url}/user")
+    request.add_header("Authorization", f"Bearer {TOKENS['wes']}")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert json.loads(response.read())["login"] == "wes"
 
 
 def test_the_authenticated_user_is_the_owner_of_the_token(sandbox: Sandbox) -> None:
