@@ -37,9 +37,7 @@ class Usage:
         if self.cost_usd is not None:
             parts.append(f"${self.cost_usd:.4f}")
         if self.cost_usd is None and self.input_tokens is not None:
-            cached = (
-                f" ({self.cached_input_tokens} cached)" if self.cached_input_tokens else ""
-            )
+            cached = f" ({self.cached_input_tokens} cached)" if self.cached_input_tokens else ""
             parts.append(f"{self.input_tokens} input tokens{cached}")
             if self.output_tokens is not None:
                 parts.append(f"{self.output_tokens} output tokens")

@@ -47,12 +47,16 @@ class SandboxClient:
     ) -> str:
         """Create ``owner/name`` from ``source_dir`` (first commit on main) with CI ``checks``
         (check name -> shell command). Returns the first commit's sha."""
-        answer = self._send("POST", "/repos", {
-            "owner": owner,
-            "name": name,
-            "source_dir": str(source_dir),
-            "checks": checks or {},
-        })
+        answer = self._send(
+            "POST",
+            "/repos",
+            {
+                "owner": owner,
+                "name": name,
+                "source_dir": str(source_dir),
+                "checks": checks or {},
+            },
+        )
         return str(answer["sha"])
 
     def fail_next_merges(
@@ -63,9 +67,16 @@ class SandboxClient:
         message: str = "Pull Request is not mergeable",
     ) -> None:
         """Make the next ``count`` merges of ``owner/name`` fail with that GitHub error."""
-        self._send("POST", "/merge-failures", {
-            "repo": full_name, "count": count, "status": status, "message": message,
-        })
+        self._send(
+            "POST",
+            "/merge-failures",
+            {
+                "repo": full_name,
+                "count": count,
+                "status": status,
+                "message": message,
+            },
+        )
 
     def inject_faults(
         self,
@@ -78,14 +89,18 @@ class SandboxClient:
     ) -> None:
         """Make REST requests fail at ``error_rate`` with one of ``statuses`` (or a rate-limit
         403), at most ``count`` times, each answer delayed by ``delay_ms``."""
-        self._send("POST", "/faults", {
-            "error_rate": error_rate,
-            "statuses": list(statuses),
-            "rate_limit_403": rate_limit_403,
-            "delay_ms": delay_ms,
-            "seed": seed,
-            "count": count,
-        })
+        self._send(
+            "POST",
+            "/faults",
+            {
+                "error_rate": error_rate,
+                "statuses": list(statuses),
+                "rate_limit_403": rate_limit_403,
+                "delay_ms": delay_ms,
+                "seed": seed,
+                "count": count,
+            },
+        )
 
     def clear_faults(self) -> None:
         """Serve every REST request normally again."""
@@ -100,8 +115,7 @@ class SandboxClient:
         """Whether the CI is idle for ``sha``, and its latest check runs."""
         answer = self._send("GET", f"/checks/{owner}/{name}/{sha}")
         runs = [
-            CheckRunSummary(r["name"], r["status"], r["conclusion"])
-            for r in answer["check_runs"]
+            CheckRunSummary(r["name"], r["status"], r["conclusion"]) for r in answer["check_runs"]
         ]
         return bool(answer["idle"]), runs
 

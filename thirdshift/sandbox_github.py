@@ -326,11 +326,14 @@ class GitHubStandIn:
             reply = Reply(200, self._rate_limit_body(who, limit))
         elif fault == 403 or window.used >= window.limit:
             uid = self.world.users[login].id if login else 0
-            reply = error_reply(ApiError(
-                403,
-                f"API rate limit exceeded for user ID {uid}. If you reach out to GitHub "
-                f"Support for help, please include the request ID {base['X-GitHub-Request-Id']}",
-            ))
+            reply = error_reply(
+                ApiError(
+                    403,
+                    f"API rate limit exceeded for user ID {uid}. If you reach out to GitHub "
+                    "Support for help, please include the request ID "
+                    f"{base['X-GitHub-Request-Id']}",
+                )
+            )
             reply.body["documentation_url"] = (
                 "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
             )
@@ -379,10 +382,15 @@ class GitHubStandIn:
             response_body=body,
         )
         login, _, _ = self._authenticate(request.headers.get("authorization"))
-        self.requests.append({
-            "method": request.method, "path": request.path, "query": request.raw_query,
-            "status": reply.status, "login": login,
-        })
+        self.requests.append(
+            {
+                "method": request.method,
+                "path": request.path,
+                "query": request.raw_query,
+                "status": reply.status,
+                "login": login,
+            }
+        )
         if self.on_exchange is not None:
             try:
                 self.on_exchange(exchange)
@@ -457,18 +465,20 @@ class GitHubStandIn:
         if pushing and rank(role) < rank("write"):
             message = f"Permission to {owner}/{name}.git denied to {login}.\n"
             return 403, {"Content-Type": "text/plain"}, message.encode()
-        answer = self.git.serve_git(GitHttpRequest(
-            method=request.method,
-            owner=owner,
-            name=name,
-            path_info=rest,
-            query_string=request.raw_query,
-            content_type=request.headers.get("content-type", ""),
-            body=request.body,
-            remote_user=login,
-            git_protocol=request.headers.get("git-protocol", ""),
-            content_encoding=request.headers.get("content-encoding", ""),
-        ))
+        answer = self.git.serve_git(
+            GitHttpRequest(
+                method=request.method,
+                owner=owner,
+                name=name,
+                path_info=rest,
+                query_string=request.raw_query,
+                content_type=request.headers.get("content-type", ""),
+                body=request.body,
+                remote_user=login,
+                git_protocol=request.headers.get("git-protocol", ""),
+                content_encoding=request.headers.get("content-encoding", ""),
+            )
+        )
         return answer.status, dict(answer.headers), answer.body
 
     def serve_download(self, token: str) -> _Raw:
@@ -509,19 +519,23 @@ class GitHubStandIn:
             }
         if request.method == "POST" and path == "/merge-failures":
             self.fail_next_merges(
-                str(data["repo"]), int(data.get("count", 1)), int(data.get("status", 405)),
+                str(data["repo"]),
+                int(data.get("count", 1)),
+                int(data.get("status", 405)),
                 str(data.get("message", "Pull Request is not mergeable")),
             )
             return 201, {"repo": data["repo"], "count": int(data.get("count", 1))}
         if request.method == "POST" and path == "/faults":
-            self.set_faults(Faults(
-                error_rate=float(data.get("error_rate", 0.0)),
-                statuses=tuple(int(s) for s in data.get("statuses", [500])) or (500,),
-                rate_limit_403=bool(data.get("rate_limit_403", False)),
-                delay_ms=int(data.get("delay_ms", 0)),
-                count=int(data["count"]) if data.get("count") is not None else None,
-                rng=random.Random(data.get("seed")),  # noqa: S311 - fault injection, not crypto
-            ))
+            self.set_faults(
+                Faults(
+                    error_rate=float(data.get("error_rate", 0.0)),
+                    statuses=tuple(int(s) for s in data.get("statuses", [500])) or (500,),
+                    rate_limit_403=bool(data.get("rate_limit_403", False)),
+                    delay_ms=int(data.get("delay_ms", 0)),
+                    count=int(data["count"]) if data.get("count") is not None else None,
+                    rng=random.Random(data.get("seed")),  # noqa: S311 - fault injection, not crypto
+                )
+            )
             return 201, {"faults": "set"}
         if request.method == "DELETE" and path == "/faults":
             self.set_faults(Faults())
@@ -616,9 +630,11 @@ class _Handler(BaseHTTPRequestHandler):
             result = self._route(stand_in, request)
         except Exception:
             log.exception("the GitHub stand-in failed on %s %s", self.command, self.path)
-            result = 500, {"Content-Type": "application/json"}, json.dumps(
-                {"message": "Server Error", "documentation_url": _DOCS}
-            ).encode()
+            result = (
+                500,
+                {"Content-Type": "application/json"},
+                json.dumps({"message": "Server Error", "documentation_url": _DOCS}).encode(),
+            )
         status, headers, body = result
         self.send_response(status)
         for key, value in headers.items():
@@ -641,7 +657,5 @@ class _Handler(BaseHTTPRequestHandler):
             return stand_in.serve_download(path.rsplit("/", 1)[1])
         found = _GIT_PATH.match(path)
         if found:
-            return stand_in.serve_git(
-                request, found["owner"], found["name"], found["rest"] or "/"
-            )
+            return stand_in.serve_git(request, found["owner"], found["name"], found["rest"] or "/")
         return 404, {"Content-Type": "text/plain"}, b"Not Found\n"

@@ -42,12 +42,15 @@ def get_ref(call: Call) -> Reply:
     if not ref.startswith("refs/heads/") or sha is None:
         raise not_found()
     base = call.shapes.urls.repo(repo)
-    return Reply(200, {
-        "ref": ref,
-        "node_id": node_id("REF", abs(hash(ref)) % 10**9),
-        "url": f"{base}/git/{ref}",
-        "object": {"type": "commit", "sha": sha, "url": f"{base}/git/commits/{sha}"},
-    })
+    return Reply(
+        200,
+        {
+            "ref": ref,
+            "node_id": node_id("REF", abs(hash(ref)) % 10**9),
+            "url": f"{base}/git/{ref}",
+            "object": {"type": "commit", "sha": sha, "url": f"{base}/git/commits/{sha}"},
+        },
+    )
 
 
 def delete_ref(call: Call) -> Reply:
@@ -80,30 +83,35 @@ def get_commit(call: Call) -> Reply:
     info = call.backend.git.commit(repo.owner, repo.name, sha)
     base = call.shapes.urls.repo(repo)
     tree = git_output(call, repo, "rev-parse", f"{sha}^{{tree}}").strip()
-    person = {"name": info.author_name, "email": info.author_email,
-              "date": stamp(info.authored_at)}
-    return Reply(200, {
-        "sha": sha,
-        "node_id": node_id("C", int(sha[:8], 16)),
-        "url": f"{base}/commits/{sha}",
-        "html_url": f"{call.shapes.urls.web}/{repo.full_name}/commit/{sha}",
-        "comments_url": f"{base}/commits/{sha}/comments",
-        "commit": {
-            "url": f"{base}/git/commits/{sha}",
-            "author": person,
-            "committer": person,
-            "message": info.message,
-            "comment_count": 0,
-            "tree": {"sha": tree, "url": f"{base}/git/trees/{tree}"},
+    person = {"name": info.author_name, "email": info.author_email, "date": stamp(info.authored_at)}
+    return Reply(
+        200,
+        {
+            "sha": sha,
+            "node_id": node_id("C", int(sha[:8], 16)),
+            "url": f"{base}/commits/{sha}",
+            "html_url": f"{call.shapes.urls.web}/{repo.full_name}/commit/{sha}",
+            "comments_url": f"{base}/commits/{sha}/comments",
+            "commit": {
+                "url": f"{base}/git/commits/{sha}",
+                "author": person,
+                "committer": person,
+                "message": info.message,
+                "comment_count": 0,
+                "tree": {"sha": tree, "url": f"{base}/git/trees/{tree}"},
+            },
+            "author": {},
+            "committer": {},
+            "parents": [
+                {
+                    "sha": p,
+                    "url": f"{base}/commits/{p}",
+                    "html_url": f"{call.shapes.urls.web}/{repo.full_name}/commit/{p}",
+                }
+                for p in info.parents
+            ],
         },
-        "author": {},
-        "committer": {},
-        "parents": [
-            {"sha": p, "url": f"{base}/commits/{p}",
-             "html_url": f"{call.shapes.urls.web}/{repo.full_name}/commit/{p}"}
-            for p in info.parents
-        ],
-    })
+    )
 
 
 # -- checks and statuses ------------------------------------------------------------------
@@ -159,8 +167,11 @@ def list_check_runs(call: Call) -> Reply:
     runs = call.backend.ci.check_runs(repo.owner, repo.name, sha)
     name = call.query.get("check_name")
     status = call.query.get("status")
-    runs = [r for r in runs if (name is None or r.name == name)
-            and (status is None or r.status == status)]
+    runs = [
+        r
+        for r in runs
+        if (name is None or r.name == name) and (status is None or r.status == status)
+    ]
     return call.page([check_run_json(call, repo, r) for r in runs], wrap="check_runs")
 
 
@@ -170,15 +181,18 @@ def combined_status(call: Call) -> Reply:
     repo = call.repo()
     sha = _sha(call, repo)
     base = call.shapes.urls.repo(repo)
-    return Reply(200, {
-        "state": "pending",
-        "statuses": [],
-        "sha": sha,
-        "total_count": 0,
-        "repository": call.shapes.repo_minimal(repo),
-        "commit_url": f"{base}/commits/{sha}",
-        "url": f"{base}/commits/{sha}/status",
-    })
+    return Reply(
+        200,
+        {
+            "state": "pending",
+            "statuses": [],
+            "sha": sha,
+            "total_count": 0,
+            "repository": call.shapes.repo_minimal(repo),
+            "commit_url": f"{base}/commits/{sha}",
+            "url": f"{base}/commits/{sha}/status",
+        },
+    )
 
 
 # -- Actions ------------------------------------------------------------------------------
@@ -191,9 +205,12 @@ def run_json(call: Call, repo: Repo, run: WorkflowRunRecord, number: int) -> Jso
         tree = git_output(call, repo, "rev-parse", f"{run.head_sha}^{{tree}}").strip()
         person = {"name": info.author_name, "email": info.author_email}
         head_commit: Json | None = {
-            "id": info.sha, "tree_id": tree, "message": info.message,
+            "id": info.sha,
+            "tree_id": tree,
+            "message": info.message,
             "timestamp": stamp(info.authored_at),
-            "author": person, "committer": person,
+            "author": person,
+            "committer": person,
         }
         title = info.message.splitlines()[0] if info.message else run.name
     except SandboxError:
@@ -228,7 +245,8 @@ def run_json(call: Call, repo: Repo, run: WorkflowRunRecord, number: int) -> Jso
         "cancel_url": base + "/cancel",
         "rerun_url": base + "/rerun",
         "previous_attempt_url": f"{base}/attempts/{run.run_attempt - 1}"
-        if run.run_attempt > 1 else None,
+        if run.run_attempt > 1
+        else None,
         "workflow_url": f"{call.shapes.urls.repo(repo)}/actions/workflows/{WORKFLOW_ID}",
         "head_commit": head_commit,
         "repository": minimal,
@@ -249,7 +267,8 @@ def list_runs(call: Call) -> Reply:
     branch = call.query.get("branch")
     status = call.query.get("status")
     runs = [
-        r for r in runs
+        r
+        for r in runs
         if (sha is None or r.head_sha == sha)
         and (branch is None or r.head_branch == branch)
         and (status is None or status in (r.status, r.conclusion))

@@ -20,11 +20,20 @@ from thirdshift.sandbox_github_state import (
 _REPO = "/repos/{owner}/{repo}"
 _ISSUE = _REPO + "/issues/{number}"
 
-LISTED_EVENTS = frozenset({
-    "labeled", "unlabeled", "sub_issue_added", "sub_issue_removed", "parent_issue_added",
-    "parent_issue_removed", "blocked_by_added", "blocked_by_removed", "blocking_added",
-    "blocking_removed",
-})
+LISTED_EVENTS = frozenset(
+    {
+        "labeled",
+        "unlabeled",
+        "sub_issue_added",
+        "sub_issue_removed",
+        "parent_issue_added",
+        "parent_issue_removed",
+        "blocked_by_added",
+        "blocked_by_removed",
+        "blocking_added",
+        "blocking_removed",
+    }
+)
 """Events ``GET .../issues/{n}/events`` returns; the timeline shows every event."""
 
 TIMELINE_EVENTS = LISTED_EVENTS | {"closed", "reopened", "merged"}

@@ -94,8 +94,10 @@ def _mergeability(call: Call, repo: Repo, issue: Issue, head: str) -> tuple[bool
     if pull.draft:
         return True, "draft"
     runs = call.backend.ci.check_runs(repo.owner, repo.name, head)
-    if any(r.status != "completed" or r.conclusion not in ("success", "neutral", "skipped")
-           for r in runs):
+    if any(
+        r.status != "completed" or r.conclusion not in ("success", "neutral", "skipped")
+        for r in runs
+    ):
         return True, "unstable"
     return True, "clean"
 
@@ -125,9 +127,14 @@ def pull_json(call: Call, repo: Repo, issue: Issue, full: bool) -> Json:
     html = f"{shapes.urls.web}/{repo.full_name}/pull/{issue.number}"
     statuses = f"{shapes.urls.repo(repo)}/statuses/{head}"
     links = {
-        "self": url, "html": html, "issue": issue_url, "comments": issue_url + "/comments",
-        "review_comments": url + "/comments", "review_comment": url + "/comments{/number}",
-        "commits": url + "/commits", "statuses": statuses,
+        "self": url,
+        "html": html,
+        "issue": issue_url,
+        "comments": issue_url + "/comments",
+        "review_comments": url + "/comments",
+        "review_comment": url + "/comments{/number}",
+        "commits": url + "/commits",
+        "statuses": statuses,
     }
     out: Json = {
         "url": url,
@@ -169,17 +176,19 @@ def pull_json(call: Call, repo: Repo, issue: Issue, full: bool) -> Json:
     }
     if full:
         mergeable, state = _mergeability(call, repo, issue, head)
-        out.update({
-            "merged": pull.merged,
-            "mergeable": mergeable,
-            "rebaseable": False if mergeable is not None else None,
-            "mergeable_state": state,
-            "merged_by": shapes.user(pull.merged_by) if pull.merged_by else None,
-            "comments": len(issue.comment_ids),
-            "review_comments": 0,
-            "maintainer_can_modify": False,
-            **_diff_stats(call, repo, base_sha, head),
-        })
+        out.update(
+            {
+                "merged": pull.merged,
+                "mergeable": mergeable,
+                "rebaseable": False if mergeable is not None else None,
+                "mergeable_state": state,
+                "merged_by": shapes.user(pull.merged_by) if pull.merged_by else None,
+                "comments": len(issue.comment_ids),
+                "review_comments": 0,
+                "maintainer_can_modify": False,
+                **_diff_stats(call, repo, base_sha, head),
+            }
+        )
     return out
 
 
@@ -191,13 +200,15 @@ def minimal_pulls(call: Call, repo: Repo, sha: str) -> list[Json]:
             continue
         ref = {"id": repo.id, "url": call.shapes.urls.repo(repo), "name": repo.name}
         base = call.backend.git.resolve(repo.owner, repo.name, issue.pull.base_ref) or sha
-        found.append({
-            "id": issue.id,
-            "number": issue.number,
-            "url": f"{call.shapes.urls.repo(repo)}/pulls/{issue.number}",
-            "head": {"ref": issue.pull.head_ref, "sha": sha, "repo": ref},
-            "base": {"ref": issue.pull.base_ref, "sha": base, "repo": ref},
-        })
+        found.append(
+            {
+                "id": issue.id,
+                "number": issue.number,
+                "url": f"{call.shapes.urls.repo(repo)}/pulls/{issue.number}",
+                "head": {"ref": issue.pull.head_ref, "sha": sha, "repo": ref},
+                "base": {"ref": issue.pull.base_ref, "sha": base, "repo": ref},
+            }
+        )
     return found
 
 
@@ -244,17 +255,35 @@ def create_pull(call: Call) -> Reply:
         if ref not in branches:
             raise validation_failed("PullRequest", key, "invalid")
     if branches[head_ref] == branches[base_ref]:
-        raise ApiError(422, "Validation Failed", [{
-            "resource": "PullRequest", "code": "custom",
-            "message": f"No commits between {base_ref} and {head_ref}",
-        }])
+        raise ApiError(
+            422,
+            "Validation Failed",
+            [
+                {
+                    "resource": "PullRequest",
+                    "code": "custom",
+                    "message": f"No commits between {base_ref} and {head_ref}",
+                }
+            ],
+        )
     for other in repo.issues.values():
-        if (other.pull is not None and other.state == "open"
-                and other.pull.head_ref == head_ref and other.pull.base_ref == base_ref):
-            raise ApiError(422, "Validation Failed", [{
-                "resource": "PullRequest", "code": "custom",
-                "message": f"A pull request already exists for {repo.owner}:{head_ref}.",
-            }])
+        if (
+            other.pull is not None
+            and other.state == "open"
+            and other.pull.head_ref == head_ref
+            and other.pull.base_ref == base_ref
+        ):
+            raise ApiError(
+                422,
+                "Validation Failed",
+                [
+                    {
+                        "resource": "PullRequest",
+                        "code": "custom",
+                        "message": f"A pull request already exists for {repo.owner}:{head_ref}.",
+                    }
+                ],
+            )
     title = data.get("title")
     if not isinstance(title, str) or not title:
         raise validation_failed("PullRequest", "title", "missing_field")
@@ -287,9 +316,10 @@ def update_pull(call: Call) -> Reply:
             setattr(issue, key, value)
     if "base" in data:
         base = data["base"]
-        if not isinstance(base, str) or call.backend.git.resolve(
-            repo.owner, repo.name, f"refs/heads/{base}"
-        ) is None:
+        if (
+            not isinstance(base, str)
+            or call.backend.git.resolve(repo.owner, repo.name, f"refs/heads/{base}") is None
+        ):
             raise validation_failed("PullRequest", "base", "invalid")
         pull.base_ref = base
     if "state" in data:
@@ -359,10 +389,17 @@ def graphql(call: Call) -> Reply:
     variables = data.get("variables") or {}
     found = _MUTATION.search(query) if isinstance(query, str) else None
     if found is None or not isinstance(variables, dict):
-        return Reply(200, {"errors": [{
-            "message": "The stand-in serves only the mutations "
-            + " and ".join(_GRAPHQL_MUTATIONS),
-        }]})
+        return Reply(
+            200,
+            {
+                "errors": [
+                    {
+                        "message": "The stand-in serves only the mutations "
+                        + " and ".join(_GRAPHQL_MUTATIONS),
+                    }
+                ]
+            },
+        )
     mutation = found.group(1)
     raw_input = variables.get("input")
     payload: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
@@ -371,10 +408,20 @@ def graphql(call: Call) -> Reply:
         for issue in repo.issues.values():
             if issue.pull is not None and node_id("PR", issue.id) == target:
                 return _set_draft(call, repo, issue, mutation, payload)
-    return Reply(200, {"data": {mutation: None}, "errors": [{
-        "type": "NOT_FOUND", "path": [mutation], "locations": [{"line": 1, "column": 1}],
-        "message": f"Could not resolve to a node with the global id of '{target}'.",
-    }]})
+    return Reply(
+        200,
+        {
+            "data": {mutation: None},
+            "errors": [
+                {
+                    "type": "NOT_FOUND",
+                    "path": [mutation],
+                    "locations": [{"line": 1, "column": 1}],
+                    "message": f"Could not resolve to a node with the global id of '{target}'.",
+                }
+            ],
+        },
+    )
 
 
 def _set_draft(
@@ -382,21 +429,48 @@ def _set_draft(
 ) -> Reply:
     role = call.world.role(call.login, repo)
     if role is None:
-        return Reply(200, {"data": {mutation: None}, "errors": [{
-            "type": "NOT_FOUND", "path": [mutation],
-            "message": f"Could not resolve to a node with the global id of "
-            f"'{payload.get('pullRequestId')}'.",
-        }]})
+        return Reply(
+            200,
+            {
+                "data": {mutation: None},
+                "errors": [
+                    {
+                        "type": "NOT_FOUND",
+                        "path": [mutation],
+                        "message": f"Could not resolve to a node with the global id of "
+                        f"'{payload.get('pullRequestId')}'.",
+                    }
+                ],
+            },
+        )
     if call.login != issue.author and role not in ("write", "maintain", "admin"):
-        return Reply(200, {"data": {mutation: None}, "errors": [{
-            "type": "FORBIDDEN", "path": [mutation],
-            "message": f"{call.login} does not have permission to update this pull request.",
-        }]})
+        return Reply(
+            200,
+            {
+                "data": {mutation: None},
+                "errors": [
+                    {
+                        "type": "FORBIDDEN",
+                        "path": [mutation],
+                        "message": (
+                            f"{call.login} does not have permission to update this pull request."
+                        ),
+                    }
+                ],
+            },
+        )
     pull = issue.pull
     assert pull is not None
     if issue.state == "open":
         pull.draft = mutation == "convertPullRequestToDraft"
-    return Reply(200, {"data": {mutation: {
-        "clientMutationId": payload.get("clientMutationId"),
-        "pullRequest": {"isDraft": pull.draft},
-    }}})
+    return Reply(
+        200,
+        {
+            "data": {
+                mutation: {
+                    "clientMutationId": payload.get("clientMutationId"),
+                    "pullRequest": {"isDraft": pull.draft},
+                }
+            }
+        },
+    )

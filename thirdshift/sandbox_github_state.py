@@ -338,9 +338,11 @@ class World:
         at: datetime,
         label: Label | None = None,
     ) -> None:
-        snapshot = Label(label.id, label.name, label.color, label.description, label.default) if (
-            label
-        ) else None
+        snapshot = (
+            Label(label.id, label.name, label.color, label.description, label.default)
+            if (label)
+            else None
+        )
         repo.events.append(Event(self.new_id(), issue.number, actor, kind, at, snapshot))
 
     # -- comments -------------------------------------------------------------------------
@@ -377,8 +379,9 @@ class World:
         if child.id == parent.id or self._is_ancestor(repo, child, parent):
             raise validation_failed("Issue", "sub_issue_id", "invalid")
         if child.parent_id is not None and not replace:
-            raise validation_failed("Issue", "sub_issue_id", "custom",
-                                    message="Sub issue may only have one parent")
+            raise validation_failed(
+                "Issue", "sub_issue_id", "custom", message="Sub issue may only have one parent"
+            )
         child.parent_id = parent.id
         now = utcnow()
         self._event(repo, parent, actor, "sub_issue_added", now)

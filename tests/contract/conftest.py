@@ -46,8 +46,10 @@ def _out_of_contract(exchange: Exchange) -> bool:
     """Answers GitHub gives on any route without documenting them per operation: 304s,
     ``Bad credentials``, server errors and rate-limit refusals (the last two only come from
     injected faults). Their error bodies are still checked for GitHub's two fields."""
-    global_answer = exchange.status in (304, 401) or exchange.status >= 500 or (
-        exchange.status == 403 and exchange.header("X-RateLimit-Remaining") == "0"
+    global_answer = (
+        exchange.status in (304, 401)
+        or exchange.status >= 500
+        or (exchange.status == 403 and exchange.header("X-RateLimit-Remaining") == "0")
     )
     if global_answer and exchange.status != 304:
         body = json.loads(exchange.response_body)
@@ -81,18 +83,27 @@ class Sandbox:
         """Commit ``files`` on ``branch`` (started from main when new) and push it; return
         the new head sha."""
         clone = self.workdir / f"clone-{branch.replace('/', '-')}"
-        env = git_env({
-            "STAND_IN_TOKEN": TOKENS[login],
-            "GIT_AUTHOR_NAME": login, "GIT_AUTHOR_EMAIL": f"{login}@example.com",
-            "GIT_COMMITTER_NAME": login, "GIT_COMMITTER_EMAIL": f"{login}@example.com",
-        })
+        env = git_env(
+            {
+                "STAND_IN_TOKEN": TOKENS[login],
+                "GIT_AUTHOR_NAME": login,
+                "GIT_AUTHOR_EMAIL": f"{login}@example.com",
+                "GIT_COMMITTER_NAME": login,
+                "GIT_COMMITTER_EMAIL": f"{login}@example.com",
+            }
+        )
         helper = "!f() { echo username=x-access-token; echo password=$STAND_IN_TOKEN; }; f"
         url = f"{self.stand_in.web_url}/{FULL_NAME}.git"
 
         def git(*args: str, cwd: Path = clone) -> str:
             done = subprocess.run(
                 ["git", "-c", f"credential.helper={helper}", *args],
-                cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False,
+                cwd=cwd,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
             )
             assert done.returncode == 0, done.stderr
             return done.stdout.strip()
@@ -133,15 +144,16 @@ def sandbox(tmp_path: Path, description: OpenAPIDescription) -> Iterator[Sandbox
         if not exchange.path.startswith(API_PREFIX) or _out_of_contract(exchange):
             continue
         try:
-            VALIDATED_OPERATIONS.add(description.validate_exchange(
-                exchange.method,
-                exchange.path.removeprefix(API_PREFIX),
-                exchange.status,
-                exchange.response_body,
-                exchange.header("Content-Type"),
-            ))
+            VALIDATED_OPERATIONS.add(
+                description.validate_exchange(
+                    exchange.method,
+                    exchange.path.removeprefix(API_PREFIX),
+                    exchange.status,
+                    exchange.response_body,
+                    exchange.header("Content-Type"),
+                )
+            )
         except ContractViolation as violation:
             violations.append(str(violation))
     if violations:
         pytest.fail("responses GitHub could not give:\n" + "\n".join(violations))
-

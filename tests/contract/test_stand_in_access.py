@@ -85,7 +85,12 @@ def _git(args: list[str], cwd: Path, token: str | None = None) -> subprocess.Com
     helper = "!f() { echo username=x; echo password=$STAND_IN_TOKEN; }; f" if token else ""
     return subprocess.run(
         ["git", "-c", f"credential.helper={helper}", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -98,8 +103,19 @@ def test_git_over_http_needs_a_token_and_write_to_push(sandbox: Sandbox, tmp_pat
     assert _git(["clone", "--quiet", url, str(clone)], tmp_path, TOKENS["rex"]).returncode == 0
     (clone / "new.txt").write_text("new\n")
     _git(["add", "new.txt"], clone)
-    committed = _git(["-c", "user.name=rex", "-c", "user.email=rex@example.com",
-                      "commit", "--quiet", "-m", "new"], clone)
+    committed = _git(
+        [
+            "-c",
+            "user.name=rex",
+            "-c",
+            "user.email=rex@example.com",
+            "commit",
+            "--quiet",
+            "-m",
+            "new",
+        ],
+        clone,
+    )
     assert committed.returncode == 0, committed.stderr
     pushed = _git(["push", "origin", "HEAD:refs/heads/rex"], clone, TOKENS["rex"])
     assert pushed.returncode != 0

@@ -12,9 +12,9 @@ from github import GithubException, RateLimitExceededException
 from tests.contract.conftest import FULL_NAME, TOKENS, Sandbox
 
 
-def _get(sandbox: Sandbox, path: str, headers: dict[str, str] | None = None) -> tuple[
-    int, dict[str, str], bytes
-]:
+def _get(
+    sandbox: Sandbox, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
     request = urllib.request.Request(sandbox.stand_in.api_url + path)
     request.add_header("Authorization", f"token {TOKENS['ada']}")
     for key, value in (headers or {}).items():
@@ -75,8 +75,13 @@ def test_every_answer_carries_rate_limit_headers(sandbox: Sandbox) -> None:
     """Limit, Remaining, Reset, Used and Resource ride on every REST response, errors too."""
     for path in (f"/repos/{FULL_NAME}", "/repos/acme/nothing-here", "/rate_limit"):
         _, headers, _ = _get(sandbox, path)
-        assert {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
-                "X-RateLimit-Used", "X-RateLimit-Resource"} <= set(headers)
+        assert {
+            "X-RateLimit-Limit",
+            "X-RateLimit-Remaining",
+            "X-RateLimit-Reset",
+            "X-RateLimit-Used",
+            "X-RateLimit-Resource",
+        } <= set(headers)
     _, _, body = _get(sandbox, "/rate_limit")
     assert json.loads(body)["resources"]["core"]["limit"] == 5000
 
@@ -126,5 +131,10 @@ def test_seeded_faults_fail_a_share_of_requests(sandbox: Sandbox) -> None:
 def test_scenario_control_records_who_made_each_request(sandbox: Sandbox) -> None:
     """``/_sandbox/requests`` lists every REST request with the caller's login."""
     sandbox.github("tia").get_repo(FULL_NAME)
-    assert {"method": "GET", "path": f"/api/v3/repos/{FULL_NAME}", "query": "",
-            "status": 200, "login": "tia"} in sandbox.client.requests()
+    assert {
+        "method": "GET",
+        "path": f"/api/v3/repos/{FULL_NAME}",
+        "query": "",
+        "status": 200,
+        "login": "tia",
+    } in sandbox.client.requests()

@@ -60,8 +60,9 @@ def test_pygithub_drives_every_operation_of_the_stand_in(sandbox: Sandbox) -> No
     assert repo.get_issue(other.number).state == "closed"
 
     sha = sandbox.push("agent/greeting", {"app.py": "print('hello, friend')\n"})
-    pull = repo.create_pull(title="Greet", body="Fixes #1", head="agent/greeting", base="main",
-                            draft=True)
+    pull = repo.create_pull(
+        title="Greet", body="Fixes #1", head="agent/greeting", base="main", draft=True
+    )
     assert pull.draft
     pull.mark_ready_for_review()
     assert not repo.get_pull(pull.number).draft

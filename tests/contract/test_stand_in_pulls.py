@@ -39,11 +39,12 @@ def test_scripted_merge_failures_refuse_the_next_merges(sandbox: Sandbox) -> Non
     sha = sandbox.push("agent/b", {"b.txt": "b\n"})
     repo = sandbox.github("wes").get_repo(FULL_NAME)
     pull = repo.create_pull(title="B", body="", head="agent/b", base="main")
-    sandbox.client.fail_next_merges(FULL_NAME, 1, 405, "Required status check \"test\" is failing.")
+    sandbox.client.fail_next_merges(FULL_NAME, 1, 405, 'Required status check "test" is failing.')
     with pytest.raises(GithubException) as caught:
         pull.merge(merge_method="merge", sha=sha)
     assert (caught.value.status, caught.value.data["message"]) == (
-        405, 'Required status check "test" is failing.'
+        405,
+        'Required status check "test" is failing.',
     )
     assert pull.merge(merge_method="merge", sha=sha).merged
 
@@ -86,7 +87,9 @@ def test_merging_closes_the_issues_the_body_fixes(sandbox: Sandbox) -> None:
     result = pull.merge(merge_method="merge", sha=sha)
     merged = repo.get_pull(pull.number)
     assert (merged.merged, merged.merged_by.login, merged.merge_commit_sha) == (
-        True, "wes", result.sha
+        True,
+        "wes",
+        result.sha,
     )
     assert merged.is_merged()
     assert repo.get_issue(issue.number).state == "closed"
