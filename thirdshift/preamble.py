@@ -1,0 +1,63 @@
+"""Context preambles: bounded text that opens a fresh session with what came before, rebuilt
+from our database (ADR 0001), never from a Harness transcript.
+
+This holds the resume brief the Sessions module needs when a native Resume is no longer
+possible. Tokens are counted conservatively (one per three bytes of UTF-8), the brief's own
+prompt is kept verbatim and never cut, and the oldest event lines are cut first, with a marker
+saying how many were left out. A leading slash-command line stays first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+RESUME_CAP_TOKENS = 4000
+EVENTS_IN_RESUME = 50
+
+
+def count_tokens(text: str) -> int:
+    """A conservative token estimate: real tokenizers average well over three bytes a token."""
+    return -(-len(text.encode()) // 3)
+
+
+def resume_brief(
+    original_prompt: str,
+    event_summaries: Sequence[str],
+    instruction: str,
+    *,
+    cap_tokens: int = RESUME_CAP_TOKENS,
+) -> str:
+    """The prompt of a fresh session that stands in for a Resume: the original prompt verbatim,
+    what the earlier session did (its last event summaries, oldest cut first to fit the cap),
+    then ``instruction`` (what to do now, e.g. re-run the killed work)."""
+    command, prompt = _split_slash_command(original_prompt)
+    head = (
+        f"{prompt.rstrip()}\n\n---\n"
+        "This session continues an earlier one whose conversation is gone.\n"
+    )
+    tail = f"\n{instruction.strip()}\n"
+    summaries = [" ".join(line.split()) for line in event_summaries[-EVENTS_IN_RESUME:]]
+    fixed = count_tokens(command + head + tail)
+    kept = list(summaries)
+    while (
+        kept and fixed + count_tokens(_event_block(kept, len(summaries) - len(kept))) > cap_tokens
+    ):
+        kept.pop(0)
+    body = _event_block(kept, len(summaries) - len(kept))
+    return command + head + body + tail
+
+
+def _event_block(lines: Sequence[str], cut: int) -> str:
+    if not lines and not cut:
+        return ""
+    marker = f"[{cut} earlier step(s) left out]\n" if cut else ""
+    listed = "".join(f"- {line}\n" for line in lines)
+    return f"What it did, oldest first:\n{marker}{listed}"
+
+
+def _split_slash_command(prompt: str) -> tuple[str, str]:
+    """A prompt that opens with a slash command (``/skill ...``) keeps it as its first line."""
+    first, newline, rest = prompt.partition("\n")
+    if first.startswith("/"):
+        return first + newline, rest
+    return "", prompt
