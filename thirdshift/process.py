@@ -326,12 +326,18 @@ class _Tree:
 
 
 def _signal_all(members: Sequence[_Proc], sig: signal.Signals, root_group: int) -> None:
+    """Send ``sig`` to the root's group and every member's group, and to each member whose
+    group could not be signalled. No process gets it twice: a CLI may take a second SIGINT
+    as "quit at once"."""
+    reached: set[int] = set()
     for group in dict.fromkeys([root_group, *(p.pgid for p in members)]):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(group, sig)
+            reached.add(group)
     for proc in members:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(proc.pid, sig)
+        if proc.pgid not in reached:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(proc.pid, sig)
 
 
 def _stop(
