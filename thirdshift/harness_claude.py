@@ -64,8 +64,8 @@ _QUIET = {
     "DISABLE_BUG_COMMAND": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 }
-# Tools whose progress line names a file.
-_FILE_TOOLS = {"Edit": "file_path", "Write": "file_path", "Read": "file_path"}
+# Tools whose progress line names the file they work on.
+_FILE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "Read", "NotebookEdit"})
 _PATH_KEYS = ("file_path", "notebook_path", "path")
 # For other tools, the input field worth showing, in order of preference.
 _DETAIL_KEYS = (
@@ -77,6 +77,7 @@ _DETAIL_KEYS = (
     "skill",
     "task_id",
     "command",
+    *_PATH_KEYS,
 )
 # Terminal task states (task_updated patch.status or task_notification status).
 _KILLED = frozenset({"killed", "stopped"})
@@ -366,7 +367,7 @@ def _describe_call(name: str, tool_input: dict[str, Any]) -> tuple[str, str | No
     if name == "Bash":
         command = as_str(tool_input.get("command")) or ""
         return command_progress(command), command or None
-    if name in _FILE_TOOLS or any(key in tool_input for key in _PATH_KEYS):
+    if name in _FILE_TOOLS:
         path = next(
             (as_str(tool_input.get(k)) for k in _PATH_KEYS if as_str(tool_input.get(k))), None
         )
