@@ -290,3 +290,25 @@ def test_a_missing_working_directory_raises_a_clear_error(tmp_path: Path) -> Non
     """A working directory that does not exist raises ProcessStartError naming it."""
     with pytest.raises(ProcessStartError, match="working directory"):
         _run(["true"], tmp_path / "gone")
+
+
+def test_a_failing_line_handler_still_kills_the_tree(tmp_path: Path) -> None:
+    """When on_line raises, the error propagates and nothing of the tree keeps running."""
+    pids = tmp_path / "pids"
+
+    def on_line(line: bytes) -> None:
+        raise RuntimeError(f"cannot handle {line!r}")
+
+    with pytest.raises(RuntimeError, match="cannot handle b'ready'"):
+        run_supervised(
+            ["bash", str(FIXTURES / "tree.sh")],
+            cwd=tmp_path,
+            env={"PATH": os.environ["PATH"], "PIDS": str(pids)},
+            on_line=on_line,
+            result_seen=lambda: False,
+            watchdogs=PATIENT,
+            stop_signals=(signal.SIGTERM,),
+            grace_seconds=0.3,
+            interrupt=threading.Event(),
+        )
+    assert _eventually(lambda: not any(_running(pid) for pid in _pids(pids)))
