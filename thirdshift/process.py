@@ -195,7 +195,9 @@ def stop_process_tree(
 ) -> None:
     """Stop ``pid`` and every process of its tree: each signal in turn to every member's group
     and pid, up to ``grace_seconds`` apart until ``pid`` exits, then SIGKILL to every member
-    still alive. ``pid`` itself is not reaped: if it is our child, the caller waits for it."""
+    still alive. ``pid`` itself is not reaped: if it is our child, the caller waits for it.
+    Without ``run_supervised``'s marker, an orphan that left the tree's groups and sessions
+    before this call is out of reach."""
     tree = _Tree(pid, marker=None)
     _stop(tree, stop_signals, grace_seconds, lambda: not _running(pid))
     _sweep(tree)
