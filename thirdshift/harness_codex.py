@@ -129,6 +129,7 @@ class CodexReader:
     _running: dict[str, _Command] = field(default_factory=dict)
     _killed: list[str] = field(default_factory=list)
     _announced: set[str] = field(default_factory=set)
+    _nameless: int = 0
     _events: EventLog = field(default_factory=EventLog)
 
     @property
@@ -194,8 +195,12 @@ class CodexReader:
         return NOTHING
 
     def _command(self, item_id: str, item: dict[str, Any], done: bool) -> Observation:
-        raw = as_str(item.get("command")) or ""
-        command = unwrap_shell(raw)
+        command = unwrap_shell(as_str(item.get("command")) or "").strip()
+        if not command:
+            return NOTHING
+        if not item_id:  # every build names its items; a nameless one is its own command
+            self._nameless += 1
+            item_id = f"nameless-{self._nameless}"
         progress: list[str] = []
         events: list[SessionEvent] = []
         if item_id not in self._announced:
