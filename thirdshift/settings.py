@@ -24,6 +24,7 @@ from pydantic_settings import (
 )
 
 from thirdshift.errors import ConfigError
+from thirdshift.process import Watchdogs
 
 ENV_PREFIX = "THIRDSHIFT_"
 PUBLIC_GITHUB_API = "https://api.github.com"
@@ -66,6 +67,22 @@ class Settings(BaseSettings):
         description="The token thirdshift acts with; never written anywhere.",
     )
 
+    session_idle_seconds: float = Field(
+        default=1800, gt=0, description="Stop a session that prints nothing for this long."
+    )
+    session_wall_seconds: float = Field(
+        default=4 * 3600, gt=0, description="Stop a session that runs longer than this."
+    )
+    session_post_result_seconds: float = Field(
+        default=60,
+        gt=0,
+        description="After a session's final result, how long to wait for its background work "
+        "before stopping it (that work then counts as killed, and the session gets a Resume).",
+    )
+    session_stop_grace_seconds: float = Field(
+        default=10, gt=0, description="Between each stop signal, and before the final kill."
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -77,6 +94,14 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file(os.environ))
         return (init_settings, env_settings, toml)
+
+    @property
+    def session_watchdogs(self) -> Watchdogs:
+        return Watchdogs(
+            idle_seconds=self.session_idle_seconds,
+            wall_seconds=self.session_wall_seconds,
+            post_result_seconds=self.session_post_result_seconds,
+        )
 
     @property
     def effective_database_url(self) -> str:

@@ -92,3 +92,13 @@ def test_the_home_cannot_be_moved_from_inside_itself(home: Path) -> None:
     (home / "config.toml").write_text('home = "/elsewhere"\n')
     with pytest.raises(ConfigError, match="THIRDSHIFT_HOME"):
         load_settings()
+
+
+def test_session_limits_have_defaults_and_must_be_positive(home: Path) -> None:
+    """The watchdogs default to generous limits; zero or negative is refused by key."""
+    watchdogs = load_settings().session_watchdogs
+    assert watchdogs.post_result_seconds == 60
+    assert watchdogs.idle_seconds == 1800
+    (home / "config.toml").write_text("session_post_result_seconds = 0\n")
+    with pytest.raises(ConfigError, match="'session_post_result_seconds'"):
+        load_settings()

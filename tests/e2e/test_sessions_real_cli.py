@@ -1,0 +1,282 @@
+"""The Sessions module end to end: the REAL claude and codex CLIs, the real process supervisor,
+the real store, against the scripted model server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.real_cli import Harness, cli_path, make_git_repo
+from thirdshift.harnesses import harness_named
+from thirdshift.process import Watchdogs
+from thirdshift.sandbox_model import (
+    ModelScript,
+    ScriptedModelServer,
+    claude_env,
+    codex_config_args,
+    codex_env,
+)
+from thirdshift.scrub import Scrubber
+from thirdshift.session_runner import CliOutside, log_stamp, session_log_paths
+from thirdshift.sessions import SessionEnding, SessionInterrupted, Sessions
+from thirdshift.store import Store
+
+pytestmark = pytest.mark.real_cli
+
+MARKER = "ISSUE-42-MARKER"
+PROMPT = f"Implement issue #42 ({MARKER}): make the suite pass."
+
+
+@dataclass
+class World:
+    """One Run's worth of real parts: a worktree, a store, a model server and a Harness."""
+
+    harness_name: Harness
+    tmp: Path
+    server: ScriptedModelServer
+    store: Store
+    run_id: int
+    worktree: Path
+    environ: dict[str, str]
+    lines: list[str] = field(default_factory=list)
+    interrupt: threading.Event = field(default_factory=threading.Event)
+
+    def outside(self, *, post_result: float = 2.0, idle: float = 60.0) -> CliOutside:
+        extra = codex_config_args(self.server.url) if self.harness_name == "codex" else []
+        harness = harness_named(
+            self.harness_name, executable=str(cli_path(self.harness_name)), extra_args=extra
+        )
+        return CliOutside(
+            harness=harness,
+            worktree=self.worktree,
+            store=self.store,
+            run_id=self.run_id,
+            environ=self.environ,
+            watchdogs=Watchdogs(
+                idle_seconds=idle, wall_seconds=120, post_result_seconds=post_result
+            ),
+            grace_seconds=3,
+            interrupt=self.interrupt,
+            progress=self.lines.append,
+            scrub=Scrubber(["planted-secret-value-123"]),
+        )
+
+    def sessions(self, outside: Any) -> Sessions:
+        logs = self.tmp / "logs"
+        return Sessions(outside, session_log_paths(logs, "acme", "widgets", 42, log_stamp()))
+
+    def conversation_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.server.requests() if r.get("kind") not in ("probe", "models")]
+
+
+def start_world(tmp_path: Path, harness: Harness, turns: list[dict[str, Any]]) -> World:
+    script = ModelScript.from_dict(
+        {"sessions": [{"name": "delivery", "marker": MARKER, "turns": turns}]}
+    )
+    server = ScriptedModelServer(script, tmp_path / "requests.jsonl")
+    server.start()
+    store = Store.open(f"sqlite:///{tmp_path / 'thirdshift.db'}")
+    repository = store.ensure_repository("acme", "widgets")
+    run = store.start_run(repository, 42, harness=harness)
+    home = tmp_path / "agent-home"
+    home.mkdir()
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC", "CLAUDE", "CODEX", "OPENAI"))
+    }
+    environ["HOME"] = str(home)
+    environ["GITHUB_TOKEN"] = "planted-secret-value-123"
+    if harness == "claude":
+        environ.update(claude_env(server.url, home))
+    else:
+        (home / ".codex").mkdir()
+        environ.update(codex_env(home / ".codex"))
+    worktree = make_git_repo(tmp_path / "worktree")
+    return World(harness, tmp_path, server, store, run.id, worktree, environ)
+
+
+@pytest.fixture
+def worlds() -> Iterator[list[World]]:
+    made: list[World] = []
+    yield made
+    for world in made:
+        world.server.stop()
+        world.store.close()
+
+
+def background_then_foreground(harness: Harness) -> list[dict[str, Any]]:
+    """Start slow work in the background and end the turn; after the Resume, run it in the
+    foreground and finish."""
+    if harness == "claude":
+        start = {
+            "name": "Bash",
+            "input": {
+                "command": "sleep 317",
+                "run_in_background": True,
+                "description": "slow test suite",
+            },
+        }
+        again = {"name": "Bash", "input": {"command": "echo suite passed", "description": "suite"}}
+    else:
+        start = {"name": "exec_command", "input": {"cmd": "sleep 317", "yield_time_ms": 300}}
+        again = {"name": "exec_command", "input": {"cmd": "echo suite passed"}}
+    return [
+        {"tool_calls": [start]},
+        {"text": "The suite is running in the background."},
+        {"tool_calls": [again]},
+        {"text": "The suite passed; done."},
+    ]
+
+
+def killed_work_name(harness: Harness) -> str:
+    return "slow test suite" if harness == "claude" else "sleep 317"
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex"])
+def test_killed_background_work_gets_exactly_one_native_resume(
+    tmp_path: Path, worlds: list[World], harness: Harness
+) -> None:
+    """The session's background work is killed as it ends; one native Resume (a continued
+    conversation) re-runs it in the foreground and its final message is returned."""
+    world = start_world(tmp_path, harness, background_then_foreground(harness))
+    worlds.append(world)
+    sessions = world.sessions(world.outside())
+
+    ending = sessions.run("implement", PROMPT)
+
+    assert ending.final_message == "The suite passed; done."
+    assert ending.killed_work == ()
+    rows = world.store.run_sessions(world.run_id)
+    assert [(row.kind, row.state) for row in rows] == [
+        ("implement", "ended"),
+        ("implement-resume", "ended"),
+    ]
+    assert rows[0].killed_work == killed_work_name(harness)
+    assert rows[1].harness_session_id == rows[0].harness_session_id
+    assert rows[1].resumed_from_id == rows[0].id
+    assert any(
+        line.startswith("implement: the session ended with background work killed")
+        and line.endswith("resuming it once")
+        for line in world.lines
+    ), world.lines
+    assert sessions.last_log is not None
+    assert sessions.last_log.name.endswith("-implement-resume.jsonl")
+    assert sessions.last_log.exists()
+
+    requests = world.conversation_requests()
+    resumed = requests[2]["body"]  # the first request of the Resume
+    history = resumed["messages"] if harness == "claude" else resumed["input"]
+    first = requests[0]["body"]
+    opening = first["messages"] if harness == "claude" else first["input"]
+    assert len(history) > len(opening), "the Resume did not continue the conversation"
+    assert len(requests) == 4
+    assert not _running("sleep 317", exact=True)
+
+    events = world.store.session_events(rows[0].id)
+    assert any(event.kind == "tool_call" for event in events)
+    for row in rows:
+        assert "planted-secret-value-123" not in row.prompt
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex"])
+def test_a_resume_the_harness_no_longer_knows_opens_a_fresh_session_with_the_brief(
+    tmp_path: Path, worlds: list[World], harness: Harness
+) -> None:
+    """With the CLI's own transcript gone, the Resume fails as unknown and a fresh session opens
+    with the original prompt and what the first session did, built from our database."""
+    world = start_world(tmp_path, harness, background_then_foreground(harness))
+    worlds.append(world)
+    forgetful = ForgetfulOutside(world.outside(), Path(world.environ["HOME"]))
+    sessions = world.sessions(forgetful)
+
+    ending = sessions.run("implement", PROMPT)
+
+    assert ending.final_message == "The suite passed; done."
+    rows = world.store.run_sessions(world.run_id)
+    assert [(row.kind, row.state) for row in rows] == [
+        ("implement", "ended"),
+        ("implement-resume", "failed"),
+        ("implement-resume", "ended"),
+    ]
+    assert rows[1].harness_session_id == rows[0].harness_session_id
+    assert rows[2].harness_session_id != rows[0].harness_session_id  # a fresh session
+    assert rows[2].prompt.startswith(PROMPT)
+    assert "What it did" in rows[2].prompt
+    assert any("no longer has session" in line for line in world.lines), world.lines
+
+
+def test_interrupting_a_session_leaves_no_process_of_its_tree(
+    tmp_path: Path, worlds: list[World]
+) -> None:
+    """Ctrl-C during a session stops the CLI and the command it was running."""
+    # Claude Code blocks a standalone foreground `sleep`; a slow program is what a suite is.
+    slow = "python3 -c 'import time; time.sleep(331)'"
+    turns = [{"tool_calls": [{"name": "Bash", "input": {"command": slow, "description": "wait"}}]}]
+    world = start_world(tmp_path, "claude", turns)
+    worlds.append(world)
+    sessions = world.sessions(world.outside())
+    seen: list[bool] = []
+    timer = threading.Timer(
+        0.2, _interrupt_when_running, args=(world.interrupt, "time.sleep(331)", seen)
+    )
+    timer.start()
+    try:
+        with pytest.raises(SessionInterrupted, match="implement session interrupted"):
+            sessions.run("implement", PROMPT)
+    finally:
+        timer.cancel()
+    assert seen == [True], "the slow command never started, so the interrupt proved nothing"
+    assert not _running("time.sleep(331)")
+    assert [row.state for row in world.store.run_sessions(world.run_id)] == ["failed"]
+
+
+class ForgetfulOutside:
+    """Delegates to the real adapter, but wipes the CLI's own transcripts before a Resume, as
+    when the Run continues on another machine."""
+
+    def __init__(self, inner: CliOutside, home: Path) -> None:
+        self._inner = inner
+        self._home = home
+
+    def run_session(
+        self, kind: str, resume_id: str | None, prompt: str, log_path: Path
+    ) -> SessionEnding:
+        if resume_id:
+            shutil.rmtree(self._home / ".claude" / "projects", ignore_errors=True)
+            shutil.rmtree(self._home / ".codex" / "sessions", ignore_errors=True)
+        return self._inner.run_session(kind, resume_id, prompt, log_path)
+
+    def progress(self, line: str) -> None:
+        self._inner.progress(line)
+
+
+def _running(command: str, *, exact: bool = False) -> bool:
+    """Is any live process on the machine running ``command`` (or a command line containing
+    it)? Zombies awaiting their reaper count as gone."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except OSError:
+            continue
+        if cmdline == command or (not exact and command in cmdline):
+            return True
+    return False
+
+
+def _interrupt_when_running(interrupt: threading.Event, command: str, seen: list[bool]) -> None:
+    deadline = time.monotonic() + 60
+    while not _running(command) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    seen.append(_running(command))
+    interrupt.set()
