@@ -215,6 +215,7 @@ class CodexReader:
         # At the end of a turn codex re-emits unfinished items as completed "in_progress".
         if done and status != "in_progress" and item_id in self._running:
             del self._running[item_id]
+            self._announced.discard(item_id)  # finished items are not re-emitted
             exit_code = as_int(item.get("exit_code"))
             output = first_line(as_str(item.get("aggregated_output")) or "")
             if status == "declined":

@@ -27,6 +27,9 @@ SUMMARY_LIMIT = 200  # the summary of a Session event
 TARGET_LIMIT = 2000  # the target (command or path) of a Session event
 ELLIPSIS = "…"
 
+# How much of a text ``first_line`` looks at in one go.
+_WINDOW = 4096
+_NON_BLANK = re.compile(r"\S")
 # Shells whose ``-c``/``-lc`` wrapper is peeled off a command before it is shown.
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 # Characters that separate the simple commands of one shell line.
@@ -91,13 +94,10 @@ def allowlisted(
 
 def decode(line: bytes) -> dict[str, Any] | None:
     """The JSON object on ``line``, or None for anything else. Never raises."""
-    if len(line) > MAX_PARSED_LINE:
-        return None
-    stripped = line.strip()
-    if not stripped.startswith(b"{"):
+    if len(line) > MAX_PARSED_LINE or not line[:64].lstrip().startswith(b"{"):
         return None
     try:
-        value = json.loads(stripped)
+        value = json.loads(line)
     except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return None
     return value if isinstance(value, dict) else None
@@ -111,21 +111,48 @@ def cut(text: str, limit: int = DETAIL_LIMIT) -> str:
 
 def first_line(text: str) -> str:
     """The first non-blank line of ``text``, stripped; empty for blank text."""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped:
-            return stripped
-    return ""
+    return _head(text)[0]
 
 
 def one_line(text: str, limit: int = SUMMARY_LIMIT) -> str:
     """The first non-blank line of ``text``, cut to ``limit``; a multi-line text is marked with
     an ellipsis even when its first line fits."""
-    line = first_line(text)
-    more = len(text.strip().splitlines()) > 1
+    line, more = _head(text)
     if more and len(line) < limit:
         return line + ELLIPSIS
     return cut(line, limit)
+
+
+def _head(text: str) -> tuple[str, bool]:
+    """The first non-blank line and whether anything non-blank follows it. Looks at a window
+    at a time, so a huge tool output costs no more than its first lines."""
+    start = 0
+    while start < len(text):
+        window = text[start : start + _WINDOW]
+        lines = window.splitlines()
+        for i, line in enumerate(lines):
+            stripped = line.strip()
+            if stripped:
+                more = any(rest.strip() for rest in lines[i + 1 :]) or (
+                    _NON_BLANK.search(text, start + len(window)) is not None
+                )
+                if (
+                    i == len(lines) - 1
+                    and start + len(window) < len(text)
+                    and window[-1:]
+                    not in (
+                        "\n",
+                        "\r",
+                    )
+                ):
+                    # The line runs past the window: read it whole.
+                    end = text.find("\n", start + len(window))
+                    whole = text[start : len(text) if end < 0 else end].splitlines()[i].strip()
+                    more = end >= 0 and _NON_BLANK.search(text, end) is not None
+                    return whole, more
+                return stripped, more
+        start += len(window)
+    return "", False
 
 
 def unwrap_shell(command: str) -> str:

@@ -16,6 +16,7 @@ from thirdshift.harness_stream import (
     MAX_PARSED_LINE,
     cut,
     decode,
+    first_line,
     git_action,
     one_line,
     unwrap_shell,
@@ -205,3 +206,20 @@ def test_cut_and_one_line_bound_their_output() -> None:
     assert one_line("\n\n  first  \nsecond") == "first…"
     assert one_line("y" * 500) == "y" * 199 + "…"
     assert one_line("") == ""
+
+
+def naive_head(text: str) -> tuple[str, bool]:
+    lines = [line.strip() for line in text.splitlines()]
+    filled = [line for line in lines if line]
+    return (filled[0], len(filled) > 1) if filled else ("", False)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_first_line_of_large_texts_matches_reading_them_whole(seed: int) -> None:
+    """The windowed first-line search agrees with splitting the whole text, across windows."""
+    rng = random.Random(seed)  # noqa: S311 - reproducible texts, not secrets
+    pieces = ["\n", " ", "\r\n", "x", "word ", "\n\n\n", "y" * rng.randint(1, 9000)]
+    text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 60)))
+    line, more = naive_head(text)
+    assert first_line(text) == line
+    assert one_line(text, 10**6) == (line + "…" if more else line)
