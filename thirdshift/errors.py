@@ -33,3 +33,18 @@ class StoreError(ThirdshiftError):
 class SandboxError(ThirdshiftError):
     """A sandbox server (the GitHub stand-in or the scripted model server) cannot start, or was
     given a scenario it cannot play (a bad script, an unknown repository)."""
+
+
+class Interrupted(ThirdshiftError):
+    """thirdshift was asked to stop (Ctrl-C or SIGTERM) while waiting; the Run ends as a Failed
+    run whose cause is "interrupted"."""
+
+
+class GitError(ThirdshiftError):
+    """A git command in the managed clone or a Worktree failed or timed out. The message names
+    the command (never a credential), the clone or Worktree, and the fix."""
+
+
+class PushRejected(GitError):
+    """The remote refused a push (a non-fast-forward update, or a rule on the remote). thirdshift
+    never forces: the caller fetches and merges, or records a Failed run."""
