@@ -1,0 +1,157 @@
+"""CI watch and Inherited failures, with a scripted checks source and a fake clock."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+import pytest
+
+from thirdshift.ci_watch import inherited_failures, summarize, watch_ci
+from thirdshift.errors import Interrupted, ThirdshiftError
+from thirdshift.github_records import CheckRun, CommitStatus
+
+HEAD = "abcdef1234567890abcdef1234567890abcdef12"
+
+
+def check(
+    name: str, status: str = "completed", conclusion: str | None = "success", id: int = 1
+) -> CheckRun:
+    return CheckRun(
+        id=id, name=name, head_sha=HEAD, status=status, conclusion=conclusion, html_url="u"
+    )
+
+
+@dataclass
+class ScriptedChecks:
+    """Each poll takes the next snapshot of check runs; the last one repeats."""
+
+    snapshots: deque[tuple[CheckRun, ...]]
+    statuses: tuple[CommitStatus, ...] = ()
+    polls: int = 0
+
+    def check_runs(self, sha: str) -> tuple[CheckRun, ...]:
+        self.polls += 1
+        return self.snapshots.popleft() if len(self.snapshots) > 1 else self.snapshots[0]
+
+    def commit_statuses(self, sha: str) -> tuple[CommitStatus, ...]:
+        return self.statuses
+
+
+@dataclass
+class FakeClock:
+    """Time moves only when the watch waits."""
+
+    now: float = 0.0
+    lines: list[str] = field(default_factory=list)
+
+
+class TickingEvent(threading.Event):
+    """An interrupt event whose wait advances the fake clock instead of sleeping."""
+
+    def __init__(self, clock: FakeClock, interrupt_after: float | None = None) -> None:
+        super().__init__()
+        self.clock = clock
+        self.interrupt_after = interrupt_after
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.clock.now += timeout or 0
+        return self.interrupt_after is not None and self.clock.now >= self.interrupt_after
+
+
+def watch(checks: ScriptedChecks, clock: FakeClock, interrupt_after: float | None = None):  # type: ignore[no-untyped-def]
+    return watch_ci(
+        checks,
+        HEAD,
+        grace_seconds=60,
+        poll_seconds=10,
+        progress=clock.lines.append,
+        interrupt=TickingEvent(clock, interrupt_after),
+        clock=lambda: clock.now,
+    )
+
+
+def test_no_checks_within_the_grace_period_counts_as_passing() -> None:
+    """CI absent: after the grace period the head is green."""
+    clock = FakeClock()
+    result = watch(ScriptedChecks(deque([()])), clock)
+    assert result.absent
+    assert result.green
+    assert clock.lines == [
+        "waiting up to 60s for CI on abcdef1",
+        "no CI checks appeared on abcdef1; counting that as passing",
+    ]
+    assert clock.now >= 60
+
+
+def test_pending_checks_are_watched_until_done_printing_only_changes() -> None:
+    """The count line appears when the pending count changes, not on every poll."""
+    running = (check("lint", "in_progress", None), check("tests", "queued", None, id=2))
+    one_left = (check("lint"), check("tests", "in_progress", None, id=2))
+    done = (check("lint"), check("tests", id=2))
+    clock = FakeClock()
+    result = watch(ScriptedChecks(deque([running, running, one_left, one_left, done])), clock)
+    assert result.green
+    assert not result.absent
+    assert clock.lines == [
+        "waiting up to 60s for CI on abcdef1",
+        "CI on abcdef1: 2 of 2 checks still running",
+        "CI on abcdef1: 1 of 2 checks still running",
+        "CI passed on abcdef1",
+    ]
+
+
+def test_red_checks_are_named() -> None:
+    """A failed check is reported by name with its record for logs and re-runs."""
+    clock = FakeClock()
+    result = watch(
+        ScriptedChecks(deque([(check("lint"), check("tests", conclusion="failure", id=2))])), clock
+    )
+    assert result.failed == ("tests",)
+    assert result.failed_checks[0].name == "tests"
+    assert clock.lines[-1] == "CI failed on abcdef1: tests"
+
+
+def test_checks_that_vanish_mid_watch_are_an_error() -> None:
+    """Checks seen, then none: CI cannot be verified."""
+    with pytest.raises(ThirdshiftError, match="disappeared"):
+        watch(ScriptedChecks(deque([(check("tests", "queued", None),), ()])), FakeClock())
+
+
+def test_an_interrupt_stops_the_watch() -> None:
+    """Ctrl-C during the watch ends it at the next wait."""
+    with pytest.raises(Interrupted):
+        watch(
+            ScriptedChecks(deque([(check("tests", "queued", None),)])),
+            FakeClock(),
+            interrupt_after=5,
+        )
+
+
+def test_the_newest_run_of_a_check_is_the_one_that_counts() -> None:
+    """After a Check re-run, the new attempt decides."""
+    snapshot = summarize([check("tests", conclusion="failure", id=1), check("tests", id=5)], [])
+    assert snapshot.passed == ("tests",)
+    assert snapshot.failed == ()
+
+
+def test_commit_statuses_count_like_checks() -> None:
+    """success passes, pending waits, failure and error fail."""
+    statuses = [
+        CommitStatus("ci/a", "success", None),
+        CommitStatus("ci/b", "pending", None),
+        CommitStatus("ci/c", "error", None),
+    ]
+    snapshot = summarize([], statuses)
+    assert (snapshot.passed, snapshot.pending, snapshot.failed) == (("ci/a",), ("ci/b",), ("ci/c",))
+
+
+def test_a_failure_is_inherited_only_when_it_also_failed_on_the_base() -> None:
+    """Failed on the base too: inherited. Passing, pending or missing there: our own."""
+    base = [
+        check("lint", conclusion="failure", id=1),
+        check("tests", id=2),
+        check("e2e", "in_progress", None, id=3),
+    ]
+    assert inherited_failures(["lint", "tests", "e2e", "docs"], base, []) == ("lint",)
