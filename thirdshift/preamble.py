@@ -61,3 +61,44 @@ def _split_slash_command(prompt: str) -> tuple[str, str]:
     if first.startswith("/"):
         return first + newline, rest
     return "", prompt
+
+
+FOLLOW_UP_CAP_TOKENS = 2000
+ANCESTORS = 5
+
+
+def follow_up_preamble(
+    earlier: Sequence[tuple[str, str | None, Sequence[str]]],
+    *,
+    cap_tokens: int = FOLLOW_UP_CAP_TOKENS,
+) -> str:
+    """What the earlier sessions of this Run did, for the top of a Repair's prompt. ``earlier``
+    is ``(kind, final message, event summaries)`` oldest first; the newest (the parent) is shown
+    with its steps, up to four before it as one-line pointers. Oldest lines go first when the
+    text would pass the cap."""
+    if not earlier:
+        return ""
+    recent = list(earlier[-ANCESTORS:])
+    *older, (parent_kind, parent_message, parent_steps) = recent
+    pointers = [
+        f"- {kind}: {' '.join((message or 'no final message').split())[:200]}"
+        for kind, message, _ in older
+    ]
+    steps = [f"- {' '.join(step.split())}" for step in parent_steps[-EVENTS_IN_RESUME:]]
+    closing = (
+        f"The last session ({parent_kind}) ended with: "
+        f"{' '.join((parent_message or 'no final message').split())}\n"
+    )
+    while True:
+        text = (
+            "Earlier sessions of this Run:\n"
+            + ("".join(line + "\n" for line in pointers) if pointers else "")
+            + (f"Steps of {parent_kind}, oldest first:\n" + "".join(s + "\n" for s in steps))
+            + closing
+        )
+        if count_tokens(text) <= cap_tokens or not (pointers or steps):
+            return text + "\n"
+        if pointers:
+            pointers.pop(0)
+        else:
+            steps.pop(0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from thirdshift.preamble import count_tokens, resume_brief
+from thirdshift.preamble import count_tokens, follow_up_preamble, resume_brief
 
 
 def test_the_prompt_is_kept_verbatim_and_the_steps_follow_in_order() -> None:
@@ -42,3 +42,32 @@ def test_steps_are_one_line_each() -> None:
     """A multi-line summary is folded onto one line."""
     brief = resume_brief("Do it.", ["$ echo a\n  && echo b"], "Finish.")
     assert "- $ echo a && echo b\n" in brief
+
+
+def test_the_follow_up_preamble_shows_the_parent_and_points_at_older_sessions() -> None:
+    """The parent's steps are listed; older sessions get one line each."""
+    text = follow_up_preamble(
+        [
+            ("implement", "Implemented the feature.", ["$ make"]),
+            ("repair-1", "Fixed the lint error.", ["Edit a.py", "$ make lint"]),
+        ]
+    )
+    assert "- implement: Implemented the feature." in text
+    assert "Steps of repair-1" in text
+    assert text.index("Edit a.py") < text.index("$ make lint")
+    assert "The last session (repair-1) ended with: Fixed the lint error." in text
+
+
+def test_the_follow_up_preamble_stays_under_its_cap() -> None:
+    """Older pointers, then the oldest steps, give way first."""
+    earlier = [
+        (f"repair-{i}", "x" * 300, [f"$ step {j} " + "y" * 80 for j in range(60)]) for i in range(7)
+    ]
+    text = follow_up_preamble(earlier, cap_tokens=500)
+    assert count_tokens(text) <= 500
+    assert "$ step 59" in text
+
+
+def test_no_earlier_sessions_means_no_preamble() -> None:
+    """The opening session starts clean."""
+    assert follow_up_preamble([]) == ""
