@@ -67,6 +67,26 @@ class Settings(BaseSettings):
         description="The token thirdshift acts with; never written anywhere.",
     )
 
+    harness: str = Field(default="claude", description="The Harness of a Run: claude or codex.")
+    model: str | None = Field(default=None, description="The Model; default: the Harness's own.")
+    git_user_name: str = Field(
+        default="thirdshift", min_length=1, description="Author of the factory's own commits."
+    )
+    git_user_email: str = Field(
+        default="thirdshift@users.noreply.github.com",
+        pattern=r"^[^@\s]+@[^@\s]+$",
+        description="E-mail of the factory's own commits.",
+    )
+    ready_label: str = Field(default="ready-for-agent", min_length=1)
+    in_progress_label: str = Field(default="in-progress", min_length=1)
+    max_repairs: int = Field(default=5, ge=0, description="Repairs allowed per Run.")
+    max_upstream_moves: int = Field(
+        default=5, ge=0, description="Times a Run merges a moving Base branch in again."
+    )
+    ci_grace_seconds: float = Field(
+        default=60, ge=0, description="How long no check on a head means CI is absent."
+    )
+    ci_poll_seconds: float = Field(default=10, gt=0, description="Between two looks at CI.")
     session_idle_seconds: float = Field(
         default=1800, gt=0, description="Stop a session that prints nothing for this long."
     )
