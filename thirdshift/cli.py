@@ -87,6 +87,99 @@ def config_command() -> None:
     click.echo(f"github token: {'set' if settings.github_token else 'not set'}")
 
 
+@contextmanager
+def _signals_set(interrupt: threading.Event, progress: Callable[[str], None]) -> Iterator[None]:
+    """Ctrl-C and SIGTERM ask a Run to stop: the running session is stopped and the Run ends as
+    a Failed run that saves its work. A second signal changes nothing: saving must finish."""
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        if not interrupt.is_set():
+            progress(f"{signal.Signals(signum).name}: stopping; the work will be saved")
+        interrupt.set()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@main.command("run")
+@click.argument("issue_url")
+@click.option("--merge", is_flag=True, help="Self-merge the pull request once it is green.")
+@click.option("--harness", default=None, help="claude or codex (default: the harness setting).")
+@click.option("--model", default=None, help="The Model the Harness uses.")
+@click.option("--base", default=None, help="Base branch (default: the repository's default).")
+def run_command(
+    issue_url: str, merge: bool, harness: str | None, model: str | None, base: str | None
+) -> None:
+    """Take one issue to a ready (with --merge: merged) pull request, or end as a Failed run.
+
+    Prints the pull request URL on stdout; progress on stderr. Exit 0 on success, 1 on failure,
+    2 on a usage error."""
+    import os
+
+    from thirdshift.delivery import Delivery, RunRequest
+    from thirdshift.errors import ConfigError, UsageError
+    from thirdshift.github import GitHub
+    from thirdshift.harnesses import harness_named
+    from thirdshift.issue_url import check_same_host, parse_issue_url
+    from thirdshift.scrub import Scrubber
+    from thirdshift.settings import load_settings
+    from thirdshift.store import Store
+
+    try:
+        ref = parse_issue_url(issue_url)
+    except UsageError as error:
+        raise click.UsageError(str(error)) from None
+    settings = _guarded(load_settings)
+    overrides = {key: value for key, value in {"harness": harness, "model": model}.items() if value}
+    if overrides:
+        settings = settings.model_copy(update=overrides)
+    if settings.github_token is None:
+        _fail(ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)"))
+    token = settings.github_token.get_secret_value()
+    scrub = Scrubber.from_environment(os.environ, [token])
+    stderr = Progress()
+
+    def progress(line: str) -> None:
+        stderr(scrub(line))
+
+    try:
+        check_same_host(ref, settings.github_api_url)
+        chosen = harness_named(settings.harness, extra_args=settings.harness_args)
+    except UsageError as error:
+        raise click.UsageError(str(error)) from None
+    store = _guarded(lambda: Store.open(settings.effective_database_url))
+    interrupt = threading.Event()
+    try:
+        with _signals_set(interrupt, progress):
+            delivery = Delivery(
+                settings=settings,
+                github=GitHub(settings.github_api_url, token, progress=progress),
+                store=store,
+                harness=chosen,
+                environ=dict(os.environ),
+                token=token,
+                scrub=scrub,
+                progress=progress,
+                interrupt=interrupt,
+                emit_url=lambda url: click.echo(url),
+            )
+            try:
+                status = delivery.run(RunRequest(issue=ref, merge=merge, base=base))
+            except ThirdshiftError as error:  # pre-flight: nothing was changed
+                click.echo(f"thirdshift: {scrub(str(error))}", err=True)
+                status = error.exit_code
+    finally:
+        store.close()
+    sys.exit(status)
+
+
 @main.group()
 def sandbox() -> None:
     """Local stand-ins for GitHub and a model provider, for tests and the demo."""

@@ -69,6 +69,11 @@ class Settings(BaseSettings):
 
     harness: str = Field(default="claude", description="The Harness of a Run: claude or codex.")
     model: str | None = Field(default=None, description="The Model; default: the Harness's own.")
+    harness_args: list[str] = Field(
+        default_factory=list,
+        description="Extra options given to the Harness CLI in every session (e.g. Codex -c "
+        "settings of a model provider).",
+    )
     git_user_name: str = Field(
         default="thirdshift", min_length=1, description="Author of the factory's own commits."
     )
