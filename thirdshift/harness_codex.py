@@ -195,7 +195,8 @@ class CodexReader:
         return NOTHING
 
     def _command(self, item_id: str, item: dict[str, Any], done: bool) -> Observation:
-        command = unwrap_shell(as_str(item.get("command")) or "").strip()
+        running = self._running.get(item_id) if item_id else None
+        command = running.command if running else self._unwrap(as_str(item.get("command")))
         if not command:
             return NOTHING
         if not item_id:  # every build names its items; a nameless one is its own command
@@ -234,6 +235,10 @@ class CodexReader:
                 )
             )
         return Observation(progress=tuple(progress), events=tuple(events))
+
+    @staticmethod
+    def _unwrap(command: str | None) -> str:
+        return unwrap_shell(command or "").strip()
 
     def _file_change(self, item_id: str, item: dict[str, Any]) -> Observation:
         if item_id in self._announced:

@@ -32,6 +32,10 @@ _WINDOW = 4096
 _NON_BLANK = re.compile(r"\S")
 # Shells whose ``-c``/``-lc`` wrapper is peeled off a command before it is shown.
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+_WRAPPED = re.compile(r"(?:\S*/)?(?:bash|sh|zsh|dash)\s+-(?:c|lc|cl)\s")
+_SINGLE_QUOTED = re.compile(
+    r"(?:\S*/)?(?:bash|sh|zsh|dash)\s+-(?:c|lc|cl)\s+'((?:[^']|'\\'')*)'", re.DOTALL
+)
 # Characters that separate the simple commands of one shell line.
 _SEPARATORS = re.compile(r"&&|\|\||[;|&\n()]")
 # git's global options that take a value as the next word.
@@ -157,6 +161,11 @@ def _head(text: str) -> tuple[str, bool]:
 
 def unwrap_shell(command: str) -> str:
     """``command`` without a ``/bin/bash -lc '...'`` style wrapper (Codex shows commands so)."""
+    if not _WRAPPED.match(command):
+        return command
+    quoted = _SINGLE_QUOTED.fullmatch(command)
+    if quoted:  # the usual shape, without shlex's character-by-character cost
+        return quoted.group(1).replace("'\\''", "'")
     try:
         words = shlex.split(command)
     except ValueError:

@@ -190,6 +190,8 @@ def test_git_commit_and_push_are_recognised(command: str, action: str | None) ->
         ("bash -lc ls", "ls"),
         ("sh -c 'a && b'", "a && b"),
         ("ls -la", "ls -la"),
+        ("/bin/bash -lc 'echo '\\''hi'\\'''", "echo 'hi'"),
+        ("bash -lc 'a' 'b'", "bash -lc 'a' 'b'"),
         ("/bin/bash -lc 'unterminated", "/bin/bash -lc 'unterminated"),
     ],
 )
