@@ -27,8 +27,10 @@ How git is run:
   a message. Configuration reaches git through ``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_KEY_<n>`` /
   ``GIT_CONFIG_VALUE_<n>`` environment variables: ``credential.helper`` is first reset, then set
   to a tiny shell helper that answers ``get`` with ``x-access-token`` and ``$TS_GIT_TOKEN``. The
-  token itself is only in ``TS_GIT_TOKEN``, in the environment of the git process (and so of
-  the helper it starts). Error text from git is scrubbed of the token all the same.
+  token itself is only in ``TS_GIT_TOKEN``, in the environment of the git processes that talk
+  to ``origin`` (``fetch``, ``ls-remote``, ``push``; and so of the helper they start). Commands
+  that may run the repository's hooks (``worktree add``, ``commit``, ``merge``) get neither the
+  helper nor the token. Error text from git is scrubbed of the token all the same.
 - Factory commits, merges and pushes skip the repository's hooks (``--no-verify``): the agent
   already ran the tests, and CI judges the pull request.
 """
@@ -61,6 +63,7 @@ _CREDENTIAL_HELPER = (
     f'echo "password=${TOKEN_VARIABLE}"; }}; f'
 )
 _REMOTE = "origin"
+_REMOTE_COMMANDS = frozenset({"fetch", "ls-remote", "push"})
 _TIMEOUT_PREFIX = "Timeout:"  # how GitPython reports a command it killed at kill_after_timeout
 
 
@@ -93,19 +96,26 @@ class _Result:
 
 
 class _Git:
-    """Runs git commands for one place (the clone or a Worktree) with the environment above."""
+    """Runs git commands for one place (the clone or a Worktree) with the environment above.
+
+    Only the commands that talk to ``origin`` (``fetch``, ``ls-remote``, ``push``) get the
+    credential helper and the token; the others, which may run the repository's hooks
+    (``worktree add``, ``commit``, ``merge``), never see it.
+    """
 
     def __init__(
         self,
         runner: gitpython.Git,
         place: str,
         env: Mapping[str, str],
+        remote_env: Mapping[str, str],
         timeout: float,
         scrub: Scrubber,
     ) -> None:
         self._runner = runner
         self._place = place
         self._env = dict(env)
+        self._remote_env = dict(remote_env)
         self._timeout = timeout
         self._scrub = scrub
 
@@ -114,7 +124,7 @@ class _Git:
         try:
             status, stdout, stderr = self._runner.execute(
                 ["git", *args],
-                env=self._env,
+                env=self._remote_env if args[0] in _REMOTE_COMMANDS else self._env,
                 kill_after_timeout=self._timeout,
                 with_extended_output=True,
                 with_exceptions=False,
@@ -144,6 +154,26 @@ class _Git:
         return f"{command} {what}, in {self._place}" + (f"; {fix}" if fix else "")
 
 
+def _make_git(
+    runner: gitpython.Git,
+    place: str,
+    identity: Identity,
+    token: str | None,
+    dirs: tuple[Path, Path, Path | None],
+    timeout: float,
+    scrub: Scrubber,
+) -> _Git:
+    """A runner for the place whose git dir, common dir and work tree are ``dirs``."""
+    return _Git(
+        runner,
+        place,
+        _environment(identity, None, *dirs),
+        _environment(identity, token, *dirs),
+        timeout,
+        scrub,
+    )
+
+
 def _last_lines(text: str, count: int = 3) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     lines = [line for line in lines if not line.startswith("hint:")]
@@ -157,7 +187,8 @@ def _environment(
     common_dir: Path,
     work_tree: Path | None,
 ) -> dict[str, str]:
-    """The variables layered over the caller's environment for every git command."""
+    """The variables layered over the caller's environment for a git command: with a
+    ``token``, the credential helper and the token; with None, neither."""
     config: list[tuple[str, str]] = [
         ("credential.helper", ""),  # forget any helper configured anywhere else
         ("commit.gpgSign", "false"),
@@ -302,19 +333,19 @@ class ManagedClone:
             f"delete {self.path} (thirdshift's own clone of {self.owner}/{self.name}) and "
             "thirdshift will clone again"
         )
-        env = _environment(self._identity, self._token, self.path, self.path, None)
+        place = f"the managed clone {self.path}"
+        dirs: tuple[Path, Path, Path | None] = (self.path, self.path, None)
         try:
             if not (self.path / "HEAD").is_file():
                 self.path.mkdir(parents=True, exist_ok=True)
-                _Git(gitpython.Git(self.path), str(self.path), env, self._timeout, self._scrub).run(
-                    "init", "--bare", "--quiet", fix=broken
-                )
+                init = _make_git(gitpython.Git(self.path), place, *self._settings(dirs))
+                init.run("init", "--bare", "--quiet", fix=broken)
             repo = gitpython.Repo(self.path)
         except (gitpython.GitError, OSError) as exc:
             raise GitError(
                 f"the managed clone {self.path} cannot be opened ({exc}); {broken}"
             ) from exc
-        git = _Git(repo.git, f"the managed clone {self.path}", env, self._timeout, self._scrub)
+        git = _make_git(repo.git, place, *self._settings(dirs))
         url = git.run("config", "--get", f"remote.{_REMOTE}.url", check=False).stdout.strip()
         if url != self.remote_url:
             if url:
@@ -331,10 +362,14 @@ class ManagedClone:
                 f"the Worktree {path} was made but cannot be opened ({exc}); remove it and "
                 "make it again"
             ) from exc
-        git_dir = Path(repo.git_dir)
-        env = _environment(self._identity, self._token, git_dir, Path(repo.common_dir), path)
-        git = _Git(repo.git, f"the Worktree {path}", env, self._timeout, self._scrub)
+        dirs = (Path(repo.git_dir), Path(repo.common_dir), path)
+        git = _make_git(repo.git, f"the Worktree {path}", *self._settings(dirs))
         return Worktree(path, branch, git, self._remote_fix())
+
+    def _settings(
+        self, dirs: tuple[Path, Path, Path | None]
+    ) -> tuple[Identity, str | None, tuple[Path, Path, Path | None], float, Scrubber]:
+        return self._identity, self._token, dirs, self._timeout, self._scrub
 
     def _registered_worktrees(self, git: _Git) -> set[Path]:
         listing = git.run("worktree", "list", "--porcelain").stdout

@@ -145,6 +145,29 @@ def test_git_argv_never_carries_the_token(
     assert TOKENS["wes"] not in logged
 
 
+def test_hooks_run_by_local_commands_never_see_the_token(
+    sandbox: Sandbox, clone: ManagedClone, tmp_path: Path, worktrees: Path
+) -> None:
+    """The repository's hooks (post-checkout, post-commit, post-merge) get no token."""
+    seen = tmp_path / "hook-env.log"
+    for hook in ("post-checkout", "post-commit", "post-merge"):
+        script = clone.path / "hooks" / hook
+        script.write_text(f'#!/bin/sh\necho "{hook}" >> "{seen}"\nenv >> "{seen}"\n')
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
+    _write(worktree, "x.txt", "x\n")
+    worktree.commit_all("X")
+    sandbox.push("main", {"NEWS.md": "news\n"})
+    worktree.fetch("main")
+    assert worktree.merge("origin/main").status == "merged"
+    logged = seen.read_text()
+    for hook in ("post-checkout", "post-commit", "post-merge"):
+        assert hook in logged.splitlines()
+    assert TOKENS["wes"] not in logged
+    assert "credential.helper" in logged  # the reset reached the hooks, the helper did not
+    assert "password=" not in logged
+
+
 def test_fresh_issue_branch_worktree_starts_at_origin_main_with_no_upstream(
     sandbox: Sandbox, clone: ManagedClone, worktrees: Path
 ) -> None:
