@@ -109,7 +109,7 @@ class GitHub:
         """The repository, with its default branch."""
 
         def send() -> RepoInfo:
-            repo = self._repo(owner, name)
+            repo = self._repo(owner, name).complete()
             return RepoInfo(
                 owner=repo.owner.login,
                 name=repo.name,
@@ -142,7 +142,7 @@ class GitHub:
         """Issue ``number`` (a pull request answers too, with ``is_pull_request``)."""
 
         def send() -> IssueInfo:
-            issue = self._repo(owner, name).get_issue(number)
+            issue = self._repo(owner, name).get_issue(number).complete()
             return IssueInfo(
                 number=issue.number,
                 title=issue.title,
@@ -176,7 +176,7 @@ class GitHub:
         try:
             self._calls.call(
                 Request("GET", f"{path}/{_q(label)}", what),
-                lambda: self._repo(owner, name).get_label(label).name,
+                lambda: self._repo(owner, name).get_label(label).complete(),
             )
             return
         except NotFound:
@@ -276,7 +276,7 @@ class GitHub:
         path = f"/repos/{owner}/{name}/pulls/{number}"
         return self._calls.call(
             Request("GET", path, f"pull request #{number} of {owner}/{name}"),
-            lambda: _pull_info(self._repo(owner, name).get_pull(number)),
+            lambda: _pull_info(self._repo(owner, name).get_pull(number).complete()),
         )
 
     def wait_for_mergeable(

@@ -1,0 +1,623 @@
+"""The GitHub adapter (``thirdshift.github.GitHub``) against the real GitHub stand-in: every
+method, the records it returns, its retries, rate-limit waits and error messages.
+
+Set-up that the adapter has no method for (opening issues, reading a workflow run's attempt) goes
+through PyGithub as another user, as the stand-in's own contract tests do.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from github import GithubException
+
+from tests.contract.conftest import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
+from thirdshift.github import GitHub, GitHubError, MergeRefused, NotFound, RateLimited
+from thirdshift.github_records import CheckRun, PullRequestInfo
+from thirdshift.sandbox_git import git_env
+
+MARKER = "<!-- thirdshift:failed-run -->"
+CHATTY = "gadgets"
+"""A second repository whose check prints a long log and fails."""
+CHATTY_CHECKS = {
+    "unit tests": 'for i in $(seq 1 300); do echo "test $i ok"; done; '
+    'echo "FAILED test_add: 2 + 2 != 5"; exit 1',
+}
+
+
+@dataclass
+class Seen:
+    """What the adapter reported: progress lines and the waits it asked for."""
+
+    lines: list[str] = field(default_factory=list)
+    waits: list[float] = field(default_factory=list)
+
+    def progress(self, line: str) -> None:
+        self.lines.append(line)
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+def adapter(
+    sandbox: Sandbox, login: str = "wes", token: str | None = None, **options: Any
+) -> tuple[GitHub, Seen]:
+    """The adapter as ``login`` (or with ``token``), with a recorded, instant sleep."""
+    seen = Seen()
+    github = GitHub(
+        sandbox.stand_in.api_url,
+        token if token is not None else TOKENS[login],
+        progress=seen.progress,
+        sleep=seen.sleep,
+        **options,
+    )
+    return github, seen
+
+
+@pytest.fixture
+def faults(sandbox: Sandbox) -> Iterator[Sandbox]:
+    """The sandbox, with injected faults cleared after the test (so teardown is clean)."""
+    yield sandbox
+    sandbox.client.clear_faults()
+
+
+def open_issue(sandbox: Sandbox, title: str = "Greet people", labels: tuple[str, ...] = ()) -> int:
+    repo = sandbox.github("ada").get_repo(FULL_NAME)
+    return repo.create_issue(title, body="Say hello.", labels=list(labels)).number
+
+
+def open_pull(sandbox: Sandbox, branch: str, files: dict[str, str]) -> tuple[PullRequestInfo, str]:
+    sha = sandbox.push(branch, files)
+    github, _ = adapter(sandbox)
+    pull = github.create_pull(
+        OWNER, NAME, head=branch, base="main", title=f"Work on {branch}", body="Closes #1"
+    )
+    return pull, sha
+
+
+def push_to(sandbox: Sandbox, name: str, branch: str, files: dict[str, str]) -> str:
+    """Commit ``files`` on a new ``branch`` of ``acme/<name>`` and push it as wes; the sha."""
+    clone = sandbox.workdir / f"clone-{name}-{branch}"
+    env = git_env(
+        {
+            "STAND_IN_TOKEN": TOKENS["wes"],
+            "GIT_AUTHOR_NAME": "wes",
+            "GIT_AUTHOR_EMAIL": "wes@example.com",
+            "GIT_COMMITTER_NAME": "wes",
+            "GIT_COMMITTER_EMAIL": "wes@example.com",
+        }
+    )
+    helper = "!f() { echo username=x-access-token; echo password=$STAND_IN_TOKEN; }; f"
+
+    def git(*args: str, cwd: Path = clone) -> str:
+        done = subprocess.run(
+            ["git", "-c", f"credential.helper={helper}", *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    git(
+        "clone",
+        "--quiet",
+        f"{sandbox.stand_in.web_url}/{OWNER}/{name}.git",
+        str(clone),
+        cwd=sandbox.workdir,
+    )
+    git("checkout", "--quiet", "-b", branch)
+    for path, text in files.items():
+        (clone / path).write_text(text)
+    git("add", "--all")
+    git("commit", "--quiet", "-m", f"Change on {branch}")
+    git("push", "--quiet", "origin", f"HEAD:refs/heads/{branch}")
+    return git("rev-parse", "HEAD")
+
+
+@pytest.fixture
+def failing_check(sandbox: Sandbox) -> tuple[Sandbox, str]:
+    """``acme/gadgets`` with a pushed head whose one check failed with a long log."""
+    source = sandbox.workdir / "gadgets-source"
+    source.mkdir()
+    (source / "README.md").write_text("# gadgets\n")
+    sandbox.client.add_repo(OWNER, CHATTY, source, CHATTY_CHECKS)
+    sandbox.client.add_user(
+        "wes", TOKENS["wes"], {FULL_NAME: "write", f"{OWNER}/{CHATTY}": "write"}
+    )
+    sha = push_to(sandbox, CHATTY, "issue-7", {"calc.py": "def add(a, b):\n    return a - b\n"})
+    sandbox.client.wait_for_checks(OWNER, CHATTY, sha, timeout=60)
+    return sandbox, sha
+
+
+# -- the token, repositories, permissions ---------------------------------------------------
+
+
+def test_authenticated_login_names_the_tokens_user(sandbox: Sandbox) -> None:
+    """``authenticated_login`` answers the login the token belongs to."""
+    github, _ = adapter(sandbox, "tia")
+    assert github.authenticated_login() == "tia"
+
+
+def test_a_bad_token_is_refused_naming_github_token_and_the_fix(sandbox: Sandbox) -> None:
+    """A token GitHub does not know gives a 401 GitHubError that names GITHUB_TOKEN."""
+    github, _ = adapter(sandbox, token="no-such-token-at-all")
+    with pytest.raises(GitHubError) as caught:
+        github.authenticated_login()
+    assert caught.value.status == 401
+    message = str(caught.value)
+    assert "GITHUB_TOKEN" in message
+    assert "GET /user" in message
+    assert "set GITHUB_TOKEN to a valid token" in message
+
+
+def test_repo_gives_the_default_branch_and_its_urls(sandbox: Sandbox) -> None:
+    """``repo`` converts the repository into a RepoInfo with its default branch."""
+    github, _ = adapter(sandbox)
+    info = github.repo(OWNER, NAME)
+    assert (info.owner, info.name, info.full_name, info.default_branch) == (
+        OWNER,
+        NAME,
+        FULL_NAME,
+        "main",
+    )
+    assert info.clone_url == f"{sandbox.stand_in.web_url}/{FULL_NAME}.git"
+    assert info.html_url == f"{sandbox.stand_in.web_url}/{FULL_NAME}"
+
+
+def test_a_missing_repository_is_not_found_naming_it(sandbox: Sandbox) -> None:
+    """A 404 becomes NotFound naming the object and the request."""
+    github, _ = adapter(sandbox)
+    with pytest.raises(NotFound) as caught:
+        github.repo(OWNER, "nothing")
+    assert caught.value.status == 404
+    assert "repository acme/nothing" in str(caught.value)
+    assert "GET /repos/acme/nothing" in str(caught.value)
+
+
+def test_permission_gives_each_users_role(sandbox: Sandbox) -> None:
+    """``permission`` answers the role name: admin, write, triage, read, none."""
+    github, _ = adapter(sandbox, "ada")
+    roles = {login: github.permission(OWNER, NAME, login) for login in TOKENS}
+    assert roles == {"ada": "admin", "wes": "write", "tia": "triage", "rex": "read", "olga": "none"}
+
+
+# -- issues, labels, comments ---------------------------------------------------------------
+
+
+def test_issue_record_carries_title_body_labels_and_author(sandbox: Sandbox) -> None:
+    """``issue`` converts an issue into an IssueInfo; a pull request is flagged as one."""
+    number = open_issue(sandbox, labels=("ready-for-agent",))
+    github, _ = adapter(sandbox)
+    info = github.issue(OWNER, NAME, number)
+    assert (info.number, info.title, info.body, info.state, info.labels, info.author) == (
+        number,
+        "Greet people",
+        "Say hello.",
+        "open",
+        ("ready-for-agent",),
+        "ada",
+    )
+    assert info.html_url == f"{sandbox.stand_in.web_url}/{FULL_NAME}/issues/{number}"
+    assert info.is_pull_request is False
+    pull, _ = open_pull(sandbox, "agent/pr-as-issue", {"p.txt": "p\n"})
+    assert github.issue(OWNER, NAME, pull.number).is_pull_request is True
+
+
+def test_issue_comments_come_from_every_page_oldest_first(sandbox: Sandbox) -> None:
+    """``issue_comments`` follows the pages and converts each comment."""
+    number = open_issue(sandbox)
+    issue = sandbox.github("tia").get_repo(FULL_NAME).get_issue(number)
+    for i in range(5):
+        issue.create_comment(f"comment {i}")
+    github, _ = adapter(sandbox, per_page=2)
+    comments = github.issue_comments(OWNER, NAME, number)
+    assert [c.body for c in comments] == [f"comment {i}" for i in range(5)]
+    assert {c.author for c in comments} == {"tia"}
+    assert all(isinstance(c.created_at, datetime) and c.id > 0 for c in comments)
+
+
+def test_ensure_label_creates_a_missing_label_and_keeps_an_existing_one(
+    sandbox: Sandbox,
+) -> None:
+    """``ensure_label`` creates the label once; a second call changes nothing."""
+    github, _ = adapter(sandbox)
+    github.ensure_label(OWNER, NAME, "in-progress", "fbca04", "thirdshift is working on it")
+    github.ensure_label(OWNER, NAME, "in-progress", "000000", "another description")
+    label = sandbox.github("wes").get_repo(FULL_NAME).get_label("in-progress")
+    assert (label.color, label.description) == ("fbca04", "thirdshift is working on it")
+
+
+def test_set_issue_labels_replaces_the_whole_set(sandbox: Sandbox) -> None:
+    """``set_issue_labels`` leaves exactly the labels given."""
+    number = open_issue(sandbox, labels=("ready-for-agent", "bug"))
+    github, _ = adapter(sandbox)
+    github.set_issue_labels(OWNER, NAME, number, ["bug", "in-progress"])
+    assert sorted(github.issue(OWNER, NAME, number).labels) == ["bug", "in-progress"]
+    github.set_issue_labels(OWNER, NAME, number, [])
+    assert github.issue(OWNER, NAME, number).labels == ()
+
+
+def test_upsert_marked_comment_edits_rather_than_duplicates(sandbox: Sandbox) -> None:
+    """Twice → one comment, carrying the marker and the second body; others' are left alone."""
+    number = open_issue(sandbox)
+    sandbox.github("tia").get_repo(FULL_NAME).get_issue(number).create_comment(
+        f"quoting it: {MARKER}"
+    )
+    github, _ = adapter(sandbox)
+    first = github.upsert_marked_comment(OWNER, NAME, number, MARKER, "The Run failed: one.")
+    second = github.upsert_marked_comment(OWNER, NAME, number, MARKER, "The Run failed: two.")
+    assert second.id == first.id
+    assert second.body == f"The Run failed: two.\n\n{MARKER}"
+    comments = github.issue_comments(OWNER, NAME, number)
+    assert [(c.author, c.body) for c in comments] == [
+        ("tia", f"quoting it: {MARKER}"),
+        ("wes", f"The Run failed: two.\n\n{MARKER}"),
+    ]
+
+
+def test_close_issue_closes_it_and_closing_again_is_fine(sandbox: Sandbox) -> None:
+    """``close_issue`` leaves the issue closed, however often it is called."""
+    number = open_issue(sandbox)
+    github, _ = adapter(sandbox)
+    github.close_issue(OWNER, NAME, number)
+    github.close_issue(OWNER, NAME, number)
+    assert github.issue(OWNER, NAME, number).state == "closed"
+
+
+# -- pull requests ----------------------------------------------------------------------------
+
+
+def test_create_pull_returns_the_record_with_its_fields(sandbox: Sandbox) -> None:
+    """``create_pull`` opens the pull request and converts it into a PullRequestInfo."""
+    sha = sandbox.push("issue-1", {"a.txt": "a\n"})
+    github, _ = adapter(sandbox)
+    pull = github.create_pull(
+        OWNER, NAME, head="issue-1", base="main", title="Add a", body="Closes #1", draft=True
+    )
+    assert pull.html_url == f"{sandbox.stand_in.web_url}/{FULL_NAME}/pull/{pull.number}"
+    assert (pull.state, pull.merged, pull.draft) == ("open", False, True)
+    assert (pull.head_ref, pull.head_sha, pull.base_ref) == ("issue-1", sha, "main")
+    assert (pull.title, pull.body) == ("Add a", "Closes #1")
+    assert github.pull(OWNER, NAME, pull.number) == pull
+
+
+def test_pull_reads_mergeability(sandbox: Sandbox) -> None:
+    """``pull`` carries GitHub's ``mergeable`` and ``mergeable_state``."""
+    pull, _ = open_pull(sandbox, "issue-2", {"b.txt": "b\n"})
+    github, _ = adapter(sandbox)
+    info = github.pull(OWNER, NAME, pull.number)
+    assert info.mergeable is True
+    assert info.mergeable_state in ("clean", "unstable")
+
+
+def test_pulls_for_head_lists_this_repositorys_pulls_newest_first(sandbox: Sandbox) -> None:
+    """Pulls from one head, in every state by default, newest first; ``state`` filters."""
+    first, _ = open_pull(sandbox, "issue-3", {"c.txt": "c\n"})
+    github, _ = adapter(sandbox)
+    github.update_pull(OWNER, NAME, first.number, title="Superseded")
+    sandbox.github("wes").get_repo(FULL_NAME).get_pull(first.number).edit(state="closed")
+    second, _ = open_pull(sandbox, "issue-3", {"c.txt": "c, again\n"})
+    open_pull(sandbox, "issue-30", {"d.txt": "d\n"})
+    listed = github.pulls_for_head(OWNER, NAME, "issue-3")
+    assert [(p.number, p.state) for p in listed] == [
+        (second.number, "open"),
+        (first.number, "closed"),
+    ]
+    assert all(p.mergeable is None and p.head_ref == "issue-3" for p in listed)
+    assert [p.number for p in github.pulls_for_head(OWNER, NAME, "issue-3", "open")] == [
+        second.number
+    ]
+    assert github.pulls_for_head(OWNER, NAME, "issue-99") == ()
+
+
+def test_update_pull_changes_only_what_it_is_given(sandbox: Sandbox) -> None:
+    """``update_pull`` edits title, body and base; what is None stays."""
+    sandbox.push("release", {"r.txt": "r\n"})
+    pull, _ = open_pull(sandbox, "issue-4", {"e.txt": "e\n"})
+    github, _ = adapter(sandbox)
+    updated = github.update_pull(OWNER, NAME, pull.number, body="Closes #4\n\nMore.")
+    assert (updated.title, updated.body, updated.base_ref) == (
+        pull.title,
+        "Closes #4\n\nMore.",
+        "main",
+    )
+    moved = github.update_pull(OWNER, NAME, pull.number, title="Retitled", base="release")
+    assert (moved.title, moved.body, moved.base_ref) == (
+        "Retitled",
+        "Closes #4\n\nMore.",
+        "release",
+    )
+    assert github.update_pull(OWNER, NAME, pull.number) == github.pull(OWNER, NAME, pull.number)
+
+
+def test_wait_for_mergeable_returns_once_github_has_computed_it(sandbox: Sandbox) -> None:
+    """An open pull request whose mergeability is known returns at once, without waiting."""
+    pull, _ = open_pull(sandbox, "issue-5", {"f.txt": "f\n"})
+    github, seen = adapter(sandbox)
+    assert github.wait_for_mergeable(OWNER, NAME, pull.number, timeout=30).mergeable is True
+    assert seen.waits == []
+
+
+def test_wait_for_mergeable_does_not_wait_on_a_closed_pull_request(sandbox: Sandbox) -> None:
+    """GitHub never computes mergeability for a closed pull request, so there is no wait."""
+    pull, _ = open_pull(sandbox, "issue-6", {"g.txt": "g\n"})
+    sandbox.github("wes").get_repo(FULL_NAME).get_pull(pull.number).edit(state="closed")
+    github, seen = adapter(sandbox)
+    info = github.wait_for_mergeable(OWNER, NAME, pull.number, timeout=30)
+    assert (info.state, info.mergeable, seen.waits) == ("closed", None, [])
+
+
+def test_mark_ready_and_convert_to_draft_flip_draft(sandbox: Sandbox) -> None:
+    """The two GraphQL mutations turn a pull request to draft and back; repeating is fine."""
+    pull, _ = open_pull(sandbox, "issue-8", {"h.txt": "h\n"})
+    github, _ = adapter(sandbox)
+    github.convert_to_draft(OWNER, NAME, pull.number)
+    github.convert_to_draft(OWNER, NAME, pull.number)
+    assert github.pull(OWNER, NAME, pull.number).draft is True
+    github.mark_ready(OWNER, NAME, pull.number)
+    github.mark_ready(OWNER, NAME, pull.number)
+    assert github.pull(OWNER, NAME, pull.number).draft is False
+
+
+def test_merge_pull_merges_with_a_merge_commit_at_the_expected_head(sandbox: Sandbox) -> None:
+    """``merge_pull`` merges at ``sha`` and returns the merge commit."""
+    pull, sha = open_pull(sandbox, "issue-9", {"i.txt": "i\n"})
+    github, _ = adapter(sandbox)
+    result = github.merge_pull(
+        OWNER, NAME, pull.number, sha=sha, title="Merge #9", message="Closes #9"
+    )
+    assert result.merged is True
+    assert result.sha is not None
+    assert result.message
+    merged = github.pull(OWNER, NAME, pull.number)
+    assert (merged.merged, merged.state) == (True, "closed")
+    commit = sandbox.github("wes").get_repo(FULL_NAME).get_commit(result.sha)
+    assert [p.sha for p in commit.parents][1] == sha
+    assert commit.commit.message.startswith("Merge #9")
+
+
+def test_merging_a_moved_head_is_refused_with_409(sandbox: Sandbox) -> None:
+    """A wrong ``sha`` makes GitHub refuse: MergeRefused carries 409 and GitHub's message."""
+    pull, sha = open_pull(sandbox, "issue-10", {"j.txt": "j\n"})
+    sandbox.push("issue-10", {"j.txt": "j, again\n"})
+    github, _ = adapter(sandbox)
+    with pytest.raises(MergeRefused) as caught:
+        github.merge_pull(OWNER, NAME, pull.number, sha=sha, title="Merge", message="")
+    assert caught.value.status == 409
+    assert caught.value.detail == "Head branch was modified. Review and try the merge again."
+    assert f"pull request #{pull.number} of {FULL_NAME}" in str(caught.value)
+    assert github.pull(OWNER, NAME, pull.number).merged is False
+
+
+def test_a_merge_github_refuses_gives_merge_refused_405(sandbox: Sandbox) -> None:
+    """A scripted refusal (``fail_next_merges``) becomes MergeRefused 405 with its message."""
+    pull, sha = open_pull(sandbox, "issue-11", {"k.txt": "k\n"})
+    sandbox.client.fail_next_merges(FULL_NAME, 1, 405, 'Required status check "test" is failing.')
+    github, _ = adapter(sandbox)
+    with pytest.raises(MergeRefused) as caught:
+        github.merge_pull(OWNER, NAME, pull.number, sha=sha, title="Merge", message="")
+    assert (caught.value.status, caught.value.detail) == (
+        405,
+        'Required status check "test" is failing.',
+    )
+    assert github.merge_pull(OWNER, NAME, pull.number, sha=sha, title="Merge", message="").merged
+
+
+def test_delete_branch_deletes_it_and_a_gone_branch_is_fine(sandbox: Sandbox) -> None:
+    """``delete_branch`` removes the branch; deleting it again raises nothing."""
+    sandbox.push("issue-12", {"l.txt": "l\n"})
+    github, _ = adapter(sandbox)
+    github.delete_branch(OWNER, NAME, "issue-12")
+    github.delete_branch(OWNER, NAME, "issue-12")
+    with pytest.raises(GithubException) as caught:
+        sandbox.github("wes").get_repo(FULL_NAME).get_git_ref("heads/issue-12")
+    assert caught.value.status == 404
+
+
+# -- checks and Actions -----------------------------------------------------------------------
+
+
+def _failed(runs: tuple[CheckRun, ...]) -> CheckRun:
+    return next(r for r in runs if r.conclusion == "failure")
+
+
+def test_check_runs_carry_the_actions_job_of_a_failing_check(
+    failing_check: tuple[Sandbox, str],
+) -> None:
+    """A failing Actions check comes with its job id and workflow run id."""
+    sandbox, sha = failing_check
+    github, _ = adapter(sandbox)
+    runs = github.check_runs(OWNER, CHATTY, sha)
+    assert [(r.name, r.status, r.conclusion, r.head_sha) for r in runs] == [
+        ("unit tests", "completed", "failure", sha)
+    ]
+    failed = runs[0]
+    assert failed.job_id is not None
+    assert failed.run_id is not None
+    assert f"/actions/runs/{failed.run_id}/job/{failed.job_id}" in failed.html_url
+    workflow = sandbox.github("wes").get_repo(f"{OWNER}/{CHATTY}").get_workflow_run(failed.run_id)
+    assert failed.job_id in [job.id for job in workflow.jobs()]
+
+
+def test_check_runs_come_from_every_page(sandbox: Sandbox) -> None:
+    """With one check run per page, both checks of the head are still returned."""
+    sha = sandbox.push("issue-13", {"app.py": "broken = True\n"})
+    sandbox.client.wait_for_checks(OWNER, NAME, sha, timeout=60)
+    github, _ = adapter(sandbox, per_page=1)
+    runs = github.check_runs(OWNER, NAME, sha)
+    assert {(r.name, r.conclusion) for r in runs} == {("lint", "success"), ("test", "failure")}
+
+
+def test_job_log_tail_returns_the_end_of_the_failed_jobs_log(
+    failing_check: tuple[Sandbox, str],
+) -> None:
+    """``job_log_tail`` follows GitHub's redirect and keeps the last lines, whole."""
+    sandbox, sha = failing_check
+    github, _ = adapter(sandbox)
+    job_id = _failed(github.check_runs(OWNER, CHATTY, sha)).job_id
+    assert job_id is not None
+    tail = github.job_log_tail(OWNER, CHATTY, job_id, max_chars=200)
+    assert tail.rstrip().endswith("FAILED test_add: 2 + 2 != 5")
+    assert len(tail) <= 200
+    assert tail.startswith("test ")
+    whole = github.job_log_tail(OWNER, CHATTY, job_id, max_chars=100_000)
+    assert whole.startswith("test 1 ok\n")
+
+
+def test_rerun_failed_jobs_starts_a_new_attempt(failing_check: tuple[Sandbox, str]) -> None:
+    """After ``rerun_failed_jobs`` the workflow run is on attempt 2 with a new job."""
+    sandbox, sha = failing_check
+    github, _ = adapter(sandbox)
+    before = _failed(github.check_runs(OWNER, CHATTY, sha))
+    assert before.run_id is not None
+    github.rerun_failed_jobs(OWNER, CHATTY, before.run_id)
+    sandbox.client.wait_for_checks(OWNER, CHATTY, sha, timeout=60)
+    workflow = sandbox.github("wes").get_repo(f"{OWNER}/{CHATTY}").get_workflow_run(before.run_id)
+    assert workflow.run_attempt == 2
+    after = github.check_runs(OWNER, CHATTY, sha)
+    assert any(
+        r.name == "unit tests" and r.run_id == before.run_id and r.job_id != before.job_id
+        for r in after
+    )
+
+
+def test_commit_statuses_are_empty_when_only_actions_report(sandbox: Sandbox) -> None:
+    """An Actions-only repository has no commit statuses, as on GitHub."""
+    github, _ = adapter(sandbox)
+    assert github.commit_statuses(OWNER, NAME, sandbox.main_sha) == ()
+
+
+def test_rate_limit_remaining_counts_the_requests_made(sandbox: Sandbox) -> None:
+    """``rate_limit_remaining`` answers the core budget left; asking costs nothing."""
+    github, _ = adapter(sandbox, "rex")
+    first = github.rate_limit_remaining()
+    assert first is not None
+    github.repo(OWNER, NAME)
+    assert github.rate_limit_remaining() == first - 1
+
+
+# -- retries, rate limits, messages -----------------------------------------------------------
+
+
+def test_server_errors_are_retried_with_progress_lines(faults: Sandbox) -> None:
+    """Two 502s are retried after 0.5 s and 1 s, each with a progress line, then it works."""
+    github, seen = adapter(faults)
+    faults.client.inject_faults(statuses=(502,), count=2)
+    assert github.repo(OWNER, NAME).default_branch == "main"
+    assert seen.lines == [
+        "GitHub answered 502 to GET /repos/acme/widgets; retrying in 0.5s (1 of 4)",
+        "GitHub answered 502 to GET /repos/acme/widgets; retrying in 1s (2 of 4)",
+    ]
+    assert seen.waits == [0.5, 1.0]
+
+
+def test_server_errors_beyond_the_retries_fail_naming_the_request(faults: Sandbox) -> None:
+    """When every retry gets a 5xx, GitHubError names the request and the status."""
+    github, seen = adapter(faults, retries=2)
+    faults.client.inject_faults(statuses=(503,))
+    with pytest.raises(GitHubError) as caught:
+        github.issue(OWNER, NAME, 1)
+    assert caught.value.status == 503
+    assert str(caught.value).startswith(
+        "GitHub answered 503 to GET /repos/acme/widgets/issues/1, even after 2 retries; "
+    )
+    assert seen.waits == [0.5, 1.0]
+
+
+def test_a_create_that_got_a_server_error_is_checked_before_asking_again(
+    faults: Sandbox,
+) -> None:
+    """After a 500 on ``POST .../pulls`` it looks for the pull request first: one is opened."""
+    faults.push("issue-14", {"m.txt": "m\n"})
+    github, seen = adapter(faults)
+    before = len(faults.client.requests())
+    faults.client.inject_faults(statuses=(500,), count=1)
+    pull = github.create_pull(OWNER, NAME, head="issue-14", base="main", title="M", body="")
+    made = [(r["method"], r["path"], r["status"]) for r in faults.client.requests()[before:]]
+    assert made == [
+        ("POST", "/api/v3/repos/acme/widgets/pulls", 500),
+        ("GET", "/api/v3/repos/acme/widgets/pulls", 200),
+        ("POST", "/api/v3/repos/acme/widgets/pulls", 201),
+    ]
+    assert [p.number for p in github.pulls_for_head(OWNER, NAME, "issue-14")] == [pull.number]
+    assert seen.lines == [
+        "GitHub answered 500 to POST /repos/acme/widgets/pulls; retrying in 0.5s (1 of 4)"
+    ]
+
+
+def test_a_rate_limit_is_waited_out_then_the_request_succeeds(faults: Sandbox) -> None:
+    """A rate-limit 403 sleeps until GitHub's reset time, says so, then asks again."""
+    github, seen = adapter(faults, max_rate_limit_wait=7200)
+    github.authenticated_login()
+    faults.client.inject_faults(rate_limit_403=True, count=1)
+    assert github.repo(OWNER, NAME).name == NAME
+    assert len(seen.waits) == 1
+    assert 3500 <= seen.waits[0] <= 3601
+    assert re.fullmatch(r"GitHub rate limit reached; waiting \d+s until it resets", seen.lines[0])
+
+
+def test_a_rate_limit_that_resets_too_late_raises_rate_limited(faults: Sandbox) -> None:
+    """A reset beyond ``max_rate_limit_wait`` gives RateLimited naming when it resets."""
+    github, seen = adapter(faults)
+    github.authenticated_login()
+    faults.client.inject_faults(rate_limit_403=True, count=1)
+    with pytest.raises(RateLimited) as caught:
+        github.repo(OWNER, NAME)
+    assert caught.value.status == 403
+    assert caught.value.resets_at is not None
+    assert f"resets at {caught.value.resets_at:%H:%M:%S} UTC" in str(caught.value)
+    assert "GET /repos/acme/widgets" in str(caught.value)
+    assert seen.waits == []
+
+
+def test_an_unreachable_github_is_retried_then_named(sandbox: Sandbox) -> None:
+    """Connection failures are retried, then GitHubError names the request and the setting."""
+    seen = Seen()
+    github = GitHub(
+        "http://127.0.0.1:9/api/v3", TOKENS["wes"], progress=seen.progress, sleep=seen.sleep
+    )
+    with pytest.raises(GitHubError) as caught:
+        github.authenticated_login()
+    assert caught.value.status is None
+    assert "could not reach GitHub for GET /user" in str(caught.value)
+    assert "THIRDSHIFT_GITHUB_API_URL" in str(caught.value)
+    assert seen.waits == [0.5, 1.0, 2.0, 4.0]
+
+
+def test_the_token_never_appears_in_errors_or_progress_lines(faults: Sandbox) -> None:
+    """A planted token, even echoed back by GitHub, is in no message and no progress line."""
+    token = "planted-secret-token-4f9c2b7e1d"
+    faults.client.add_user("mia", token, {FULL_NAME: "write"})
+    github, seen = adapter(faults, token=token, retries=1)
+    messages: list[str] = []
+
+    def failing(call: Any) -> None:
+        with pytest.raises(GitHubError) as caught:
+            call()
+        messages.append(str(caught.value))
+        messages.append(caught.value.detail)
+
+    failing(lambda: github.ensure_label(OWNER, NAME, f"x-{token}", "not-a-colour", ""))
+    failing(lambda: github.issue(OWNER, NAME, 404))
+    faults.client.inject_faults(statuses=(502,))
+    failing(lambda: github.repo(OWNER, NAME))
+    faults.client.clear_faults()
+    faults.client.inject_faults(rate_limit_403=True, count=1)
+    failing(lambda: github.repo(OWNER, NAME))
+    bad, bad_seen = adapter(faults, token=token + "-revoked")
+    failing(bad.authenticated_login)
+    assert "[REDACTED]" in messages[0]
+    assert seen.lines
+    for text in [*messages, *seen.lines, *bad_seen.lines]:
+        assert token not in text
