@@ -10,19 +10,17 @@ makes exactly the requests it names.
 
 from __future__ import annotations
 
-import re
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 
 from github import Auth, Github
-from github.CheckRun import CheckRun as GhCheckRun
 from github.GithubObject import NotSet
 from github.IssueComment import IssueComment
-from github.PullRequest import PullRequest
 from github.Repository import Repository
 
+from thirdshift.github_convert import check_run_record, comment_record, log_tail, pull_record
 from thirdshift.github_records import (
     CheckRun,
     Comment,
@@ -45,7 +43,6 @@ from thirdshift.scrub import Scrubber
 __all__ = ["GitHub", "GitHubError", "MergeRefused", "NotFound", "RateLimited"]
 
 ROLES = ("admin", "maintain", "write", "triage", "read", "none")
-_ACTIONS_JOB_URL = re.compile(r"/actions/runs/(\d+)/job/(\d+)(?:[/?#]|$)")
 _MERGE_REFUSALS = (405, 409, 422)
 _LOG_DOWNLOAD_TIMEOUT = 60.0
 
@@ -162,7 +159,7 @@ class GitHub:
 
         def send() -> tuple[Comment, ...]:
             comments = self._repo(owner, name).get_issue(number).get_comments()
-            return tuple(_comment(c) for c in comments)
+            return tuple(comment_record(c) for c in comments)
 
         path = f"/repos/{owner}/{name}/issues/{number}/comments"
         what = f"the comments of issue #{number} of {owner}/{name}"
@@ -221,18 +218,18 @@ class GitHub:
 
             def edit() -> Comment:
                 comment.edit(text)
-                return _comment(comment)
+                return comment_record(comment)
 
             path = f"/repos/{owner}/{name}/issues/comments/{comment.id}"
             return self._calls.call(Request("PATCH", path, f"comment {comment.id}"), edit)
 
         def happened() -> Comment | None:
             again = self._calls.call(Request("GET", comments_path, what), find)
-            return _comment(again) if again is not None else None
+            return comment_record(again) if again is not None else None
 
         return self._calls.call(
             Request("POST", comments_path, f"issue #{number} of {owner}/{name}"),
-            lambda: _comment(self._repo(owner, name).get_issue(number).create_comment(text)),
+            lambda: comment_record(self._repo(owner, name).get_issue(number).create_comment(text)),
             happened=happened,
         )
 
@@ -259,7 +256,7 @@ class GitHub:
                 state=state, head=f"{owner}:{head_branch}", sort="created", direction="desc"
             )
             found = [
-                _pull_info(p, listed=True)
+                pull_record(p, listed=True)
                 for p in pulls
                 if p.head.ref == head_branch
                 and p.head.repo is not None
@@ -276,7 +273,7 @@ class GitHub:
         path = f"/repos/{owner}/{name}/pulls/{number}"
         return self._calls.call(
             Request("GET", path, f"pull request #{number} of {owner}/{name}"),
-            lambda: _pull_info(self._repo(owner, name).get_pull(number).complete()),
+            lambda: pull_record(self._repo(owner, name).get_pull(number).complete()),
         )
 
     def wait_for_mergeable(
@@ -313,7 +310,7 @@ class GitHub:
         def send() -> PullRequestInfo:
             repo = self._repo(owner, name)
             pull = repo.create_pull(base=base, head=head, title=title, body=body, draft=draft)
-            return _pull_info(pull)
+            return pull_record(pull)
 
         def happened() -> PullRequestInfo | None:
             opened = [
@@ -345,7 +342,7 @@ class GitHub:
                 body=NotSet if body is None else body,
                 base=NotSet if base is None else base,
             )
-            return _pull_info(pull)
+            return pull_record(pull)
 
         path = f"/repos/{owner}/{name}/pulls/{number}"
         request = Request("PATCH", path, f"pull request #{number} of {owner}/{name}")
@@ -441,7 +438,7 @@ class GitHub:
 
         def send() -> tuple[CheckRun, ...]:
             runs = self._repo(owner, name).get_commit(sha).get_check_runs()
-            return tuple(_check_run(run) for run in runs)
+            return tuple(check_run_record(run) for run in runs)
 
         path = f"/repos/{owner}/{name}/commits/{sha}/check-runs"
         what = f"the check runs of {sha[:12]} in {owner}/{name}"
@@ -474,7 +471,7 @@ class GitHub:
             download = urllib.request.Request(location, method="GET")  # noqa: S310 - checked
             with urllib.request.urlopen(download, timeout=_LOG_DOWNLOAD_TIMEOUT) as answer:  # noqa: S310 - checked above
                 text = answer.read().decode("utf-8", errors="replace")
-            return _tail(text, max_chars)
+            return log_tail(text, max_chars)
 
         path = f"/repos/{owner}/{name}/actions/jobs/{job_id}/logs"
         what = f"the log of Actions job {job_id} in {owner}/{name}"
@@ -522,60 +519,3 @@ class GitHub:
     def _repo(self, owner: str, name: str) -> Repository:
         """The repository as a lazy PyGithub object: no request until something is read."""
         return self._gh.get_repo(f"{owner}/{name}")
-
-
-def _comment(comment: IssueComment) -> Comment:
-    return Comment(
-        id=comment.id,
-        author=comment.user.login,
-        body=comment.body,
-        created_at=comment.created_at,
-    )
-
-
-def _pull_info(pull: PullRequest, *, listed: bool = False) -> PullRequestInfo:
-    """The record of a pull request. A ``listed`` one came from a list, which has no
-    mergeability and no ``merged``: reading those would fetch it again."""
-    return PullRequestInfo(
-        number=pull.number,
-        html_url=pull.html_url,
-        state=pull.state,
-        merged=pull.merged_at is not None if listed else bool(pull.merged),
-        draft=bool(pull.draft),
-        head_ref=pull.head.ref,
-        head_sha=pull.head.sha,
-        base_ref=pull.base.ref,
-        title=pull.title,
-        body=pull.body or "",
-        mergeable=None if listed else pull.mergeable,
-        mergeable_state="unknown" if listed else (pull.mergeable_state or "unknown"),
-    )
-
-
-def _check_run(run: GhCheckRun) -> CheckRun:
-    job_id = run_id = None
-    app = run.app
-    if app is not None and app.slug == "github-actions":
-        for url in (run.details_url, run.html_url):
-            match = _ACTIONS_JOB_URL.search(url or "")
-            if match:
-                run_id, job_id = int(match.group(1)), int(match.group(2))
-                break
-    return CheckRun(
-        id=run.id,
-        name=run.name,
-        head_sha=run.head_sha,
-        status=run.status,
-        conclusion=run.conclusion,
-        html_url=run.html_url,
-        job_id=job_id,
-        run_id=run_id,
-    )
-
-
-def _tail(text: str, max_chars: int) -> str:
-    if len(text) <= max_chars:
-        return text
-    tail = text[-max_chars:]
-    cut = tail.find("\n")
-    return tail[cut + 1 :] if 0 <= cut < len(tail) - 1 else tail
