@@ -1,0 +1,265 @@
+"""`thirdshift run` end to end: the command, the GitHub stand-in, real git, the real claude CLI
+with scripted model turns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.run_world import (
+    CALC_FIXED,
+    CHECK,
+    NAME,
+    OWNER,
+    TEST_CALC,
+    RunWorld,
+    bash,
+    pull_request_file,
+    start_world,
+    stop_world,
+    write_file_command,
+)
+
+pytestmark = pytest.mark.real_cli
+
+ISSUE_MARKER = "calc.add(2, 3) returns -1"
+REPAIR_MARKER = "CI is red on"
+CONFLICT_MARKER = "stopped with conflicts in"
+
+
+def implement(*turns: dict[str, Any]) -> dict[str, Any]:
+    return {"name": "implement", "marker": ISSUE_MARKER, "turns": list(turns)}
+
+
+def fix_and_commit() -> list[dict[str, Any]]:
+    return [
+        {
+            "tool_calls": [
+                bash(
+                    write_file_command("calc.py", CALC_FIXED) + " && python3 -m unittest -q", "fix"
+                )
+            ]
+        },
+        {"tool_calls": [bash("git add calc.py && git commit -qm 'Make add() add'", "commit")]},
+        {
+            "tool_calls": [
+                bash(pull_request_file("Make add() add", "add() subtracted.\n\nCloses #1"), "pr")
+            ]
+        },
+        {"text": "Fixed add() and wrote the pull request."},
+    ]
+
+
+@pytest.fixture
+def worlds() -> Iterator[list[RunWorld]]:
+    made: list[RunWorld] = []
+    yield made
+    for world in made:
+        stop_world(world)
+
+
+def test_a_fresh_issue_ends_with_a_ready_green_pull_request(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """Exit 0, the URL on stdout, the pull request open, ready, on main, closing the issue, with
+    green checks; the Claim's label in place; the worktree gone."""
+    world = start_world(tmp_path, [implement(*fix_and_commit())])
+    worlds.append(world)
+
+    result = world.thirdshift("run", world.issue_url)
+
+    assert result.returncode == 0, result.stderr
+    pulls = world.pulls()
+    assert len(pulls) == 1
+    pull = pulls[0]
+    assert result.stdout == pull["html_url"] + "\n"
+    assert pull["state"] == "open"
+    assert pull["draft"] is False
+    assert pull["base"]["ref"] == "main"
+    assert pull["head"]["ref"] == "issue-1"
+    assert pull["title"] == "Make add() add"
+    assert "Closes #1" in pull["body"]
+    checks = world.check_runs(pull["head"]["sha"])
+    assert [(c["name"], c["conclusion"]) for c in checks] == [(CHECK, "success")]
+    labels = [label["name"] for label in world.issue()["labels"]]
+    assert labels == ["in-progress"]
+    assert not any((world.home / "worktrees").iterdir())
+    assert "labelling #1 in-progress, in place of ready-for-agent" in result.stderr
+    assert f"pull request {pull['html_url']} is ready" in result.stderr
+
+
+GREEN_PROJECT = {"README.md": "# calculator\n", "calc.py": CALC_FIXED, "test_calc.py": TEST_CALC}
+SUBTRACT_ISSUE = "Add subtract(a, b) to calc.py, with a test."
+TEST_SUBTRACT = (
+    "import unittest\n\nfrom calc import subtract\n\n\n"
+    "class SubtractTest(unittest.TestCase):\n"
+    "    def test_subtracts(self) -> None:\n"
+    "        self.assertEqual(subtract(5, 3), 2)\n"
+)
+CALC_WITH_SUBTRACT = CALC_FIXED + "\n\ndef subtract(a: int, b: int) -> int:\n    return a - b\n"
+
+
+def add_failing_test() -> dict[str, Any]:
+    """The implement session writes the test but not the function: CI goes red."""
+    return {
+        "tool_calls": [
+            bash(
+                write_file_command("test_subtract.py", TEST_SUBTRACT)
+                + " && git add test_subtract.py && git commit -qm 'Test subtract()'",
+                "test first",
+            )
+        ]
+    }
+
+
+def implement_subtract() -> list[dict[str, Any]]:
+    return [
+        {
+            "tool_calls": [
+                bash(
+                    write_file_command("calc.py", CALC_WITH_SUBTRACT)
+                    + " && python3 -m unittest -q && git add calc.py"
+                    + " && git commit -qm 'Add subtract()'",
+                    "implement",
+                )
+            ]
+        },
+        {"text": "subtract() is in; the tests pass."},
+    ]
+
+
+def subtract_world(tmp_path: Path, repair_turns: list[dict[str, Any]]) -> RunWorld:
+    return start_world(
+        tmp_path,
+        [
+            {
+                "name": "implement",
+                "marker": SUBTRACT_ISSUE,
+                "turns": [add_failing_test(), {"text": "Done."}],
+            },
+            {"name": "repair", "marker": REPAIR_MARKER, "turns": repair_turns},
+        ],
+        files=GREEN_PROJECT,
+        issue_title="Add subtract()",
+        issue_body=SUBTRACT_ISSUE,
+    )
+
+
+def break_nothing_commit(message: str) -> dict[str, Any]:
+    """A commit that changes something harmless and fixes nothing."""
+    return {
+        "tool_calls": [
+            bash(
+                f"echo '{message}' >> NOTES.md && git add NOTES.md && git commit -qm '{message}'",
+                "note",
+            )
+        ]
+    }
+
+
+def test_red_ci_gets_a_repair_whose_prompt_names_the_check_and_its_log(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """The implement session misses the bug; CI goes red; repair-1 is told which check failed,
+    with its log tail, fixes it, and the Run ends green."""
+    world = subtract_world(tmp_path, implement_subtract())
+    worlds.append(world)
+
+    result = world.thirdshift("run", world.issue_url)
+
+    assert result.returncode == 0, result.stderr
+    opening = world.model_requests("repair")[0]["body"]
+    prompt = json.dumps(opening["messages"])
+    assert f"Check '{CHECK}' failed" in prompt
+    assert "cannot import name 'subtract'" in prompt  # from the job's log
+    assert "starting Repair 1 of 5" in result.stderr
+    pull = world.pulls()[0]
+    assert [c["conclusion"] for c in world.check_runs(pull["head"]["sha"])] == ["success"]
+
+
+def test_a_repair_that_changes_nothing_earns_one_rerun_then_a_declined_ci_fix(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """The Repair commits nothing: the failed job is re-run once, stays red, and the Run fails
+    as a Declined CI fix with the pull request back to draft."""
+    world = subtract_world(tmp_path, [{"text": "Nothing here to fix."}])
+    worlds.append(world)
+
+    result = world.thirdshift("run", world.issue_url)
+
+    assert result.returncode == 1
+    assert "the Repair found nothing to fix on the branch" in result.stderr
+    assert "re-running the failed checks" in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].split("] ", 1)[1].startswith("session log: ")
+    assert "found nothing to fix" in lines[-2]
+    pull = world.pulls()[0]
+    assert pull["draft"] is True
+    assert result.stdout == pull["html_url"] + "\n"
+    runs = world.rest("GET", f"/repos/{OWNER}/{NAME}/actions/runs?head_sha={pull['head']['sha']}")
+    assert [run["run_attempt"] for run in runs["workflow_runs"]] == [2]
+
+
+def test_a_script_that_never_fixes_ci_ends_after_five_repairs_naming_the_budget(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """Every Repair moves the head but never fixes the test: the sixth is refused."""
+    turns = []
+    for i in range(1, 6):
+        turns += [break_nothing_commit(f"Attempt {i}"), {"text": f"Attempt {i} done."}]
+    world = subtract_world(tmp_path, turns)
+    worlds.append(world)
+
+    result = world.thirdshift("run", world.issue_url, timeout=400)
+
+    assert result.returncode == 1
+    assert "starting Repair 5 of 5" in result.stderr
+    assert "repairs exhausted" in result.stderr
+    assert "after 5 Repairs" in result.stderr
+
+
+def test_a_merge_run_merges_at_the_watched_head_and_closes_the_issue(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """--merge: merged with a merge commit whose second parent is the head CI watched; the
+    Issue branch is deleted and the issue closed."""
+    world = start_world(tmp_path, [implement(*fix_and_commit())])
+    worlds.append(world)
+
+    result = world.thirdshift("run", "--merge", world.issue_url)
+
+    assert result.returncode == 0, result.stderr
+    pull = world.pulls()[0]
+    assert pull["merged_at"] is not None
+    watched = pull["head"]["sha"]
+    clone = world.clone()
+    parents = world.git("log", "-1", "--format=%P", "origin/main", cwd=clone).split()
+    assert parents[1] == watched
+    assert world.issue()["state"] == "closed"
+    assert "issue-1" not in world.git("branch", "-r", cwd=clone)
+
+
+def test_github_refusing_the_merge_is_a_policy_refusal_and_the_pull_request_stays_ready(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """The stand-in refuses every merge: exit 1, nothing left to fix, the pull request ready."""
+    world = start_world(tmp_path, [implement(*fix_and_commit())])
+    worlds.append(world)
+    world.client.fail_next_merges(
+        f"{OWNER}/{NAME}", count=50, status=405, message="Required reviews missing"
+    )
+
+    result = world.thirdshift("run", "--merge", world.issue_url)
+
+    assert result.returncode == 1
+    assert "the merge failed" in result.stderr
+    assert "refused to merge" in result.stderr
+    pull = world.pulls()[0]
+    assert pull["state"] == "open"
+    assert pull["draft"] is False
+    subjects = world.git("log", "--format=%s", "origin/issue-1", cwd=world.clone())
+    assert "thirdshift: failed run" not in subjects

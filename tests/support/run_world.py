@@ -1,0 +1,237 @@
+"""A whole Run's world for end-to-end tests: the GitHub stand-in with a repository, its CI and a
+maintainer, the scripted model server, and the `thirdshift` command run as a subprocess with
+the real claude CLI on its PATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.support.real_cli import BIN_DIR, cli_path
+from thirdshift.sandbox_client import SandboxClient
+from thirdshift.sandbox_github import GitHubStandIn
+from thirdshift.sandbox_model import ModelScript, ScriptedModelServer, claude_env
+
+OWNER = "acme"
+NAME = "calculator"
+TOKEN = "sandbox_maintainer_token_0123456789"
+CHECK = "unit tests"
+CHECK_COMMAND = "python3 -m unittest -v"
+
+CALC_BROKEN = '"""Arithmetic."""\n\n\ndef add(a: int, b: int) -> int:\n    return a - b\n'
+CALC_FIXED = '"""Arithmetic."""\n\n\ndef add(a: int, b: int) -> int:\n    return a + b\n'
+TEST_CALC = (
+    "import unittest\n\nfrom calc import add\n\n\n"
+    "class AddTest(unittest.TestCase):\n"
+    "    def test_adds_two_numbers(self) -> None:\n"
+    "        self.assertEqual(add(2, 3), 5)\n"
+)
+PROJECT = {"README.md": "# calculator\n", "calc.py": CALC_BROKEN, "test_calc.py": TEST_CALC}
+
+
+def bash(command: str, description: str = "run a command") -> dict[str, Any]:
+    return {"name": "Bash", "input": {"command": command, "description": description}}
+
+
+def write_file_command(path: str, text: str) -> str:
+    """A shell command writing ``text`` to ``path`` exactly (no quoting surprises)."""
+    return f"printf '%s' {_shell_quote(text)} > {path}"
+
+
+def _shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def pull_request_file(title: str, body: str) -> str:
+    return write_file_command(".thirdshift-pull-request.md", f"{title}\n\n{body}\n")
+
+
+@dataclass
+class RunWorld:
+    tmp: Path
+    stand_in: GitHubStandIn
+    model: ScriptedModelServer
+    client: SandboxClient
+    home: Path
+    agent_home: Path
+    issue_number: int = 0
+    settings: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def api_url(self) -> str:
+        return self.stand_in.api_url
+
+    @property
+    def issue_url(self) -> str:
+        return f"{self.stand_in.web_url}/{OWNER}/{NAME}/issues/{self.issue_number}"
+
+    def env(self) -> dict[str, str]:
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("THIRDSHIFT_", "ANTHROPIC", "CLAUDE", "CODEX", "OPENAI"))
+        }
+        base.update(claude_env(self.model.url, self.agent_home))
+        base["PATH"] = (
+            f"{BIN_DIR}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{base['PATH']}"
+        )
+        base["THIRDSHIFT_HOME"] = str(self.home)
+        base["THIRDSHIFT_GITHUB_API_URL"] = self.api_url
+        base["GITHUB_TOKEN"] = TOKEN
+        base["THIRDSHIFT_CI_GRACE_SECONDS"] = "3"
+        base["THIRDSHIFT_CI_POLL_SECONDS"] = "0.2"
+        base["THIRDSHIFT_SESSION_POST_RESULT_SECONDS"] = "5"
+        base["THIRDSHIFT_SESSION_STOP_GRACE_SECONDS"] = "3"
+        base.update(self.settings)
+        return base
+
+    def start_thirdshift(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "thirdshift.cli", *args],
+            env=self.env(),
+            cwd=self.tmp,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def thirdshift(self, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+        process = self.start_thirdshift(*args)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            raise AssertionError(f"thirdshift did not finish in {timeout}s\n{stderr}") from None
+        return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+    def rest(self, method: str, path: str, payload: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(payload).encode() if payload is not None else None
+        request = urllib.request.Request(
+            self.api_url + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def issue(self) -> Any:
+        return self.rest("GET", f"/repos/{OWNER}/{NAME}/issues/{self.issue_number}")
+
+    def pulls(self, state: str = "all") -> list[Any]:
+        return list(self.rest("GET", f"/repos/{OWNER}/{NAME}/pulls?state={state}"))
+
+    def check_runs(self, sha: str) -> list[Any]:
+        return list(
+            self.rest("GET", f"/repos/{OWNER}/{NAME}/commits/{sha}/check-runs")["check_runs"]
+        )
+
+    def comments(self) -> list[Any]:
+        return list(self.rest("GET", f"/repos/{OWNER}/{NAME}/issues/{self.issue_number}/comments"))
+
+    def git(self, *args: str, cwd: Path | None = None) -> str:
+        """git against the stand-in with the maintainer's token from a credential helper."""
+        env = dict(os.environ)
+        env["TEST_GIT_TOKEN"] = TOKEN
+        helper = (
+            '!f() { test "$1" = get && echo username=x && echo "password=$TEST_GIT_TOKEN"; }; f'
+        )
+        done = subprocess.run(
+            ["git", "-c", f"credential.helper={helper}", *args],
+            cwd=cwd or self.tmp,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+        return done.stdout.strip()
+
+    def clone(self, into: str = "inspect") -> Path:
+        target = self.tmp / into
+        if not target.exists():
+            self.git("clone", "-q", f"{self.stand_in.web_url}/{OWNER}/{NAME}.git", str(target))
+        else:
+            self.git("fetch", "-q", "origin", cwd=target)
+        return target
+
+    def wait_for_process(self, needle: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if running(needle):
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"no process running {needle!r} within {timeout}s")
+
+    def model_requests(self, session: str) -> list[dict[str, Any]]:
+        return [r for r in self.model.requests() if r.get("session") == session]
+
+
+def running(needle: str) -> bool:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "stat").read_text().split(") ", 1)[1].startswith("Z"):
+                continue
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if needle in cmdline and "pytest" not in cmdline:
+            return True
+    return False
+
+
+def start_world(
+    tmp: Path,
+    sessions: list[dict[str, Any]],
+    *,
+    files: dict[str, str] | None = None,
+    checks: dict[str, str] | None = None,
+    issue_title: str = "add() subtracts instead of adding",
+    issue_body: str = "calc.add(2, 3) returns -1; it should return 5.",
+) -> RunWorld:
+    cli_path("claude")
+    stand_in = GitHubStandIn(tmp / "github")
+    stand_in.start()
+    model = ScriptedModelServer(ModelScript.from_dict({"sessions": sessions}), tmp / "model.jsonl")
+    model.start()
+    client = SandboxClient(stand_in.api_url)
+    client.add_user("maintainer", TOKEN, {f"{OWNER}/{NAME}": "admin"})
+    source = tmp / "source"
+    source.mkdir()
+    for relative, text in (files or PROJECT).items():
+        (source / relative).write_text(text)
+    client.add_repo(OWNER, NAME, source, {CHECK: CHECK_COMMAND} if checks is None else checks)
+    agent_home = tmp / "agent-home"
+    agent_home.mkdir()
+    world = RunWorld(tmp, stand_in, model, client, tmp / "home", agent_home)
+    world.rest(
+        "POST",
+        f"/repos/{OWNER}/{NAME}/labels",
+        {"name": "ready-for-agent", "color": "0e8a16", "description": "thirdshift may take this"},
+    )
+    issue = world.rest(
+        "POST",
+        f"/repos/{OWNER}/{NAME}/issues",
+        {"title": issue_title, "body": issue_body, "labels": ["ready-for-agent"]},
+    )
+    world.issue_number = int(issue["number"])
+    return world
+
+
+def stop_world(world: RunWorld) -> None:
+    world.model.stop()
+    world.stand_in.stop()
