@@ -621,3 +621,38 @@ def test_the_token_never_appears_in_errors_or_progress_lines(faults: Sandbox) ->
     assert seen.lines
     for text in [*messages, *seen.lines, *bad_seen.lines]:
         assert token not in text
+
+
+def test_a_merge_that_got_a_server_error_is_checked_then_asked_again(faults: Sandbox) -> None:
+    """After a 500 on the merge it reads the pull request; not merged, so it merges once."""
+    pull, sha = open_pull(faults, "issue-15", {"n.txt": "n\n"})
+    github, _ = adapter(faults)
+    before = len(faults.client.requests())
+    faults.client.inject_faults(statuses=(500,), count=1)
+    result = github.merge_pull(OWNER, NAME, pull.number, sha=sha, title="Merge", message="")
+    made = [(r["method"], r["status"]) for r in faults.client.requests()[before:]]
+    assert made == [("PUT", 500), ("GET", 200), ("PUT", 200)]
+    assert result.merged is True
+    assert github.pull(OWNER, NAME, pull.number).merged is True
+
+
+def test_a_rerun_that_got_a_server_error_is_checked_then_asked_again(
+    failing_check: tuple[Sandbox, str],
+) -> None:
+    """After a 500 on the re-run it reads the run's attempt; unchanged, so it asks once more."""
+    sandbox, sha = failing_check
+    github, _ = adapter(sandbox)
+    run_id = _failed(github.check_runs(OWNER, CHATTY, sha)).run_id
+    assert run_id is not None
+    before = len(sandbox.client.requests())
+    # Seed 10 draws "serve" then "fail": the read of the attempt passes, the POST gets the 500.
+    sandbox.client.inject_faults(error_rate=0.5, statuses=(500,), seed=10, count=1)
+    try:
+        github.rerun_failed_jobs(OWNER, CHATTY, run_id)
+    finally:
+        sandbox.client.clear_faults()
+    made = [(r["method"], r["status"]) for r in sandbox.client.requests()[before:]]
+    assert made == [("GET", 200), ("POST", 500), ("GET", 200), ("POST", 201)]
+    sandbox.client.wait_for_checks(OWNER, CHATTY, sha, timeout=60)
+    workflow = sandbox.github("wes").get_repo(f"{OWNER}/{CHATTY}").get_workflow_run(run_id)
+    assert workflow.run_attempt == 2
