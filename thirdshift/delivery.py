@@ -201,6 +201,11 @@ class Delivery:
                     claim_had_ready_label=claim.had_ready_label,
                 )
             )
+            if worktree is not None and not outcome.kept_worktree:
+                try:
+                    clone.remove_worktree(worktree.path)
+                except ThirdshiftError as problem:
+                    self.say(f"warning: could not remove the worktree {worktree.path}: {problem}")
             if outcome.open_pull_url:
                 self._emit_url(outcome.open_pull_url)
             for line in outcome.last_lines:

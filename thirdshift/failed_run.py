@@ -48,6 +48,7 @@ class FailedOutcome:
     cause: str
     open_pull_url: str | None
     last_lines: tuple[str, ...]
+    kept_worktree: bool
 
 
 def is_policy_refusal(error: BaseException) -> bool:
@@ -135,7 +136,12 @@ class Salvage:
             lines.append(kept)
         lines.append(f"session log: {failed.last_log if failed.last_log else 'none'}")
         open_url = pull.html_url if pull is not None and pull.state == "open" else None
-        return FailedOutcome(cause=cause, open_pull_url=open_url, last_lines=tuple(lines))
+        return FailedOutcome(
+            cause=cause,
+            open_pull_url=open_url,
+            last_lines=tuple(lines),
+            kept_worktree=kept is not None,
+        )
 
     def _save_work(
         self, failed: FailedRun, cause: str, policy: bool
@@ -148,17 +154,24 @@ class Salvage:
             if worktree.merge_in_progress():
                 worktree.abort_merge()
                 self._progress("aborted the unfinished merge")
-            if not policy and worktree.is_dirty():
+            dirty = worktree.is_dirty()
+            if not dirty and not worktree.changed_files(f"origin/{self._base}"):
+                return worktree.head(), False, None  # nothing of ours to keep on origin
+            if not policy:
                 stamp = datetime.now(UTC).isoformat(timespec="seconds")
                 worktree.commit_all(
                     f"thirdshift: failed run ({reason_of(cause)})\n\n"
-                    f"{stamp}, host {socket.gethostname()}. Uncommitted work at the time of the "
-                    "failure is included in this commit."
+                    f"{stamp}, host {socket.gethostname()}. "
+                    + (
+                        "Uncommitted work at the time of the failure is included in this commit."
+                        if dirty
+                        else "Nothing was left uncommitted; this commit marks where the Run ended."
+                    ),
+                    allow_empty=True,
                 )
-                self._progress("committed the uncommitted work")
+                if dirty:
+                    self._progress("committed the uncommitted work")
             head = worktree.head()
-            if worktree.is_ancestor("HEAD", f"origin/{self._base}"):
-                return head, False, None  # nothing of ours to keep on origin
         except ThirdshiftError as problem:
             self._progress(f"warning: could not save the work in {worktree.path}: {problem}")
             return None, False, self._kept(worktree, None)

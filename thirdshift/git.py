@@ -408,13 +408,17 @@ class Worktree:
         status = self._git.run("status", "--porcelain", "--untracked-files=all").stdout
         return bool(status.strip())
 
-    def commit_all(self, message: str) -> bool:
+    def commit_all(self, message: str, *, allow_empty: bool = False) -> bool:
         """Stage everything (``git add -A``) and commit it as the factory's identity; False, and
-        no commit, when there is nothing to commit."""
+        no commit, when there is nothing to commit (unless ``allow_empty``: a Failed run marks
+        the branch even when no work was left uncommitted)."""
         self._git.run("add", "--all")
         staged = self._git.run("diff", "--cached", "--quiet", check=False)
         if staged.status == 0:
-            return False
+            if not allow_empty:
+                return False
+            self._git.run("commit", "--quiet", "--no-verify", "--allow-empty", "--message", message)
+            return True
         if staged.status != 1:
             raise self._git.error(("diff", "--cached", "--quiet"), staged)
         self._git.run("commit", "--quiet", "--no-verify", "--message", message)

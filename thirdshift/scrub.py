@@ -21,6 +21,10 @@ _SECRET_NAME = re.compile(
 # Shorter values are too likely to occur in ordinary text to be replaced blindly.
 _MIN_KNOWN_LENGTH = 8
 
+# Where a token may start: not inside a word, or right after a JSON/C escape such as the "\n"
+# of a tool's output quoted in a Session log line.
+_START = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
+
 _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
@@ -31,17 +35,17 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
         REDACTED,
     ),
     # GitHub: classic, OAuth, user-to-server, server-to-server, refresh; fine-grained.
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), REDACTED),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), REDACTED),
+    (re.compile(_START + r"gh[pousr]_[A-Za-z0-9]{30,}"), REDACTED),
+    (re.compile(_START + r"github_pat_[A-Za-z0-9_]{20,}"), REDACTED),
     # Anthropic before OpenAI: both start with sk-.
-    (re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"), REDACTED),
-    (re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), REDACTED),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
+    (re.compile(_START + r"sk-ant-[A-Za-z0-9_\-]{16,}"), REDACTED),
+    (re.compile(_START + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), REDACTED),
+    (re.compile(_START + r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
     (
         re.compile(r"(?i)(aws_secret_access_key\s*[=:]\s*[\"']?)[A-Za-z0-9/+=]{40}"),
         r"\1" + REDACTED,
     ),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), REDACTED),
+    (re.compile(_START + r"xox[abposr]-[A-Za-z0-9\-]{10,}"), REDACTED),
     (re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/]+"), REDACTED),
     # Authorization headers and bare bearer tokens.
     (

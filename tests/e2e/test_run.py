@@ -4,6 +4,8 @@ with scripted model turns."""
 from __future__ import annotations
 
 import json
+import signal
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from tests.support.run_world import (
     RunWorld,
     bash,
     pull_request_file,
+    running,
     start_world,
     stop_world,
     write_file_command,
@@ -263,3 +266,160 @@ def test_github_refusing_the_merge_is_a_policy_refusal_and_the_pull_request_stay
     assert pull["draft"] is False
     subjects = world.git("log", "--format=%s", "origin/issue-1", cwd=world.clone())
     assert "thirdshift: failed run" not in subjects
+
+
+PLANTED = "ghp_" + "Pl4nted" * 6  # token-shaped, as if the agent printed a secret
+
+
+def test_sigterm_mid_session_is_a_failed_run_that_saves_the_work_and_a_second_run_continues_it(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """SIGTERM during a Repair: the work is committed and pushed, the pull request goes back to
+    draft, the issue gets one comment with the scrubbed log tail, the database records it, exit
+    1. A second Run continues the branch and updates the same pull request."""
+    stalls = [
+        {
+            "tool_calls": [
+                bash(
+                    f"echo {PLANTED} && echo 'half done' > WIP.md && "
+                    "python3 -c 'import time; time.sleep(300)'",
+                    "long check",
+                )
+            ]
+        }
+    ]
+    world = start_world(
+        tmp_path,
+        [
+            {
+                "name": "implement",
+                "marker": SUBTRACT_ISSUE,
+                "turns": [add_failing_test(), {"text": "Done."}, *implement_subtract()],
+            },
+            {"name": "repair", "marker": REPAIR_MARKER, "turns": stalls},
+        ],
+        files=GREEN_PROJECT,
+        issue_title="Add subtract()",
+        issue_body=SUBTRACT_ISSUE,
+    )
+    worlds.append(world)
+
+    process = world.start_thirdshift("run", world.issue_url)
+    world.wait_for_process("time.sleep(300)")
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 1, stderr
+    assert "SIGTERM: stopping; the work will be saved" in stderr
+    lines = [line.split("] ", 1)[1] for line in stderr.strip().splitlines()]
+    assert lines[-2] == "interrupted"
+    assert lines[-1].startswith("session log: ")
+    assert lines[-1].endswith("-repair-1.jsonl")
+    assert not running("time.sleep(300)")
+    pull = world.pulls()[0]
+    assert stdout == pull["html_url"] + "\n"
+    assert pull["draft"] is True
+    clone = world.clone()
+    assert world.git("log", "-1", "--format=%s", "origin/issue-1", cwd=clone) == (
+        "thirdshift: failed run (interrupted)"
+    )
+    assert world.git("show", "origin/issue-1:WIP.md", cwd=clone) == "half done"
+    comments = world.comments()
+    assert len(comments) == 1
+    assert "interrupted" in comments[0]["body"]
+    assert "Last lines of the Session log" in comments[0]["body"]
+    assert PLANTED not in comments[0]["body"]
+    assert "[REDACTED]" in comments[0]["body"]
+    with sqlite3.connect(world.home / "thirdshift.db") as db:
+        state, cause, log = db.execute(
+            "SELECT state, cause, last_session_log FROM runs ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+    assert (state, cause) == ("failed", "interrupted")
+    assert log.endswith("-repair-1.jsonl")
+    assert PLANTED not in (world.home / "logs" / Path(log).name).read_text()
+
+    again = world.thirdshift("run", world.issue_url)
+
+    assert again.returncode == 0, again.stderr
+    assert "continuing issue-1" in again.stderr
+    pulls = world.pulls()
+    assert len(pulls) == 1
+    assert pulls[0]["draft"] is False
+    assert again.stdout == pulls[0]["html_url"] + "\n"
+    subjects = world.git("log", "--format=%s", "origin/issue-1", cwd=world.clone())
+    assert "thirdshift: failed run (interrupted)" in subjects
+    assert "Add subtract()" in subjects
+    assert len(world.comments()) == 1  # the marked comment was not duplicated
+
+
+def test_after_a_merged_pull_request_a_new_run_uses_the_next_branch(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """issue-1's pull request is merged; the reopened issue's next Run works on issue-1-branch-2."""
+    follow_up = [
+        break_nothing_commit("Follow-up note"),
+        {"tool_calls": [bash(pull_request_file("Follow-up", "More.\n\nCloses #1"), "pr")]},
+        {"text": "Done."},
+    ]
+    world = start_world(tmp_path, [implement(*fix_and_commit(), *follow_up)])
+    worlds.append(world)
+    first = world.thirdshift("run", "--merge", world.issue_url)
+    assert first.returncode == 0, first.stderr
+    world.rest("PATCH", f"/repos/{OWNER}/{NAME}/issues/1", {"state": "open"})
+
+    second = world.thirdshift("run", world.issue_url)
+
+    assert second.returncode == 0, second.stderr
+    newest = max(world.pulls(), key=lambda pull: pull["number"])
+    assert newest["head"]["ref"] == "issue-1-branch-2"
+    assert newest["state"] == "open"
+
+
+def test_a_conflict_with_the_base_branch_gets_a_conflict_repair(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """main changed the same line as the Issue branch: the merge conflicts, a conflict Repair
+    resolves it and finishes the merge (a merge, never a rebase), and the Run ends green."""
+    resolve = [
+        {
+            "tool_calls": [
+                bash(
+                    write_file_command("README.md", "# calculator, resolved\n")
+                    + " && git add README.md && git commit -q --no-edit",
+                    "resolve",
+                )
+            ]
+        },
+        {"text": "Resolved the conflict in README.md."},
+    ]
+    world = start_world(
+        tmp_path,
+        [
+            implement({"text": "The branch already has the change."}),
+            {"name": "conflict", "marker": CONFLICT_MARKER, "turns": resolve},
+        ],
+        files=GREEN_PROJECT,
+        issue_body=f"{ISSUE_MARKER}. Rename the README heading.",
+    )
+    worlds.append(world)
+    work = world.clone("work")
+    world.git("checkout", "-q", "-b", "issue-1", cwd=work)
+    (work / "README.md").write_text("# calculator, on the branch\n")
+    world.git("commit", "-qam", "Rename the heading", cwd=work)
+    world.git("push", "-q", "origin", "issue-1", cwd=work)
+    world.git("checkout", "-q", "main", cwd=work)
+    (work / "README.md").write_text("# calculator, on main\n")
+    world.git("commit", "-qam", "Rename the heading differently", cwd=work)
+    world.git("push", "-q", "origin", "main", cwd=work)
+
+    result = world.thirdshift("run", world.issue_url)
+
+    assert result.returncode == 0, result.stderr
+    assert "merging origin/main conflicted in README.md; starting Repair 1 of 5" in result.stderr
+    clone = world.clone()
+    assert world.git("show", "origin/issue-1:README.md", cwd=clone) == "# calculator, resolved"
+    parents = world.git("log", "-1", "--format=%P", "origin/issue-1", cwd=clone).split()
+    assert len(parents) == 2
+    assert (
+        world.git("merge-base", "--is-ancestor", "origin/main", "origin/issue-1", cwd=clone) == ""
+    )

@@ -68,3 +68,17 @@ def test_scrubbing_is_idempotent() -> None:
     scrub = Scrubber([GITHUB_CLASSIC])
     once = scrub(f"{GITHUB_CLASSIC} Authorization: Bearer abcdefgh12345")
     assert scrub(once) == once
+
+
+def test_tokens_inside_json_escaped_output_are_redacted() -> None:
+    """A token printed by a tool lands in a Session log line after a JSON "\\n" escape."""
+    line = '{"content":"exit code 1\\n' + GITHUB_CLASSIC + "\\t" + OPENAI + '"}'
+    scrubbed = Scrubber()(line)
+    assert GITHUB_CLASSIC not in scrubbed
+    assert OPENAI not in scrubbed
+
+
+def test_words_that_merely_contain_a_prefix_are_left_alone() -> None:
+    """'risk-assessment-...' is not an OpenAI key."""
+    text = "see the risk-assessment-document-for-2026 and the task-scheduler-configuration"
+    assert Scrubber()(text) == text
