@@ -22,26 +22,6 @@ from thirdshift.console import Progress
 from thirdshift.errors import ThirdshiftError
 
 
-@contextmanager
-def _signals_as_interrupt() -> Iterator[None]:
-    """Ctrl-C and SIGTERM both stop a foreground command as KeyboardInterrupt. SIGINT is set
-    explicitly because a process started in the background inherits it ignored, and Python then
-    installs no handler of its own."""
-
-    def _raise(signum: int, frame: FrameType | None) -> NoReturn:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, _raise) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 def _fail(error: ThirdshiftError) -> NoReturn:
     click.echo(f"thirdshift: {error}", err=True)
     sys.exit(error.exit_code)
@@ -54,15 +34,14 @@ def _guarded(action: Callable[[], Any]) -> Any:
         _fail(error)
 
 
-def wait_for_interrupt(progress: Progress, what: str) -> None:
-    """Block until Ctrl-C or SIGTERM; the caller's context managers then stop the servers."""
+def wait_for_interrupt(
+    progress: Callable[[str], None], what: str, interrupt: threading.Event
+) -> None:
+    """Block until Ctrl-C or SIGTERM sets ``interrupt``; the caller then stops its servers."""
     progress(f"{what}; press Ctrl-C to stop")
-    stop = threading.Event()
-    try:
-        while not stop.wait(3600):
-            pass
-    except KeyboardInterrupt:
-        progress("interrupted, stopping")
+    while not interrupt.wait(3600):
+        pass
+    progress("interrupted, stopping")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -88,12 +67,16 @@ def config_command() -> None:
 
 
 @contextmanager
-def _signals_set(interrupt: threading.Event, progress: Callable[[str], None]) -> Iterator[None]:
-    """Ctrl-C and SIGTERM ask a Run to stop: the running session is stopped and the Run ends as
-    a Failed run that saves its work. A second signal changes nothing: saving must finish."""
+def _signals_set(
+    interrupt: threading.Event, progress: Callable[[str], None], *, quiet: bool = False
+) -> Iterator[None]:
+    """Ctrl-C and SIGTERM set ``interrupt`` instead of killing the process: a Run stops its
+    session and ends as a Failed run that saves its work; a server stops cleanly. A second
+    signal changes nothing: saving must finish. Both handlers are installed explicitly, since a
+    process started in the background inherits SIGINT ignored."""
 
     def _stop(signum: int, frame: FrameType | None) -> None:
-        if not interrupt.is_set():
+        if not interrupt.is_set() and not quiet:
             progress(f"{signal.Signals(signum).name}: stopping; the work will be saved")
         interrupt.set()
 
@@ -123,14 +106,11 @@ def run_command(
     2 on a usage error."""
     import os
 
-    from thirdshift.delivery import Delivery, RunRequest
-    from thirdshift.errors import ConfigError, UsageError
-    from thirdshift.github import GitHub
-    from thirdshift.harnesses import harness_named
-    from thirdshift.issue_url import check_same_host, parse_issue_url
-    from thirdshift.scrub import Scrubber
+    from thirdshift.bootstrap import run_issue
+    from thirdshift.delivery import RunRequest
+    from thirdshift.errors import UsageError
+    from thirdshift.issue_url import parse_issue_url
     from thirdshift.settings import load_settings
-    from thirdshift.store import Store
 
     try:
         ref = parse_issue_url(issue_url)
@@ -140,43 +120,22 @@ def run_command(
     overrides = {key: value for key, value in {"harness": harness, "model": model}.items() if value}
     if overrides:
         settings = settings.model_copy(update=overrides)
-    if settings.github_token is None:
-        _fail(ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)"))
-    token = settings.github_token.get_secret_value()
-    scrub = Scrubber.from_environment(os.environ, [token])
-    stderr = Progress()
-
-    def progress(line: str) -> None:
-        stderr(scrub(line))
-
-    try:
-        check_same_host(ref, settings.github_api_url)
-        chosen = harness_named(settings.harness, extra_args=settings.harness_args)
-    except UsageError as error:
-        raise click.UsageError(str(error)) from None
-    store = _guarded(lambda: Store.open(settings.effective_database_url))
+    progress = Progress()
     interrupt = threading.Event()
-    try:
-        with _signals_set(interrupt, progress):
-            delivery = Delivery(
-                settings=settings,
-                github=GitHub(settings.github_api_url, token, progress=progress),
-                store=store,
-                harness=chosen,
+    with _signals_set(interrupt, progress):
+        try:
+            status = run_issue(
+                settings,
+                RunRequest(issue=ref, merge=merge, base=base),
                 environ=dict(os.environ),
-                token=token,
-                scrub=scrub,
                 progress=progress,
-                interrupt=interrupt,
                 emit_url=lambda url: click.echo(url),
+                interrupt=interrupt,
             )
-            try:
-                status = delivery.run(RunRequest(issue=ref, merge=merge, base=base))
-            except ThirdshiftError as error:  # pre-flight: nothing was changed
-                click.echo(f"thirdshift: {scrub(str(error))}", err=True)
-                status = error.exit_code
-    finally:
-        store.close()
+        except UsageError as error:
+            raise click.UsageError(str(error)) from None
+        except ThirdshiftError as error:
+            _fail(error)
     sys.exit(status)
 
 
@@ -199,12 +158,13 @@ def sandbox_serve(root: Path, port: int) -> None:
 
     progress = Progress()
     root.mkdir(parents=True, exist_ok=True)
-    with _signals_as_interrupt():
+    interrupt = threading.Event()
+    with _signals_set(interrupt, progress, quiet=True):
         stand_in = GitHubStandIn(root, port=port)
         _guarded(stand_in.start)
         try:
             click.echo(stand_in.api_url)
-            wait_for_interrupt(progress, f"GitHub stand-in serving {stand_in.api_url}")
+            wait_for_interrupt(progress, f"GitHub stand-in serving {stand_in.api_url}", interrupt)
         finally:
             stand_in.stop()
 
@@ -231,12 +191,13 @@ def sandbox_model(script_path: Path, port: int, request_log: Path | None) -> Non
     progress = Progress()
     script = _guarded(lambda: ModelScript.load(script_path))
     log = request_log or script_path.with_suffix(".requests.jsonl")
-    with _signals_as_interrupt():
+    interrupt = threading.Event()
+    with _signals_set(interrupt, progress, quiet=True):
         server = ScriptedModelServer(script, log, port=port)
         _guarded(server.start)
         try:
             click.echo(server.url)
-            wait_for_interrupt(progress, f"scripted model server serving {server.url}")
+            wait_for_interrupt(progress, f"scripted model server serving {server.url}", interrupt)
         finally:
             server.stop()
 
@@ -248,14 +209,26 @@ def sandbox_model(script_path: Path, port: int, request_log: Path | None) -> Non
     default=None,
     help="Directory for the demo's servers and files (default: a new temporary directory).",
 )
-def demo_command(root: Path | None) -> None:
-    """Start both sandbox servers with a demo repository and a Ready issue; print the issue URL
-    on stdout and keep serving until Ctrl-C."""
+@click.option("--keep", is_flag=True, help="Keep both servers running after the Run, until Ctrl-C.")
+def demo_command(root: Path | None, keep: bool) -> None:
+    """Start both sandbox servers with a demo repository and a Ready issue, and run thirdshift on
+    it with the real Claude Code CLI. Prints the pull request URL on stdout; exit status as for
+    `thirdshift run`."""
     from thirdshift.demo import run_demo
 
     progress = Progress()
-    with _signals_as_interrupt():
-        _guarded(lambda: run_demo(root, progress, wait_for_interrupt))
+    interrupt = threading.Event()
+    with _signals_set(interrupt, progress):
+        status = _guarded(
+            lambda: run_demo(
+                root,
+                progress,
+                interrupt,
+                emit_url=lambda url: click.echo(url),
+                keep=(lambda what: wait_for_interrupt(progress, what, interrupt)) if keep else None,
+            )
+        )
+    sys.exit(status)
 
 
 if __name__ == "__main__":  # pragma: no cover

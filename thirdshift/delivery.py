@@ -283,12 +283,19 @@ class Delivery:
         return Claim(had_ready_label=had_ready)
 
     def _sessions(self, record: Run, worktree: Worktree, ref: IssueRef) -> Sessions:
+        # The agent commits as the factory: its HOME may hold no git identity at all.
+        identity = {
+            "GIT_AUTHOR_NAME": self._settings.git_user_name,
+            "GIT_AUTHOR_EMAIL": self._settings.git_user_email,
+            "GIT_COMMITTER_NAME": self._settings.git_user_name,
+            "GIT_COMMITTER_EMAIL": self._settings.git_user_email,
+        }
         outside = CliOutside(
             harness=self._harness,
             worktree=worktree.path,
             store=self._store,
             run_id=record.id,
-            environ=self._environ,
+            environ={**self._environ, **identity},
             watchdogs=self._settings.session_watchdogs,
             grace_seconds=self._settings.session_stop_grace_seconds,
             interrupt=self._interrupt,

@@ -12,17 +12,25 @@ import json
 import os
 import secrets
 import tempfile
+import threading
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from thirdshift.console import Progress
+from pydantic import SecretStr
+
+from thirdshift.bootstrap import run_issue
+from thirdshift.delivery import RunRequest
 from thirdshift.errors import SandboxError
+from thirdshift.github import GitHub
+from thirdshift.issue_url import parse_issue_url
 from thirdshift.sandbox_client import SandboxClient
 from thirdshift.sandbox_github import GitHubStandIn
-from thirdshift.sandbox_model import ModelScript, ScriptedModelServer
+from thirdshift.sandbox_model import ModelScript, ScriptedModelServer, claude_env
+from thirdshift.settings import Settings
+from thirdshift.store import Store
 
 OWNER = "demo"
 NAME = "calculator"
@@ -99,6 +107,19 @@ MODEL_SCRIPT: dict[str, Any] = {
                         }
                     ],
                 },
+                {
+                    "tool_calls": [
+                        {
+                            "name": "Bash",
+                            "input": {
+                                "command": "printf '%s\\n\\n%s\\n' 'Make add() add' "
+                                "'add() subtracted its arguments; it adds them now and the unit "
+                                "test passes. Closes #1' > .thirdshift-pull-request.md",
+                                "description": "Write the pull request",
+                            },
+                        }
+                    ],
+                },
             ],
         }
     ],
@@ -110,6 +131,7 @@ class DemoWorld:
     """What the demo set up, for a person (or a Run) to use."""
 
     root: Path
+    token: str
     api_url: str
     model_url: str
     clone_url: str
@@ -119,10 +141,14 @@ class DemoWorld:
 
 def run_demo(
     root: Path | None,
-    progress: Progress,
-    wait: Callable[[Progress, str], None],
-) -> None:
-    """Set the sandbox up, print the issue URL on stdout, and serve until interrupted."""
+    progress: Callable[[str], None],
+    interrupt: threading.Event,
+    *,
+    emit_url: Callable[[str], None],
+    keep: Callable[[str], None] | None = None,
+) -> int:
+    """Set the sandbox up, run thirdshift on its issue with the real Claude Code CLI, show what
+    came of it, and return the Run's exit status. With ``keep``, serve on until interrupted."""
     root = Path(tempfile.mkdtemp(prefix="thirdshift-demo-")) if root is None else root
     root.mkdir(parents=True, exist_ok=True)
     script_path = root / "model-script.json"
@@ -133,11 +159,73 @@ def run_demo(
         ScriptedModelServer(script, root / "model-requests.jsonl") as model,
     ):
         world = set_up(root, stand_in.api_url, model.url, progress)
-        print(world.issue_url, flush=True)
-        wait(progress, "the demo is ready")
+        settings = demo_settings(root, world)
+        environ = agent_environment(os.environ, model.url, root / "agent-home")
+        progress(f"running thirdshift on {world.issue_url} with the real Claude Code CLI")
+        status = run_issue(
+            settings,
+            RunRequest(issue=parse_issue_url(world.issue_url)),
+            environ=environ,
+            progress=progress,
+            emit_url=emit_url,
+            interrupt=interrupt,
+        )
+        show_outcome(settings, world, progress)
+        if keep is not None and not interrupt.is_set():
+            keep("the demo's servers are still up")
+        return status
 
 
-def set_up(root: Path, api_url: str, model_url: str, progress: Progress) -> DemoWorld:
+def demo_settings(root: Path, world: DemoWorld) -> Settings:
+    """Settings of the demo's own: its own home and the sandbox, with short CI waits (the
+    sandbox's CI starts at once, so a long grace period would only make the demo slow)."""
+    return Settings(
+        home=root / "home",
+        github_api_url=world.api_url,
+        github_token=SecretStr(world.token),
+        ci_grace_seconds=10,
+        ci_poll_seconds=0.5,
+        session_post_result_seconds=15,
+    )
+
+
+def agent_environment(base: Mapping[str, str], model_url: str, agent_home: Path) -> dict[str, str]:
+    """The environment a Run's Harness is built from: the user's own, without any provider
+    settings of theirs, pointed at the scripted model server with a home of its own."""
+    agent_home.mkdir(parents=True, exist_ok=True)
+    environ = {
+        key: value
+        for key, value in base.items()
+        if not key.startswith(("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_"))
+    }
+    environ.update(claude_env(model_url, agent_home))
+    return environ
+
+
+def show_outcome(settings: Settings, world: DemoWorld, progress: Callable[[str], None]) -> None:
+    """The pull request's state, its checks and the last Session log, for the person watching."""
+    github = GitHub(world.api_url, world.token)
+    pulls = github.pulls_for_head(OWNER, NAME, "issue-1")
+    if not pulls:
+        progress("no pull request was opened")
+    else:
+        pull = github.pull(OWNER, NAME, pulls[0].number)
+        state = "merged" if pull.merged else ("draft" if pull.draft else pull.state)
+        progress(f"pull request #{pull.number}: {state}, {pull.head_ref} into {pull.base_ref}")
+        for check in github.check_runs(OWNER, NAME, pull.head_sha):
+            progress(
+                f"check '{check.name}' on {pull.head_sha[:7]}: {check.conclusion or check.status}"
+            )
+    store = Store.open(settings.effective_database_url)
+    try:
+        runs = store.list_runs(limit=1)
+    finally:
+        store.close()
+    if runs and runs[0].last_session_log:
+        progress(f"session log: {runs[0].last_session_log}")
+
+
+def set_up(root: Path, api_url: str, model_url: str, progress: Callable[[str], None]) -> DemoWorld:
     """Create the demo's user, repository and Ready issue on a running stand-in."""
     token = "demo_" + secrets.token_hex(16)
     client = SandboxClient(api_url)
@@ -187,6 +275,7 @@ def set_up(root: Path, api_url: str, model_url: str, progress: Progress) -> Demo
     progress(f"to look around with the maintainer's token: source {env_file}")
     return DemoWorld(
         root=root,
+        token=token,
         api_url=api_url,
         model_url=model_url,
         clone_url=str(repo["clone_url"]),

@@ -45,7 +45,7 @@ __all__ = [
 
 SANDBOX_API_KEY = "sandbox-not-a-secret"
 SANDBOX_CODEX_PROVIDER = "thirdshift-sandbox"
-SANDBOX_CODEX_KEY_VAR = "THIRDSHIFT_SANDBOX_MODEL_KEY"
+SANDBOX_CODEX_KEY_VAR = "SANDBOX_MODEL_API_KEY"
 # A slug codex 0.169.0 knows: it then offers its freeform apply_patch tool and warns of nothing.
 SANDBOX_CODEX_MODEL = "gpt-5.5"
 

@@ -1,4 +1,5 @@
-"""`thirdshift demo`: both servers, a demo repository and a Ready issue, stopped by a signal."""
+"""`thirdshift demo`: both servers, a demo repository and a Ready issue, and a whole Run on it
+with the real Claude Code CLI."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.real_cli import BIN_DIR, cli_path
+
+pytestmark = pytest.mark.real_cli
+
 
 def _get(url: str, token: str) -> Any:
     request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
@@ -30,62 +35,87 @@ def _port_open(url: str) -> bool:
         return probe.connect_ex((parts.hostname or "", parts.port or 80)) == 0
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
-def test_the_demo_sets_up_a_ready_issue_and_stops_cleanly(
-    tmp_path: Path, home: Path, stop_signal: signal.Signals
-) -> None:
-    """The demo prints the issue URL on stdout, the issue is labelled ready-for-agent by a
-    maintainer with write permission, CI ran the failing check on main, and Ctrl-C or SIGTERM
-    stops both servers with exit 0."""
-    root = tmp_path / "demo"
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "thirdshift.cli", "demo", "--root", str(root)],
+def _demo(root: Path, *extra: str) -> subprocess.Popen[str]:
+    cli_path("claude")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THIRDSHIFT_")}
+    env["PATH"] = f"{BIN_DIR}{os.pathsep}{env['PATH']}"
+    return subprocess.Popen(
+        [sys.executable, "-m", "thirdshift.cli", "demo", "--root", str(root), *extra],
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=dict(os.environ),
+        env=env,
     )
+
+
+def _demo_env(root: Path) -> dict[str, str]:
+    return dict(
+        line.removeprefix("export ").split("=", 1)
+        for line in (root / "demo.env").read_text().splitlines()
+    )
+
+
+def test_the_demo_runs_thirdshift_to_a_ready_green_pull_request(tmp_path: Path) -> None:
+    """Exit 0, the pull request URL on stdout; stderr shows the pull request's state, its
+    checks and the Session log; the issue was labelled ready-for-agent by a maintainer with
+    write permission before thirdshift took it."""
+    root = tmp_path / "demo"
+    demo = _demo(root)
+    stdout, stderr = demo.communicate(timeout=240)
+
+    assert demo.returncode == 0, stderr
+    assert stdout.strip().endswith("/demo/calculator/pull/2"), stdout
+    assert "pull request #2: open, issue-1 into main" in stderr
+    assert "check 'unit tests' on " in stderr
+    assert ": success" in stderr
+    session_log = stderr.strip().splitlines()[-1].split("] ", 1)[1]
+    assert session_log.startswith("session log: ")
+    assert Path(session_log.removeprefix("session log: ")).exists()
+    assert (root / "demo.env").stat().st_mode & 0o077 == 0
+    token = _demo_env(root)["GITHUB_TOKEN"]
+    assert token not in stderr
+    assert "labelled ready-for-agent by maintainer" in stderr
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_with_keep_the_servers_stay_up_until_ctrl_c_or_sigterm(
+    tmp_path: Path, stop_signal: signal.Signals
+) -> None:
+    """--keep serves the stand-in and the model server after the Run so a person can look
+    around; Ctrl-C or SIGTERM stops both and the demo exits with the Run's status."""
+    root = tmp_path / "demo"
+    demo = _demo(root, "--keep")
     try:
         assert demo.stdout is not None
-        issue_url = demo.stdout.readline().strip()
-        assert issue_url.endswith("/demo/calculator/issues/1"), issue_url
-        env = dict(
-            line.removeprefix("export ").split("=", 1)
-            for line in (root / "demo.env").read_text().splitlines()
-        )
-        assert (root / "demo.env").stat().st_mode & 0o077 == 0
+        pull_url = demo.stdout.readline().strip()
+        assert pull_url.endswith("/demo/calculator/pull/2")
+        env = _demo_env(root)
         api, token = env["THIRDSHIFT_GITHUB_API_URL"], env["GITHUB_TOKEN"]
-
-        issue = _get(f"{api}/repos/demo/calculator/issues/1", token)
-        assert issue["html_url"] == issue_url
-        assert [label["name"] for label in issue["labels"]] == ["ready-for-agent"]
+        deadline = time.monotonic() + 30
+        while True:  # the outcome lines follow the URL; then the servers keep serving
+            pull = _get(f"{api}/repos/demo/calculator/pulls/2", token)
+            if pull["state"] == "open":
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
         events = _get(f"{api}/repos/demo/calculator/issues/1/events", token)
         labelled = [e for e in events if e["event"] == "labeled"]
         assert labelled[0]["actor"]["login"] == "maintainer"
-        permission = _get(f"{api}/repos/demo/calculator/collaborators/maintainer/permission", token)
-        assert permission["permission"] in {"write", "admin"}
-
-        runs = _wait_for_ci(api, token)
-        assert [(r["name"], r["conclusion"]) for r in runs] == [("unit tests", "failure")]
+        assert labelled[0]["label"]["name"] == "ready-for-agent"
         assert _port_open(api)
         assert _port_open(env["ANTHROPIC_BASE_URL"])
+        assert demo.stderr is not None
+        before = []
+        for line in demo.stderr:  # wait for the demo to say it is only serving now
+            before.append(line)
+            if "press Ctrl-C to stop" in line:
+                break
+        assert "the demo's servers are still up; press Ctrl-C to stop" in before[-1]
     finally:
         demo.send_signal(stop_signal)
-        _, stderr = demo.communicate(timeout=30)
+        _, stderr = demo.communicate(timeout=60)
     assert demo.returncode == 0, stderr
     assert "interrupted, stopping" in stderr
-    assert token not in stderr
     assert not _port_open(api)
     assert not _port_open(env["ANTHROPIC_BASE_URL"])
-
-
-def _wait_for_ci(api: str, token: str) -> list[dict[str, Any]]:
-    """The check runs on main once they have all completed (the stand-in's CI is real work)."""
-    deadline = time.monotonic() + 60
-    while True:
-        answer = _get(f"{api}/repos/demo/calculator/commits/main/check-runs", token)
-        runs: list[dict[str, Any]] = answer["check_runs"]
-        if runs and all(run["status"] == "completed" for run in runs):
-            return runs
-        assert time.monotonic() < deadline, f"CI did not complete: {runs}"
-        time.sleep(0.2)
