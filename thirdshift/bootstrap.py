@@ -30,9 +30,9 @@ def run_issue(
 ) -> int:
     """Run one issue and return the exit status. Errors before the Run starts (pre-flight)
     are reported on ``progress`` and change nothing."""
-    if settings.github_token is None:
+    token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
+    if not token:
         raise ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)")
-    token = settings.github_token.get_secret_value()
     scrub = Scrubber.from_environment(environ, [token])
 
     def say(line: str) -> None:

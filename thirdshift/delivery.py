@@ -20,7 +20,7 @@ from thirdshift.ci_watch import CiResult, inherited_failures, watch_ci
 from thirdshift.errors import Interrupted, ThirdshiftError
 from thirdshift.failed_run import FailedRun, Salvage
 from thirdshift.git import Identity, ManagedClone, Worktree
-from thirdshift.github import GitHub, MergeRefused
+from thirdshift.github import GitHub, GitHubError, MergeRefused
 from thirdshift.github_records import (
     CheckRun,
     CommitStatus,
@@ -233,7 +233,13 @@ class Delivery:
                 "install it or choose another with --harness"
             )
         login = gh.authenticated_login()
-        permission = gh.permission(ref.owner, ref.repo, login)
+        try:
+            permission = gh.permission(ref.owner, ref.repo, login)
+        except GitHubError as error:
+            if error.status != 403:
+                raise
+            # GitHub shows a permission only to those who can push: a refusal is the answer.
+            permission = "no push"
         if permission not in PERMISSIONS_THAT_PUSH:
             raise ThirdshiftError(
                 f"the token's user {login} has {permission} permission on {ref.full_name}; "

@@ -203,7 +203,12 @@ def test_a_repair_that_changes_nothing_earns_one_rerun_then_a_declined_ci_fix(
     pull = world.pulls()[0]
     assert pull["draft"] is True
     assert result.stdout == pull["html_url"] + "\n"
-    runs = world.rest("GET", f"/repos/{OWNER}/{NAME}/actions/runs?head_sha={pull['head']['sha']}")
+    clone = world.clone()
+    assert world.git("log", "-1", "--format=%s", "origin/issue-1", cwd=clone).startswith(
+        "thirdshift: failed run (CI red on "
+    )
+    watched = world.git("rev-parse", "origin/issue-1^", cwd=clone)  # below the failure commit
+    runs = world.rest("GET", f"/repos/{OWNER}/{NAME}/actions/runs?head_sha={watched}")
     assert [run["run_attempt"] for run in runs["workflow_runs"]] == [2]
 
 

@@ -1,0 +1,166 @@
+"""`thirdshift run` at its edges: usage errors, pre-flight refusals that change nothing, a
+Claim given back when nothing reached origin, and a Worktree kept when the work cannot be
+pushed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.run_world import (
+    CALC_FIXED,
+    NAME,
+    OWNER,
+    TOKEN,
+    RunWorld,
+    bash,
+    start_world,
+    stop_world,
+    write_file_command,
+)
+
+pytestmark = pytest.mark.real_cli
+
+MARKER = "calc.add(2, 3) returns -1"
+
+
+@pytest.fixture
+def worlds() -> Iterator[list[RunWorld]]:
+    made: list[RunWorld] = []
+    yield made
+    for world in made:
+        stop_world(world)
+
+
+def labels(world: RunWorld) -> list[str]:
+    return [label["name"] for label in world.issue()["labels"]]
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["not-a-url", "https://github.com/acme/calculator/pull/1", "https://github.com/acme/issues/1"],
+)
+def test_a_malformed_issue_url_is_a_usage_error(
+    tmp_path: Path, worlds: list[RunWorld], url: str
+) -> None:
+    """Exit 2, the usage and what a good Issue URL looks like; nothing on stdout."""
+    world = start_world(tmp_path, [])
+    worlds.append(world)
+    result = world.thirdshift("run", url)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "Usage: " in result.stderr
+    assert "https://github.com/<owner>/<repo>/issues/<number>" in result.stderr
+
+
+def test_a_closed_issue_is_refused_before_anything_changes(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """Pre-flight: exit 1 naming the fix; no label changed, no branch, no clone."""
+    world = start_world(tmp_path, [])
+    worlds.append(world)
+    world.rest("PATCH", f"/repos/{OWNER}/{NAME}/issues/1", {"state": "closed"})
+    result = world.thirdshift("run", world.issue_url)
+    assert result.returncode == 1
+    assert "issue #1 is closed; reopen it to run thirdshift on it" in result.stderr
+    assert labels(world) == ["ready-for-agent"]
+    assert not (world.home / "repos").exists()
+
+
+def test_a_missing_base_branch_is_refused(tmp_path: Path, worlds: list[RunWorld]) -> None:
+    """--base names a branch origin does not have: exit 1 naming it, labels untouched."""
+    world = start_world(tmp_path, [])
+    worlds.append(world)
+    result = world.thirdshift("run", "--base", "release", world.issue_url)
+    assert result.returncode == 1
+    assert "base branch release does not exist on origin" in result.stderr
+    assert labels(world) == ["ready-for-agent"]
+
+
+def test_a_harness_not_on_path_is_refused(tmp_path: Path, worlds: list[RunWorld]) -> None:
+    """The CLI is looked for before anything happens, and the message says what to do."""
+    world = start_world(tmp_path, [])
+    worlds.append(world)
+    world.settings["PATH"] = os.pathsep.join(["/usr/bin", "/bin"])
+    result = world.thirdshift("run", world.issue_url)
+    assert result.returncode == 1
+    assert "claude (the claude Harness) is not on PATH" in result.stderr
+    assert labels(world) == ["ready-for-agent"]
+
+
+def test_a_token_that_cannot_push_is_refused(tmp_path: Path, worlds: list[RunWorld]) -> None:
+    """Read permission is not enough: exit 1 naming the user, the permission and the fix."""
+    world = start_world(tmp_path, [])
+    worlds.append(world)
+    world.client.add_user("maintainer", TOKEN, {f"{OWNER}/{NAME}": "read"})
+    result = world.thirdshift("run", world.issue_url)
+    assert result.returncode == 1
+    assert "the token's user maintainer has no push permission on acme/calculator" in result.stderr
+    assert TOKEN not in result.stderr
+
+
+def test_no_token_is_a_configuration_error(tmp_path: Path, worlds: list[RunWorld]) -> None:
+    """Without GITHUB_TOKEN the Run cannot start; the message names the variable."""
+    world = start_world(tmp_path, [])
+    worlds.append(world)
+    world.settings["GITHUB_TOKEN"] = ""
+    result = world.thirdshift("run", world.issue_url)
+    assert result.returncode == 1
+    assert "GITHUB_TOKEN" in result.stderr
+
+
+def test_a_run_that_pushed_nothing_gives_the_claim_back(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """The session commits nothing: a Failed run, nothing on origin, so ready-for-agent is
+    back in place of in-progress."""
+    world = start_world(
+        tmp_path, [{"name": "implement", "marker": MARKER, "turns": [{"text": "I could not."}]}]
+    )
+    worlds.append(world)
+    result = world.thirdshift("run", world.issue_url)
+    assert result.returncode == 1
+    assert "made no commits" in result.stderr
+    assert "releasing the Claim on #1" in result.stderr
+    assert labels(world) == ["ready-for-agent"]
+    assert world.pulls() == []
+    assert not any((world.home / "worktrees").iterdir())
+
+
+def test_work_that_cannot_be_pushed_keeps_its_worktree_and_says_where(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """Write access is lost during the session: the push fails, the Worktree stays, and the
+    last lines name the worktree, the branch and its head."""
+    turns = [
+        {
+            "tool_calls": [
+                bash(
+                    write_file_command("calc.py", CALC_FIXED)
+                    + " && git commit -qam 'Make add() add'"
+                    + " && python3 -c 'import time; time.sleep(4)'",
+                    "fix and wait",
+                )
+            ]
+        },
+        {"text": "Done."},
+    ]
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": turns}])
+    worlds.append(world)
+    process = world.start_thirdshift("run", world.issue_url)
+    world.wait_for_process("time.sleep(4)")
+    world.client.add_user("maintainer", TOKEN, {f"{OWNER}/{NAME}": "read"})
+    stdout, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 1, stderr
+    assert "could not push the failed run's work, so it exists only locally" in stderr
+    kept = [line for line in stderr.splitlines() if "keeping the worktree" in line]
+    assert kept
+    worktree = world.home / "worktrees" / "acme-calculator-issue-1"
+    assert str(worktree) in kept[-1]
+    assert "branch issue-1 at " in kept[-1]
+    assert (worktree / "calc.py").read_text() == CALC_FIXED
+    assert stdout == ""
