@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -141,7 +142,7 @@ class Delivery:
             model=self._settings.model,
         )
         self.say(f"Run {record.id} on {ref}: {issue.title}")
-        claim = self._claim(ref, issue)
+        claim = Claim(had_ready_label=False)
         worktree: Worktree | None = None
         sessions: Sessions | None = None
         pull: PullRequestInfo | None = choice.open_pull
@@ -159,6 +160,7 @@ class Delivery:
             branch_on_origin=lambda: clone.has_remote_branch(choice.branch),
         )
         try:
+            claim = self._claim(ref, issue)
             worktree_path = self._settings.home / "worktrees" / f"{owner}-{name}-{choice.branch}"
             start = f"origin/{choice.branch}" if choice.continuation else f"origin/{base}"
             clone.remove_worktree(worktree_path)
@@ -187,10 +189,8 @@ class Delivery:
                     merge=request.merge,
                 ).run()
                 pull = self._finish(ref, worktree, pull, result, claim)
-        except (ThirdshiftError, KeyboardInterrupt) as error:
-            failure = error if isinstance(error, ThirdshiftError) else Interrupted("interrupted")
-            if self._interrupt.is_set() and not isinstance(failure, RunFailed):
-                failure = Interrupted("interrupted")
+        except Exception as error:  # whatever went wrong, the work is saved first
+            failure = self._as_failure(error)
             outcome = salvage.fail(
                 FailedRun(
                     error=failure,
@@ -413,6 +413,19 @@ class Delivery:
         except ThirdshiftError as problem:
             self.say(f"warning: after the merge: {problem}")
         return gh.pull(ref.owner, ref.repo, pull.number)
+
+    def _as_failure(self, error: Exception) -> ThirdshiftError:
+        """The cause a Failed run reports: an interrupt wins over what it broke (a killed git
+        command, a stopped session), except over a verdict of the Repair loop."""
+        if self._interrupt.is_set() and not isinstance(error, RunFailed):
+            return Interrupted("interrupted")
+        if isinstance(error, ThirdshiftError):
+            return error
+        self.say("".join(traceback.format_exception(error)).rstrip())
+        return ThirdshiftError(
+            f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift; the work was "
+            "saved below, please report it with the lines above)"
+        )
 
     def _check_interrupt(self) -> None:
         if self._interrupt.is_set():

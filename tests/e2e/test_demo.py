@@ -49,6 +49,13 @@ def _demo(root: Path, *extra: str) -> subprocess.Popen[str]:
     )
 
 
+def _kill_if_running(process: subprocess.Popen[str]) -> None:
+    """A demo that did not stop as it should is not left behind."""
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
+
+
 def _demo_env(root: Path) -> dict[str, str]:
     return dict(
         line.removeprefix("export ").split("=", 1)
@@ -62,7 +69,10 @@ def test_the_demo_runs_thirdshift_to_a_ready_green_pull_request(tmp_path: Path) 
     write permission before thirdshift took it."""
     root = tmp_path / "demo"
     demo = _demo(root)
-    stdout, stderr = demo.communicate(timeout=240)
+    try:
+        stdout, stderr = demo.communicate(timeout=240)
+    finally:
+        _kill_if_running(demo)
 
     assert demo.returncode == 0, stderr
     assert stdout.strip().endswith("/demo/calculator/pull/2"), stdout
@@ -114,7 +124,10 @@ def test_with_keep_the_servers_stay_up_until_ctrl_c_or_sigterm(
         assert "the demo's servers are still up; press Ctrl-C to stop" in before[-1]
     finally:
         demo.send_signal(stop_signal)
-        _, stderr = demo.communicate(timeout=60)
+        try:
+            _, stderr = demo.communicate(timeout=60)
+        finally:
+            _kill_if_running(demo)
     assert demo.returncode == 0, stderr
     assert "interrupted, stopping" in stderr
     assert not _port_open(api)

@@ -26,6 +26,7 @@ from tests.support.run_world import (
     stop_world,
     write_file_command,
 )
+from thirdshift.sandbox_model import codex_config_args, codex_env
 
 pytestmark = pytest.mark.real_cli
 
@@ -428,3 +429,41 @@ def test_a_conflict_with_the_base_branch_gets_a_conflict_repair(
     assert (
         world.git("merge-base", "--is-ancestor", "origin/main", "origin/issue-1", cwd=clone) == ""
     )
+
+
+def test_a_run_with_the_codex_harness_reaches_a_ready_pull_request(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """--harness codex: the same Run with the real Codex CLI, pointed at the scripted model
+    server through harness_args."""
+    fix = (
+        write_file_command("calc.py", CALC_FIXED)
+        + " && git commit -qam 'Make add() add' && "
+        + pull_request_file("Make add() add", "Fixed.\n\nCloses #1")
+    )
+    world = start_world(
+        tmp_path,
+        [
+            {
+                "name": "implement",
+                "marker": ISSUE_MARKER,
+                "turns": [
+                    {"tool_calls": [{"name": "exec_command", "input": {"cmd": fix}}]},
+                    {"text": "Fixed add()."},
+                ],
+            }
+        ],
+    )
+    worlds.append(world)
+    codex_home = world.agent_home / ".codex"
+    codex_home.mkdir()
+    world.settings.update(codex_env(codex_home))
+    world.settings["THIRDSHIFT_HARNESS_ARGS"] = json.dumps(codex_config_args(world.model.url))
+
+    result = world.thirdshift("run", "--harness", "codex", world.issue_url)
+
+    assert result.returncode == 0, result.stderr
+    assert "implement: commit" in result.stderr
+    pull = world.pulls()[0]
+    assert pull["title"] == "Make add() add"
+    assert result.stdout == pull["html_url"] + "\n"

@@ -64,6 +64,7 @@ class RunWorld:
     agent_home: Path
     issue_number: int = 0
     settings: dict[str, str] = field(default_factory=dict)
+    processes: list[subprocess.Popen[str]] = field(default_factory=list)
 
     @property
     def api_url(self) -> str:
@@ -94,7 +95,7 @@ class RunWorld:
         return base
 
     def start_thirdshift(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             [sys.executable, "-m", "thirdshift.cli", *args],
             env=self.env(),
             cwd=self.tmp,
@@ -103,6 +104,8 @@ class RunWorld:
             stderr=subprocess.PIPE,
             text=True,
         )
+        self.processes.append(process)
+        return process
 
     def thirdshift(self, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
         process = self.start_thirdshift(*args)
@@ -233,5 +236,10 @@ def start_world(
 
 
 def stop_world(world: RunWorld) -> None:
+    """Stop the servers, and any `thirdshift` a failed test left running."""
+    for process in world.processes:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     world.model.stop()
     world.stand_in.stop()
