@@ -16,7 +16,7 @@ CLI no longer finds it. A process belongs to the tree (``_Tree``) when any of th
   before every stop signal;
 - it is in a process group or session a member was seen in (checked against the group's
   leader, so a group number reused by an unrelated process is not taken for it);
-- its environment carries this run's marker, ``THIRDSHIFT_PROCESS_TREE=<random token>``, which
+- its environment carries this run's marker, ``TS_SESSION_TREE=<random token>``, which
   ``run_supervised`` adds to the CLI's environment and every child inherits. This is what
   finds a detached orphan that was born and orphaned between two looks.
 
@@ -47,7 +47,9 @@ from typing import Final
 from thirdshift.errors import ThirdshiftError
 
 STDERR_TAIL_BYTES: Final = 16 * 1024
-MARKER_VARIABLE: Final = "THIRDSHIFT_PROCESS_TREE"
+# Not a THIRDSHIFT_* name: those are settings, and a thirdshift run inside a session (a repository
+# that tests thirdshift itself) would refuse an unknown one.
+MARKER_VARIABLE: Final = "TS_SESSION_TREE"
 """Added to the CLI's environment; its value is a fresh random token per run."""
 
 _LOOK_SECONDS: Final = 1.0

@@ -123,7 +123,7 @@ def test_only_the_given_environment_and_the_tree_marker_reach_the_child(tmp_path
     assert lines[0] == str(tmp_path).encode()
     names = {line.partition(b"=")[0] for line in lines[1:]}
     # bash itself adds PWD, SHLVL and _
-    assert names - {b"PWD", b"SHLVL", b"_"} == {b"ONLY_THIS", b"PATH", b"THIRDSHIFT_PROCESS_TREE"}
+    assert names - {b"PWD", b"SHLVL", b"_"} == {b"ONLY_THIS", b"PATH", b"TS_SESSION_TREE"}
 
 
 def test_exit_status_and_only_the_tail_of_stderr_are_kept(tmp_path: Path) -> None:
