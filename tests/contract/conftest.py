@@ -8,7 +8,6 @@ OpenAPI description: a response GitHub could not give fails the test.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +15,9 @@ from pathlib import Path
 import pytest
 from github import Auth, Github
 
+from tests.support.git_client import git_as
 from tests.support.openapi import ContractViolation, OpenAPIDescription, description_path
 from thirdshift.sandbox_client import SandboxClient
-from thirdshift.sandbox_git import git_env
 from thirdshift.sandbox_github import API_PREFIX, Exchange, GitHubStandIn
 
 OWNER, NAME = "acme", "widgets"
@@ -79,36 +78,18 @@ class Sandbox:
             seconds_between_writes=None,
         )
 
-    def push(self, branch: str, files: dict[str, str], login: str = "wes") -> str:
-        """Commit ``files`` on ``branch`` (started from main when new) and push it; return
-        the new head sha."""
-        clone = self.workdir / f"clone-{branch.replace('/', '-')}"
-        env = git_env(
-            {
-                "STAND_IN_TOKEN": TOKENS[login],
-                "GIT_AUTHOR_NAME": login,
-                "GIT_AUTHOR_EMAIL": f"{login}@example.com",
-                "GIT_COMMITTER_NAME": login,
-                "GIT_COMMITTER_EMAIL": f"{login}@example.com",
-            }
-        )
-        helper = "!f() { echo username=x-access-token; echo password=$STAND_IN_TOKEN; }; f"
-        url = f"{self.stand_in.web_url}/{FULL_NAME}.git"
+    def push(
+        self, branch: str, files: dict[str, str], login: str = "wes", repo: str = FULL_NAME
+    ) -> str:
+        """Commit ``files`` on ``branch`` of ``repo`` (started from main when new) and push it
+        as ``login``; return the new head sha."""
+        clone = self.workdir / f"clone-{repo.replace('/', '-')}-{branch.replace('/', '-')}"
 
         def git(*args: str, cwd: Path = clone) -> str:
-            done = subprocess.run(
-                ["git", "-c", f"credential.helper={helper}", *args],
-                cwd=cwd,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
-            assert done.returncode == 0, done.stderr
-            return done.stdout.strip()
+            return git_as(TOKENS[login], *args, cwd=cwd, login=login).stdout.strip()
 
         if not clone.exists():
+            url = f"{self.stand_in.web_url}/{repo}.git"
             git("clone", "--quiet", url, str(clone), cwd=self.workdir)
         git("fetch", "--quiet", "origin")
         start = git("branch", "--remotes", "--list", f"origin/{branch}") or "origin/main"

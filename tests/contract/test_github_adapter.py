@@ -8,11 +8,9 @@ through PyGithub as another user, as the stand-in's own contract tests do.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +19,6 @@ from github import GithubException
 from tests.contract.conftest import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
 from thirdshift.github import GitHub, GitHubError, MergeRefused, NotFound, RateLimited
 from thirdshift.github_records import CheckRun, PullRequestInfo
-from thirdshift.sandbox_git import git_env
 
 MARKER = "<!-- thirdshift:failed-run -->"
 CHATTY = "gadgets"
@@ -82,49 +79,6 @@ def open_pull(sandbox: Sandbox, branch: str, files: dict[str, str]) -> tuple[Pul
     return pull, sha
 
 
-def push_to(sandbox: Sandbox, name: str, branch: str, files: dict[str, str]) -> str:
-    """Commit ``files`` on a new ``branch`` of ``acme/<name>`` and push it as wes; the sha."""
-    clone = sandbox.workdir / f"clone-{name}-{branch}"
-    env = git_env(
-        {
-            "STAND_IN_TOKEN": TOKENS["wes"],
-            "GIT_AUTHOR_NAME": "wes",
-            "GIT_AUTHOR_EMAIL": "wes@example.com",
-            "GIT_COMMITTER_NAME": "wes",
-            "GIT_COMMITTER_EMAIL": "wes@example.com",
-        }
-    )
-    helper = "!f() { echo username=x-access-token; echo password=$STAND_IN_TOKEN; }; f"
-
-    def git(*args: str, cwd: Path = clone) -> str:
-        done = subprocess.run(
-            ["git", "-c", f"credential.helper={helper}", *args],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout.strip()
-
-    git(
-        "clone",
-        "--quiet",
-        f"{sandbox.stand_in.web_url}/{OWNER}/{name}.git",
-        str(clone),
-        cwd=sandbox.workdir,
-    )
-    git("checkout", "--quiet", "-b", branch)
-    for path, text in files.items():
-        (clone / path).write_text(text)
-    git("add", "--all")
-    git("commit", "--quiet", "-m", f"Change on {branch}")
-    git("push", "--quiet", "origin", f"HEAD:refs/heads/{branch}")
-    return git("rev-parse", "HEAD")
-
-
 @pytest.fixture
 def failing_check(sandbox: Sandbox) -> tuple[Sandbox, str]:
     """``acme/gadgets`` with a pushed head whose one check failed with a long log."""
@@ -135,7 +89,9 @@ def failing_check(sandbox: Sandbox) -> tuple[Sandbox, str]:
     sandbox.client.add_user(
         "wes", TOKENS["wes"], {FULL_NAME: "write", f"{OWNER}/{CHATTY}": "write"}
     )
-    sha = push_to(sandbox, CHATTY, "issue-7", {"calc.py": "def add(a, b):\n    return a - b\n"})
+    sha = sandbox.push(
+        "issue-7", {"calc.py": "def add(a, b):\n    return a - b\n"}, repo=f"{OWNER}/{CHATTY}"
+    )
     sandbox.client.wait_for_checks(OWNER, CHATTY, sha, timeout=60)
     return sandbox, sha
 

@@ -11,7 +11,7 @@ import pytest
 from github import BadCredentialsException, GithubException, UnknownObjectException
 
 from tests.contract.conftest import FULL_NAME, TOKENS, Sandbox
-from thirdshift.sandbox_git import git_env
+from tests.support.git_client import git_as
 
 
 def test_a_wrong_token_is_refused_with_bad_credentials(sandbox: Sandbox) -> None:
@@ -81,17 +81,7 @@ def test_a_reader_cannot_merge(sandbox: Sandbox) -> None:
 
 
 def _git(args: list[str], cwd: Path, token: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = git_env({"STAND_IN_TOKEN": token or ""})
-    helper = "!f() { echo username=x; echo password=$STAND_IN_TOKEN; }; f" if token else ""
-    return subprocess.run(
-        ["git", "-c", f"credential.helper={helper}", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return git_as(token, *args, cwd=cwd, check=False)
 
 
 def test_git_over_http_needs_a_token_and_write_to_push(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.git_client import git_as
 from tests.support.real_cli import BIN_DIR, cli_path
 from thirdshift.sandbox_client import SandboxClient
 from thirdshift.sandbox_github import GitHubStandIn
@@ -144,23 +145,8 @@ class RunWorld:
         return list(self.rest("GET", f"/repos/{OWNER}/{NAME}/issues/{self.issue_number}/comments"))
 
     def git(self, *args: str, cwd: Path | None = None) -> str:
-        """git against the stand-in with the maintainer's token from a credential helper."""
-        env = dict(os.environ)
-        env["TEST_GIT_TOKEN"] = TOKEN
-        helper = (
-            '!f() { test "$1" = get && echo username=x && echo "password=$TEST_GIT_TOKEN"; }; f'
-        )
-        done = subprocess.run(
-            ["git", "-c", f"credential.helper={helper}", *args],
-            cwd=cwd or self.tmp,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
-        return done.stdout.strip()
+        """git against the stand-in as the maintainer."""
+        return git_as(TOKEN, *args, cwd=cwd or self.tmp, login="maintainer").stdout.strip()
 
     def clone(self, into: str = "inspect") -> Path:
         target = self.tmp / into
