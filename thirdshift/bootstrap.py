@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from thirdshift.delivery import Delivery, RunRequest
-from thirdshift.errors import ConfigError, ThirdshiftError
+from thirdshift.errors import ConfigError, Interrupted, ThirdshiftError
 from thirdshift.github import GitHub
 from thirdshift.harnesses import harness_named
 from thirdshift.issue_url import IssueRef, check_same_host
@@ -40,11 +40,17 @@ def run_issue(
 
     check_same_host(request.issue, settings.github_api_url)
     harness = harness_named(settings.harness, extra_args=settings.harness_args)
+
+    def sleep(seconds: float) -> None:
+        """GitHub's retry and rate-limit waits end at once on Ctrl-C or SIGTERM."""
+        if interrupt.wait(seconds):
+            raise Interrupted("interrupted")
+
     store = Store.open(settings.effective_database_url)
     try:
         delivery = Delivery(
             settings=settings,
-            github=GitHub(settings.github_api_url, token, progress=say),
+            github=GitHub(settings.github_api_url, token, progress=say, sleep=sleep),
             store=store,
             harness=harness,
             environ=environ,

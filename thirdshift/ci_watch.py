@@ -111,10 +111,13 @@ def watch_ci(
     poll_seconds: float,
     progress: Callable[[str], None],
     interrupt: threading.Event,
+    timeout_seconds: float = float("inf"),
     clock: Callable[[], float] = time.monotonic,
 ) -> CiResult:
-    """Watch ``head`` until its CI has an answer. Raises Interrupted promptly when asked to
-    stop, and ThirdshiftError when checks vanish mid-watch."""
+    """Watch ``head`` until its CI has an answer. Green is only concluded once the grace
+    period is over, so a workflow that registers its checks late is not missed; red is red at
+    once. Raises Interrupted promptly when asked to stop, and ThirdshiftError when checks
+    vanish mid-watch or are still pending after ``timeout_seconds``."""
     short = head[:7]
     progress(f"waiting up to {grace_seconds:g}s for CI on {short}")
     started = clock()
@@ -122,15 +125,16 @@ def watch_ci(
     last_count: tuple[int, int] | None = None
     while True:
         snapshot = summarize(checks.check_runs(head), checks.commit_statuses(head))
+        in_grace = clock() - started < grace_seconds
         if snapshot.total == 0:
             if seen_any:
                 raise ThirdshiftError(f"CI checks disappeared on {short}; cannot verify CI")
-            if clock() - started >= grace_seconds:
+            if not in_grace:
                 progress(f"no CI checks appeared on {short}; counting that as passing")
                 return CiResult(head, absent=True, passed=(), failed=(), failed_checks=())
         else:
             seen_any = True
-            if not snapshot.pending:
+            if not snapshot.pending and (snapshot.failed or not in_grace):
                 if snapshot.failed:
                     progress(f"CI failed on {short}: {', '.join(snapshot.failed)}")
                 else:
@@ -143,8 +147,14 @@ def watch_ci(
                     failed_checks=snapshot.failed_checks,
                 )
             count = (len(snapshot.pending), snapshot.total)
-            if count != last_count:
+            if snapshot.pending and count != last_count:
                 progress(f"CI on {short}: {count[0]} of {count[1]} checks still running")
                 last_count = count
+            if snapshot.pending and clock() - started >= timeout_seconds:
+                raise ThirdshiftError(
+                    f"CI on {short} still pending after {timeout_seconds:g}s: "
+                    f"{', '.join(snapshot.pending)}; check that its runners are up, or raise "
+                    "ci_timeout_seconds"
+                )
         if interrupt.wait(poll_seconds):
             raise Interrupted("interrupted")

@@ -94,7 +94,12 @@ def _signals_set(
 @main.command("run")
 @click.argument("issue_url")
 @click.option("--merge", is_flag=True, help="Self-merge the pull request once it is green.")
-@click.option("--harness", default=None, help="claude or codex (default: the harness setting).")
+@click.option(
+    "--harness",
+    type=click.Choice(["claude", "codex"]),
+    default=None,
+    help="The Harness (default: the harness setting, claude).",
+)
 @click.option("--model", default=None, help="The Model the Harness uses.")
 @click.option("--base", default=None, help="Base branch (default: the repository's default).")
 def run_command(

@@ -10,14 +10,21 @@ the Repair loop, and for a Merge run the Self-merge. Any other ending is a Faile
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import shutil
+import socket
 import threading
+import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
 
 from thirdshift.branches import BranchChoice, branch_name, branch_number, choose_issue_branch
-from thirdshift.ci_watch import CiResult, inherited_failures, watch_ci
+from thirdshift.ci_watch import CiResult, inherited_failures, latest_per_name, watch_ci
 from thirdshift.errors import Interrupted, ThirdshiftError
 from thirdshift.failed_run import FailedRun, Salvage
 from thirdshift.git import Identity, ManagedClone, Worktree
@@ -49,9 +56,9 @@ from thirdshift.repair_loop import (
 )
 from thirdshift.scrub import Scrubber
 from thirdshift.session_runner import CliOutside, log_stamp, session_log_paths
-from thirdshift.sessions import Sessions
+from thirdshift.sessions import LaterStepFailed, Sessions
 from thirdshift.settings import Settings
-from thirdshift.store import Run, Store
+from thirdshift.store import Lease, Repository, Run, Store
 
 PERMISSIONS_THAT_PUSH = frozenset({"admin", "maintain", "write"})
 LOG_TAIL_CHARS = 3000
@@ -67,9 +74,60 @@ class RunRequest:
 @dataclass(frozen=True)
 class Claim:
     """The GitHub half of a Claim as this Run made it: whether it took ``ready-for-agent``
-    away, so a release can give it back."""
+    away (a release gives it back) and whether it added ``in-progress`` itself (only then may
+    a release take it off again)."""
 
     had_ready_label: bool
+    added_label: bool
+
+
+class _LeaseKeeper:
+    """The database half of a Claim: taken before anything changes, renewed every third of its
+    length while the Run lives, given up when the Run ends. A Run that finds the Lease held
+    elsewhere stops before it starts."""
+
+    def __init__(
+        self, store: Store, repository: Repository, issue_number: int, seconds: float
+    ) -> None:
+        self._store = store
+        self._repository = repository
+        self._issue_number = issue_number
+        self._ttl = timedelta(seconds=seconds)
+        self._stop = threading.Event()
+        self._lease: Lease | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Lease:
+        owner = f"{socket.gethostname()}:{os.getpid()}"
+        lease = self._store.acquire_lease(self._repository, self._issue_number, owner, self._ttl)
+        if lease is None:
+            held = self._store.lease_of(self._repository, self._issue_number)
+            holder = f"{held.owner} until {held.expires_at:%H:%M:%S} UTC" if held else "another Run"
+            raise ThirdshiftError(
+                f"issue #{self._issue_number} is claimed by {holder}; wait for that Run to end "
+                "(or for its Lease to expire if it died)"
+            )
+        self._lease = lease
+        self._thread = threading.Thread(target=self._renew, name="thirdshift-lease", daemon=True)
+        self._thread.start()
+        return lease
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self._ttl.total_seconds() / 3):
+            if self._lease is None:
+                return
+            try:
+                self._lease = self._store.renew_lease(self._lease, self._ttl)
+            except ThirdshiftError:
+                continue  # the next renewal tries again; the Lease is still ours until expiry
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self._lease is not None:
+            with contextlib.suppress(ThirdshiftError):  # it expires by itself
+                self._store.release_lease(self._lease)
 
 
 class Delivery:
@@ -108,7 +166,6 @@ class Delivery:
     def run(self, request: RunRequest) -> int:
         """Run the issue; return the exit status (0 success, 1 failure)."""
         ref = request.issue
-        gh = self._github
         owner, name, number = ref.owner, ref.repo, ref.number
         repo, issue = self._preflight(ref)
         base = request.base or repo.default_branch
@@ -128,21 +185,52 @@ class Delivery:
                 f"base branch {base} does not exist on origin; push it first or pass --base"
             )
         choice = choose_issue_branch(number, remote, self._issue_pulls(ref, remote))
-        if choice.open_pull is not None and request.base is None:
+        if choice.open_pull is not None:
+            if request.base is not None and request.base != choice.open_pull.base_ref:
+                raise ThirdshiftError(
+                    f"pull request {choice.open_pull.html_url} targets "
+                    f"{choice.open_pull.base_ref}, not {request.base}; change its base or drop "
+                    "--base"
+                )
             base = choice.open_pull.base_ref
-        if choice.continuation:
-            self.say(f"continuing {choice.branch}, which an earlier Run left on origin")
-        record = self._store.start_run(
-            self._store.ensure_repository(owner, name),
-            number,
-            kind="merge" if request.merge else "run",
-            base_branch=base,
-            issue_branch=choice.branch,
-            harness=self._harness.name,
-            model=self._settings.model,
-        )
-        self.say(f"Run {record.id} on {ref}: {issue.title}")
-        claim = Claim(had_ready_label=False)
+        worktree_path = self._settings.home / "worktrees" / f"{owner}-{name}-{choice.branch}"
+        left = clone.unpushed_work(worktree_path)
+        if left is not None:
+            raise ThirdshiftError(
+                f"the worktree {worktree_path} from an earlier Run holds work that is not on "
+                f"origin ({left}); push it, or remove the worktree if it is not wanted"
+            )
+        repository = self._store.ensure_repository(owner, name)
+        with _LeaseKeeper(self._store, repository, number, self._settings.lease_seconds) as lease:
+            if choice.continuation:
+                self.say(f"continuing {choice.branch}, which an earlier Run left on origin")
+            record = self._store.start_run(
+                repository,
+                number,
+                kind="merge" if request.merge else "run",
+                base_branch=base,
+                issue_branch=choice.branch,
+                harness=self._harness.name,
+                model=self._settings.model,
+            )
+            self._store.attach_run_to_lease(lease, record.id)
+            self.say(f"Run {record.id} on {ref}: {issue.title}")
+            return self._deliver(request, record, clone, issue, choice, base, worktree_path)
+
+    def _deliver(
+        self,
+        request: RunRequest,
+        record: Run,
+        clone: ManagedClone,
+        issue: IssueInfo,
+        choice: BranchChoice,
+        base: str,
+        worktree_path: Path,
+    ) -> int:
+        ref = request.issue
+        gh = self._github
+        owner, name, number = ref.owner, ref.repo, ref.number
+        claim = Claim(had_ready_label=False, added_label=False)
         worktree: Worktree | None = None
         sessions: Sessions | None = None
         pull: PullRequestInfo | None = choice.open_pull
@@ -161,7 +249,6 @@ class Delivery:
         )
         try:
             claim = self._claim(ref, issue)
-            worktree_path = self._settings.home / "worktrees" / f"{owner}-{name}-{choice.branch}"
             start = f"origin/{choice.branch}" if choice.continuation else f"origin/{base}"
             clone.remove_worktree(worktree_path)
             worktree = clone.add_worktree(worktree_path, choice.branch, start)
@@ -177,6 +264,7 @@ class Delivery:
                     issue_branch=choice.branch,
                     continuation=choice.continuation,
                     pull_request_url=pull.html_url if pull else None,
+                    earlier=self._earlier_run(record) if choice.continuation else "",
                 )
                 sessions.run("implement", self._scrub(prompt))
                 self._check_interrupt()
@@ -188,9 +276,9 @@ class Delivery:
                     Budgets(self._settings.max_repairs, self._settings.max_upstream_moves),
                     merge=request.merge,
                 ).run()
-                pull = self._finish(ref, worktree, pull, result, claim)
+                pull = self._finish(ref, worktree, pull, result)
         except Exception as error:  # whatever went wrong, the work is saved first
-            failure = self._as_failure(error)
+            failure = self._as_failure(error, sessions)
             outcome = salvage.fail(
                 FailedRun(
                     error=failure,
@@ -199,29 +287,61 @@ class Delivery:
                     last_log=sessions.last_log if sessions else None,
                     killed_work=sessions.endings if sessions else (),
                     claim_had_ready_label=claim.had_ready_label,
+                    claim_added_label=claim.added_label,
                 )
             )
             if worktree is not None and not outcome.kept_worktree:
-                try:
-                    clone.remove_worktree(worktree.path)
-                except ThirdshiftError as problem:
-                    self.say(f"warning: could not remove the worktree {worktree.path}: {problem}")
+                self._remove_worktree(clone, worktree.path)
             if outcome.open_pull_url:
                 self._emit_url(outcome.open_pull_url)
             for line in outcome.last_lines:
                 self._progress(self._scrub(line))
             return 1
-        self._store.finish_run(
-            record.id,
-            "succeeded",
-            head_sha=result.head,
-            last_session_log=str(sessions.last_log) if sessions.last_log else None,
-        )
-        clone.remove_worktree(worktree.path)
+        # The goal is reached: from here on a problem is a warning, never a Failed run.
+        try:
+            self._store.finish_run(
+                record.id,
+                "succeeded",
+                head_sha=result.head,
+                last_session_log=str(sessions.last_log) if sessions.last_log else None,
+            )
+        except ThirdshiftError as problem:
+            self.say(f"warning: could not record the Run's success: {problem}")
+        self._remove_worktree(clone, worktree.path)
         state = "merged" if result.merged else "ready"
         self.say(f"pull request {pull.html_url} is {state}")
         self._emit_url(pull.html_url)
         return 0
+
+    def _remove_worktree(self, clone: ManagedClone, path: Path) -> None:
+        try:
+            clone.remove_worktree(path)
+        except ThirdshiftError as problem:
+            self.say(f"warning: could not remove the worktree {path}: {problem}")
+
+    def _earlier_run(self, record: Run) -> str:
+        """What the last Run on this issue did and why it ended, for a Continuation's prompt,
+        from the database (never from a Harness transcript)."""
+        earlier = [
+            run
+            for run in self._store.list_runs(limit=20)
+            if run.repository.id == record.repository.id
+            and run.issue_number == record.issue_number
+            and run.id != record.id
+        ]
+        if not earlier:
+            return ""
+        last = earlier[0]
+        sessions = [
+            (
+                session.kind,
+                session.final_message,
+                [event.summary for event in self._store.session_events(session.id, last=50)],
+            )
+            for session in self._store.run_sessions(last.id)
+        ]
+        ending = f"The earlier Run ended {last.state}" + (f": {last.cause}" if last.cause else "")
+        return self._scrub(f"{follow_up_preamble(sessions)}{ending}.\n")
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -276,17 +396,19 @@ class Delivery:
         busy = self._settings.in_progress_label
         labels = list(issue.labels)
         had_ready = any(label.lower() == ready.lower() for label in labels)
-        if any(label.lower() == busy.lower() for label in labels) and not had_ready:
-            return Claim(had_ready_label=False)
-        self._github.ensure_label(
-            ref.owner, ref.repo, busy, "fbca04", "thirdshift is working on this issue"
-        )
-        kept = [label for label in labels if label.lower() != ready.lower()]
+        had_busy = any(label.lower() == busy.lower() for label in labels)
+        if had_busy and not had_ready:
+            return Claim(had_ready_label=False, added_label=False)
+        if not had_busy:
+            self._github.ensure_label(
+                ref.owner, ref.repo, busy, "fbca04", "thirdshift is working on this issue"
+            )
+        kept = [label for label in labels if label.lower() not in (ready.lower(), busy.lower())]
         self._github.set_issue_labels(ref.owner, ref.repo, ref.number, [*kept, busy])
         self.say(
             f"labelling #{ref.number} {busy}" + (f", in place of {ready}" if had_ready else "")
         )
-        return Claim(had_ready_label=had_ready)
+        return Claim(had_ready_label=had_ready, added_label=not had_busy)
 
     def _sessions(self, record: Run, worktree: Worktree, ref: IssueRef) -> Sessions:
         # The agent commits as the factory: its HOME may hold no git identity at all.
@@ -373,7 +495,9 @@ class Delivery:
             body = rest.strip()
         else:
             self.say(f"the session wrote no {PULL_REQUEST_FILE}; using a plain title and body")
-        if f"#{ref.number}" not in body or "closes" not in body.lower():
+        if not re.search(
+            rf"\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#{ref.number}\b", body, re.IGNORECASE
+        ):
             body = f"{body}\n\nCloses #{ref.number}".strip()
         return self._scrub(title)[:250], self._scrub(body)
 
@@ -383,7 +507,6 @@ class Delivery:
         worktree: Worktree,
         pull: PullRequestInfo,
         result: LoopResult,
-        claim: Claim,
     ) -> PullRequestInfo:
         gh = self._github
         title, body = self._pull_request_text(ref, worktree)
@@ -395,6 +518,11 @@ class Delivery:
                 raise ThirdshiftError(
                     f"pull request {pull.html_url} is {'a draft' if pull.draft else pull.state}, "
                     "not open and ready"
+                )
+            if pull.head_sha != result.head:
+                raise ThirdshiftError(
+                    f"pull request {pull.html_url} moved to {pull.head_sha[:7]} after CI was "
+                    f"watched on {result.head[:7]}; run thirdshift again to verify the new head"
                 )
             return pull
         branch = pull.head_ref
@@ -412,12 +540,20 @@ class Delivery:
                 self.say(f"removing {self._settings.in_progress_label} from issue #{ref.number}")
         except ThirdshiftError as problem:
             self.say(f"warning: after the merge: {problem}")
-        return gh.pull(ref.owner, ref.repo, pull.number)
+        return pull
 
-    def _as_failure(self, error: Exception) -> ThirdshiftError:
+    def _as_failure(self, error: Exception, sessions: Sessions | None) -> ThirdshiftError:
         """The cause a Failed run reports: an interrupt wins over what it broke (a killed git
-        command, a stopped session), except over a verdict of the Repair loop."""
-        if self._interrupt.is_set() and not isinstance(error, RunFailed):
+        command, a stopped session), except over a verdict of the Repair loop; killed work of
+        earlier sessions is still named ahead of it."""
+        original = error.original if isinstance(error, LaterStepFailed) else error
+        if self._interrupt.is_set() and not isinstance(original, RunFailed):
+            endings = sessions.endings if sessions else ()
+            if endings:
+                return LaterStepFailed(
+                    f"{'; '.join(endings)} and a later step failed: interrupted",
+                    Interrupted("interrupted"),
+                )
             return Interrupted("interrupted")
         if isinstance(error, ThirdshiftError):
             return error
@@ -514,6 +650,7 @@ class _LoopOutside:
             poll_seconds=settings.ci_poll_seconds,
             progress=self.progress,
             interrupt=self._d._interrupt,
+            timeout_seconds=settings.ci_timeout_seconds,
         )
 
     def inherited(self, failed: Sequence[str], base_sha: str) -> tuple[str, ...]:
@@ -573,6 +710,24 @@ class _LoopOutside:
     def rerun_failed(self, checks: Sequence[CheckRun]) -> None:
         for run_id in sorted({check.run_id for check in checks if check.run_id is not None}):
             self._gh.rerun_failed_jobs(self._ref.owner, self._ref.repo, run_id)
+        # GitHub registers the new attempts a little later: until it does, the old failures
+        # are all a watch would see. Wait (at most the grace period) for newer check runs.
+        if not checks:
+            return
+        head = checks[0].head_sha
+        settings = self._d._settings
+        deadline = time.monotonic() + settings.ci_grace_seconds
+        old = {check.name: check.id for check in checks}
+        while time.monotonic() < deadline:
+            newest = {
+                c.name: c.id
+                for c in latest_per_name(self._gh.check_runs(self._ref.owner, self._ref.repo, head))
+            }
+            if all(newest.get(name, 0) > old_id for name, old_id in old.items()):
+                return
+            if self._d._interrupt.wait(settings.ci_poll_seconds):
+                raise Interrupted("interrupted")
+        self.progress("the re-run's checks did not appear within the grace period")
 
     def self_merge(self, head: str) -> None:
         pull = self._gh.wait_for_mergeable(

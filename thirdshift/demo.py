@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from thirdshift.bootstrap import run_issue
 from thirdshift.delivery import RunRequest
@@ -176,10 +177,26 @@ def run_demo(
         return status
 
 
+class _DemoSettings(Settings):
+    """Settings from the values given here only: the demo runs on embedded defaults, whatever
+    the user's THIRDSHIFT_* variables and config.toml say."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
 def demo_settings(root: Path, world: DemoWorld) -> Settings:
     """Settings of the demo's own: its own home and the sandbox, with short CI waits (the
     sandbox's CI starts at once, so a long grace period would only make the demo slow)."""
-    return Settings(
+    return _DemoSettings(
         home=root / "home",
         github_api_url=world.api_url,
         github_token=SecretStr(world.token),

@@ -5,7 +5,7 @@ Abort an unfinished merge; commit uncommitted work as ``thirdshift: failed run (
 push it (never forced); turn an open pull request back to draft (not after a Policy refusal);
 record the cause, the killed work, the last Session log, branch and head in the database; post
 one marked, scrubbed comment on the issue with the cause and the end of the last Session log
-(a retry edits it rather than adding another); release the Claim when nothing reached origin.
+(a later Run edits it rather than adding another); release the Claim when nothing reached origin.
 If the push fails, the Worktree is kept and named. Salvage problems are reported, never put in
 place of the cause.
 """
@@ -41,6 +41,7 @@ class FailedRun:
     last_log: Path | None
     killed_work: Sequence[str]
     claim_had_ready_label: bool
+    claim_added_label: bool
 
 
 @dataclass(frozen=True)
@@ -113,11 +114,8 @@ class Salvage:
         self._progress(f"the Run failed: {cause}")
         head, pushed, kept = self._save_work(failed, cause, policy)
         pull = self._pull_after(failed.pull)
-        if pull is not None and pull.state == "open" and not pull.draft and not policy:
-            self._attempt(
-                "turning the pull request back to draft",
-                lambda: self._gh.convert_to_draft(self._ref.owner, self._ref.repo, pull.number),
-            )
+        to_draft = pull is not None and pull.state == "open" and not pull.draft and not policy
+        if to_draft and pull is not None and self._to_draft(pull):
             self._progress(f"turned {pull.html_url} back to draft")
         self._store.finish_run(
             self._run.id,
@@ -129,7 +127,9 @@ class Salvage:
             pull_request_number=pull.number if pull else None,
         )
         self._attempt("commenting on the issue", lambda: self._comment(failed, cause, head, pull))
-        if not pushed and pull is None and not self._branch_on_origin():
+        # Work kept only in the Worktree must not invite another Run on top of it.
+        nothing_anywhere = not pushed and kept is None and pull is None
+        if nothing_anywhere and failed.claim_added_label and not self._branch_on_origin():
             self._release_claim(failed.claim_had_ready_label)
         lines = [cause]
         if kept is not None:
@@ -232,11 +232,21 @@ class Salvage:
                 labels.append(self._ready_label)
             self._gh.set_issue_labels(self._ref.owner, self._ref.repo, self._ref.number, labels)
 
-        self._attempt("releasing the Claim", release)
-        self._progress(f"releasing the Claim on #{self._ref.number}: nothing reached origin")
+        if self._attempt("releasing the Claim", release):
+            self._progress(f"released the Claim on #{self._ref.number}: nothing reached origin")
 
-    def _attempt(self, what: str, action: Callable[[], None]) -> None:
+    def _to_draft(self, pull: PullRequestInfo) -> bool:
+        return self._attempt(
+            "turning the pull request back to draft",
+            lambda: self._gh.convert_to_draft(self._ref.owner, self._ref.repo, pull.number),
+        )
+
+    def _attempt(self, what: str, action: Callable[[], None]) -> bool:
+        """Run one salvage step; a problem is reported as a warning, never raised, so it
+        cannot take the place of the cause."""
         try:
             action()
         except ThirdshiftError as problem:
             self._progress(f"warning: {what} failed: {self._scrub(str(problem))}")
+            return False
+        return True

@@ -31,8 +31,18 @@ How git is run:
   to ``origin`` (``fetch``, ``ls-remote``, ``push``; and so of the helper they start). Commands
   that may run the repository's hooks (``worktree add``, ``commit``, ``merge``) get neither the
   helper nor the token. Error text from git is scrubbed of the token all the same.
-- Factory commits, merges and pushes skip the repository's hooks (``--no-verify``): the agent
-  already ran the tests, and CI judges the pull request.
+- Factory commits, merges and pushes run no hooks at all (``core.hooksPath`` is pinned to
+  /dev/null and ``--no-verify`` is given): the agent already ran the tests, CI judges the pull
+  request, and a hook is code the repository or the agent controls.
+- The caller's secrets never reach git's children: every inherited variable whose name says it
+  is secret (``GITHUB_TOKEN``, ``*_API_KEY``, ...) or that is a ``THIRDSHIFT_*`` setting is
+  blanked in git's environment.
+- Before each command that talks to ``origin``, configuration in the clone that could send the
+  token elsewhere or run code (``url.*``, ``remote.origin.pushurl``, ``credential.*``,
+  ``http.*``, ``include*``, ``core.sshCommand``, ``core.hooksPath``, ``core.fsmonitor``) is
+  removed: an agent can write the clone's configuration through its Worktree.
+- git runs in a process session of its own, so a second Ctrl-C in the terminal cannot kill the
+  push that saves a Failed run's work.
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ from pathlib import Path
 import git as gitpython
 
 from thirdshift.errors import GitError, PushRejected
-from thirdshift.scrub import Scrubber
+from thirdshift.scrub import Scrubber, looks_secret
 
 __all__ = [
     "Identity",
@@ -64,6 +74,16 @@ _CREDENTIAL_HELPER = (
 )
 _REMOTE = "origin"
 _REMOTE_COMMANDS = frozenset({"fetch", "ls-remote", "push"})
+_DANGEROUS_CONFIG = (
+    "url.",
+    "remote.origin.pushurl",
+    "credential",
+    "http.",
+    "include",
+    "core.sshcommand",
+    "core.hookspath",
+    "core.fsmonitor",
+)
 _TIMEOUT_PREFIX = "Timeout:"  # how GitPython reports a command it killed at kill_after_timeout
 
 
@@ -121,14 +141,32 @@ class _Git:
 
     def run(self, *args: str, check: bool = True, fix: str = "") -> _Result:
         """Run ``git <args>``; with ``check``, a non-zero exit raises GitError naming ``fix``."""
+        remote = args[0] in _REMOTE_COMMANDS
+        if remote:
+            self._drop_dangerous_config()
+        return self._execute(args, self._remote_env if remote else self._env, check, fix)
+
+    def _drop_dangerous_config(self) -> None:
+        """Remove configuration that could redirect the token or run code (see the module)."""
+        listed = self._execute(
+            ("config", "--local", "--name-only", "--list"), self._env, check=False, fix=""
+        )
+        for key in sorted(set(listed.stdout.split())):
+            if key.lower().startswith(_DANGEROUS_CONFIG):
+                self._execute(("config", "--local", "--unset-all", key), self._env, False, "")
+
+    def _execute(
+        self, args: Sequence[str], env: Mapping[str, str], check: bool, fix: str
+    ) -> _Result:
         try:
             status, stdout, stderr = self._runner.execute(
                 ["git", *args],
-                env=self._remote_env if args[0] in _REMOTE_COMMANDS else self._env,
+                env=dict(env),
                 kill_after_timeout=self._timeout,
                 with_extended_output=True,
                 with_exceptions=False,
                 strip_newline_in_stdout=False,
+                start_new_session=True,
             )
         except gitpython.GitCommandNotFound as exc:
             raise GitError(
@@ -191,6 +229,8 @@ def _environment(
     ``token``, the credential helper and the token; with None, neither."""
     config: list[tuple[str, str]] = [
         ("credential.helper", ""),  # forget any helper configured anywhere else
+        ("core.hooksPath", os.devnull),
+        ("core.fsmonitor", "false"),
         ("commit.gpgSign", "false"),
         ("tag.gpgSign", "false"),
         ("gc.auto", "0"),
@@ -199,6 +239,11 @@ def _environment(
     if token is not None:
         config.append(("credential.helper", _CREDENTIAL_HELPER))
     env = {
+        name: ""
+        for name in os.environ
+        if looks_secret(name) or name.startswith("THIRDSHIFT_") or name == "GH_TOKEN"
+    }
+    env |= {
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_TERMINAL_PROMPT": "0",
@@ -309,6 +354,22 @@ class ManagedClone:
             fix=f"check that {start} exists (sync the clone first)",
         )
         return self._open_worktree(path, None)
+
+    def unpushed_work(self, path: Path) -> str | None:
+        """What the Worktree at ``path`` holds that is not on ``origin`` (uncommitted changes,
+        commits no remote branch has), or None when there is nothing (or no Worktree)."""
+        git = self._git()
+        if not path.exists() or _resolved(path) not in self._registered_worktrees(git):
+            return None
+        worktree = self._open_worktree(path, None)
+        found: list[str] = []
+        if worktree.is_dirty():
+            found.append("uncommitted changes")
+        ahead = worktree._git.run("rev-list", "--count", "HEAD", "--not", "--remotes=origin")
+        count = int(ahead.stdout.strip() or "0")
+        if count:
+            found.append(f"{count} commit{'s' if count != 1 else ''} not on origin")
+        return " and ".join(found) or None
 
     def remove_worktree(self, path: Path) -> None:
         """Remove the Worktree at ``path`` (uncommitted work in it is lost) and prune its

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from thirdshift.errors import UsageError
+from thirdshift.scrub import Scrubber
 
 _PATH = re.compile(r"^/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/issues/([1-9][0-9]*)/?$")
 
@@ -34,7 +35,7 @@ def parse_issue_url(url: str) -> IssueRef:
     match = _PATH.match(parts.path)
     if parts.scheme not in ("http", "https") or not parts.netloc or match is None:
         raise UsageError(
-            f"'{url}' is not a GitHub Issue URL; give one like "
+            f"'{Scrubber()(url)}' is not a GitHub Issue URL; give one like "
             "https://github.com/<owner>/<repo>/issues/<number>"
         )
     owner, repo, number = match.groups()

@@ -74,8 +74,9 @@ def follow_up_preamble(
 ) -> str:
     """What the earlier sessions of this Run did, for the top of a Repair's prompt. ``earlier``
     is ``(kind, final message, event summaries)`` oldest first; the newest (the parent) is shown
-    with its steps, up to four before it as one-line pointers. Oldest lines go first when the
-    text would pass the cap."""
+    with its steps, up to four before it as one-line pointers. To fit the cap, older pointers go
+    first, then the parent's oldest steps (a marker says how many), and last the parent's final
+    message is cut at a line boundary."""
     if not earlier:
         return ""
     recent = list(earlier[-ANCESTORS:])
@@ -85,20 +86,34 @@ def follow_up_preamble(
         for kind, message, _ in older
     ]
     steps = [f"- {' '.join(step.split())}" for step in parent_steps[-EVENTS_IN_RESUME:]]
-    closing = (
-        f"The last session ({parent_kind}) ended with: "
-        f"{' '.join((parent_message or 'no final message').split())}\n"
-    )
-    while True:
-        text = (
+    total_steps = len(steps)
+    closing_lines = (parent_message or "no final message").strip().splitlines() or [""]
+
+    def render() -> str:
+        cut = total_steps - len(steps)
+        marker = f"[{cut} earlier step(s) left out]\n" if cut else ""
+        return (
             "Earlier sessions of this Run:\n"
-            + ("".join(line + "\n" for line in pointers) if pointers else "")
-            + (f"Steps of {parent_kind}, oldest first:\n" + "".join(s + "\n" for s in steps))
-            + closing
+            + "".join(line + "\n" for line in pointers)
+            + f"Steps of {parent_kind}, oldest first:\n"
+            + marker
+            + "".join(step + "\n" for step in steps)
+            + f"The last session ({parent_kind}) ended with:\n"
+            + "\n".join(closing_lines)
+            + "\n\n"
         )
-        if count_tokens(text) <= cap_tokens or not (pointers or steps):
-            return text + "\n"
+
+    text = render()
+    while count_tokens(text) > cap_tokens:
         if pointers:
             pointers.pop(0)
-        else:
+        elif steps:
             steps.pop(0)
+        elif len(closing_lines) > 1:
+            closing_lines = [*closing_lines[:-2], "[the rest of its message is left out]"]
+        else:
+            budget = max(0, cap_tokens * 3 - len(render().encode()) + len(closing_lines[0]))
+            closing_lines = [closing_lines[0][: budget // 2] + " [cut]"]
+            return render()
+        text = render()
+    return text

@@ -427,6 +427,11 @@ def _spawn(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> subprocess
         raise ProcessStartError(
             f"cannot start {program}: it is not executable; check its install (chmod +x)"
         ) from exc
+    except OSError as exc:  # E2BIG for an over-long prompt, ENOMEM, ...
+        raise ProcessStartError(
+            f"cannot start {program}: {exc.strerror or exc}; if the prompt is very long, "
+            "shorten the issue's text"
+        ) from exc
 
 
 class _Tail:

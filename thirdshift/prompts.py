@@ -17,6 +17,25 @@ class FailedCheck:
     log_tail: str
 
 
+# A prompt travels as one argv element (Linux caps one at 128 KiB): the issue's discussion is
+# bounded, newest comments kept.
+DISCUSSION_CHARS = 40_000
+BODY_CHARS = 40_000
+
+
+def _discussion(comments: Sequence[Comment]) -> str:
+    kept: list[str] = []
+    used = 0
+    for comment in reversed(comments):
+        text = f"\n--- comment by {comment.author}:\n{comment.body.strip()}\n"
+        if used + len(text) > DISCUSSION_CHARS:
+            kept.append(f"\n[{len(comments) - len(kept)} earlier comment(s) left out]\n")
+            break
+        kept.append(text)
+        used += len(text)
+    return "".join(reversed(kept))
+
+
 def implement_prompt(
     issue: IssueInfo,
     comments: Sequence[Comment],
@@ -25,15 +44,18 @@ def implement_prompt(
     issue_branch: str,
     continuation: bool,
     pull_request_url: str | None,
+    earlier: str = "",
 ) -> str:
-    discussion = "".join(
-        f"\n--- comment by {comment.author}:\n{comment.body.strip()}\n" for comment in comments
-    )
+    discussion = _discussion(comments)
+    body = issue.body.strip()
+    if len(body) > BODY_CHARS:
+        body = body[:BODY_CHARS] + "\n[the rest of the issue is left out]"
     if continuation:
         situation = (
             f"The branch {issue_branch} already holds work from an earlier Run on this issue"
             + (f" (pull request {pull_request_url})" if pull_request_url else "")
             + ". Read its commits first and build on them; do not start over."
+            + (f"\n\n{earlier.strip()}" if earlier.strip() else "")
         )
     else:
         situation = f"You are on a new branch {issue_branch}, made from {base_branch}."
@@ -41,7 +63,7 @@ def implement_prompt(
 
 Issue #{issue.number}: {issue.title}
 
-{issue.body.strip()}
+{body}
 {discussion}
 {situation}
 

@@ -58,6 +58,11 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+def looks_secret(name: str) -> bool:
+    """Does an environment variable's name say it holds a secret?"""
+    return bool(_SECRET_NAME.search(name))
+
+
 class Scrubber:
     """Replaces secrets in text with ``[REDACTED]``. Build it once, at the composition root,
     with every secret value thirdshift knows; it is cheap to call on every line."""
@@ -78,7 +83,7 @@ class Scrubber:
     def from_environment(cls, environ: Mapping[str, str], extra: Iterable[str] = ()) -> Scrubber:
         """A scrubber that knows ``extra`` and the value of every variable whose name says it is
         secret (``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*API_KEY*``, ...)."""
-        found = [value for name, value in environ.items() if _SECRET_NAME.search(name)]
+        found = [value for name, value in environ.items() if looks_secret(name)]
         return cls([*found, *extra])
 
     def __call__(self, text: str) -> str:

@@ -9,11 +9,13 @@ outcome into a ``SessionEnding`` or the right ``SessionFailed``.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+from thirdshift.errors import ThirdshiftError
 from thirdshift.harnesses import Harness, StreamOutcome
 from thirdshift.process import ProcessEnding, Watchdogs, run_supervised
 from thirdshift.scrub import Scrubber
@@ -114,17 +116,26 @@ class CliOutside:
                         record.id, [self._scrubbed(event) for event in observation.events]
                     )
 
-            ending = run_supervised(
-                self._harness.argv(prompt, model=self._model, resume_id=resume_id),
-                cwd=self._worktree,
-                env=self._harness.environment(self._environ),
-                on_line=on_line,
-                result_seen=lambda: reader.result_seen,
-                watchdogs=self._watchdogs,
-                stop_signals=self._harness.stop_signals,
-                grace_seconds=self._grace_seconds,
-                interrupt=self._interrupt,
-            )
+            try:
+                ending = run_supervised(
+                    self._harness.argv(prompt, model=self._model, resume_id=resume_id),
+                    cwd=self._worktree,
+                    env=self._harness.environment(self._environ),
+                    on_line=on_line,
+                    result_seen=lambda: reader.result_seen,
+                    watchdogs=self._watchdogs,
+                    stop_signals=self._harness.stop_signals,
+                    grace_seconds=self._grace_seconds,
+                    interrupt=self._interrupt,
+                )
+            except ThirdshiftError as error:
+                cause = self._scrub(str(error))
+                self._store.end_session(record.id, state="failed", error=cause)
+                raise SessionFailed(cause, log_path) from error
+            if ending.stderr_tail.strip():
+                # The CLI's own complaints (a bad key, a crash) belong with its stream.
+                note = {"type": "thirdshift.stderr", "text": ending.stderr_tail}
+                log.write(self._scrub(json.dumps(note)).encode() + b"\n")
         outcome = reader.finish(
             ending.exit_status, stopped_after_result=ending.stopped_by == "post-result"
         )
@@ -186,6 +197,9 @@ class CliOutside:
             return None
         cause = self._scrub(outcome.failure_cause or f"{self._harness.name} session failed")
         stderr = ending.stderr_tail
+        last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
+        if last and last not in cause:
+            cause = f"{cause} ({self._scrub(last[:300])})"
         if resume_id and self._harness.resume_unknown(outcome, stderr):
             return ResumeUnknown(cause, log_path)
         return SessionFailed(cause, log_path)

@@ -13,7 +13,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import (
@@ -67,7 +67,9 @@ class Settings(BaseSettings):
         description="The token thirdshift acts with; never written anywhere.",
     )
 
-    harness: str = Field(default="claude", description="The Harness of a Run: claude or codex.")
+    harness: Literal["claude", "codex"] = Field(
+        default="claude", description="The Harness of a Run: claude or codex."
+    )
     model: str | None = Field(default=None, description="The Model; default: the Harness's own.")
     harness_args: list[str] = Field(
         default_factory=list,
@@ -92,6 +94,15 @@ class Settings(BaseSettings):
         default=60, ge=0, description="How long no check on a head means CI is absent."
     )
     ci_poll_seconds: float = Field(default=10, gt=0, description="Between two looks at CI.")
+    ci_timeout_seconds: float = Field(
+        default=3 * 3600, gt=0, description="Give up on checks still pending after this long."
+    )
+    lease_seconds: float = Field(
+        default=600,
+        gt=0,
+        description="How long a Claim's Lease lasts unless renewed; a live Run renews it every "
+        "third of that, so a killed one frees the issue this long after it died.",
+    )
     session_idle_seconds: float = Field(
         default=1800, gt=0, description="Stop a session that prints nothing for this long."
     )

@@ -466,7 +466,9 @@ def _engine(url: str) -> Engine:
         database = url.split(":///", 1)[-1]
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(url, connect_args={"timeout": 30})
+        # The pool hands one connection to one thread at a time (a Lease is renewed from a
+        # thread of its own), so sqlite3's same-thread check only gets in the way.
+        engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
 
         @sa.event.listens_for(engine, "connect")
         def _pragmas(connection: Any, _record: Any) -> None:

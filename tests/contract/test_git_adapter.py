@@ -145,14 +145,15 @@ def test_git_argv_never_carries_the_token(
     assert TOKENS["wes"] not in logged
 
 
-def test_hooks_run_by_local_commands_never_see_the_token(
+def test_the_repositorys_hooks_never_run_for_the_factorys_git_commands(
     sandbox: Sandbox, clone: ManagedClone, tmp_path: Path, worktrees: Path
 ) -> None:
-    """The repository's hooks (post-checkout, post-commit, post-merge) get no token."""
+    """post-checkout, post-commit and post-merge hooks are code the repository (or the agent)
+    controls: thirdshift's own checkouts, commits and merges run none of them."""
     seen = tmp_path / "hook-env.log"
     for hook in ("post-checkout", "post-commit", "post-merge"):
         script = clone.path / "hooks" / hook
-        script.write_text(f'#!/bin/sh\necho "{hook}" >> "{seen}"\nenv >> "{seen}"\n')
+        script.write_text(f'#!/bin/sh\necho "{hook}" >> "{seen}"\n')
         script.chmod(script.stat().st_mode | stat.S_IXUSR)
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
     _write(worktree, "x.txt", "x\n")
@@ -160,12 +161,45 @@ def test_hooks_run_by_local_commands_never_see_the_token(
     sandbox.push("main", {"NEWS.md": "news\n"})
     worktree.fetch("main")
     assert worktree.merge("origin/main").status == "merged"
-    logged = seen.read_text()
-    for hook in ("post-checkout", "post-commit", "post-merge"):
-        assert hook in logged.splitlines()
+    assert not seen.exists()
+
+
+def test_code_git_runs_for_the_factory_sees_no_secret_of_its_environment(
+    clone: ManagedClone, tmp_path: Path, worktrees: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean filter the agent configured runs during the factory's `git add`; the token (in
+    thirdshift's own environment as GITHUB_TOKEN) and other secrets are blanked for it."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKENS["wes"])
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-not-reach-git-children")
+    dump = tmp_path / "filter-env.log"
+    worktree = clone.add_worktree(worktrees / "issue-2", "issue-2", "origin/main")
+    _git(worktree.path, "config", "filter.dump.clean", f'env >> "{dump}"; cat')
+    _write(worktree, ".gitattributes", "*.txt filter=dump\n")
+    _write(worktree, "y.txt", "y\n")
+    assert worktree.commit_all("Y")
+    logged = dump.read_text()
+    assert "GITHUB_TOKEN=\n" in logged or "GITHUB_TOKEN=" not in logged
     assert TOKENS["wes"] not in logged
-    assert "credential.helper" in logged  # the reset reached the hooks, the helper did not
-    assert "password=" not in logged
+    assert "sk-ant-should-not-reach-git-children" not in logged
+
+
+def test_configuration_that_could_redirect_the_token_is_removed_before_a_push(
+    sandbox: Sandbox, clone: ManagedClone, tmp_path: Path, worktrees: Path
+) -> None:
+    """An agent sets a pushurl and a url.insteadOf through its Worktree; thirdshift's push
+    still goes to origin, and the clone's configuration no longer has them."""
+    worktree = clone.add_worktree(worktrees / "issue-3", "issue-3", "origin/main")
+    elsewhere = tmp_path / "elsewhere.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(elsewhere)], check=True, timeout=60)
+    _git(worktree.path, "config", "remote.origin.pushurl", str(elsewhere))
+    _git(worktree.path, "config", f"url.{elsewhere}.insteadOf", clone.remote_url)
+    _write(worktree, "z.txt", "z\n")
+    worktree.commit_all("Z")
+    worktree.push("issue-3")
+    assert clone.has_remote_branch("issue-3")
+    config = (clone.path / "config").read_text()
+    assert "pushurl" not in config
+    assert "insteadOf" not in config
 
 
 def test_fresh_issue_branch_worktree_starts_at_origin_main_with_no_upstream(

@@ -272,6 +272,10 @@ def test_github_refusing_the_merge_is_a_policy_refusal_and_the_pull_request_stay
     assert pull["draft"] is False
     subjects = world.git("log", "--format=%s", "origin/issue-1", cwd=world.clone())
     assert "thirdshift: failed run" not in subjects
+    assert result.stdout == pull["html_url"] + "\n"
+    with sqlite3.connect(world.home / "thirdshift.db") as db:
+        (state,) = db.execute("SELECT state FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    assert state == "refused"
 
 
 PLANTED = "ghp_" + "Pl4nted" * 6  # token-shaped, as if the agent printed a secret

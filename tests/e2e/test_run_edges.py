@@ -102,6 +102,24 @@ def test_a_token_that_cannot_push_is_refused(tmp_path: Path, worlds: list[RunWor
     assert TOKEN not in result.stderr
 
 
+def test_a_second_run_on_a_claimed_issue_is_refused(tmp_path: Path, worlds: list[RunWorld]) -> None:
+    """While one Run holds the issue's Lease, another on the same database stops before
+    changing anything, naming the holder."""
+    stall = [{"tool_calls": [bash("python3 -c 'import time; time.sleep(30)'", "wait")]}]
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": stall}])
+    worlds.append(world)
+    first = world.start_thirdshift("run", world.issue_url)
+    world.wait_for_process("time.sleep(30)")
+
+    second = world.thirdshift("run", world.issue_url)
+
+    assert second.returncode == 1
+    assert "issue #1 is claimed by " in second.stderr
+    assert first.poll() is None  # the first Run goes on undisturbed
+    first.terminate()
+    first.communicate(timeout=120)
+
+
 def test_no_token_is_a_configuration_error(tmp_path: Path, worlds: list[RunWorld]) -> None:
     """Without GITHUB_TOKEN the Run cannot start; the message names the variable."""
     world = start_world(tmp_path, [])
@@ -124,7 +142,7 @@ def test_a_run_that_pushed_nothing_gives_the_claim_back(
     result = world.thirdshift("run", world.issue_url)
     assert result.returncode == 1
     assert "made no commits" in result.stderr
-    assert "releasing the Claim on #1" in result.stderr
+    assert "released the Claim on #1" in result.stderr
     assert labels(world) == ["ready-for-agent"]
     assert world.pulls() == []
     assert not any((world.home / "worktrees").iterdir())
@@ -133,8 +151,9 @@ def test_a_run_that_pushed_nothing_gives_the_claim_back(
 def test_work_that_cannot_be_pushed_keeps_its_worktree_and_says_where(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
-    """Write access is lost during the session: the push fails, the Worktree stays, and the
-    last lines name the worktree, the branch and its head."""
+    """Write access is lost during the session: the push fails, the Worktree stays, the last
+    lines name the worktree, the branch and its head, the Claim is kept, and the next Run
+    refuses to start over it."""
     turns = [
         {
             "tool_calls": [
@@ -164,3 +183,13 @@ def test_work_that_cannot_be_pushed_keeps_its_worktree_and_says_where(
     assert "branch issue-1 at " in kept[-1]
     assert (worktree / "calc.py").read_text() == CALC_FIXED
     assert stdout == ""
+    assert labels(world) == ["in-progress"]  # kept work is not an invitation to start over
+
+    world.client.add_user("maintainer", TOKEN, {f"{OWNER}/{NAME}": "admin"})
+    again = world.thirdshift("run", world.issue_url)
+
+    assert again.returncode == 1
+    assert f"the worktree {worktree} from an earlier Run holds work that is not on origin" in (
+        again.stderr
+    )
+    assert (worktree / "calc.py").read_text() == CALC_FIXED

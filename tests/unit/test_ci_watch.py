@@ -91,7 +91,8 @@ def test_pending_checks_are_watched_until_done_printing_only_changes() -> None:
     one_left = (check("lint"), check("tests", "in_progress", None, id=2))
     done = (check("lint"), check("tests", id=2))
     clock = FakeClock()
-    result = watch(ScriptedChecks(deque([running, running, one_left, one_left, done])), clock)
+    polls = deque([running, running, one_left, one_left, *[one_left] * 6, done])
+    result = watch(ScriptedChecks(polls), clock)
     assert result.green
     assert not result.absent
     assert clock.lines == [
@@ -100,6 +101,33 @@ def test_pending_checks_are_watched_until_done_printing_only_changes() -> None:
         "CI on abcdef1: 1 of 2 checks still running",
         "CI passed on abcdef1",
     ]
+
+
+def test_green_waits_out_the_grace_period_for_late_checks() -> None:
+    """One workflow finished green at once, a second registers its checks later: the watch
+    sees it because green is only concluded after the grace period."""
+    early = (check("lint"),)
+    late = (check("lint"), check("e2e", conclusion="failure", id=2))
+    clock = FakeClock()
+    result = watch(ScriptedChecks(deque([early, early, early, late])), clock)
+    assert result.failed == ("e2e",)
+
+
+def test_checks_pending_past_the_timeout_fail_the_watch_naming_them() -> None:
+    """A check stuck in the queue (no runner) does not hold the Run forever."""
+    stuck = (check("tests", "queued", None),)
+    clock = FakeClock()
+    with pytest.raises(ThirdshiftError, match=r"still pending after 100s: tests"):
+        watch_ci(
+            ScriptedChecks(deque([stuck])),
+            HEAD,
+            grace_seconds=60,
+            poll_seconds=10,
+            progress=clock.lines.append,
+            interrupt=TickingEvent(clock),
+            timeout_seconds=100,
+            clock=lambda: clock.now,
+        )
 
 
 def test_red_checks_are_named() -> None:

@@ -55,7 +55,7 @@ def test_the_follow_up_preamble_shows_the_parent_and_points_at_older_sessions() 
     assert "- implement: Implemented the feature." in text
     assert "Steps of repair-1" in text
     assert text.index("Edit a.py") < text.index("$ make lint")
-    assert "The last session (repair-1) ended with: Fixed the lint error." in text
+    assert "The last session (repair-1) ended with:\nFixed the lint error." in text
 
 
 def test_the_follow_up_preamble_stays_under_its_cap() -> None:
@@ -71,3 +71,18 @@ def test_the_follow_up_preamble_stays_under_its_cap() -> None:
 def test_no_earlier_sessions_means_no_preamble() -> None:
     """The opening session starts clean."""
     assert follow_up_preamble([]) == ""
+
+
+def test_a_huge_final_message_is_cut_so_the_preamble_keeps_its_cap() -> None:
+    """Even with nothing else to drop, the preamble never passes its cap."""
+    message = "\n".join(f"line {i} " + "z" * 100 for i in range(400))
+    text = follow_up_preamble([("implement", message, ["$ make"])], cap_tokens=300)
+    assert count_tokens(text) <= 300
+    assert "line 0 " in text
+
+
+def test_left_out_steps_are_marked() -> None:
+    """The reader is told how many of the parent's steps are missing."""
+    steps = [f"$ step {i} " + "s" * 80 for i in range(50)]
+    text = follow_up_preamble([("repair-1", "done", steps)], cap_tokens=400)
+    assert "earlier step(s) left out]" in text
