@@ -5,6 +5,7 @@ pushed."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -193,3 +194,59 @@ def test_work_that_cannot_be_pushed_keeps_its_worktree_and_says_where(
         again.stderr
     )
     assert (worktree / "calc.py").read_text() == CALC_FIXED
+
+
+def test_red_checks_that_also_fail_on_the_base_get_no_repair(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """main's own test is red and the session does not touch it: an Inherited failure, so no
+    Repair is started and the Run fails naming the check and the Base commit."""
+    note = "echo 'More docs.' >> README.md && git commit -qam 'Document the calculator'"
+    world = start_world(
+        tmp_path,
+        [
+            {
+                "name": "implement",
+                "marker": MARKER,
+                "turns": [{"tool_calls": [bash(note, "docs")]}, {"text": "Documented."}],
+            }
+        ],
+    )
+    worlds.append(world)
+
+    result = world.thirdshift("run", world.issue_url)
+
+    assert result.returncode == 1
+    assert "Inherited failures (also failing on main at " in result.stderr
+    assert "only from Inherited failures" in result.stderr
+    assert "starting Repair" not in result.stderr
+
+
+def test_ctrl_c_to_the_whole_process_group_saves_the_work(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """Ctrl-C in a terminal reaches every process of the foreground group: the session is
+    stopped, the work committed and pushed, exit 1 with the cause `interrupted`."""
+    stall = [
+        {
+            "tool_calls": [
+                bash(
+                    "echo 'draft' > DRAFT.md && python3 -c 'import time; time.sleep(300)'",
+                    "long wait",
+                )
+            ]
+        }
+    ]
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": stall}])
+    worlds.append(world)
+    process = world.start_thirdshift("run", world.issue_url, new_group=True)
+    world.wait_for_process("time.sleep(300)")
+
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 1, stderr
+    assert "SIGINT: stopping; the work will be saved" in stderr
+    assert stderr.strip().splitlines()[-2].endswith("] interrupted")
+    subjects = world.git("log", "--format=%s", "origin/issue-1", cwd=world.clone())
+    assert subjects.splitlines()[0] == "thirdshift: failed run (interrupted)"

@@ -95,7 +95,9 @@ class RunWorld:
         base.update(self.settings)
         return base
 
-    def start_thirdshift(self, *args: str) -> subprocess.Popen[str]:
+    def start_thirdshift(self, *args: str, new_group: bool = False) -> subprocess.Popen[str]:
+        """``thirdshift args`` in the background; ``new_group`` gives it a process group of its
+        own, as a shell gives a foreground job (for Ctrl-C to the whole group)."""
         process = subprocess.Popen(
             [sys.executable, "-m", "thirdshift.cli", *args],
             env=self.env(),
@@ -104,6 +106,7 @@ class RunWorld:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            process_group=0 if new_group else None,
         )
         self.processes.append(process)
         return process
