@@ -10,28 +10,21 @@ the Repair loop, and for a Merge run the Self-merge. Any other ending is a Faile
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import shutil
-import socket
 import threading
-import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 from thirdshift.branches import BranchChoice, branch_name, branch_number, choose_issue_branch
-from thirdshift.ci_watch import CiResult, inherited_failures, latest_per_name, watch_ci
+from thirdshift.claims import Claim, LeaseKeeper, claim_labels
 from thirdshift.errors import Interrupted, ThirdshiftError
 from thirdshift.failed_run import FailedRun, Salvage
 from thirdshift.git import Identity, ManagedClone, Worktree
-from thirdshift.github import GitHub, GitHubError, MergeRefused
+from thirdshift.github import GitHub, GitHubError
 from thirdshift.github_records import (
-    CheckRun,
-    CommitStatus,
     IssueInfo,
     PullRequestInfo,
     RepoInfo,
@@ -41,24 +34,20 @@ from thirdshift.issue_url import IssueRef
 from thirdshift.preamble import follow_up_preamble
 from thirdshift.prompts import (
     PULL_REQUEST_FILE,
-    FailedCheck,
-    ci_fix_prompt,
-    conflict_prompt,
     implement_prompt,
 )
 from thirdshift.repair_loop import (
-    BaseMerge,
     Budgets,
     LoopResult,
-    MergeRefusedError,
     RepairLoop,
     RunFailed,
 )
+from thirdshift.run_outside import RunLoopOutside
 from thirdshift.scrub import Scrubber
 from thirdshift.session_runner import CliOutside, log_stamp, session_log_paths
 from thirdshift.sessions import LaterStepFailed, Sessions
 from thirdshift.settings import Settings
-from thirdshift.store import Lease, Repository, Run, Store
+from thirdshift.store import Run, Store
 
 PERMISSIONS_THAT_PUSH = frozenset({"admin", "maintain", "write"})
 LOG_TAIL_CHARS = 3000
@@ -69,65 +58,6 @@ class RunRequest:
     issue: IssueRef
     merge: bool = False
     base: str | None = None
-
-
-@dataclass(frozen=True)
-class Claim:
-    """The GitHub half of a Claim as this Run made it: whether it took ``ready-for-agent``
-    away (a release gives it back) and whether it added ``in-progress`` itself (only then may
-    a release take it off again)."""
-
-    had_ready_label: bool
-    added_label: bool
-
-
-class _LeaseKeeper:
-    """The database half of a Claim: taken before anything changes, renewed every third of its
-    length while the Run lives, given up when the Run ends. A Run that finds the Lease held
-    elsewhere stops before it starts."""
-
-    def __init__(
-        self, store: Store, repository: Repository, issue_number: int, seconds: float
-    ) -> None:
-        self._store = store
-        self._repository = repository
-        self._issue_number = issue_number
-        self._ttl = timedelta(seconds=seconds)
-        self._stop = threading.Event()
-        self._lease: Lease | None = None
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> Lease:
-        owner = f"{socket.gethostname()}:{os.getpid()}"
-        lease = self._store.acquire_lease(self._repository, self._issue_number, owner, self._ttl)
-        if lease is None:
-            held = self._store.lease_of(self._repository, self._issue_number)
-            holder = f"{held.owner} until {held.expires_at:%H:%M:%S} UTC" if held else "another Run"
-            raise ThirdshiftError(
-                f"issue #{self._issue_number} is claimed by {holder}; wait for that Run to end "
-                "(or for its Lease to expire if it died)"
-            )
-        self._lease = lease
-        self._thread = threading.Thread(target=self._renew, name="thirdshift-lease", daemon=True)
-        self._thread.start()
-        return lease
-
-    def _renew(self) -> None:
-        while not self._stop.wait(self._ttl.total_seconds() / 3):
-            if self._lease is None:
-                return
-            try:
-                self._lease = self._store.renew_lease(self._lease, self._ttl)
-            except ThirdshiftError:
-                continue  # the next renewal tries again; the Lease is still ours until expiry
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-        if self._lease is not None:
-            with contextlib.suppress(ThirdshiftError):  # it expires by itself
-                self._store.release_lease(self._lease)
 
 
 class Delivery:
@@ -201,7 +131,7 @@ class Delivery:
                 f"origin ({left}); push it, or remove the worktree if it is not wanted"
             )
         repository = self._store.ensure_repository(owner, name)
-        with _LeaseKeeper(self._store, repository, number, self._settings.lease_seconds) as lease:
+        with LeaseKeeper(self._store, repository, number, self._settings.lease_seconds) as lease:
             if choice.continuation:
                 self.say(f"continuing {choice.branch}, which an earlier Run left on origin")
             record = self._store.start_run(
@@ -248,7 +178,14 @@ class Delivery:
             branch_on_origin=lambda: clone.has_remote_branch(choice.branch),
         )
         try:
-            claim = self._claim(ref, issue)
+            claim = claim_labels(
+                gh,
+                ref,
+                issue,
+                ready_label=self._settings.ready_label,
+                in_progress_label=self._settings.in_progress_label,
+                say=self.say,
+            )
             start = f"origin/{choice.branch}" if choice.continuation else f"origin/{base}"
             clone.remove_worktree(worktree_path)
             worktree = clone.add_worktree(worktree_path, choice.branch, start)
@@ -270,7 +207,20 @@ class Delivery:
                 self._check_interrupt()
                 pull = self._takeover(ref, worktree, choice, base, pull)
                 self._store.update_run(record.id, pull_request_number=pull.number)
-                outside = _LoopOutside(self, ref, worktree, sessions, record, base, pull)
+                outside = RunLoopOutside(
+                    github=gh,
+                    store=self._store,
+                    settings=self._settings,
+                    scrub=self._scrub,
+                    say=self.say,
+                    interrupt=self._interrupt,
+                    ref=ref,
+                    worktree=worktree,
+                    sessions=sessions,
+                    record=record,
+                    base=base,
+                    pull=pull,
+                )
                 result = RepairLoop(
                     outside,
                     Budgets(self._settings.max_repairs, self._settings.max_upstream_moves),
@@ -390,25 +340,6 @@ class Delivery:
             pulls.extend(found)
             k += 1
         return sorted(pulls, key=lambda p: p.number, reverse=True)
-
-    def _claim(self, ref: IssueRef, issue: IssueInfo) -> Claim:
-        ready = self._settings.ready_label
-        busy = self._settings.in_progress_label
-        labels = list(issue.labels)
-        had_ready = any(label.lower() == ready.lower() for label in labels)
-        had_busy = any(label.lower() == busy.lower() for label in labels)
-        if had_busy and not had_ready:
-            return Claim(had_ready_label=False, added_label=False)
-        if not had_busy:
-            self._github.ensure_label(
-                ref.owner, ref.repo, busy, "fbca04", "thirdshift is working on this issue"
-            )
-        kept = [label for label in labels if label.lower() not in (ready.lower(), busy.lower())]
-        self._github.set_issue_labels(ref.owner, ref.repo, ref.number, [*kept, busy])
-        self.say(
-            f"labelling #{ref.number} {busy}" + (f", in place of {ready}" if had_ready else "")
-        )
-        return Claim(had_ready_label=had_ready, added_label=not had_busy)
 
     def _sessions(self, record: Run, worktree: Worktree, ref: IssueRef) -> Sessions:
         # The agent commits as the factory: its HOME may hold no git identity at all.
@@ -568,194 +499,3 @@ class Delivery:
             raise Interrupted("interrupted")
 
     # -- used by the loop's Outside ------------------------------------------------------------
-
-    def repair_prompt(
-        self,
-        record: Run,
-        cause_prompt: Callable[[str], str],
-    ) -> str:
-        earlier = [
-            (
-                session.kind,
-                session.final_message,
-                [event.summary for event in self._store.session_events(session.id, last=50)],
-            )
-            for session in self._store.run_sessions(record.id)
-            if session.state == "ended"
-        ]
-        return self._scrub(cause_prompt(follow_up_preamble(earlier)))
-
-
-class _LoopOutside:
-    """The Repair loop's view of this Run: git in the Worktree, GitHub, and Repair sessions."""
-
-    def __init__(
-        self,
-        delivery: Delivery,
-        ref: IssueRef,
-        worktree: Worktree,
-        sessions: Sessions,
-        record: Run,
-        base: str,
-        pull: PullRequestInfo,
-    ) -> None:
-        self.base_branch = base
-        self._d = delivery
-        self._gh = delivery._github
-        self._ref = ref
-        self._worktree = worktree
-        self._sessions = sessions
-        self._record = record
-        self._pull = pull
-
-    def progress(self, line: str) -> None:
-        self._d.say(line)
-
-    def merge_base(self) -> BaseMerge:
-        self._d._check_interrupt()
-        self._worktree.fetch(self.base_branch)
-        base_sha = self._worktree.remote_sha(self.base_branch) or ""
-        outcome = self._worktree.merge(f"origin/{self.base_branch}")
-        if outcome.status == "merged":
-            self.progress(f"merged origin/{self.base_branch} at {base_sha[:7]} into the branch")
-        return BaseMerge(outcome.status, base_sha, outcome.conflicted_paths)
-
-    def merge_problem(self, base_sha: str) -> str | None:
-        if self._worktree.merge_in_progress():
-            return f"the merge of origin/{self.base_branch} is still in progress after the Repair"
-        if not self._worktree.is_ancestor(base_sha):
-            return f"origin/{self.base_branch} is not merged into the branch after the Repair"
-        return None
-
-    def push(self) -> str:
-        self._d._check_interrupt()
-        if self._worktree.is_dirty():
-            self._worktree.commit_all("thirdshift: work the Repair left uncommitted")
-        self._worktree.push(self._pull.head_ref)
-        head = self._worktree.head()
-        self._d._store.update_run(self._record.id, head_sha=head)
-        return head
-
-    def head(self) -> str:
-        if self._worktree.is_dirty():
-            self._worktree.commit_all("thirdshift: work the Repair left uncommitted")
-        return self._worktree.head()
-
-    def watch_ci(self, head: str) -> CiResult:
-        settings = self._d._settings
-        return watch_ci(
-            _Checks(self._gh, self._ref),
-            head,
-            grace_seconds=settings.ci_grace_seconds,
-            poll_seconds=settings.ci_poll_seconds,
-            progress=self.progress,
-            interrupt=self._d._interrupt,
-            timeout_seconds=settings.ci_timeout_seconds,
-        )
-
-    def inherited(self, failed: Sequence[str], base_sha: str) -> tuple[str, ...]:
-        checks = _Checks(self._gh, self._ref)
-        return inherited_failures(
-            failed, checks.check_runs(base_sha), checks.commit_statuses(base_sha)
-        )
-
-    def base_moved(self, base_sha: str) -> bool:
-        self._worktree.fetch(self.base_branch)
-        return (self._worktree.remote_sha(self.base_branch) or base_sha) != base_sha
-
-    def repair(
-        self,
-        number: int,
-        cause: str,
-        conflict: BaseMerge | None,
-        ci: CiResult | None,
-        inherited: Sequence[str],
-    ) -> None:
-        self._d._check_interrupt()
-        if conflict is not None:
-            prompt = self._d.repair_prompt(
-                self._record,
-                lambda preamble: conflict_prompt(
-                    preamble,
-                    base_branch=self.base_branch,
-                    issue_branch=self._pull.head_ref,
-                    paths=conflict.conflicted_paths,
-                ),
-            )
-        else:
-            assert ci is not None
-            failed = [
-                FailedCheck(check.name, self._log_tail(check))
-                for check in ci.failed_checks
-                if check.name not in inherited
-            ]
-            prompt = self._d.repair_prompt(
-                self._record,
-                lambda preamble: ci_fix_prompt(
-                    preamble, head=ci.head, failed=failed, inherited=inherited
-                ),
-            )
-        self._sessions.run(f"repair-{number}", prompt)
-
-    def _log_tail(self, check: CheckRun) -> str:
-        if check.job_id is None:
-            return "(no log: not a GitHub Actions job)"
-        try:
-            return self._gh.job_log_tail(
-                self._ref.owner, self._ref.repo, check.job_id, max_chars=LOG_TAIL_CHARS
-            )
-        except ThirdshiftError as problem:
-            return f"(the log could not be read: {problem})"
-
-    def rerun_failed(self, checks: Sequence[CheckRun]) -> None:
-        for run_id in sorted({check.run_id for check in checks if check.run_id is not None}):
-            self._gh.rerun_failed_jobs(self._ref.owner, self._ref.repo, run_id)
-        # GitHub registers the new attempts a little later: until it does, the old failures
-        # are all a watch would see. Wait (at most the grace period) for newer check runs.
-        if not checks:
-            return
-        head = checks[0].head_sha
-        settings = self._d._settings
-        deadline = time.monotonic() + settings.ci_grace_seconds
-        old = {check.name: check.id for check in checks}
-        while time.monotonic() < deadline:
-            newest = {
-                c.name: c.id
-                for c in latest_per_name(self._gh.check_runs(self._ref.owner, self._ref.repo, head))
-            }
-            if all(newest.get(name, 0) > old_id for name, old_id in old.items()):
-                return
-            if self._d._interrupt.wait(settings.ci_poll_seconds):
-                raise Interrupted("interrupted")
-        self.progress("the re-run's checks did not appear within the grace period")
-
-    def self_merge(self, head: str) -> None:
-        pull = self._gh.wait_for_mergeable(
-            self._ref.owner, self._ref.repo, self._pull.number, timeout=60
-        )
-        if pull.draft:
-            self._gh.mark_ready(self._ref.owner, self._ref.repo, pull.number)
-        try:
-            self._gh.merge_pull(
-                self._ref.owner,
-                self._ref.repo,
-                pull.number,
-                sha=head,
-                title=f"{pull.title} (#{pull.number})",
-                message=f"Closes #{self._ref.number}",
-            )
-        except MergeRefused as refusal:
-            raise MergeRefusedError(str(refusal)) from refusal
-        self.progress(f"merged {pull.html_url} at {head[:7]}")
-
-
-class _Checks:
-    def __init__(self, github: GitHub, ref: IssueRef) -> None:
-        self._gh = github
-        self._ref = ref
-
-    def check_runs(self, sha: str) -> tuple[CheckRun, ...]:
-        return self._gh.check_runs(self._ref.owner, self._ref.repo, sha)
-
-    def commit_statuses(self, sha: str) -> tuple[CommitStatus, ...]:
-        return self._gh.commit_statuses(self._ref.owner, self._ref.repo, sha)
