@@ -124,14 +124,15 @@ class Delivery:
                 )
             base = choice.open_pull.base_ref
         worktree_path = self._settings.home / "worktrees" / f"{owner}-{name}-{choice.branch}"
-        left = clone.unpushed_work(worktree_path)
-        if left is not None:
-            raise ThirdshiftError(
-                f"the worktree {worktree_path} from an earlier Run holds work that is not on "
-                f"origin ({left}); push it, or remove the worktree if it is not wanted"
-            )
         repository = self._store.ensure_repository(owner, name)
         with LeaseKeeper(self._store, repository, number, self._settings.lease_seconds) as lease:
+            # Under the Lease: a live Run's Worktree is that Run's business, not left-overs.
+            left = clone.unpushed_work(worktree_path)
+            if left is not None:
+                raise ThirdshiftError(
+                    f"the worktree {worktree_path} from an earlier Run holds work that is not on "
+                    f"origin ({left}); push it, or remove the worktree if it is not wanted"
+                )
             if choice.continuation:
                 self.say(f"continuing {choice.branch}, which an earlier Run left on origin")
             record = self._store.start_run(
