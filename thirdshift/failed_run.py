@@ -117,14 +117,9 @@ class Salvage:
         to_draft = pull is not None and pull.state == "open" and not pull.draft and not policy
         if to_draft and pull is not None and self._to_draft(pull):
             self._progress(f"turned {pull.html_url} back to draft")
-        self._store.finish_run(
-            self._run.id,
-            "refused" if policy else "failed",
-            cause=cause,
-            killed_work="\n".join(failed.killed_work) or None,
-            last_session_log=str(failed.last_log) if failed.last_log else None,
-            head_sha=head,
-            pull_request_number=pull.number if pull else None,
+        self._attempt(
+            "recording the Failed run",
+            lambda: self._record(failed, cause, policy, head, pull),
         )
         self._attempt("commenting on the issue", lambda: self._comment(failed, cause, head, pull))
         # Work kept only in the Worktree must not invite another Run on top of it.
@@ -141,6 +136,24 @@ class Salvage:
             open_pull_url=open_url,
             last_lines=tuple(lines),
             kept_worktree=kept is not None,
+        )
+
+    def _record(
+        self,
+        failed: FailedRun,
+        cause: str,
+        policy: bool,
+        head: str | None,
+        pull: PullRequestInfo | None,
+    ) -> None:
+        self._store.finish_run(
+            self._run.id,
+            "refused" if policy else "failed",
+            cause=cause,
+            killed_work="\n".join(failed.killed_work) or None,
+            last_session_log=str(failed.last_log) if failed.last_log else None,
+            head_sha=head,
+            pull_request_number=pull.number if pull else None,
         )
 
     def _save_work(
