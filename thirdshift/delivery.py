@@ -31,7 +31,7 @@ from thirdshift.github_records import (
 )
 from thirdshift.harnesses import Harness
 from thirdshift.issue_url import IssueRef
-from thirdshift.preamble import follow_up_preamble
+from thirdshift.preamble import follow_up_preamble, run_history
 from thirdshift.prompts import (
     PULL_REQUEST_FILE,
     implement_prompt,
@@ -283,16 +283,8 @@ class Delivery:
         if not earlier:
             return ""
         last = earlier[0]
-        sessions = [
-            (
-                session.kind,
-                session.final_message,
-                [event.summary for event in self._store.session_events(session.id, last=50)],
-            )
-            for session in self._store.run_sessions(last.id)
-        ]
         ending = f"The earlier Run ended {last.state}" + (f": {last.cause}" if last.cause else "")
-        return self._scrub(f"{follow_up_preamble(sessions)}{ending}.\n")
+        return self._scrub(f"{follow_up_preamble(run_history(self._store, last.id))}{ending}.\n")
 
     # -- steps ---------------------------------------------------------------------------------
 

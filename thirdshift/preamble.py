@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from thirdshift.store import Store
+
 RESUME_CAP_TOKENS = 4000
 EVENTS_IN_RESUME = 50
 
@@ -61,6 +63,22 @@ def _split_slash_command(prompt: str) -> tuple[str, str]:
     if first.startswith("/"):
         return first + newline, rest
     return "", prompt
+
+
+def run_history(
+    store: Store, run_id: int, *, ended_only: bool = False
+) -> list[tuple[str, str | None, list[str]]]:
+    """A Run's sessions as ``follow_up_preamble`` takes them, read from the database: kind,
+    final message and the last Session event summaries of each, oldest first."""
+    return [
+        (
+            session.kind,
+            session.final_message,
+            [event.summary for event in store.session_events(session.id, last=EVENTS_IN_RESUME)],
+        )
+        for session in store.run_sessions(run_id)
+        if session.state == "ended" or not ended_only
+    ]
 
 
 FOLLOW_UP_CAP_TOKENS = 2000

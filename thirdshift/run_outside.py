@@ -12,7 +12,7 @@ from thirdshift.git import Worktree
 from thirdshift.github import GitHub, MergeRefused
 from thirdshift.github_records import CheckRun, CommitStatus, PullRequestInfo
 from thirdshift.issue_url import IssueRef
-from thirdshift.preamble import follow_up_preamble
+from thirdshift.preamble import follow_up_preamble, run_history
 from thirdshift.prompts import FailedCheck, ci_fix_prompt, conflict_prompt
 from thirdshift.repair_loop import BaseMerge, MergeRefusedError
 from thirdshift.scrub import Scrubber
@@ -65,15 +65,7 @@ class RunLoopOutside:
     def _repair_prompt(self, cause_prompt: Callable[[str], str]) -> str:
         """A Repair's prompt: what the earlier sessions of this Run did (from the database),
         then the cause."""
-        earlier = [
-            (
-                session.kind,
-                session.final_message,
-                [event.summary for event in self._store.session_events(session.id, last=50)],
-            )
-            for session in self._store.run_sessions(self._record.id)
-            if session.state == "ended"
-        ]
+        earlier = run_history(self._store, self._record.id, ended_only=True)
         return self._scrub(cause_prompt(follow_up_preamble(earlier)))
 
     def merge_base(self) -> BaseMerge:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.git_client import git_as
 from thirdshift.errors import SandboxError
 from thirdshift.sandbox_git import (
     ZERO_SHA,
@@ -30,7 +31,6 @@ from thirdshift.sandbox_git import (
 )
 
 TOKEN = "ghs_sandboxtoken123"
-CREDENTIAL_HELPER = '!f() { echo username=x-access-token; echo "password=$SANDBOX_TOKEN"; }; f'
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -133,33 +133,7 @@ class GitWorld:
         self, *args: str, cwd: Path, token: str | None = TOKEN, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         """Run the real git client; the token reaches it only through the credential helper."""
-        env = git_env(
-            {
-                "GIT_AUTHOR_NAME": "Ada Agent",
-                "GIT_AUTHOR_EMAIL": "ada@example.com",
-                "GIT_COMMITTER_NAME": "Ada Agent",
-                "GIT_COMMITTER_EMAIL": "ada@example.com",
-                "GIT_ASKPASS": "",
-                "SSH_ASKPASS": "",
-            }
-        )
-        env.pop("SANDBOX_TOKEN", None)
-        helper = ["-c", "credential.helper="]
-        if token is not None:
-            env["SANDBOX_TOKEN"] = token
-            helper += ["-c", f"credential.helper={CREDENTIAL_HELPER}"]
-        done = subprocess.run(
-            ["git", *helper, "-c", "init.defaultBranch=main", *args],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if check and done.returncode != 0:
-            raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
-        return done
+        return git_as(token, *args, cwd=cwd, login="ada", check=check)
 
     def clone(self, owner: str, name: str, into: str) -> Path:
         self.git("clone", "--quiet", self.remote(owner, name), into, cwd=self.tmp)

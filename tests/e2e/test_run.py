@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ from tests.support.run_world import (
     pull_request_file,
     running,
     start_world,
-    stop_world,
     write_file_command,
 )
 from thirdshift.sandbox_model import codex_config_args, codex_env
@@ -56,14 +54,6 @@ def fix_and_commit() -> list[dict[str, Any]]:
         },
         {"text": "Fixed add() and wrote the pull request."},
     ]
-
-
-@pytest.fixture
-def worlds() -> Iterator[list[RunWorld]]:
-    made: list[RunWorld] = []
-    yield made
-    for world in made:
-        stop_world(world)
 
 
 def test_a_fresh_issue_ends_with_a_ready_green_pull_request(

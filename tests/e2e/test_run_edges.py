@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,21 +18,12 @@ from tests.support.run_world import (
     RunWorld,
     bash,
     start_world,
-    stop_world,
     write_file_command,
 )
 
 pytestmark = pytest.mark.real_cli
 
 MARKER = "calc.add(2, 3) returns -1"
-
-
-@pytest.fixture
-def worlds() -> Iterator[list[RunWorld]]:
-    made: list[RunWorld] = []
-    yield made
-    for world in made:
-        stop_world(world)
 
 
 def labels(world: RunWorld) -> list[str]:
