@@ -26,9 +26,9 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from thirdshift.harness_claude import ClaudeHarness
-from thirdshift.harness_codex import CodexHarness
 from thirdshift.harnesses import Harness
+from thirdshift.harnesses.claude import ClaudeHarness
+from thirdshift.harnesses.codex import CodexHarness
 
 BIG_RESULT_EVERY = 500  # one tool result in this many carries a big output
 BIG_RESULT_BYTES = 256 * 1024

@@ -1,7 +1,9 @@
-"""The composition root of a Run: the one place real adapters are built and wired together.
+"""The composition root of a Run: the one place real adapters, the scrubber and the clock are
+built and wired together.
 
 Both ``thirdshift run`` and ``thirdshift demo`` come through here, so the demo runs exactly
-what a user runs.
+what a user runs. Below this module nothing reads the process environment, builds an adapter
+or makes its own scrubber: each receives what it needs from here.
 """
 
 from __future__ import annotations
@@ -9,12 +11,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 
-from thirdshift.delivery import Delivery, RunRequest
-from thirdshift.errors import ConfigError, Interrupted, ThirdshiftError
+from thirdshift.clock import SystemClock
+from thirdshift.errors import ConfigError, ThirdshiftError
+from thirdshift.git import Identity, ManagedClone
 from thirdshift.github import GitHub
 from thirdshift.harnesses import harness_named
 from thirdshift.issue_url import IssueRef, check_same_host
+from thirdshift.records import RepoInfo
+from thirdshift.runs import Delivery, RunRequest
 from thirdshift.scrub import Scrubber
+from thirdshift.sessions.cli_outside import CliSessions
 from thirdshift.settings import Settings
 from thirdshift.store import Store
 
@@ -40,22 +46,53 @@ def run_issue(
 
     check_same_host(request.issue, settings.github_api_url)
     harness = harness_named(settings.harness, extra_args=settings.harness_args)
+    # Every wait (GitHub's retries and rate limits, CI polls) ends at once on Ctrl-C or SIGTERM.
+    clock = SystemClock(interrupt)
+    identity = Identity(settings.git_user_name, settings.git_user_email)
 
-    def sleep(seconds: float) -> None:
-        """GitHub's retry and rate-limit waits end at once on Ctrl-C or SIGTERM."""
-        if interrupt.wait(seconds):
-            raise Interrupted("interrupted")
+    def clone_of(ref: IssueRef, repo: RepoInfo) -> ManagedClone:
+        return ManagedClone(
+            settings.home,
+            ref.owner,
+            ref.repo,
+            repo.clone_url,
+            token,
+            identity,
+            scrub=scrub,
+            environ=environ,
+        )
 
-    store = Store.open(settings.effective_database_url)
+    # The agent commits as the factory: its HOME may hold no git identity at all.
+    agent_environ = {
+        **environ,
+        "GIT_AUTHOR_NAME": identity.name,
+        "GIT_AUTHOR_EMAIL": identity.email,
+        "GIT_COMMITTER_NAME": identity.name,
+        "GIT_COMMITTER_EMAIL": identity.email,
+    }
+    store = Store.open(settings.effective_database_url, clock=clock)
     try:
         delivery = Delivery(
             settings=settings,
-            github=GitHub(settings.github_api_url, token, progress=say, sleep=sleep),
+            github=GitHub(settings.github_api_url, token, scrub=scrub, clock=clock, progress=say),
             store=store,
-            harness=harness,
+            session_source=CliSessions(
+                harness=harness,
+                store=store,
+                environ=agent_environ,
+                logs_dir=settings.home / "logs",
+                watchdogs=settings.session_watchdogs,
+                grace_seconds=settings.session_stop_grace_seconds,
+                interrupt=interrupt,
+                progress=say,
+                scrub=scrub,
+                clock=clock,
+                model=settings.model,
+            ),
+            clones=clone_of,
             environ=environ,
-            token=token,
             scrub=scrub,
+            clock=clock,
             progress=say,
             interrupt=interrupt,
             emit_url=emit_url,

@@ -54,10 +54,12 @@ def main() -> None:
 def config_command() -> None:
     """Check the configuration and the database, and show the settings in force (the token is
     never shown)."""
+    import os
+
     from thirdshift.settings import load_settings
     from thirdshift.store import Store, redact_url
 
-    settings = _guarded(load_settings)
+    settings = _guarded(lambda: load_settings(os.environ))
     store = _guarded(lambda: Store.open(settings.effective_database_url))
     store.close()
     click.echo(f"home: {settings.home}")
@@ -111,8 +113,7 @@ def run_command(
     2 on a usage error."""
     import os
 
-    from thirdshift.bootstrap import run_issue
-    from thirdshift.delivery import RunRequest
+    from thirdshift.bootstrap import RunRequest, run_issue
     from thirdshift.errors import UsageError
     from thirdshift.issue_url import parse_issue_url
     from thirdshift.settings import load_settings
@@ -121,7 +122,8 @@ def run_command(
         ref = parse_issue_url(issue_url)
     except UsageError as error:
         raise click.UsageError(str(error)) from None
-    settings = _guarded(load_settings)
+    environ = dict(os.environ)
+    settings = _guarded(lambda: load_settings(environ))
     overrides = {key: value for key, value in {"harness": harness, "model": model}.items() if value}
     if overrides:
         settings = settings.model_copy(update=overrides)
@@ -132,7 +134,7 @@ def run_command(
             status = run_issue(
                 settings,
                 RunRequest(issue=ref, merge=merge, base=base),
-                environ=dict(os.environ),
+                environ=environ,
                 progress=progress,
                 emit_url=lambda url: click.echo(url),
                 interrupt=interrupt,
@@ -159,7 +161,7 @@ def sandbox() -> None:
 @click.option("--port", default=0, show_default="a free port", help="Port on 127.0.0.1.")
 def sandbox_serve(root: Path, port: int) -> None:
     """Serve the GitHub stand-in; print its API URL on stdout once it is ready."""
-    from thirdshift.sandbox_github import GitHubStandIn
+    from thirdshift.sandbox.github.server import GitHubStandIn
 
     progress = Progress()
     root.mkdir(parents=True, exist_ok=True)
@@ -191,7 +193,7 @@ def sandbox_serve(root: Path, port: int) -> None:
 )
 def sandbox_model(script_path: Path, port: int, request_log: Path | None) -> None:
     """Serve the scripted model server; print its base URL on stdout once it is ready."""
-    from thirdshift.sandbox_model import ModelScript, ScriptedModelServer
+    from thirdshift.sandbox.model.server import ModelScript, ScriptedModelServer
 
     progress = Progress()
     script = _guarded(lambda: ModelScript.load(script_path))
@@ -219,7 +221,7 @@ def demo_command(root: Path | None, keep: bool) -> None:
     """Start both sandbox servers with a demo repository and a Ready issue, and run thirdshift on
     it with the real Claude Code CLI. Prints the pull request URL on stdout; exit status as for
     `thirdshift run`."""
-    from thirdshift.demo import run_demo
+    from thirdshift.sandbox.demo import run_demo
 
     progress = Progress()
     interrupt = threading.Event()

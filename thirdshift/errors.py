@@ -7,6 +7,8 @@ exceptions are translated where they are caught (``raise ... from exc``).
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class ThirdshiftError(Exception):
     """Root of every error thirdshift raises on purpose. Exit status 1 unless a subclass says."""
@@ -48,3 +50,34 @@ class GitError(ThirdshiftError):
 class PushRejected(GitError):
     """The remote refused a push (a non-fast-forward update, or a rule on the remote). thirdshift
     never forces: the caller fetches and merges, or records a Failed run."""
+
+
+class GitHubError(ThirdshiftError):
+    """A GitHub request failed for good. ``status`` is GitHub's HTTP status, or None when GitHub
+    could not be reached; ``detail`` is GitHub's own message, when it gave one. The message names
+    the request and the fix, never the token."""
+
+    def __init__(self, message: str, status: int | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
+class NotFound(GitHubError):
+    """GitHub answered 404: the object does not exist, or the token cannot see it."""
+
+
+class MergeRefused(GitHubError):
+    """GitHub refused a merge (405, 409 or 422); ``status`` and ``detail`` say why, as GitHub
+    put it (a moved head, a failing required check, a draft, a conflict)."""
+
+
+class RateLimited(GitHubError):
+    """GitHub's rate limit did not reset within the wait thirdshift allows; ``resets_at`` is
+    when GitHub said it resets (None when it did not say)."""
+
+    def __init__(
+        self, message: str, status: int | None, detail: str, resets_at: datetime | None
+    ) -> None:
+        super().__init__(message, status, detail)
+        self.resets_at = resets_at

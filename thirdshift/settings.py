@@ -9,7 +9,6 @@ back to a default.
 
 from __future__ import annotations
 
-import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,13 +17,15 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+from pydantic_settings.sources.utils import parse_env_vars
 
 from thirdshift.errors import ConfigError
-from thirdshift.process import Watchdogs
+from thirdshift.records import Watchdogs
 
 ENV_PREFIX = "THIRDSHIFT_"
 PUBLIC_GITHUB_API = "https://api.github.com"
@@ -128,8 +129,9 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=config_file(os.environ))
-        return (init_settings, env_settings, toml)
+        # Only what ``load_settings`` hands over: it reads the environment it is given and the
+        # file itself, so nothing here looks at the process environment behind the root's back.
+        return (init_settings,)
 
     @property
     def session_watchdogs(self) -> Watchdogs:
@@ -185,16 +187,31 @@ def _check_keys(path: Path, values: Mapping[str, Any], environ: Mapping[str, str
             )
 
 
-def load_settings() -> Settings:
-    """Build the Settings from the process environment and the config file, or raise
-    ConfigError naming the file or variable and the key at fault."""
-    environ = os.environ
+class _EnvironSource(EnvSettingsSource):
+    """The ``THIRDSHIFT_*`` variables (and ``GITHUB_TOKEN``) of the environment the composition
+    root passed in, parsed as pydantic-settings parses the process environment."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(
+            self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
+        )
+
+
+def load_settings(environ: Mapping[str, str]) -> Settings:
+    """Build the Settings from ``environ`` (the composition root's environment) and the config
+    file, or raise ConfigError naming the file or variable and the key at fault."""
     path = config_file(environ)
     file_values = _read_file(path)
     _check_keys(path, file_values, environ)
     home = default_home(environ)
     try:
-        return Settings(home=home)
+        from_file = TomlConfigSettingsSource(Settings, toml_file=path)()
+        from_environment = _EnvironSource(Settings, environ)()
+        return Settings(**{**from_file, **from_environment, "home": home})
     except ValidationError as exc:
         raise _explain(exc, path, file_values, environ) from exc
 

@@ -17,8 +17,8 @@ from github import Auth, Github
 
 from tests.support.git_client import git_as
 from tests.support.openapi import ContractViolation, OpenAPIDescription, description_path
-from thirdshift.sandbox_client import SandboxClient
-from thirdshift.sandbox_github import API_PREFIX, Exchange, GitHubStandIn
+from thirdshift.sandbox.client import SandboxClient
+from thirdshift.sandbox.github.server import API_PREFIX, Exchange, GitHubStandIn
 
 OWNER, NAME = "acme", "widgets"
 FULL_NAME = f"{OWNER}/{NAME}"

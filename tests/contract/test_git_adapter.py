@@ -1,6 +1,6 @@
 """The managed clone and its Worktrees against real git over smart HTTP (the GitHub stand-in).
 
-Every test runs real ``git`` through ``thirdshift.git`` against the stand-in's bare
+Every test runs real ``git`` through ``thirdshift.git.clone`` against the stand-in's bare
 repositories, which check the token and refuse non-fast-forward pushes. ``sandbox.push`` plays
 someone else pushing to the same repository.
 """
@@ -21,6 +21,7 @@ import pytest
 from tests.contract.conftest import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
 from thirdshift.errors import GitError, PushRejected
 from thirdshift.git import Identity, ManagedClone, MergeOutcome, Worktree
+from thirdshift.scrub import Scrubber
 
 FACTORY = Identity("thirdshift factory", "factory@thirdshift.invalid")
 
@@ -35,12 +36,14 @@ def _clone(
         f"{sandbox.stand_in.web_url}/{FULL_NAME}.git",
         token if token is not None else TOKENS[login],
         FACTORY,
+        scrub=Scrubber([token if token is not None else TOKENS[login]]),
+        environ=os.environ,  # read at each command, so a test's setenv is seen
         timeout=60,
     )
 
 
 def _git(cwd: Path, *args: str) -> str:
-    """Plain git, for looking at what thirdshift.git left behind."""
+    """Plain git, for looking at what thirdshift.git.clone left behind."""
     done = subprocess.run(
         ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=True
     )
@@ -518,7 +521,15 @@ def test_two_instances_on_one_path_share_the_clone_and_follow_a_new_url(
 ) -> None:
     """A second ManagedClone on the same path reuses the clone, with origin's URL updated."""
     unreachable = ManagedClone(
-        home, OWNER, NAME, "http://127.0.0.1:9/acme/widgets.git", TOKENS["wes"], FACTORY, 30
+        home,
+        OWNER,
+        NAME,
+        "http://127.0.0.1:9/acme/widgets.git",
+        TOKENS["wes"],
+        FACTORY,
+        scrub=Scrubber([TOKENS["wes"]]),
+        environ=os.environ,
+        timeout=30,
     )
     with pytest.raises(GitError):
         unreachable.sync()
@@ -588,7 +599,17 @@ def silent_server() -> Iterator[str]:
 
 def test_a_git_command_that_hangs_is_stopped_at_the_timeout(home: Path, silent_server: str) -> None:
     """A remote that never answers: the fetch is killed at the timeout, a GitError says so."""
-    clone = ManagedClone(home, OWNER, NAME, silent_server, "ghs_unused", FACTORY, timeout=1)
+    clone = ManagedClone(
+        home,
+        OWNER,
+        NAME,
+        silent_server,
+        "ghs_unused",
+        FACTORY,
+        scrub=Scrubber(["ghs_unused"]),
+        environ=os.environ,
+        timeout=1,
+    )
     with pytest.raises(GitError) as caught:
         clone.sync()
     message = str(caught.value)

@@ -1,4 +1,4 @@
-"""The GitHub adapter (``thirdshift.github.GitHub``) against the real GitHub stand-in: every
+"""The GitHub adapter (``thirdshift.github.adapter.GitHub``) against the real GitHub stand-in: every
 method, the records it returns, its retries, rate-limit waits and error messages.
 
 Set-up that the adapter has no method for (opening issues, reading a workflow run's attempt) goes
@@ -8,17 +8,20 @@ through PyGithub as another user, as the stand-in's own contract tests do.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from github import GithubException
 
 from tests.contract.conftest import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
-from thirdshift.github import GitHub, GitHubError, MergeRefused, NotFound, RateLimited
-from thirdshift.github_records import CheckRun, PullRequestInfo
+from thirdshift.errors import GitHubError, MergeRefused, NotFound, RateLimited
+from thirdshift.github import GitHub
+from thirdshift.records import CheckRun, PullRequestInfo
+from thirdshift.scrub import Scrubber
 
 MARKER = "<!-- thirdshift:failed-run -->"
 CHATTY = "gadgets"
@@ -31,13 +34,20 @@ CHATTY_CHECKS = {
 
 @dataclass
 class Seen:
-    """What the adapter reported: progress lines and the waits it asked for."""
+    """What the adapter reported: progress lines and the waits it asked for. It is the
+    adapter's clock too: real time (the stand-in's rate-limit resets are real), instant waits."""
 
     lines: list[str] = field(default_factory=list)
     waits: list[float] = field(default_factory=list)
 
     def progress(self, line: str) -> None:
         self.lines.append(line)
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
 
     def sleep(self, seconds: float) -> None:
         self.waits.append(seconds)
@@ -48,11 +58,13 @@ def adapter(
 ) -> tuple[GitHub, Seen]:
     """The adapter as ``login`` (or with ``token``), with a recorded, instant sleep."""
     seen = Seen()
+    secret = token if token is not None else TOKENS[login]
     github = GitHub(
         sandbox.stand_in.api_url,
-        token if token is not None else TOKENS[login],
+        secret,
+        scrub=Scrubber([secret]),
+        clock=seen,
         progress=seen.progress,
-        sleep=seen.sleep,
         **options,
     )
     return github, seen
@@ -541,7 +553,11 @@ def test_an_unreachable_github_is_retried_then_named(sandbox: Sandbox) -> None:
     """Connection failures are retried, then GitHubError names the request and the setting."""
     seen = Seen()
     github = GitHub(
-        "http://127.0.0.1:9/api/v3", TOKENS["wes"], progress=seen.progress, sleep=seen.sleep
+        "http://127.0.0.1:9/api/v3",
+        TOKENS["wes"],
+        scrub=Scrubber([TOKENS["wes"]]),
+        clock=seen,
+        progress=seen.progress,
     )
     with pytest.raises(GitHubError) as caught:
         github.authenticated_login()

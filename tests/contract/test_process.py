@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from thirdshift.process import (
+from thirdshift.harnesses.process import (
     STDERR_TAIL_BYTES,
     ProcessEnding,
     ProcessStartError,

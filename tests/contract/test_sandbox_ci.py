@@ -13,8 +13,8 @@ import pytest
 
 from tests.contract.test_sandbox_git import GitWorld, make_source, serving
 from thirdshift.errors import SandboxError
-from thirdshift.sandbox_ci import SimulatedCI
-from thirdshift.sandbox_git import BareRepos
+from thirdshift.sandbox.ci import SimulatedCI
+from thirdshift.sandbox.git_http import BareRepos
 
 
 @dataclass

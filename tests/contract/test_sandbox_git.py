@@ -22,7 +22,7 @@ import pytest
 
 from tests.support.git_client import git_as
 from thirdshift.errors import SandboxError
-from thirdshift.sandbox_git import (
+from thirdshift.sandbox.git_http import (
     ZERO_SHA,
     BareRepos,
     GitHttpRequest,

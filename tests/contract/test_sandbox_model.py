@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from thirdshift.errors import SandboxError
-from thirdshift.sandbox_model import (
+from thirdshift.sandbox.model.server import (
     ModelScript,
     ScriptedModelServer,
     claude_env,

@@ -10,7 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from thirdshift.errors import StoreError
-from thirdshift.store import SessionEvent, Store, utcnow
+from thirdshift.records import SessionEvent
+from thirdshift.store import Store, utcnow
 
 
 @pytest.fixture

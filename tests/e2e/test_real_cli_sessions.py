@@ -24,7 +24,7 @@ from tests.support.real_cli import (
     run_cli,
     session_id,
 )
-from thirdshift.sandbox_model import ModelScript, ScriptedModelServer
+from thirdshift.sandbox.model.server import ModelScript, ScriptedModelServer
 
 pytestmark = pytest.mark.real_cli
 

@@ -24,7 +24,7 @@ from tests.support.run_world import (
     start_world,
     write_file_command,
 )
-from thirdshift.sandbox_model import codex_config_args, codex_env
+from thirdshift.sandbox.model.server import codex_config_args, codex_env
 
 pytestmark = pytest.mark.real_cli
 

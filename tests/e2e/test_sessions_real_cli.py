@@ -16,8 +16,8 @@ import pytest
 
 from tests.support.real_cli import Harness, cli_path, make_git_repo
 from thirdshift.harnesses import harness_named
-from thirdshift.process import Watchdogs
-from thirdshift.sandbox_model import (
+from thirdshift.records import Watchdogs
+from thirdshift.sandbox.model.server import (
     ModelScript,
     ScriptedModelServer,
     claude_env,
@@ -25,8 +25,8 @@ from thirdshift.sandbox_model import (
     codex_env,
 )
 from thirdshift.scrub import Scrubber
-from thirdshift.session_runner import CliOutside, log_stamp, session_log_paths
 from thirdshift.sessions import SessionEnding, SessionInterrupted, Sessions
+from thirdshift.sessions.cli_outside import CliOutside, log_stamp, session_log_paths
 from thirdshift.store import Store
 
 pytestmark = pytest.mark.real_cli

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import pytest
 
-from thirdshift.sandbox_model import (
+from thirdshift.sandbox.model.server import (
     ScriptedModelServer,
     claude_env,
     codex_config_args,

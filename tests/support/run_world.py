@@ -17,9 +17,9 @@ from typing import Any
 
 from tests.support.git_client import git_as
 from tests.support.real_cli import BIN_DIR, cli_path
-from thirdshift.sandbox_client import SandboxClient
-from thirdshift.sandbox_github import GitHubStandIn
-from thirdshift.sandbox_model import ModelScript, ScriptedModelServer, claude_env
+from thirdshift.sandbox.client import SandboxClient
+from thirdshift.sandbox.github import GitHubStandIn
+from thirdshift.sandbox.model.server import ModelScript, ScriptedModelServer, claude_env
 
 OWNER = "acme"
 NAME = "calculator"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from thirdshift.branches import branch_number, choose_issue_branch
 from thirdshift.errors import ThirdshiftError
-from thirdshift.github_records import PullRequestInfo
+from thirdshift.records import PullRequestInfo
+from thirdshift.runs.branches import branch_number, choose_issue_branch
 
 
 def pull(

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from dataclasses import dataclass, field
 
 import pytest
 
-from thirdshift.ci_watch import inherited_failures, summarize, watch_ci
+from thirdshift.clock import ManualClock
 from thirdshift.errors import Interrupted, ThirdshiftError
-from thirdshift.github_records import CheckRun, CommitStatus
+from thirdshift.records import CheckRun, CommitStatus
+from thirdshift.runs.ci_watch import CiResult, inherited_failures, summarize, watch_ci
 
 HEAD = "abcdef1234567890abcdef1234567890abcdef12"
 
@@ -41,34 +41,27 @@ class ScriptedChecks:
 
 @dataclass
 class FakeClock:
-    """Time moves only when the watch waits."""
+    """Time moves only when the watch waits; ``now`` is the seconds it has waited so far."""
 
-    now: float = 0.0
     lines: list[str] = field(default_factory=list)
+    manual: ManualClock = field(default_factory=ManualClock)
+
+    @property
+    def now(self) -> float:
+        return self.manual.monotonic()
 
 
-class TickingEvent(threading.Event):
-    """An interrupt event whose wait advances the fake clock instead of sleeping."""
-
-    def __init__(self, clock: FakeClock, interrupt_after: float | None = None) -> None:
-        super().__init__()
-        self.clock = clock
-        self.interrupt_after = interrupt_after
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self.clock.now += timeout or 0
-        return self.interrupt_after is not None and self.clock.now >= self.interrupt_after
-
-
-def watch(checks: ScriptedChecks, clock: FakeClock, interrupt_after: float | None = None):  # type: ignore[no-untyped-def]
+def watch(
+    checks: ScriptedChecks, clock: FakeClock, interrupt_after: float | None = None
+) -> CiResult:
+    clock.manual.interrupt_after = interrupt_after
     return watch_ci(
         checks,
         HEAD,
         grace_seconds=60,
         poll_seconds=10,
         progress=clock.lines.append,
-        interrupt=TickingEvent(clock, interrupt_after),
-        clock=lambda: clock.now,
+        clock=clock.manual,
     )
 
 
@@ -124,9 +117,8 @@ def test_checks_pending_past_the_timeout_fail_the_watch_naming_them() -> None:
             grace_seconds=60,
             poll_seconds=10,
             progress=clock.lines.append,
-            interrupt=TickingEvent(clock),
+            clock=clock.manual,
             timeout_seconds=100,
-            clock=lambda: clock.now,
         )
 
 

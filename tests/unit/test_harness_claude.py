@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from thirdshift.harness_claude import ClaudeHarness, ClaudeReader
 from thirdshift.harnesses import StreamOutcome, harness_named
-from thirdshift.store import SessionEvent
+from thirdshift.harnesses.claude import ClaudeHarness, ClaudeReader
+from thirdshift.records import SessionEvent
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 PROMPT = "Fix issue 7.\nThen commit."

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from thirdshift.harness_codex import CodexHarness, CodexReader
 from thirdshift.harnesses import StreamOutcome, harness_named
-from thirdshift.sandbox_model import SANDBOX_CODEX_KEY_VAR, codex_config_args
-from thirdshift.store import SessionEvent
+from thirdshift.harnesses.codex import CodexHarness, CodexReader
+from thirdshift.records import SessionEvent
+from thirdshift.sandbox.model.server import SANDBOX_CODEX_KEY_VAR, codex_config_args
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 PROMPT = "Fix issue 7.\nThen commit."

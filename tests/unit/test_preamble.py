@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from thirdshift.preamble import count_tokens, follow_up_preamble, resume_brief
+from thirdshift.sessions.preamble import count_tokens, follow_up_preamble, resume_brief
 
 
 def test_the_prompt_is_kept_verbatim_and_the_steps_follow_in_order() -> None:

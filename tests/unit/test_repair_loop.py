@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from thirdshift.ci_watch import CiResult
-from thirdshift.github_records import CheckRun
-from thirdshift.repair_loop import (
+from thirdshift.records import CheckRun
+from thirdshift.runs.ci_watch import CiResult
+from thirdshift.runs.repair_loop import (
     BaseMerge,
     Budgets,
     BudgetSpent,

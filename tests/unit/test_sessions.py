@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from thirdshift.errors import ThirdshiftError
-from thirdshift.sessions import (
+from thirdshift.sessions.rules import (
     LaterStepFailed,
     ResumeUnknown,
     SessionEnding,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from thirdshift.settings import PUBLIC_GITHUB_API, load_settings
 
 def test_defaults_put_everything_in_the_home(home: Path) -> None:
     """With no file and no variables, the database is SQLite in the home and GitHub is public."""
-    settings = load_settings()
+    settings = load_settings(os.environ)
     assert settings.home == home
     assert settings.effective_database_url == f"sqlite:///{home / 'thirdshift.db'}"
     assert settings.github_api_url == PUBLIC_GITHUB_API
@@ -27,7 +28,7 @@ def test_the_file_is_read_and_the_environment_wins(
         'database_url = "sqlite:///from-file.db"\ngithub_api_url = "http://file.example/api"\n'
     )
     monkeypatch.setenv("THIRDSHIFT_GITHUB_API_URL", "http://env.example/api")
-    settings = load_settings()
+    settings = load_settings(os.environ)
     assert settings.database_url == "sqlite:///from-file.db"
     assert settings.github_api_url == "http://env.example/api"
 
@@ -38,7 +39,7 @@ def test_the_token_comes_from_either_variable_and_stays_hidden(
 ) -> None:
     """The token is a secret value: readable on purpose, masked in every repr."""
     monkeypatch.setenv(variable, "ghp_exampleexampleexampleexample0000")
-    settings = load_settings()
+    settings = load_settings(os.environ)
     assert settings.github_token is not None
     assert settings.github_token.get_secret_value() == "ghp_exampleexampleexampleexample0000"
     assert "ghp_" not in repr(settings)
@@ -49,7 +50,7 @@ def test_an_unknown_key_in_the_file_names_the_file_and_the_key(home: Path) -> No
     """A misspelt key stops everything with the file and key named, not a silent default."""
     (home / "config.toml").write_text('databse_url = "sqlite:///x.db"\n')
     with pytest.raises(ConfigError) as caught:
-        load_settings()
+        load_settings(os.environ)
     assert str(home / "config.toml") in str(caught.value)
     assert "'databse_url'" in str(caught.value)
     assert "database_url" in str(caught.value)
@@ -59,14 +60,14 @@ def test_a_wrong_type_in_the_file_names_the_file_and_the_key(home: Path) -> None
     """A value of the wrong type is reported against its key and file."""
     (home / "config.toml").write_text("github_api_url = 3\n")
     with pytest.raises(ConfigError, match=r"config\.toml: key 'github_api_url'"):
-        load_settings()
+        load_settings(os.environ)
 
 
 def test_an_error_never_echoes_the_offending_value(home: Path) -> None:
     """A wrong-typed token in the file is reported by key; its value may be a secret."""
     (home / "config.toml").write_text("github_token = 1234567890123\n")
     with pytest.raises(ConfigError) as caught:
-        load_settings()
+        load_settings(os.environ)
     assert "'github_token'" in str(caught.value)
     assert "1234567890123" not in str(caught.value)
 
@@ -77,28 +78,28 @@ def test_an_unknown_thirdshift_variable_is_refused(
     """THIRDSHIFT_DATABSE_URL is a typo, and a typo must not fall back to the default."""
     monkeypatch.setenv("THIRDSHIFT_DATABSE_URL", "postgresql://elsewhere/db")
     with pytest.raises(ConfigError, match="THIRDSHIFT_DATABSE_URL"):
-        load_settings()
+        load_settings(os.environ)
 
 
 def test_a_file_that_is_not_toml_is_named(home: Path) -> None:
     """Broken TOML reports the file and the parser's position."""
     (home / "config.toml").write_text("database_url = \n")
     with pytest.raises(ConfigError, match="not valid TOML"):
-        load_settings()
+        load_settings(os.environ)
 
 
 def test_the_home_cannot_be_moved_from_inside_itself(home: Path) -> None:
     """'home' in config.toml is refused with a pointer to THIRDSHIFT_HOME."""
     (home / "config.toml").write_text('home = "/elsewhere"\n')
     with pytest.raises(ConfigError, match="THIRDSHIFT_HOME"):
-        load_settings()
+        load_settings(os.environ)
 
 
 def test_session_limits_have_defaults_and_must_be_positive(home: Path) -> None:
     """The watchdogs default to generous limits; zero or negative is refused by key."""
-    watchdogs = load_settings().session_watchdogs
+    watchdogs = load_settings(os.environ).session_watchdogs
     assert watchdogs.post_result_seconds == 60
     assert watchdogs.idle_seconds == 1800
     (home / "config.toml").write_text("session_post_result_seconds = 0\n")
     with pytest.raises(ConfigError, match="'session_post_result_seconds'"):
-        load_settings()
+        load_settings(os.environ)

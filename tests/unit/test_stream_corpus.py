@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from thirdshift.harness_claude import ClaudeHarness
-from thirdshift.harness_codex import CodexHarness
-from thirdshift.harness_stream import (
+from thirdshift.harnesses import Harness, StreamOutcome
+from thirdshift.harnesses.claude import ClaudeHarness
+from thirdshift.harnesses.codex import CodexHarness
+from thirdshift.harnesses.stream import (
     MAX_PARSED_LINE,
     cut,
     decode,
@@ -21,7 +22,6 @@ from thirdshift.harness_stream import (
     one_line,
     unwrap_shell,
 )
-from thirdshift.harnesses import Harness, StreamOutcome
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 GOOD = {

@@ -1,0 +1,83 @@
+"""The one clock: every place thirdshift reads the time or waits goes through a ``Clock``.
+
+``SystemClock`` is the real one, built once at the composition root with the Run's interrupt
+event, so every wait (GitHub's retries and rate limits, CI polls, the Lease's renewals) ends at
+once on Ctrl-C or SIGTERM. ``ManualClock`` is its scripted twin for tests: time moves only when
+something sleeps on it, so a three-hour CI timeout is checked in microseconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from thirdshift.errors import Interrupted
+
+
+class Clock(Protocol):
+    """Wall time, monotonic time and an interruptible wait."""
+
+    def now(self) -> datetime:
+        """The current time, timezone-aware in UTC."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary start that never goes backwards: for durations."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``; raises ``Interrupted`` as soon as the caller is asked to stop."""
+        ...
+
+
+class SystemClock:
+    """The machine's clock. ``interrupt`` (when given) cuts every ``sleep`` short."""
+
+    def __init__(self, interrupt: threading.Event | None = None) -> None:
+        self._interrupt = interrupt
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        if self._interrupt is None:
+            time.sleep(max(0.0, seconds))
+        elif self._interrupt.wait(max(0.0, seconds)):
+            raise Interrupted("interrupted")
+
+
+class ManualClock:
+    """A clock that moves only when slept on (or ``advance``d). ``interrupt_after`` makes the
+    first sleep that reaches that many seconds from the start raise ``Interrupted``, as a
+    Ctrl-C would; ``slept`` records every wait."""
+
+    def __init__(
+        self,
+        start: datetime = datetime(2026, 1, 1, tzinfo=UTC),
+        *,
+        interrupt_after: float | None = None,
+    ) -> None:
+        self._start = start
+        self.elapsed = 0.0
+        self.interrupt_after = interrupt_after
+        self.slept: list[float] = []
+
+    def now(self) -> datetime:
+        return self._start + timedelta(seconds=self.elapsed)
+
+    def monotonic(self) -> float:
+        return self.elapsed
+
+    def advance(self, seconds: float) -> None:
+        self.elapsed += seconds
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.elapsed += max(0.0, seconds)
+        if self.interrupt_after is not None and self.elapsed >= self.interrupt_after:
+            raise Interrupted("interrupted")

@@ -1,0 +1,617 @@
+"""The managed clone and its Worktrees: every git command thirdshift runs, through GitPython.
+
+thirdshift never touches the user's checkout. For each repository it keeps its own clone under
+``$THIRDSHIFT_HOME/repos/<owner>/<name>`` and makes one Worktree per Run from it.
+
+The managed clone is a **bare** repository with an ``origin`` remote whose fetch refspec keeps
+remote-tracking branches (``refs/remotes/origin/*``), exactly as a normal clone would. Bare,
+because nothing ever works in the clone itself: it has no checkout that could go stale and no
+branch "checked out" in it, so any local branch can be made in a Worktree. Its own local
+branches are only those of its Worktrees.
+
+How git is run:
+
+- Every command is ``repo.git.<cmd>(...)`` with an explicit environment and a timeout
+  (``kill_after_timeout``); GitPython's exceptions never leave this module: a failure is a
+  ``GitError`` naming the command, the clone or Worktree, and the fix.
+- git sees no user or system configuration (``GIT_CONFIG_GLOBAL=/dev/null``,
+  ``GIT_CONFIG_NOSYSTEM=1``), never prompts (``GIT_TERMINAL_PROMPT=0``), and commits as the
+  factory's ``Identity``. The repository's locations are given explicitly (``GIT_DIR``,
+  ``GIT_COMMON_DIR``, ``GIT_OBJECT_DIRECTORY`` and, for a Worktree, ``GIT_WORK_TREE`` and
+  ``GIT_INDEX_FILE``), so the same variables inherited from the caller (say, from a git hook)
+  cannot redirect it. GitPython layers our variables over the caller's environment and cannot
+  remove one, so an inherited ``GIT_WORK_TREE`` or ``GIT_INDEX_FILE`` would still reach the
+  commands run in the bare clone (``git worktree add`` among them); thirdshift is not meant to
+  be started with either.
+- **Credentials.** The token never appears in a URL, in argv, in the clone's configuration or in
+  a message. Configuration reaches git through ``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_KEY_<n>`` /
+  ``GIT_CONFIG_VALUE_<n>`` environment variables: ``credential.helper`` is first reset, then set
+  to a tiny shell helper that answers ``get`` with ``x-access-token`` and ``$TS_GIT_TOKEN``. The
+  token itself is only in ``TS_GIT_TOKEN``, in the environment of the git processes that talk
+  to ``origin`` (``fetch``, ``ls-remote``, ``push``; and so of the helper they start). Commands
+  that may run the repository's hooks (``worktree add``, ``commit``, ``merge``) get neither the
+  helper nor the token. Error text from git is scrubbed of the token all the same.
+- Factory commits, merges and pushes run no hooks at all (``core.hooksPath`` is pinned to
+  /dev/null and ``--no-verify`` is given): the agent already ran the tests, CI judges the pull
+  request, and a hook is code the repository or the agent controls.
+- The caller's secrets never reach git's children: every inherited variable whose name says it
+  is secret (``GITHUB_TOKEN``, ``*_API_KEY``, ...) or that is a ``THIRDSHIFT_*`` setting is
+  blanked in git's environment.
+- Before each command that talks to ``origin``, configuration in the clone that could send the
+  token elsewhere or run code (``url.*``, ``remote.origin.pushurl``, ``credential.*``,
+  ``http.*``, ``include*``, ``core.sshCommand``, ``core.hooksPath``, ``core.fsmonitor``) is
+  removed: an agent can write the clone's configuration through its Worktree.
+- git runs in a process session of its own, so a second Ctrl-C in the terminal cannot kill the
+  push that saves a Failed run's work.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import git as gitpython
+
+from thirdshift.errors import GitError, PushRejected
+from thirdshift.scrub import Scrubber, looks_secret
+
+__all__ = [
+    "Identity",
+    "ManagedClone",
+    "MergeOutcome",
+    "Worktree",
+]
+
+TOKEN_VARIABLE = "TS_GIT_TOKEN"  # noqa: S105 (a variable name, not a secret)
+"""The environment variable, set only for git subprocesses, that the credential helper reads."""
+
+_CREDENTIAL_HELPER = (
+    '!f() { test "$1" = get && echo username=x-access-token && '
+    f'echo "password=${TOKEN_VARIABLE}"; }}; f'
+)
+_REMOTE = "origin"
+_REMOTE_COMMANDS = frozenset({"fetch", "ls-remote", "push"})
+_DANGEROUS_CONFIG = (
+    "url.",
+    "remote.origin.pushurl",
+    "credential",
+    "http.",
+    "include",
+    "core.sshcommand",
+    "core.hookspath",
+    "core.fsmonitor",
+)
+_TIMEOUT_PREFIX = "Timeout:"  # how GitPython reports a command it killed at kill_after_timeout
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The name and email on the factory's commits and merges (from settings)."""
+
+    name: str
+    email: str
+
+
+@dataclass(frozen=True)
+class MergeOutcome:
+    """What ``Worktree.merge`` did.
+
+    ``status`` is ``"up-to-date"`` (nothing to merge), ``"merged"`` (a merge commit or a
+    fast-forward was made) or ``"conflict"`` (the merge is left in progress; ``conflicted_paths``
+    names the unmerged paths).
+    """
+
+    status: str
+    conflicted_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Result:
+    status: int
+    stdout: str
+    stderr: str
+
+
+class _Git:
+    """Runs git commands for one place (the clone or a Worktree) with the environment above.
+
+    Only the commands that talk to ``origin`` (``fetch``, ``ls-remote``, ``push``) get the
+    credential helper and the token; the others, which may run the repository's hooks
+    (``worktree add``, ``commit``, ``merge``), never see it.
+    """
+
+    def __init__(
+        self,
+        runner: gitpython.Git,
+        place: str,
+        env: Mapping[str, str],
+        remote_env: Mapping[str, str],
+        timeout: float,
+        scrub: Scrubber,
+    ) -> None:
+        self._runner = runner
+        self._place = place
+        self._env = dict(env)
+        self._remote_env = dict(remote_env)
+        self._timeout = timeout
+        self._scrub = scrub
+
+    def run(self, *args: str, check: bool = True, fix: str = "") -> _Result:
+        """Run ``git <args>``; with ``check``, a non-zero exit raises GitError naming ``fix``."""
+        remote = args[0] in _REMOTE_COMMANDS
+        if remote:
+            self._drop_dangerous_config()
+        return self._execute(args, self._remote_env if remote else self._env, check, fix)
+
+    def _drop_dangerous_config(self) -> None:
+        """Remove configuration that could redirect the token or run code (see the module)."""
+        listed = self._execute(
+            ("config", "--local", "--name-only", "--list"), self._env, check=False, fix=""
+        )
+        for key in sorted(set(listed.stdout.split())):
+            if key.lower().startswith(_DANGEROUS_CONFIG):
+                self._execute(("config", "--local", "--unset-all", key), self._env, False, "")
+
+    def _execute(
+        self, args: Sequence[str], env: Mapping[str, str], check: bool, fix: str
+    ) -> _Result:
+        try:
+            status, stdout, stderr = self._runner.execute(
+                ["git", *args],
+                env=dict(env),
+                kill_after_timeout=self._timeout,
+                with_extended_output=True,
+                with_exceptions=False,
+                strip_newline_in_stdout=False,
+                start_new_session=True,
+            )
+        except gitpython.GitCommandNotFound as exc:
+            raise GitError(
+                f"git {args[0]} could not start in {self._place}: git is not installed or not "
+                "on PATH; install git"
+            ) from exc
+        result = _Result(int(status), str(stdout), str(stderr))
+        if check and result.status != 0:
+            raise self.error(args, result, fix)
+        return result
+
+    def error(self, args: Sequence[str], result: _Result, fix: str = "") -> GitError:
+        return GitError(self.describe(args, result, fix))
+
+    def describe(self, args: Sequence[str], result: _Result, fix: str = "") -> str:
+        command = "git " + " ".join(shlex.quote(a) for a in args)
+        if result.stderr.startswith(_TIMEOUT_PREFIX):
+            what = f"did not finish within {self._timeout:g}s and was stopped"
+            fix = "check that the remote answers, or raise the git timeout"
+        else:
+            detail = _last_lines(self._scrub(result.stderr or result.stdout))
+            what = f"failed (exit {result.status})" + (f": {detail}" if detail else "")
+        return f"{command} {what}, in {self._place}" + (f"; {fix}" if fix else "")
+
+
+def _make_git(
+    runner: gitpython.Git,
+    place: str,
+    identity: Identity,
+    token: str | None,
+    dirs: tuple[Path, Path, Path | None],
+    timeout: float,
+    scrub: Scrubber,
+    blank: tuple[str, ...],
+) -> _Git:
+    """A runner for the place whose git dir, common dir and work tree are ``dirs``."""
+    return _Git(
+        runner,
+        place,
+        _environment(identity, None, blank, *dirs),
+        _environment(identity, token, blank, *dirs),
+        timeout,
+        scrub,
+    )
+
+
+def _last_lines(text: str, count: int = 3) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("hint:")]
+    return " / ".join(lines[-count:])
+
+
+def _environment(
+    identity: Identity,
+    token: str | None,
+    blank: tuple[str, ...],
+    git_dir: Path,
+    common_dir: Path,
+    work_tree: Path | None,
+) -> dict[str, str]:
+    """The variables layered over the caller's environment for a git command: with a
+    ``token``, the credential helper and the token; with None, neither. The variables named
+    in ``blank`` (secrets of thirdshift's own environment) are emptied."""
+    config: list[tuple[str, str]] = [
+        ("credential.helper", ""),  # forget any helper configured anywhere else
+        ("core.hooksPath", os.devnull),
+        ("core.fsmonitor", "false"),
+        ("commit.gpgSign", "false"),
+        ("tag.gpgSign", "false"),
+        ("gc.auto", "0"),
+        ("maintenance.auto", "false"),
+    ]
+    if token is not None:
+        config.append(("credential.helper", _CREDENTIAL_HELPER))
+    env = dict.fromkeys(blank, "")
+    env |= {
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "",
+        "SSH_ASKPASS": "",
+        "GIT_CONFIG_PARAMETERS": "",
+        "GIT_DIR": str(git_dir),
+        "GIT_COMMON_DIR": str(common_dir),
+        "GIT_OBJECT_DIRECTORY": str(common_dir / "objects"),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": "",
+        "GIT_AUTHOR_NAME": identity.name,
+        "GIT_AUTHOR_EMAIL": identity.email,
+        "GIT_COMMITTER_NAME": identity.name,
+        "GIT_COMMITTER_EMAIL": identity.email,
+        "GIT_CONFIG_COUNT": str(len(config)),
+        TOKEN_VARIABLE: token or "",
+    }
+    if work_tree is not None:
+        env["GIT_WORK_TREE"] = str(work_tree)
+        env["GIT_INDEX_FILE"] = str(git_dir / "index")
+    for index, (key, value) in enumerate(config):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
+
+
+class ManagedClone:
+    """thirdshift's own bare clone of one repository, and the Worktrees made from it.
+
+    ``path`` is ``home / "repos" / owner / name``. Nothing is done on construction; ``sync``
+    makes the clone on first use. Two instances on the same path see the same clone.
+    """
+
+    def __init__(
+        self,
+        home: Path,
+        owner: str,
+        name: str,
+        remote_url: str,
+        token: str | None,
+        identity: Identity,
+        *,
+        scrub: Scrubber,
+        environ: Mapping[str, str],
+        timeout: float = 300.0,
+    ) -> None:
+        self.path = home / "repos" / owner / name
+        self.owner = owner
+        self.name = name
+        self.remote_url = remote_url
+        self._token = token
+        self._identity = identity
+        self._timeout = timeout
+        self._scrub = scrub
+        self._environ = environ
+
+    # -- the clone ---------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Make the clone on first use, point ``origin`` at ``remote_url`` if it changed, and
+        fetch every branch of ``origin`` (pruning branches deleted there)."""
+        git = self._git()
+        git.run("fetch", "--prune", "--quiet", _REMOTE, fix=self._remote_fix())
+
+    def remote_branches(self) -> dict[str, str]:
+        """Every branch on ``origin`` and its sha, asked of the remote now (``ls-remote``)."""
+        result = self._git().run("ls-remote", "--heads", _REMOTE, fix=self._remote_fix())
+        return _parse_heads(result.stdout)
+
+    def has_remote_branch(self, branch: str) -> bool:
+        """Whether ``origin`` has ``branch`` now (``ls-remote``)."""
+        result = self._git().run(
+            "ls-remote", "--heads", _REMOTE, f"refs/heads/{branch}", fix=self._remote_fix()
+        )
+        return branch in _parse_heads(result.stdout)
+
+    # -- Worktrees ---------------------------------------------------------------------------
+
+    def add_worktree(self, path: Path, branch: str, start: str) -> Worktree:
+        """A Worktree at ``path`` on local branch ``branch``, (re)set to ``start`` (for example
+        ``origin/main`` for a fresh Issue branch, ``origin/issue-7`` for a Continuation). The
+        branch gets no upstream. Stale Worktree registrations are pruned first."""
+        git = self._git()
+        git.run("worktree", "prune")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        git.run(
+            "worktree",
+            "add",
+            "--quiet",
+            "--no-track",
+            "-B",
+            branch,
+            str(path),
+            start,
+            fix=f"check that {start} exists (sync the clone first) and that no other Worktree "
+            f"has {branch} checked out (remove it first)",
+        )
+        return self._open_worktree(path, branch)
+
+    def detached_worktree(self, path: Path, start: str) -> Worktree:
+        """A Worktree at ``path`` with a detached HEAD at ``start`` (for Architect runs)."""
+        git = self._git()
+        git.run("worktree", "prune")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        git.run(
+            "worktree",
+            "add",
+            "--quiet",
+            "--detach",
+            str(path),
+            start,
+            fix=f"check that {start} exists (sync the clone first)",
+        )
+        return self._open_worktree(path, None)
+
+    def unpushed_work(self, path: Path) -> str | None:
+        """What the Worktree at ``path`` holds that is not on ``origin`` (uncommitted changes,
+        commits no remote branch has), or None when there is nothing (or no Worktree)."""
+        git = self._git()
+        if not path.exists() or _resolved(path) not in self._registered_worktrees(git):
+            return None
+        worktree = self._open_worktree(path, None)
+        found: list[str] = []
+        if worktree.is_dirty():
+            found.append("uncommitted changes")
+        ahead = worktree._git.run("rev-list", "--count", "HEAD", "--not", "--remotes=origin")
+        count = int(ahead.stdout.strip() or "0")
+        if count:
+            found.append(f"{count} commit{'s' if count != 1 else ''} not on origin")
+        return " and ".join(found) or None
+
+    def remove_worktree(self, path: Path) -> None:
+        """Remove the Worktree at ``path`` (uncommitted work in it is lost) and prune its
+        registration. A path that is already gone is fine."""
+        git = self._git()
+        if path.exists() and _resolved(path) in self._registered_worktrees(git):
+            git.run(
+                "worktree",
+                "remove",
+                "--force",
+                "--force",
+                str(path),
+                fix=f"remove the directory {path} by hand, then run git worktree prune",
+            )
+        git.run("worktree", "prune")
+
+    # -- inside ------------------------------------------------------------------------------
+
+    def _git(self) -> _Git:
+        """The clone, made if missing, with ``origin`` pointing at ``remote_url``."""
+        broken = (
+            f"delete {self.path} (thirdshift's own clone of {self.owner}/{self.name}) and "
+            "thirdshift will clone again"
+        )
+        place = f"the managed clone {self.path}"
+        dirs: tuple[Path, Path, Path | None] = (self.path, self.path, None)
+        try:
+            if not (self.path / "HEAD").is_file():
+                self.path.mkdir(parents=True, exist_ok=True)
+                init = _make_git(gitpython.Git(self.path), place, *self._settings(dirs))
+                init.run("init", "--bare", "--quiet", fix=broken)
+            repo = gitpython.Repo(self.path)
+        except (gitpython.GitError, OSError) as exc:
+            raise GitError(
+                f"the managed clone {self.path} cannot be opened ({exc}); {broken}"
+            ) from exc
+        git = _make_git(repo.git, place, *self._settings(dirs))
+        url = git.run("config", "--get", f"remote.{_REMOTE}.url", check=False).stdout.strip()
+        if url != self.remote_url:
+            if url:
+                git.run("config", f"remote.{_REMOTE}.url", self.remote_url)
+            else:
+                git.run("remote", "add", _REMOTE, self.remote_url)
+        return git
+
+    def _open_worktree(self, path: Path, branch: str | None) -> Worktree:
+        try:
+            repo = gitpython.Repo(path)
+        except (gitpython.GitError, OSError) as exc:
+            raise GitError(
+                f"the Worktree {path} was made but cannot be opened ({exc}); remove it and "
+                "make it again"
+            ) from exc
+        dirs = (Path(repo.git_dir), Path(repo.common_dir), path)
+        git = _make_git(repo.git, f"the Worktree {path}", *self._settings(dirs))
+        return Worktree(path, branch, git, self._remote_fix())
+
+    def _settings(
+        self, dirs: tuple[Path, Path, Path | None]
+    ) -> tuple[
+        Identity, str | None, tuple[Path, Path, Path | None], float, Scrubber, tuple[str, ...]
+    ]:
+        # GitPython starts git with thirdshift's whole environment under ours: every secret of
+        # the environment the root passed in is emptied for git and the hooks it would run.
+        blank = tuple(
+            name
+            for name in self._environ
+            if looks_secret(name) or name.startswith("THIRDSHIFT_") or name == "GH_TOKEN"
+        )
+        return self._identity, self._token, dirs, self._timeout, self._scrub, blank
+
+    def _registered_worktrees(self, git: _Git) -> set[Path]:
+        listing = git.run("worktree", "list", "--porcelain").stdout
+        return {
+            _resolved(Path(line.removeprefix("worktree ")))
+            for line in listing.splitlines()
+            if line.startswith("worktree ")
+        }
+
+    def _remote_fix(self) -> str:
+        return (
+            f"check that {self.remote_url} is reachable and that the token can read "
+            f"{self.owner}/{self.name} (and push to it, to push); the token is given by "
+            "GITHUB_TOKEN"
+        )
+
+
+class Worktree:
+    """One Worktree of a managed clone, on ``branch`` (``None`` when HEAD is detached)."""
+
+    def __init__(self, path: Path, branch: str | None, git: _Git, remote_fix: str) -> None:
+        self.path = path
+        self.branch = branch
+        self._git = git
+        self._remote_fix = remote_fix
+
+    def __repr__(self) -> str:
+        return f"Worktree({str(self.path)!r}, branch={self.branch!r})"
+
+    def head(self) -> str:
+        """The full sha of HEAD."""
+        return self._git.run("rev-parse", "--verify", "HEAD").stdout.strip()
+
+    def is_dirty(self) -> bool:
+        """Whether there are changes to tracked files or untracked files git does not ignore."""
+        status = self._git.run("status", "--porcelain", "--untracked-files=all").stdout
+        return bool(status.strip())
+
+    def commit_all(self, message: str, *, allow_empty: bool = False) -> bool:
+        """Stage everything (``git add -A``) and commit it as the factory's identity; False, and
+        no commit, when there is nothing to commit (unless ``allow_empty``: a Failed run marks
+        the branch even when no work was left uncommitted)."""
+        self._git.run("add", "--all")
+        staged = self._git.run("diff", "--cached", "--quiet", check=False)
+        if staged.status == 0:
+            if not allow_empty:
+                return False
+            self._git.run("commit", "--quiet", "--no-verify", "--allow-empty", "--message", message)
+            return True
+        if staged.status != 1:
+            raise self._git.error(("diff", "--cached", "--quiet"), staged)
+        self._git.run("commit", "--quiet", "--no-verify", "--message", message)
+        return True
+
+    def fetch(self, *refs: str) -> None:
+        """Fetch ``origin``: the given branches only, or every branch (pruning) when none."""
+        if refs:
+            specs = [f"+refs/heads/{ref}:refs/remotes/{_REMOTE}/{ref}" for ref in refs]
+            self._git.run("fetch", "--quiet", _REMOTE, *specs, fix=self._remote_fix)
+        else:
+            self._git.run("fetch", "--prune", "--quiet", _REMOTE, fix=self._remote_fix)
+
+    def remote_sha(self, branch: str) -> str | None:
+        """The sha of ``origin/<branch>`` as of the last fetch, or None when there is none."""
+        result = self._git.run(
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            f"refs/remotes/{_REMOTE}/{branch}^{{commit}}",
+            check=False,
+        )
+        return result.stdout.strip() if result.status == 0 else None
+
+    def merge(self, ref: str, message: str | None = None) -> MergeOutcome:
+        """``git merge --no-edit <ref>``: a merge (or fast-forward), never a rebase. On a
+        conflict the merge is left in progress for a conflict Repair and the paths reported."""
+        before = self.head()
+        args = ["merge", "--no-edit", "--no-verify", "--quiet"]
+        if message is not None:
+            args += ["--message", message]
+        result = self._git.run(*args, ref, check=False)
+        if result.status == 0:
+            status = "up-to-date" if self.head() == before else "merged"
+            return MergeOutcome(status)
+        if self.merge_in_progress():
+            return MergeOutcome("conflict", self._unmerged_paths())
+        raise self._git.error(
+            [*args, ref],
+            result,
+            f"commit or discard the changes in the Worktree before merging {ref}",
+        )
+
+    def merge_in_progress(self) -> bool:
+        """Whether a merge is under way (MERGE_HEAD exists)."""
+        result = self._git.run("rev-parse", "--verify", "--quiet", "MERGE_HEAD", check=False)
+        return result.status == 0
+
+    def abort_merge(self) -> None:
+        """Abort the merge in progress, restoring the state before it; nothing when none."""
+        if self.merge_in_progress():
+            self._git.run("merge", "--abort")
+
+    def is_ancestor(self, ancestor: str, descendant: str = "HEAD") -> bool:
+        """Whether ``ancestor`` is reachable from ``descendant`` (or is it)."""
+        args = ("merge-base", "--is-ancestor", ancestor, descendant)
+        result = self._git.run(*args, check=False)
+        if result.status in (0, 1):
+            return result.status == 0
+        raise self._git.error(args, result, "fetch first if a commit is missing")
+
+    def push(self, branch: str) -> None:
+        """``git push origin HEAD:refs/heads/<branch>``, never forced. A refusal by the remote
+        (non-fast-forward, or a rule there) raises PushRejected."""
+        args = ("push", "--porcelain", "--no-verify", _REMOTE, f"HEAD:refs/heads/{branch}")
+        result = self._git.run(*args, check=False)
+        if result.status == 0:
+            return
+        refused = [line for line in result.stdout.splitlines() if line.startswith("!")]
+        if refused:
+            reason = refused[0].split("\t")[-1]
+            raise PushRejected(
+                self._git.describe(
+                    args,
+                    _Result(result.status, "", f"origin refused {branch}: {reason}"),
+                    f"fetch origin/{branch} and merge it in (thirdshift never force-pushes)",
+                )
+            )
+        raise self._git.error(args, result, self._remote_fix)
+
+    def exclude(self, pattern: str) -> None:
+        """Add ``pattern`` to the clone's shared ``info/exclude``, unless it is there already."""
+        common = self._git.run("rev-parse", "--path-format=absolute", "--git-common-dir")
+        exclude = Path(common.stdout.strip()) / "info" / "exclude"
+        try:
+            exclude.parent.mkdir(parents=True, exist_ok=True)
+            text = exclude.read_text() if exclude.exists() else ""
+            if pattern in text.splitlines():
+                return
+            if text and not text.endswith("\n"):
+                text += "\n"
+            exclude.write_text(f"{text}{pattern}\n")
+        except OSError as exc:
+            raise GitError(
+                f"cannot add {pattern!r} to {exclude} ({exc}); check that file's permissions"
+            ) from exc
+
+    def changed_files(self, since: str) -> tuple[str, ...]:
+        """Paths that differ between ``since`` and HEAD (committed changes only)."""
+        result = self._git.run("diff", "--name-only", "-z", since, "HEAD")
+        return tuple(path for path in result.stdout.split("\0") if path)
+
+    def log_subjects(self, since: str) -> tuple[str, ...]:
+        """The subjects of the commits in HEAD that are not in ``since``, oldest first."""
+        result = self._git.run("log", "--reverse", "--format=%s", f"{since}..HEAD")
+        return tuple(result.stdout.splitlines())
+
+    def _unmerged_paths(self) -> tuple[str, ...]:
+        result = self._git.run("diff", "--name-only", "-z", "--diff-filter=U")
+        return tuple(sorted({path for path in result.stdout.split("\0") if path}))
+
+
+def _parse_heads(listing: str) -> dict[str, str]:
+    heads: dict[str, str] = {}
+    for line in listing.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref.startswith("refs/heads/"):
+            heads[ref.removeprefix("refs/heads/")] = sha
+    return heads
+
+
+def _resolved(path: Path) -> Path:
+    return Path(os.path.realpath(path))

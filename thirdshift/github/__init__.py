@@ -1,0 +1,11 @@
+"""The GitHub adapter: the only package that imports PyGithub.
+
+``GitHub`` answers with the frozen records of ``thirdshift.records`` and raises the
+``GitHubError`` tree of ``thirdshift.errors``; retries, rate-limit waits and the check before a
+repeated write live in ``requests``, conversions from PyGithub objects in ``convert``. A Run
+reaches it only through the ``runs.ports.GitHubPort`` seam; the composition root builds it.
+"""
+
+from thirdshift.github.adapter import ROLES, GitHub
+
+__all__ = ["ROLES", "GitHub"]

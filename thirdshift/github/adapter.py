@@ -1,0 +1,523 @@
+"""The GitHub adapter: the only module that imports PyGithub.
+
+Every method makes its requests through :class:`~thirdshift.github.requests.Calls` (retries on
+5xx and lost connections, rate limits waited out, errors translated into :class:`GitHubError`)
+and converts GitHub's answer into the frozen records of :mod:`thirdshift.records` before
+returning, so no PyGithub object, which fetches lazily when read, ever leaves this module.
+PyGithub runs lazily here: an object is fetched only when a method reads it, so each method
+makes exactly the requests it names.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Sequence
+
+from github import Auth, Github
+from github.GithubObject import NotSet
+from github.IssueComment import IssueComment
+from github.Repository import Repository
+
+from thirdshift.clock import Clock
+from thirdshift.github.convert import check_run_record, comment_record, log_tail, pull_record
+from thirdshift.github.requests import (
+    Calls,
+    GitHubError,
+    MergeRefused,
+    NotFound,
+    RateLimited,
+    Request,
+)
+from thirdshift.records import (
+    CheckRun,
+    Comment,
+    CommitStatus,
+    IssueInfo,
+    MergeResult,
+    PullRequestInfo,
+    RepoInfo,
+)
+from thirdshift.scrub import Scrubber
+
+__all__ = ["GitHub", "GitHubError", "MergeRefused", "NotFound", "RateLimited"]
+
+ROLES = ("admin", "maintain", "write", "triage", "read", "none")
+_MERGE_REFUSALS = (405, 409, 422)
+_LOG_DOWNLOAD_TIMEOUT = 60.0
+
+
+def _q(segment: str) -> str:
+    return urllib.parse.quote(segment, safe="")
+
+
+class GitHub:
+    """GitHub's REST API (and the two GraphQL mutations PyGithub uses for drafts), as thirdshift
+    needs it. Build it once at the composition root with the API root and the token.
+
+    ``scrub`` is the composition root's one scrubber, applied to every message and progress line;
+    ``progress`` receives a line for every retry and rate-limit wait; ``clock`` is how it waits
+    (between retries: 0.5 s, 1 s, 2 s, ...; for a rate limit: until it resets, at most
+    ``max_rate_limit_wait`` seconds per request). Every failure raises :class:`GitHubError` or
+    one of its subclasses.
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        token: str,
+        *,
+        scrub: Scrubber,
+        clock: Clock,
+        progress: Callable[[str], None] = lambda _: None,
+        retries: int = 4,
+        max_rate_limit_wait: float = 900.0,
+        per_page: int = 100,
+    ) -> None:
+        self._gh = Github(
+            base_url=api_url.rstrip("/"),
+            auth=Auth.Token(token),
+            per_page=per_page,
+            retry=None,
+            seconds_between_requests=None,
+            seconds_between_writes=None,
+            lazy=True,
+        )
+        self._clock = clock
+        self._calls = Calls(
+            api_url,
+            scrub=scrub,
+            progress=progress,
+            clock=clock,
+            retries=retries,
+            max_rate_limit_wait=max_rate_limit_wait,
+        )
+        self._login: str | None = None
+
+    # -- the token and repositories -------------------------------------------------------
+
+    def authenticated_login(self) -> str:
+        """The login of the token's user (``GET /user``, asked once). A bad token raises
+        :class:`GitHubError` naming ``GITHUB_TOKEN`` and the fix."""
+        if self._login is None:
+            request = Request("GET", "/user", "the token's user")
+            self._login = self._calls.call(request, lambda: str(self._gh.get_user().login))
+        return self._login
+
+    def repo(self, owner: str, name: str) -> RepoInfo:
+        """The repository, with its default branch."""
+
+        def send() -> RepoInfo:
+            repo = self._repo(owner, name).complete()
+            return RepoInfo(
+                owner=repo.owner.login,
+                name=repo.name,
+                default_branch=repo.default_branch,
+                clone_url=repo.clone_url,
+                html_url=repo.html_url,
+            )
+
+        path = f"/repos/{owner}/{name}"
+        return self._calls.call(Request("GET", path, f"repository {owner}/{name}"), send)
+
+    def permission(self, owner: str, name: str, login: str) -> str:
+        """``login``'s role on the repository: admin, maintain, write, triage, read or none
+        (GitHub's ``role_name`` when it gives a known one, else its coarser ``permission``).
+        Asking needs write access to the repository."""
+        path = f"/repos/{owner}/{name}/collaborators/{_q(login)}/permission"
+
+        def send() -> str:
+            url = f"{self._repo(owner, name).url}/collaborators/{_q(login)}/permission"
+            _, data = self._gh.requester.requestJsonAndCheck("GET", url)
+            role = str(data.get("role_name") or "")
+            return role if role in ROLES else str(data.get("permission") or "none")
+
+        request = Request("GET", path, f"the permission of {login} on {owner}/{name}")
+        return self._calls.call(request, send)
+
+    # -- issues, labels, comments ---------------------------------------------------------
+
+    def issue(self, owner: str, name: str, number: int) -> IssueInfo:
+        """Issue ``number`` (a pull request answers too, with ``is_pull_request``)."""
+
+        def send() -> IssueInfo:
+            issue = self._repo(owner, name).get_issue(number).complete()
+            return IssueInfo(
+                number=issue.number,
+                title=issue.title,
+                body=issue.body or "",
+                state=issue.state,
+                labels=tuple(label.name for label in issue.labels),
+                html_url=issue.html_url,
+                author=issue.user.login,
+                is_pull_request=issue.pull_request is not None,
+            )
+
+        path = f"/repos/{owner}/{name}/issues/{number}"
+        return self._calls.call(Request("GET", path, f"issue #{number} of {owner}/{name}"), send)
+
+    def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]:
+        """Every comment on the issue, oldest first (all pages)."""
+
+        def send() -> tuple[Comment, ...]:
+            comments = self._repo(owner, name).get_issue(number).get_comments()
+            return tuple(comment_record(c) for c in comments)
+
+        path = f"/repos/{owner}/{name}/issues/{number}/comments"
+        what = f"the comments of issue #{number} of {owner}/{name}"
+        return self._calls.call(Request("GET", path, what), send)
+
+    def ensure_label(self, owner: str, name: str, label: str, color: str, description: str) -> None:
+        """Create the repository label unless it exists (read first; a race that makes GitHub
+        answer ``already_exists`` is fine too)."""
+        path = f"/repos/{owner}/{name}/labels"
+        what = f"label '{label}' of {owner}/{name}"
+        try:
+            self._calls.call(
+                Request("GET", f"{path}/{_q(label)}", what),
+                lambda: self._repo(owner, name).get_label(label).complete(),
+            )
+            return
+        except NotFound:
+            pass
+        try:
+            self._calls.call(
+                Request("POST", path, what),
+                lambda: self._repo(owner, name).create_label(label, color, description).name,
+                repeatable=True,  # a repeated creation is answered already_exists
+            )
+        except GitHubError as exc:
+            if exc.status != 422 or "already_exists" not in exc.detail:
+                raise
+
+    def set_issue_labels(self, owner: str, name: str, number: int, labels: Sequence[str]) -> None:
+        """Replace the issue's labels with exactly ``labels`` (one ``PUT``)."""
+        path = f"/repos/{owner}/{name}/issues/{number}/labels"
+        what = f"the labels of issue #{number} of {owner}/{name}"
+        self._calls.call(
+            Request("PUT", path, what),
+            lambda: self._repo(owner, name).get_issue(number).set_labels(*labels),
+        )
+
+    def upsert_marked_comment(
+        self, owner: str, name: str, number: int, marker: str, body: str
+    ) -> Comment:
+        """Edit the authenticated user's comment on the issue that carries ``marker`` (a hidden
+        ``<!-- ... -->``), or post one: the body is sent with the marker appended, so calling
+        this twice leaves one comment."""
+        me = self.authenticated_login()
+        text = body if marker in body else f"{body.rstrip()}\n\n{marker}"
+
+        def find() -> IssueComment | None:
+            comments = self._repo(owner, name).get_issue(number).get_comments()
+            return next((c for c in comments if c.user.login == me and marker in c.body), None)
+
+        comments_path = f"/repos/{owner}/{name}/issues/{number}/comments"
+        what = f"the comments of issue #{number} of {owner}/{name}"
+        found = self._calls.call(Request("GET", comments_path, what), find)
+        if found is not None:
+            comment = found
+
+            def edit() -> Comment:
+                comment.edit(text)
+                return comment_record(comment)
+
+            path = f"/repos/{owner}/{name}/issues/comments/{comment.id}"
+            return self._calls.call(Request("PATCH", path, f"comment {comment.id}"), edit)
+
+        def happened() -> Comment | None:
+            again = self._calls.call(Request("GET", comments_path, what), find)
+            return comment_record(again) if again is not None else None
+
+        return self._calls.call(
+            Request("POST", comments_path, f"issue #{number} of {owner}/{name}"),
+            lambda: comment_record(self._repo(owner, name).get_issue(number).create_comment(text)),
+            happened=happened,
+        )
+
+    def close_issue(self, owner: str, name: str, number: int) -> None:
+        """Close the issue (closing a closed issue is fine)."""
+        path = f"/repos/{owner}/{name}/issues/{number}"
+        self._calls.call(
+            Request("PATCH", path, f"issue #{number} of {owner}/{name}"),
+            lambda: self._repo(owner, name).get_issue(number).edit(state="closed"),
+        )
+
+    # -- pull requests --------------------------------------------------------------------
+
+    def pulls_for_head(
+        self, owner: str, name: str, head_branch: str, state: str = "all"
+    ) -> tuple[PullRequestInfo, ...]:
+        """The pull requests from ``head_branch`` of this same repository (forks are left out),
+        newest first. GitHub's list carries no mergeability: ``mergeable`` is None and
+        ``mergeable_state`` ``unknown``; read one with :meth:`pull` for those."""
+        full_name = f"{owner}/{name}"
+
+        def send() -> tuple[PullRequestInfo, ...]:
+            pulls = self._repo(owner, name).get_pulls(
+                state=state, head=f"{owner}:{head_branch}", sort="created", direction="desc"
+            )
+            found = [
+                pull_record(p, listed=True)
+                for p in pulls
+                if p.head.ref == head_branch
+                and p.head.repo is not None
+                and p.head.repo.full_name.lower() == full_name.lower()
+            ]
+            return tuple(sorted(found, key=lambda p: p.number, reverse=True))
+
+        path = f"/repos/{owner}/{name}/pulls?head={owner}:{head_branch}&state={state}"
+        what = f"the pull requests from {head_branch} in {full_name}"
+        return self._calls.call(Request("GET", path, what), send)
+
+    def pull(self, owner: str, name: str, number: int) -> PullRequestInfo:
+        """Pull request ``number``, with its mergeability (None while GitHub computes it)."""
+        path = f"/repos/{owner}/{name}/pulls/{number}"
+        return self._calls.call(
+            Request("GET", path, f"pull request #{number} of {owner}/{name}"),
+            lambda: pull_record(self._repo(owner, name).get_pull(number).complete()),
+        )
+
+    def wait_for_mergeable(
+        self, owner: str, name: str, number: int, timeout: float
+    ) -> PullRequestInfo:
+        """Read the pull request again every second while GitHub is still computing whether it
+        is mergeable, for up to ``timeout`` seconds; return the last answer (``mergeable`` may
+        still be None then). A closed pull request is returned at once: GitHub never computes
+        it."""
+        waited = 0.0
+        while True:
+            pull = self.pull(owner, name, number)
+            if pull.mergeable is not None or pull.state != "open" or waited >= timeout:
+                return pull
+            step = min(1.0, timeout - waited)
+            self._clock.sleep(step)
+            waited += step
+
+    def create_pull(
+        self,
+        owner: str,
+        name: str,
+        *,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool = False,
+    ) -> PullRequestInfo:
+        """Open a pull request from ``head`` into ``base``. After a server error it looks for
+        an open pull request from ``head`` into ``base`` before asking again, so it never opens
+        two."""
+
+        def send() -> PullRequestInfo:
+            repo = self._repo(owner, name)
+            pull = repo.create_pull(base=base, head=head, title=title, body=body, draft=draft)
+            return pull_record(pull)
+
+        def happened() -> PullRequestInfo | None:
+            opened = [
+                p for p in self.pulls_for_head(owner, name, head, "open") if p.base_ref == base
+            ]
+            return self.pull(owner, name, opened[0].number) if opened else None
+
+        request = Request("POST", f"/repos/{owner}/{name}/pulls", f"a pull request from {head}")
+        return self._calls.call(request, send, happened=happened)
+
+    def update_pull(
+        self,
+        owner: str,
+        name: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        base: str | None = None,
+    ) -> PullRequestInfo:
+        """Change the title, body or base of the pull request (what is None stays)."""
+        if title is None and body is None and base is None:
+            return self.pull(owner, name, number)
+
+        def send() -> PullRequestInfo:
+            pull = self._repo(owner, name).get_pull(number)
+            pull.edit(
+                title=NotSet if title is None else title,
+                body=NotSet if body is None else body,
+                base=NotSet if base is None else base,
+            )
+            return pull_record(pull)
+
+        path = f"/repos/{owner}/{name}/pulls/{number}"
+        request = Request("PATCH", path, f"pull request #{number} of {owner}/{name}")
+        return self._calls.call(request, send)
+
+    def mark_ready(self, owner: str, name: str, number: int) -> None:
+        """Mark the pull request ready for review (GraphQL), unless it already is."""
+        self._set_draft(owner, name, number, draft=False)
+
+    def convert_to_draft(self, owner: str, name: str, number: int) -> None:
+        """Turn the pull request back to a draft (GraphQL), unless it already is one."""
+        self._set_draft(owner, name, number, draft=True)
+
+    def _set_draft(self, owner: str, name: str, number: int, *, draft: bool) -> None:
+        what = f"pull request #{number} of {owner}/{name}"
+        path = f"/repos/{owner}/{name}/pulls/{number}"
+        pull = self._calls.call(
+            Request("GET", path, what), lambda: self._repo(owner, name).get_pull(number).complete()
+        )
+        if pull.draft == draft:
+            return
+        mutation = "convertPullRequestToDraft" if draft else "markPullRequestReadyForReview"
+
+        def send() -> None:
+            if draft:
+                pull.convert_to_draft()
+            else:
+                pull.mark_ready_for_review()
+
+        # The mutation sets a state, so asking twice is harmless.
+        self._calls.call(Request("POST", f"/graphql {mutation}", what), send, repeatable=True)
+
+    def merge_pull(
+        self, owner: str, name: str, number: int, *, sha: str, title: str, message: str
+    ) -> MergeResult:
+        """Merge with a merge commit, only if the head is still ``sha``. GitHub's refusal
+        (405 not mergeable, 409 head moved, 422) raises :class:`MergeRefused` with its status
+        and message. After a server error, a pull request found merged at ``sha`` counts as
+        merged."""
+        what = f"pull request #{number} of {owner}/{name}"
+
+        def send() -> MergeResult:
+            pull = self._repo(owner, name).get_pull(number)
+            done = pull.merge(
+                commit_title=title, commit_message=message, merge_method="merge", sha=sha
+            )
+            return MergeResult(merged=bool(done.merged), sha=done.sha, message=done.message or "")
+
+        def happened() -> MergeResult | None:
+            pull = self._calls.call(
+                Request("GET", f"/repos/{owner}/{name}/pulls/{number}", what),
+                lambda: self._repo(owner, name).get_pull(number).complete(),
+            )
+            if pull.merged and pull.head.sha == sha:
+                return MergeResult(True, pull.merge_commit_sha, "Pull Request successfully merged")
+            return None
+
+        request = Request("PUT", f"/repos/{owner}/{name}/pulls/{number}/merge", what)
+        try:
+            return self._calls.call(request, send, repeatable=False, happened=happened)
+        except MergeRefused:
+            raise
+        except GitHubError as exc:
+            if exc.status not in _MERGE_REFUSALS:
+                raise
+            raise MergeRefused(
+                f"GitHub refused to merge {what} at {sha[:12]} ({exc.status}: {exc.detail}); "
+                "bring the pull request up to date and green, then merge again",
+                exc.status,
+                exc.detail,
+            ) from exc
+
+    def delete_branch(self, owner: str, name: str, branch: str) -> None:
+        """Delete the branch; one already gone (404 or 422) is fine."""
+        path = f"/repos/{owner}/{name}/git/refs/heads/{branch}"
+
+        def send() -> None:
+            url = f"{self._repo(owner, name).url}/git/refs/heads/{urllib.parse.quote(branch)}"
+            self._gh.requester.requestJsonAndCheck("DELETE", url)
+
+        try:
+            self._calls.call(Request("DELETE", path, f"branch {branch} of {owner}/{name}"), send)
+        except GitHubError as exc:
+            if exc.status not in (404, 422):
+                raise
+
+    # -- checks and Actions ---------------------------------------------------------------
+
+    def check_runs(self, owner: str, name: str, sha: str) -> tuple[CheckRun, ...]:
+        """Every check run on ``sha`` (all pages). A GitHub Actions check carries its job and
+        workflow run ids, read from its ``details_url`` (``.../actions/runs/<run>/job/<job>``,
+        the same on GitHub and the stand-in)."""
+
+        def send() -> tuple[CheckRun, ...]:
+            runs = self._repo(owner, name).get_commit(sha).get_check_runs()
+            return tuple(check_run_record(run) for run in runs)
+
+        path = f"/repos/{owner}/{name}/commits/{sha}/check-runs"
+        what = f"the check runs of {sha[:12]} in {owner}/{name}"
+        return self._calls.call(Request("GET", path, what), send)
+
+    def commit_statuses(self, owner: str, name: str, sha: str) -> tuple[CommitStatus, ...]:
+        """The latest commit status of each context on ``sha`` (the combined status)."""
+
+        def send() -> tuple[CommitStatus, ...]:
+            combined = self._repo(owner, name).get_commit(sha).get_combined_status()
+            return tuple(
+                CommitStatus(context=s.context, state=s.state, target_url=s.target_url)
+                for s in combined.statuses
+            )
+
+        path = f"/repos/{owner}/{name}/commits/{sha}/status"
+        what = f"the commit statuses of {sha[:12]} in {owner}/{name}"
+        return self._calls.call(Request("GET", path, what), send)
+
+    def job_log_tail(self, owner: str, name: str, job_id: int, max_chars: int = 4000) -> str:
+        """The last ``max_chars`` characters of an Actions job's log, starting at a line. GitHub
+        answers with a redirect to a short-lived download link, fetched without the token."""
+
+        def send() -> str:
+            url = f"{self._repo(owner, name).url}/actions/jobs/{job_id}/logs"
+            headers, _ = self._gh.requester.requestBlobAndCheck("GET", url)
+            location = str({k.lower(): v for k, v in headers.items()}["location"])
+            if urllib.parse.urlsplit(location).scheme not in ("http", "https"):
+                raise GitHubError(f"GitHub gave no usable log link for job {job_id}")
+            download = urllib.request.Request(location, method="GET")  # noqa: S310 - checked
+            with urllib.request.urlopen(download, timeout=_LOG_DOWNLOAD_TIMEOUT) as answer:  # noqa: S310 - checked above
+                text = answer.read().decode("utf-8", errors="replace")
+            return log_tail(text, max_chars)
+
+        path = f"/repos/{owner}/{name}/actions/jobs/{job_id}/logs"
+        what = f"the log of Actions job {job_id} in {owner}/{name}"
+        return self._calls.call(Request("GET", path, what), send)
+
+    def rerun_failed_jobs(self, owner: str, name: str, run_id: int) -> None:
+        """Re-run the failed jobs of workflow run ``run_id`` (a new attempt). After a server
+        error it asks again only if the run has no new attempt."""
+        what = f"workflow run {run_id} of {owner}/{name}"
+        run_path = f"/repos/{owner}/{name}/actions/runs/{run_id}"
+
+        def attempt() -> int:
+            return self._calls.call(
+                Request("GET", run_path, what),
+                lambda: int(self._repo(owner, name).get_workflow_run(run_id).run_attempt),
+            )
+
+        before = attempt()
+
+        def send() -> bool:
+            url = f"{self._repo(owner, name).url}/actions/runs/{run_id}/rerun-failed-jobs"
+            self._gh.requester.requestJsonAndCheck("POST", url)
+            return True
+
+        def happened() -> bool | None:
+            return True if attempt() > before else None
+
+        request = Request("POST", f"{run_path}/rerun-failed-jobs", what)
+        self._calls.call(request, send, happened=happened)
+
+    def rate_limit_remaining(self) -> int | None:
+        """Requests left in the token's core rate limit (asking costs none), or None where
+        GitHub has rate limiting turned off."""
+
+        def send() -> int:
+            return int(self._gh.get_rate_limit().resources.core.remaining)
+
+        try:
+            return self._calls.call(Request("GET", "/rate_limit", "the rate limit"), send)
+        except NotFound:
+            return None
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _repo(self, owner: str, name: str) -> Repository:
+        """The repository as a lazy PyGithub object: no request until something is read."""
+        return self._gh.get_repo(f"{owner}/{name}")

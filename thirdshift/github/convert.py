@@ -1,0 +1,78 @@
+"""Conversions from PyGithub objects to thirdshift's records (``thirdshift.records``),
+for the GitHub adapter (``thirdshift.github.adapter``), which calls them inside each request so that
+nothing lazy escapes."""
+
+from __future__ import annotations
+
+import re
+
+from github.CheckRun import CheckRun as GhCheckRun
+from github.IssueComment import IssueComment
+from github.PullRequest import PullRequest
+
+from thirdshift.records import CheckRun, Comment, PullRequestInfo
+
+__all__ = ["check_run_record", "comment_record", "log_tail", "pull_record"]
+
+_ACTIONS_JOB_URL = re.compile(r"/actions/runs/(\d+)/job/(\d+)(?:[/?#]|$)")
+
+
+def comment_record(comment: IssueComment) -> Comment:
+    return Comment(
+        id=comment.id,
+        author=comment.user.login,
+        body=comment.body,
+        created_at=comment.created_at,
+    )
+
+
+def pull_record(pull: PullRequest, *, listed: bool = False) -> PullRequestInfo:
+    """The record of a pull request. A ``listed`` one came from a list, which has no
+    mergeability and no ``merged``: reading those would fetch it again."""
+    return PullRequestInfo(
+        number=pull.number,
+        html_url=pull.html_url,
+        state=pull.state,
+        merged=pull.merged_at is not None if listed else bool(pull.merged),
+        draft=bool(pull.draft),
+        head_ref=pull.head.ref,
+        head_sha=pull.head.sha,
+        base_ref=pull.base.ref,
+        title=pull.title,
+        body=pull.body or "",
+        mergeable=None if listed else pull.mergeable,
+        mergeable_state="unknown" if listed else (pull.mergeable_state or "unknown"),
+    )
+
+
+def check_run_record(run: GhCheckRun) -> CheckRun:
+    """The record of a check run. A GitHub Actions check links to its job as
+    ``.../actions/runs/<run id>/job/<job id>`` (``details_url`` and ``html_url``, on GitHub and
+    on the stand-in): those ids let its log be read and its failed jobs re-run."""
+    job_id = run_id = None
+    app = run.app
+    if app is not None and app.slug == "github-actions":
+        for url in (run.details_url, run.html_url):
+            match = _ACTIONS_JOB_URL.search(url or "")
+            if match:
+                run_id, job_id = int(match.group(1)), int(match.group(2))
+                break
+    return CheckRun(
+        id=run.id,
+        name=run.name,
+        head_sha=run.head_sha,
+        status=run.status,
+        conclusion=run.conclusion,
+        html_url=run.html_url,
+        job_id=job_id,
+        run_id=run_id,
+    )
+
+
+def log_tail(text: str, max_chars: int) -> str:
+    """The last ``max_chars`` characters of ``text``, starting at a whole line when cut."""
+    if len(text) <= max_chars:
+        return text
+    tail = text[-max_chars:]
+    cut = tail.find("\n")
+    return tail[cut + 1 :] if 0 <= cut < len(tail) - 1 else tail

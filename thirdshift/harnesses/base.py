@@ -1,0 +1,133 @@
+"""Harnesses: the agent CLIs thirdshift drives, one adapter each, registered by name.
+
+An adapter owns every fact about its CLI: the argv of a fresh session and of a resume, the
+environment it is given (only what it needs: never a GitHub token), the signals that stop it,
+how to tell that a resume id is unknown to it, and a stream reader that turns its stdout into
+progress lines, Session events and one ``StreamOutcome``. Nothing outside an adapter knows a
+CLI's flags or its stream's shapes.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from thirdshift.records import SessionEvent
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a session consumed, as far as its stream says."""
+
+    turns: int | None = None
+    input_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+    def describe(self) -> str:
+        """A short phrase for the session-ended line, e.g. ``3 turns, $0.0123`` or
+        ``1200 input tokens (800 cached), 40 output tokens``."""
+        parts: list[str] = []
+        if self.turns is not None:
+            parts.append(f"{self.turns} turn{'s' if self.turns != 1 else ''}")
+        if self.cost_usd is not None:
+            parts.append(f"${self.cost_usd:.4f}")
+        if self.cost_usd is None and self.input_tokens is not None:
+            cached = f" ({self.cached_input_tokens} cached)" if self.cached_input_tokens else ""
+            parts.append(f"{self.input_tokens} input tokens{cached}")
+            if self.output_tokens is not None:
+                parts.append(f"{self.output_tokens} output tokens")
+        return ", ".join(parts) or "no usage reported"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one stdout line meant: zero or more condensed progress lines and Session events.
+    ``seq`` of each event is assigned by the reader, from 1, in stream order."""
+
+    progress: tuple[str, ...] = ()
+    events: tuple[SessionEvent, ...] = ()
+
+
+NOTHING = Observation()
+
+
+@dataclass(frozen=True)
+class StreamOutcome:
+    """How a session ended, as its stream (and exit status) tell it.
+
+    ``failed`` is True for an error result, a failed turn, or a non-zero exit that the stream
+    does not explain as success; ``failure_cause`` then says why in one line. ``killed_work``
+    names background work that was still running and killed when the session ended, in the
+    order it was started, each by its description (Claude) or command (Codex).
+    """
+
+    session_id: str | None
+    final_message: str | None
+    failed: bool
+    failure_cause: str | None = None
+    killed_work: tuple[str, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    result_seen: bool = False
+
+
+class StreamReader(Protocol):
+    """Follows one session's stdout, line by line. Never raises on input: unknown event types,
+    non-JSON lines, empty lines and over-long lines are skipped (they stay in the Session log)."""
+
+    @property
+    def session_id(self) -> str | None:
+        """The session id, once the stream has said it (Claude's init, Codex's thread.started)."""
+        ...
+
+    @property
+    def result_seen(self) -> bool:
+        """True once the final result of the turn is out (Claude: a ``result`` line; Codex:
+        ``turn.completed`` or ``turn.failed``). The post-result watchdog starts from here."""
+        ...
+
+    def feed(self, line: bytes) -> Observation:
+        """Read one line of stdout (without its newline)."""
+        ...
+
+    def finish(self, exit_status: int | None, stopped_after_result: bool) -> StreamOutcome:
+        """The outcome once the process has exited. ``exit_status`` is the process's return code
+        (negative for a signal, None if unknown); ``stopped_after_result`` is True when thirdshift
+        stopped the process itself after the final result (the post-result watchdog), in which
+        case background work still running then counts as killed."""
+        ...
+
+
+class Harness(Protocol):
+    """One agent CLI. Adapters are stateless; ``reader()`` gives a fresh reader per session."""
+
+    name: str
+    executable: str
+
+    def argv(self, prompt: str, *, model: str | None, resume_id: str | None) -> list[str]:
+        """The full argv (executable first) of a fresh session, or of a native resume of
+        ``resume_id``. The prompt is an argv element, never a shell string."""
+        ...
+
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The CLI's environment, built from ``base`` (the daemon's own): only the variables the
+        CLI needs (PATH, HOME, locale, temp dir) and the provider's (base URL, API key, config
+        home). Never ``GITHUB_TOKEN``, ``THIRDSHIFT_*`` or other credentials."""
+        ...
+
+    @property
+    def stop_signals(self) -> Sequence[signal.Signals]:
+        """Signals sent in order, a grace period apart, before the whole tree is killed."""
+        ...
+
+    def reader(self) -> StreamReader:
+        """A new reader for one session's stdout."""
+        ...
+
+    def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
+        """True when a native resume failed because the CLI no longer knows the session
+        (Claude: "No conversation found"; Codex: "no rollout found")."""
+        ...

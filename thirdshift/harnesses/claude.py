@@ -1,0 +1,434 @@
+"""The Claude Code Harness: ``claude -p`` with stream-json output, and its stream reader.
+
+Facts this adapter relies on (Claude Code 2.1.328, the pinned version):
+
+- stdout is one JSON object per line: ``system``/``init`` opens each turn (and carries the
+  session id), ``assistant`` lines carry one content block each (text, thinking, tool_use),
+  ``user`` lines carry tool results, ``result`` ends a turn.
+- A ``result`` does not end the process. With background work running, the CLI keeps waiting
+  after its result; when that work finishes it may open a new turn itself (a new ``init``, a
+  later ``result``). When the process is stopped, it reports each task still running as
+  ``task_notification`` (status ``stopped``) and ``task_updated`` (``patch.status`` ``killed``)
+  after the result. So the final message, usage and killed work follow the LAST result.
+- A native resume prints the same session id; it may first print a zero-turn result for work
+  the previous process left behind. An unknown id gives one error result and "No conversation
+  found" on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
+from thirdshift.harnesses.stream import (
+    EventLog,
+    allowlisted,
+    as_int,
+    as_str,
+    command_progress,
+    cut,
+    decode,
+    exit_description,
+    first_line,
+    one_line,
+)
+from thirdshift.records import SessionEvent
+
+NAME = "claude"
+
+# The provider's and the CLI's own variables, passed through when the daemon has them.
+_PROVIDER_VARIABLES = frozenset(
+    {
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_MODEL",
+        "CLAUDE_CONFIG_DIR",
+        "DISABLE_TELEMETRY",
+        "DISABLE_AUTOUPDATER",
+        "DISABLE_ERROR_REPORTING",
+        "IS_SANDBOX",
+    }
+)
+_PROVIDER_PREFIXES = ("CLAUDE_CODE_",)
+# An unattended session phones nowhere but the model provider.
+_QUIET = {
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_BUG_COMMAND": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+}
+# Tools whose progress line names the file they work on.
+_FILE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "Read", "NotebookEdit"})
+_PATH_KEYS = ("file_path", "notebook_path", "path")
+# For other tools, the input field worth showing, in order of preference.
+_DETAIL_KEYS = (
+    "description",
+    "pattern",
+    "query",
+    "url",
+    "prompt",
+    "skill",
+    "task_id",
+    "command",
+    *_PATH_KEYS,
+)
+# Terminal task states (task_updated patch.status or task_notification status).
+_KILLED = frozenset({"killed", "stopped"})
+_ENDED = frozenset({"completed", "failed", "killed", "stopped"})
+_EXIT_CODE = re.compile(r"Exit code (-?\d+)\b")
+
+
+class ClaudeHarness:
+    """Claude Code, run as ``claude -p <prompt> --output-format stream-json --verbose
+    --dangerously-skip-permissions`` (no permission prompts: nobody is there to answer them)."""
+
+    name = NAME
+
+    def __init__(self, executable: str = "claude", extra_args: tuple[str, ...] = ()) -> None:
+        self.executable = executable
+        self.extra_args = tuple(extra_args)
+
+    def argv(self, prompt: str, *, model: str | None, resume_id: str | None) -> list[str]:
+        argv = [
+            self.executable,
+            *self.extra_args,
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--dangerously-skip-permissions",
+        ]
+        if model:
+            argv += ["--model", model]
+        if resume_id:
+            argv += ["--resume", resume_id]
+        return argv
+
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        env = allowlisted(base, _PROVIDER_VARIABLES, _PROVIDER_PREFIXES)
+        env.update(_QUIET)
+        # Claude Code refuses --dangerously-skip-permissions under uid 0 ("cannot be used with
+        # root/sudo privileges") unless told it runs in a sandbox. Containers and CI runners
+        # often run as root, and a Worktree session is exactly such a disposable sandbox.
+        if os.geteuid() == 0:
+            env["IS_SANDBOX"] = "1"
+        return env
+
+    @property
+    def stop_signals(self) -> Sequence[signal.Signals]:
+        # SIGTERM makes it report its running background tasks as stopped, then exit.
+        return (signal.SIGTERM,)
+
+    def reader(self) -> ClaudeReader:
+        return ClaudeReader()
+
+    def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
+        marker = "No conversation found"
+        return marker in (outcome.failure_cause or "") or marker in stderr_tail
+
+
+@dataclass
+class _Task:
+    """A background task the stream announced with ``task_started``."""
+
+    description: str
+    status: str | None = None
+    # How many results the stream had printed when the task reached its terminal status.
+    ended_after_results: int = 0
+
+
+@dataclass
+class _Result:
+    subtype: str
+    is_error: bool
+    text: str | None
+    errors: tuple[str, ...]
+    usage: Usage
+    api_error_status: int | None = None
+
+
+@dataclass
+class _ToolCall:
+    name: str
+    target: str | None
+    background: bool = False
+
+
+@dataclass
+class ClaudeReader:
+    """Follows one ``claude -p --output-format stream-json --verbose`` stdout."""
+
+    _session_id: str | None = None
+    _results: int = 0
+    _last: _Result | None = None
+    _tasks: dict[str, _Task] = field(default_factory=dict)
+    _calls: dict[str, _ToolCall] = field(default_factory=dict)
+    _events: EventLog = field(default_factory=EventLog)
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session_id
+
+    @property
+    def result_seen(self) -> bool:
+        return self._results > 0
+
+    def feed(self, line: bytes) -> Observation:
+        event = decode(line)
+        if event is None:
+            return NOTHING
+        kind = event.get("type")
+        if kind == "system":
+            return self._system(event)
+        if kind == "assistant":
+            return self._assistant(event)
+        if kind == "user":
+            return self._user(event)
+        if kind == "result":
+            return self._result(event)
+        return NOTHING
+
+    # -- lines ---------------------------------------------------------------------------------
+
+    def _system(self, event: dict[str, Any]) -> Observation:
+        subtype = event.get("subtype")
+        if subtype == "init":
+            session_id = as_str(event.get("session_id"))
+            if self._session_id is None and session_id:
+                self._session_id = session_id
+                return Observation(progress=("session started",))
+            return NOTHING
+        task_id = as_str(event.get("task_id"))
+        if not task_id:
+            return NOTHING
+        if subtype == "task_started":
+            description = as_str(event.get("description")) or task_id
+            self._tasks.setdefault(task_id, _Task(description=first_line(description) or task_id))
+        elif subtype == "task_updated":
+            patch = event.get("patch")
+            if isinstance(patch, dict):
+                self._task_status(task_id, as_str(patch.get("status")))
+        elif subtype == "task_notification":
+            self._task_status(task_id, as_str(event.get("status")))
+        return NOTHING
+
+    def _task_status(self, task_id: str, status: str | None) -> None:
+        task = self._tasks.get(task_id)
+        if task is None or status not in _ENDED:
+            return
+        # task_updated and task_notification both report one ending: the first one counts,
+        # except that a kill reported beside it (after the same result) wins.
+        first = task.status is None
+        kill_beside = (
+            status in _KILLED
+            and task.status not in _KILLED
+            and task.ended_after_results == self._results
+        )
+        if first or kill_beside:
+            task.status = status
+            task.ended_after_results = self._results
+
+    def _assistant(self, event: dict[str, Any]) -> Observation:
+        progress: list[str] = []
+        events: list[SessionEvent] = []
+        for block in _content(event):
+            kind = block.get("type")
+            if kind == "text":
+                text = as_str(block.get("text")) or ""
+                if text.strip():
+                    events.append(self._events.make("message", one_line(text)))
+            elif kind == "tool_use":
+                name = as_str(block.get("name")) or "tool"
+                tool_input = block.get("input")
+                line, target = _describe_call(
+                    name, tool_input if isinstance(tool_input, dict) else {}
+                )
+                background = (
+                    isinstance(tool_input, dict) and tool_input.get("run_in_background") is True
+                )
+                call_id = as_str(block.get("id"))
+                if call_id:
+                    self._calls[call_id] = _ToolCall(name, target, background)
+                progress.append(line)
+                summary = line + (" (in the background)" if background else "")
+                events.append(self._events.make("tool_call", summary, tool=name, target=target))
+        return Observation(progress=tuple(progress), events=tuple(events))
+
+    def _user(self, event: dict[str, Any]) -> Observation:
+        events: list[SessionEvent] = []
+        for block in _content(event):
+            if block.get("type") != "tool_result":
+                continue
+            call = self._calls.pop(as_str(block.get("tool_use_id")) or "", None)
+            output = _result_text(block.get("content"))
+            is_error = block.get("is_error") is True
+            exit_status: int | None = None
+            if call is not None and call.name == "Bash" and not call.background:
+                exit_status = _exit_code(output) if is_error else 0
+            line = first_line(output) or "no output"
+            summary = f"failed: {line}" if is_error else line
+            events.append(
+                self._events.make(
+                    "tool_result",
+                    one_line(summary),
+                    tool=call.name if call else None,
+                    target=call.target if call else None,
+                    exit_status=exit_status,
+                )
+            )
+        return Observation(events=tuple(events))
+
+    def _result(self, event: dict[str, Any]) -> Observation:
+        self._results += 1
+        subtype = as_str(event.get("subtype")) or "unknown"
+        is_error = event.get("is_error") is True
+        raw_errors = event.get("errors")
+        errors = tuple(
+            e for e in (raw_errors if isinstance(raw_errors, list) else []) if isinstance(e, str)
+        )
+        result = _Result(
+            subtype=subtype,
+            is_error=is_error,
+            text=as_str(event.get("result")),
+            errors=errors,
+            usage=_usage(event),
+            api_error_status=as_int(event.get("api_error_status")),
+        )
+        self._last = result
+        if _failed(result):
+            return Observation(events=(self._events.make("error", _failure_cause(result)),))
+        summary = one_line(result.text or "") or "no final message"
+        return Observation(events=(self._events.make("result", summary),))
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def finish(self, exit_status: int | None, stopped_after_result: bool) -> StreamOutcome:
+        last = self._last
+        killed = self._killed_work(stopped_after_result and last is not None)
+        cause: str | None
+        if last is None:
+            if exit_status:
+                cause = exit_description(NAME, exit_status)
+            else:
+                cause = f"{NAME}'s stream ended without a result"
+            return StreamOutcome(
+                session_id=self._session_id,
+                final_message=None,
+                failed=True,
+                failure_cause=cause,
+                killed_work=killed,
+            )
+        cause = None
+        if _failed(last):
+            cause = _failure_cause(last)
+        elif exit_status and not stopped_after_result:
+            cause = exit_description(NAME, exit_status) + " after its result"
+        return StreamOutcome(
+            session_id=self._session_id,
+            final_message=last.text,
+            failed=cause is not None,
+            failure_cause=cause,
+            killed_work=killed,
+            usage=last.usage,
+            result_seen=True,
+        )
+
+    def _killed_work(self, stopped_after_result: bool) -> tuple[str, ...]:
+        killed: list[str] = []
+        for task in self._tasks.values():
+            reported = task.status in _KILLED and task.ended_after_results == self._results
+            never_ended = task.status is None and stopped_after_result
+            if (reported or never_ended) and task.description not in killed:
+                killed.append(task.description)
+        return tuple(killed)
+
+
+# -- what lines say ------------------------------------------------------------------------------
+
+
+def _content(event: dict[str, Any]) -> list[dict[str, Any]]:
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, dict)]
+
+
+def _describe_call(name: str, tool_input: dict[str, Any]) -> tuple[str, str | None]:
+    """The progress line of one tool call and its target (command or path)."""
+    if name == "Bash":
+        command = as_str(tool_input.get("command")) or ""
+        return command_progress(command), command or None
+    if name in _FILE_TOOLS:
+        path = next(
+            (as_str(tool_input.get(k)) for k in _PATH_KEYS if as_str(tool_input.get(k))), None
+        )
+        if path:
+            return cut(f"{name} {path}"), path
+    for key in _DETAIL_KEYS:
+        detail = as_str(tool_input.get(key))
+        if detail and detail.strip():
+            return cut(f"{name} {first_line(detail)}"), None
+    return name, None
+
+
+def _result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            text
+            for block in content
+            if isinstance(block, dict) and (text := as_str(block.get("text"))) is not None
+        ]
+        return "\n".join(texts)
+    return ""
+
+
+def _exit_code(output: str) -> int | None:
+    """Claude reports a failed Bash command's status as ``Exit code N`` at the top."""
+    match = _EXIT_CODE.match(first_line(output))
+    return int(match.group(1)) if match else None
+
+
+def _usage(event: dict[str, Any]) -> Usage:
+    usage = event.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    fresh = as_int(usage.get("input_tokens"))
+    created = as_int(usage.get("cache_creation_input_tokens")) or 0
+    cached = as_int(usage.get("cache_read_input_tokens"))
+    cost = event.get("total_cost_usd")
+    return Usage(
+        turns=as_int(event.get("num_turns")),
+        input_tokens=None if fresh is None else fresh + created + (cached or 0),
+        cached_input_tokens=cached,
+        output_tokens=as_int(usage.get("output_tokens")),
+        cost_usd=float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool)
+        else None,
+    )
+
+
+def _failed(result: _Result) -> bool:
+    return result.is_error or result.subtype != "success"
+
+
+def _failure_cause(result: _Result) -> str:
+    """``claude's turn failed: <subtype>: <first error>``; one line, cut."""
+    detail = next(
+        (first_line(text) for text in (*result.errors, result.text or "") if first_line(text)),
+        "",
+    )
+    if result.subtype == "success":  # an API error ended a turn the CLI calls successful
+        head = f"API error {result.api_error_status}" if result.api_error_status else "error"
+    else:
+        head = result.subtype
+    return one_line(f"{NAME}'s turn failed: {head}" + (f": {detail}" if detail else ""))

@@ -1,0 +1,199 @@
+"""The frozen records that cross every boundary: what thirdshift knows of GitHub objects and
+what the store gives back.
+
+GitHub records are converted at the adapter's boundary (``thirdshift.github``), so nothing else
+ever holds a PyGithub object that fetches lazily; store records are converted from table rows by
+``thirdshift.store``, so nothing outside it can touch the database lazily. Harness adapters make
+``SessionEvent`` values and the store keeps them; neither imports the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    owner: str
+    name: str
+    default_branch: str
+    clone_url: str
+    html_url: str
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Comment:
+    id: int
+    author: str
+    body: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class IssueInfo:
+    number: int
+    title: str
+    body: str
+    state: str  # "open" or "closed"
+    labels: tuple[str, ...]
+    html_url: str
+    author: str
+    is_pull_request: bool = False
+
+
+@dataclass(frozen=True)
+class PullRequestInfo:
+    number: int
+    html_url: str
+    state: str  # "open" or "closed"
+    merged: bool
+    draft: bool
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    title: str
+    body: str
+    mergeable: bool | None  # None while GitHub is still computing it
+    mergeable_state: str  # "clean", "dirty", "blocked", "unstable", "unknown", ...
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """One check run on a commit. ``job_id`` is set when the check is a GitHub Actions job
+    (then it can be re-run and its log read); ``run_id`` is its workflow run."""
+
+    id: int
+    name: str
+    head_sha: str
+    status: str  # "queued", "in_progress", "completed"
+    conclusion: str | None  # "success", "failure", "neutral", "skipped", "cancelled", ...
+    html_url: str
+    job_id: int | None = None
+    run_id: int | None = None
+
+
+@dataclass(frozen=True)
+class CommitStatus:
+    """One commit status (the older statuses API): ``state`` is success, pending, failure or
+    error."""
+
+    context: str
+    state: str
+    target_url: str | None
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    merged: bool
+    sha: str | None
+    message: str
+
+
+# -- the store's records ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Repository:
+    id: int
+    owner: str
+    name: str
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Run:
+    id: int
+    repository: Repository
+    issue_number: int
+    kind: str
+    state: str
+    base_branch: str | None
+    issue_branch: str | None
+    head_sha: str | None
+    pull_request_number: int | None
+    harness: str | None
+    model: str | None
+    cause: str | None
+    killed_work: str | None
+    last_session_log: str | None
+    started_at: datetime
+    ended_at: datetime | None
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    id: int
+    run_id: int
+    kind: str
+    harness: str
+    model: str | None
+    harness_session_id: str | None
+    resumed_from_id: int | None
+    log_path: str
+    state: str
+    prompt: str
+    final_message: str | None
+    killed_work: str | None
+    error: str | None
+    started_at: datetime
+    ended_at: datetime | None
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    """One normalized line of a Session: a tool call, a tool result, a message."""
+
+    seq: int
+    kind: str
+    summary: str
+    tool: str | None = None
+    target: str | None = None
+    exit_status: int | None = None
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The database half of a Claim: who holds an issue until when, and the fencing token that
+    proves it on every write."""
+
+    repository_id: int
+    issue_number: int
+    owner: str
+    fencing_token: int
+    run_id: int | None
+    acquired_at: datetime
+    expires_at: datetime
+
+
+class SessionHistory(NamedTuple):
+    """What one earlier session did, as a follow-up preamble takes it: its Session kind, its
+    final message and the summaries of its last Session events, oldest first."""
+
+    kind: str
+    final_message: str | None
+    steps: tuple[str, ...]
+
+
+# -- the process supervisor's limits ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Watchdogs:
+    """Limits after which a running CLI is stopped, in seconds."""
+
+    idle_seconds: float
+    """No stdout line for this long: stop ("idle")."""
+    wall_seconds: float
+    """This long since the start: stop ("wall")."""
+    post_result_seconds: float
+    """This long after ``result_seen()`` first returned True: stop ("post-result")."""

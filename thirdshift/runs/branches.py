@@ -1,0 +1,65 @@
+"""Which Issue branch a Run uses: a pure rule over what origin and GitHub say.
+
+``issue-<n>`` first; once a branch's newest pull request is merged or closed, the next Run takes
+the next number, ``issue-<n>-branch-<k>``. The highest numbered branch seen (on origin or as a
+pull request head) decides: with no pull request or an open one it is a Continuation that builds
+on its commits; an open pull request whose branch is gone from origin is an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from thirdshift.errors import ThirdshiftError
+from thirdshift.records import PullRequestInfo
+
+
+@dataclass(frozen=True)
+class BranchChoice:
+    branch: str
+    continuation: bool
+    open_pull: PullRequestInfo | None
+
+
+def branch_name(issue_number: int, k: int) -> str:
+    return f"issue-{issue_number}" if k == 1 else f"issue-{issue_number}-branch-{k}"
+
+
+def branch_number(issue_number: int, branch: str) -> int | None:
+    """1 for ``issue-<n>``, k for ``issue-<n>-branch-<k>`` (k >= 2, no leading zero), else None."""
+    if branch == f"issue-{issue_number}":
+        return 1
+    match = re.fullmatch(rf"issue-{issue_number}-branch-([2-9]|[1-9][0-9]+)", branch)
+    return int(match.group(1)) if match else None
+
+
+def choose_issue_branch(
+    issue_number: int,
+    remote_branches: Mapping[str, str],
+    pulls: Sequence[PullRequestInfo],
+) -> BranchChoice:
+    """The Issue branch for the next Run. ``pulls`` are every pull request (any state) whose
+    head is one of this issue's branches, newest first."""
+    numbers = {
+        k for k in (branch_number(issue_number, b) for b in remote_branches) if k is not None
+    }
+    numbers |= {
+        k for k in (branch_number(issue_number, p.head_ref) for p in pulls) if k is not None
+    }
+    if not numbers:
+        return BranchChoice(branch_name(issue_number, 1), continuation=False, open_pull=None)
+    highest = max(numbers)
+    branch = branch_name(issue_number, highest)
+    newest = next((p for p in pulls if p.head_ref == branch), None)
+    if newest is not None and (newest.merged or newest.state == "closed"):
+        return BranchChoice(branch_name(issue_number, highest + 1), False, None)
+    if branch not in remote_branches:
+        if newest is not None:
+            raise ThirdshiftError(
+                f"pull request {newest.html_url} is open but its branch {branch} is gone from "
+                "origin; close the pull request or push the branch again"
+            )
+        return BranchChoice(branch, continuation=False, open_pull=None)
+    return BranchChoice(branch, continuation=True, open_pull=newest)

@@ -1,0 +1,461 @@
+"""A Run: one issue to a pull request thirdshift stands behind, or a Failed run that loses
+nothing.
+
+Pre-flight first, before anything is created or labelled; then the Issue branch, the Claim, a
+Worktree from thirdshift's own clone, the opening ``implement`` session, the deterministic
+takeover (push, open or update the pull request from the agent's file, check it, mark it ready),
+the Repair loop, and for a Merge run the Self-merge. Any other ending is a Failed run
+(``thirdshift.runs.failed_run``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from thirdshift.clock import Clock
+from thirdshift.errors import GitHubError, Interrupted, ThirdshiftError
+from thirdshift.git import ManagedClone, Worktree
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import IssueInfo, PullRequestInfo, RepoInfo, Run
+from thirdshift.runs.branches import (
+    BranchChoice,
+    branch_name,
+    branch_number,
+    choose_issue_branch,
+)
+from thirdshift.runs.claims import Claim, LeaseKeeper, claim_labels
+from thirdshift.runs.failed_run import FailedRun, Salvage
+from thirdshift.runs.loop_outside import RunLoopOutside
+from thirdshift.runs.ports import CloneSource, GitHubPort, SessionSource
+from thirdshift.runs.prompts import PULL_REQUEST_FILE, implement_prompt
+from thirdshift.runs.repair_loop import Budgets, LoopResult, RepairLoop, RunFailed
+from thirdshift.scrub import Scrubber
+from thirdshift.sessions import LaterStepFailed, Sessions, follow_up_preamble
+from thirdshift.settings import Settings
+from thirdshift.store import Store
+
+PERMISSIONS_THAT_PUSH = frozenset({"admin", "maintain", "write"})
+LOG_TAIL_CHARS = 3000
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    issue: IssueRef
+    merge: bool = False
+    base: str | None = None
+
+
+class Delivery:
+    """Runs one issue. The composition root builds it with real adapters; the orchestration
+    tests with the GitHub fake, scripted sessions and bare repositories on disk.
+
+    ``environ`` is the environment the root was given (pre-flight looks for the Harness on its
+    PATH); ``interrupt`` is set on Ctrl-C or SIGTERM, and ``clock`` waits end when it is."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        github: GitHubPort,
+        store: Store,
+        session_source: SessionSource,
+        clones: CloneSource,
+        environ: Mapping[str, str],
+        scrub: Scrubber,
+        clock: Clock,
+        progress: Callable[[str], None],
+        interrupt: threading.Event,
+        emit_url: Callable[[str], None],
+    ) -> None:
+        self._settings = settings
+        self._github = github
+        self._store = store
+        self._session_source = session_source
+        self._clones = clones
+        self._environ = environ
+        self._scrub = scrub
+        self._clock = clock
+        self._progress = progress
+        self._interrupt = interrupt
+        self._emit_url = emit_url
+
+    def say(self, line: str) -> None:
+        self._progress(self._scrub(line))
+
+    # -- the Run -------------------------------------------------------------------------------
+
+    def run(self, request: RunRequest) -> int:
+        """Run the issue; return the exit status (0 success, 1 failure)."""
+        ref = request.issue
+        owner, name, number = ref.owner, ref.repo, ref.number
+        repo, issue = self._preflight(ref)
+        base = request.base or repo.default_branch
+        clone = self._clones(ref, repo)
+        self.say(f"fetching {repo.full_name} into {clone.path}")
+        clone.sync()
+        remote = clone.remote_branches()
+        if base not in remote:
+            raise ThirdshiftError(
+                f"base branch {base} does not exist on origin; push it first or pass --base"
+            )
+        choice = choose_issue_branch(number, remote, self._issue_pulls(ref, remote))
+        if choice.open_pull is not None:
+            if request.base is not None and request.base != choice.open_pull.base_ref:
+                raise ThirdshiftError(
+                    f"pull request {choice.open_pull.html_url} targets "
+                    f"{choice.open_pull.base_ref}, not {request.base}; change its base or drop "
+                    "--base"
+                )
+            base = choice.open_pull.base_ref
+        worktree_path = self._settings.home / "worktrees" / f"{owner}-{name}-{choice.branch}"
+        repository = self._store.ensure_repository(owner, name)
+        with LeaseKeeper(self._store, repository, number, self._settings.lease_seconds) as lease:
+            # Under the Lease: a live Run's Worktree is that Run's business, not left-overs.
+            left = clone.unpushed_work(worktree_path)
+            if left is not None:
+                raise ThirdshiftError(
+                    f"the worktree {worktree_path} from an earlier Run holds work that is not on "
+                    f"origin ({left}); push it, or remove the worktree if it is not wanted"
+                )
+            if choice.continuation:
+                self.say(f"continuing {choice.branch}, which an earlier Run left on origin")
+            record = self._store.start_run(
+                repository,
+                number,
+                kind="merge" if request.merge else "run",
+                base_branch=base,
+                issue_branch=choice.branch,
+                harness=self._session_source.harness_name,
+                model=self._session_source.model,
+            )
+            self._store.attach_run_to_lease(lease, record.id)
+            self.say(f"Run {record.id} on {ref}: {issue.title}")
+            return self._deliver(request, record, clone, issue, choice, base, worktree_path)
+
+    def _deliver(
+        self,
+        request: RunRequest,
+        record: Run,
+        clone: ManagedClone,
+        issue: IssueInfo,
+        choice: BranchChoice,
+        base: str,
+        worktree_path: Path,
+    ) -> int:
+        ref = request.issue
+        gh = self._github
+        owner, name, number = ref.owner, ref.repo, ref.number
+        claim = Claim(had_ready_label=False, added_label=False)
+        worktree: Worktree | None = None
+        sessions: Sessions | None = None
+        pull: PullRequestInfo | None = choice.open_pull
+        salvage = Salvage(
+            github=gh,
+            store=self._store,
+            scrub=self._scrub,
+            clock=self._clock,
+            progress=self.say,
+            ref=ref,
+            run=record,
+            branch=choice.branch,
+            base=base,
+            ready_label=self._settings.ready_label,
+            in_progress_label=self._settings.in_progress_label,
+            branch_on_origin=lambda: clone.has_remote_branch(choice.branch),
+        )
+        try:
+            claim = claim_labels(
+                gh,
+                ref,
+                issue,
+                ready_label=self._settings.ready_label,
+                in_progress_label=self._settings.in_progress_label,
+                say=self.say,
+            )
+            start = f"origin/{choice.branch}" if choice.continuation else f"origin/{base}"
+            clone.remove_worktree(worktree_path)
+            worktree = clone.add_worktree(worktree_path, choice.branch, start)
+            worktree.exclude(f"/{PULL_REQUEST_FILE}")
+            self.say(f"working in {worktree.path} on {choice.branch}, from {start}")
+            sessions = self._session_source.sessions(record.id, worktree.path, ref)
+            with sessions.failures_name_killed_work():
+                self._check_interrupt()
+                prompt = implement_prompt(
+                    issue,
+                    gh.issue_comments(owner, name, number),
+                    base_branch=base,
+                    issue_branch=choice.branch,
+                    continuation=choice.continuation,
+                    pull_request_url=pull.html_url if pull else None,
+                    earlier=self._earlier_run(record) if choice.continuation else "",
+                )
+                sessions.run("implement", self._scrub(prompt))
+                self._check_interrupt()
+                pull = self._takeover(ref, worktree, choice, base, pull)
+                self._store.update_run(record.id, pull_request_number=pull.number)
+                outside = RunLoopOutside(
+                    github=gh,
+                    store=self._store,
+                    settings=self._settings,
+                    scrub=self._scrub,
+                    clock=self._clock,
+                    say=self.say,
+                    interrupt=self._interrupt,
+                    ref=ref,
+                    worktree=worktree,
+                    sessions=sessions,
+                    record=record,
+                    base=base,
+                    pull=pull,
+                )
+                result = RepairLoop(
+                    outside,
+                    Budgets(self._settings.max_repairs, self._settings.max_upstream_moves),
+                    merge=request.merge,
+                ).run()
+                pull = self._finish(ref, worktree, pull, result)
+        except Exception as error:  # whatever went wrong, the work is saved first
+            failure = self._as_failure(error, sessions)
+            outcome = salvage.fail(
+                FailedRun(
+                    error=failure,
+                    worktree=worktree,
+                    pull=pull,
+                    last_log=sessions.last_log if sessions else None,
+                    killed_work=sessions.endings if sessions else (),
+                    claim_had_ready_label=claim.had_ready_label,
+                    claim_added_label=claim.added_label,
+                )
+            )
+            if worktree is not None and not outcome.kept_worktree:
+                self._remove_worktree(clone, worktree.path)
+            if outcome.open_pull_url:
+                self._emit_url(outcome.open_pull_url)
+            for line in outcome.last_lines:
+                self._progress(self._scrub(line))
+            return 1
+        # The goal is reached: from here on a problem is a warning, never a Failed run.
+        try:
+            self._store.finish_run(
+                record.id,
+                "succeeded",
+                head_sha=result.head,
+                last_session_log=str(sessions.last_log) if sessions.last_log else None,
+            )
+        except ThirdshiftError as problem:
+            self.say(f"warning: could not record the Run's success: {problem}")
+        self._remove_worktree(clone, worktree.path)
+        state = "merged" if result.merged else "ready"
+        self.say(f"pull request {pull.html_url} is {state}")
+        self._emit_url(pull.html_url)
+        return 0
+
+    def _remove_worktree(self, clone: ManagedClone, path: Path) -> None:
+        try:
+            clone.remove_worktree(path)
+        except ThirdshiftError as problem:
+            self.say(f"warning: could not remove the worktree {path}: {problem}")
+
+    def _earlier_run(self, record: Run) -> str:
+        """What the last Run on this issue did and why it ended, for a Continuation's prompt,
+        from the database (never from a Harness transcript)."""
+        earlier = [
+            run
+            for run in self._store.list_runs(limit=20)
+            if run.repository.id == record.repository.id
+            and run.issue_number == record.issue_number
+            and run.id != record.id
+        ]
+        if not earlier:
+            return ""
+        last = earlier[0]
+        ending = f"The earlier Run ended {last.state}" + (f": {last.cause}" if last.cause else "")
+        return self._scrub(f"{follow_up_preamble(self._store.run_history(last.id))}{ending}.\n")
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _preflight(self, ref: IssueRef) -> tuple[RepoInfo, IssueInfo]:
+        gh = self._github
+        source = self._session_source
+        if shutil.which(source.executable, path=self._environ.get("PATH")) is None:
+            raise ThirdshiftError(
+                f"{source.executable} (the {source.harness_name} Harness) is not on PATH; "
+                "install it or choose another with --harness"
+            )
+        login = gh.authenticated_login()
+        try:
+            permission = gh.permission(ref.owner, ref.repo, login)
+        except GitHubError as error:
+            if error.status != 403:
+                raise
+            # GitHub shows a permission only to those who can push: a refusal is the answer.
+            permission = "no push"
+        if permission not in PERMISSIONS_THAT_PUSH:
+            raise ThirdshiftError(
+                f"the token's user {login} has {permission} permission on {ref.full_name}; "
+                "thirdshift needs write to push, so use a token with write access"
+            )
+        repo = gh.repo(ref.owner, ref.repo)
+        issue = gh.issue(ref.owner, ref.repo, ref.number)
+        if issue.is_pull_request:
+            raise ThirdshiftError(f"#{ref.number} is a pull request, not an issue")
+        if issue.state != "open":
+            raise ThirdshiftError(
+                f"issue #{ref.number} is {issue.state}; reopen it to run thirdshift on it"
+            )
+        return repo, issue
+
+    def _issue_pulls(self, ref: IssueRef, remote: Mapping[str, str]) -> list[PullRequestInfo]:
+        """Every pull request from one of the issue's branches, newest first."""
+        highest = max(
+            (k for k in (branch_number(ref.number, b) for b in remote) if k is not None),
+            default=0,
+        )
+        pulls: list[PullRequestInfo] = []
+        k = 1
+        while True:
+            found = self._github.pulls_for_head(ref.owner, ref.repo, branch_name(ref.number, k))
+            if not found and k > highest:
+                break
+            pulls.extend(found)
+            k += 1
+        return sorted(pulls, key=lambda p: p.number, reverse=True)
+
+    def _takeover(
+        self,
+        ref: IssueRef,
+        worktree: Worktree,
+        choice: BranchChoice,
+        base: str,
+        pull: PullRequestInfo | None,
+    ) -> PullRequestInfo:
+        gh = self._github
+        if worktree.is_dirty() and worktree.commit_all(
+            "thirdshift: work the implement session left uncommitted"
+        ):
+            self.say("committed work the session left uncommitted")
+        if worktree.is_ancestor("HEAD", f"origin/{base}"):
+            raise ThirdshiftError(
+                f"the implement session made no commits on {choice.branch}; there is nothing to "
+                "open a pull request for"
+            )
+        self.say(f"pushing {choice.branch}")
+        worktree.push(choice.branch)
+        title, body = self._pull_request_text(ref, worktree)
+        if pull is None:
+            open_pulls = [
+                p
+                for p in gh.pulls_for_head(ref.owner, ref.repo, choice.branch)
+                if p.state == "open"
+            ]
+            pull = open_pulls[0] if open_pulls else None
+        if pull is None:
+            pull = gh.create_pull(
+                ref.owner, ref.repo, head=choice.branch, base=base, title=title, body=body
+            )
+            self.say(f"opened pull request {pull.html_url}")
+        else:
+            pull = gh.update_pull(ref.owner, ref.repo, pull.number, title=title, body=body)
+            self.say(f"updated pull request {pull.html_url}")
+        if pull.state != "open":
+            raise ThirdshiftError(f"pull request {pull.html_url} is {pull.state}, not open")
+        if pull.base_ref != base:
+            raise ThirdshiftError(
+                f"pull request {pull.html_url} targets {pull.base_ref}, not {base}"
+            )
+        if pull.draft:
+            gh.mark_ready(ref.owner, ref.repo, pull.number)
+            self.say(f"marked {pull.html_url} ready for review")
+            pull = gh.pull(ref.owner, ref.repo, pull.number)
+        return pull
+
+    def _pull_request_text(self, ref: IssueRef, worktree: Worktree) -> tuple[str, str]:
+        """The title and body the agent wrote, or plain defaults; always closes the issue."""
+        path = worktree.path / PULL_REQUEST_FILE
+        title, body = f"Fix #{ref.number}", ""
+        if path.exists():
+            text = path.read_text(errors="replace").strip()
+            first, _, rest = text.partition("\n")
+            title = first.lstrip("# ").strip() or title
+            body = rest.strip()
+        else:
+            self.say(f"the session wrote no {PULL_REQUEST_FILE}; using a plain title and body")
+        if not re.search(
+            rf"\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#{ref.number}\b", body, re.IGNORECASE
+        ):
+            body = f"{body}\n\nCloses #{ref.number}".strip()
+        return self._scrub(title)[:250], self._scrub(body)
+
+    def _finish(
+        self,
+        ref: IssueRef,
+        worktree: Worktree,
+        pull: PullRequestInfo,
+        result: LoopResult,
+    ) -> PullRequestInfo:
+        gh = self._github
+        title, body = self._pull_request_text(ref, worktree)
+        if (title, body) != (pull.title, pull.body) and not result.merged:
+            pull = gh.update_pull(ref.owner, ref.repo, pull.number, title=title, body=body)
+        if not result.merged:
+            pull = gh.pull(ref.owner, ref.repo, pull.number)
+            if pull.state != "open" or pull.draft:
+                raise ThirdshiftError(
+                    f"pull request {pull.html_url} is {'a draft' if pull.draft else pull.state}, "
+                    "not open and ready"
+                )
+            if pull.head_sha != result.head:
+                raise ThirdshiftError(
+                    f"pull request {pull.html_url} moved to {pull.head_sha[:7]} after CI was "
+                    f"watched on {result.head[:7]}; run thirdshift again to verify the new head"
+                )
+            return pull
+        branch = pull.head_ref
+        try:
+            gh.delete_branch(ref.owner, ref.repo, branch)
+            self.say(f"deleted {branch}")
+            issue = gh.issue(ref.owner, ref.repo, ref.number)
+            if issue.state == "open":
+                gh.close_issue(ref.owner, ref.repo, ref.number)
+                self.say(f"closed issue #{ref.number}")
+            busy = self._settings.in_progress_label.lower()
+            labels = [label for label in issue.labels if label.lower() != busy]
+            if len(labels) != len(issue.labels):
+                gh.set_issue_labels(ref.owner, ref.repo, ref.number, labels)
+                self.say(f"removing {self._settings.in_progress_label} from issue #{ref.number}")
+        except ThirdshiftError as problem:
+            self.say(f"warning: after the merge: {problem}")
+        return pull
+
+    def _as_failure(self, error: Exception, sessions: Sessions | None) -> ThirdshiftError:
+        """The cause a Failed run reports: an interrupt wins over what it broke (a killed git
+        command, a stopped session), except over a verdict of the Repair loop; killed work of
+        earlier sessions is still named ahead of it."""
+        original = error.original if isinstance(error, LaterStepFailed) else error
+        if self._interrupt.is_set() and not isinstance(original, RunFailed):
+            endings = sessions.endings if sessions else ()
+            if endings:
+                return LaterStepFailed(
+                    f"{'; '.join(endings)} and a later step failed: interrupted",
+                    Interrupted("interrupted"),
+                )
+            return Interrupted("interrupted")
+        if isinstance(error, ThirdshiftError):
+            return error
+        self.say("".join(traceback.format_exception(error)).rstrip())
+        return ThirdshiftError(
+            f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift; the work was "
+            "saved below, please report it with the lines above)"
+        )
+
+    def _check_interrupt(self) -> None:
+        if self._interrupt.is_set():
+            raise Interrupted("interrupted")
+
+    # -- used by the loop's Outside ------------------------------------------------------------

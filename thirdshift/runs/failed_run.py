@@ -1,0 +1,267 @@
+"""The Failed run: any ending without the goal, handled so that nothing is lost and the user
+can see what happened.
+
+Abort an unfinished merge; commit uncommitted work as ``thirdshift: failed run (<reason>)`` and
+push it (never forced); turn an open pull request back to draft (not after a Policy refusal);
+record the cause, the killed work, the last Session log, branch and head in the database; post
+one marked, scrubbed comment on the issue with the cause and the end of the last Session log
+(a later Run edits it rather than adding another); release the Claim when nothing reached origin.
+If the push fails, the Worktree is kept and named. Salvage problems are reported, never put in
+place of the cause.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from thirdshift.clock import Clock
+from thirdshift.errors import ThirdshiftError
+from thirdshift.git import Worktree
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import PullRequestInfo, Run
+from thirdshift.runs.ports import GitHubPort
+from thirdshift.runs.repair_loop import PolicyRefusal
+from thirdshift.scrub import Scrubber
+from thirdshift.sessions import LaterStepFailed
+from thirdshift.store import Store
+
+COMMENT_MARKER = "<!-- thirdshift:failed-run -->"
+LOG_TAIL_LINES = 20
+LOG_LINE_CHARS = 300
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    error: ThirdshiftError
+    worktree: Worktree | None
+    pull: PullRequestInfo | None
+    last_log: Path | None
+    killed_work: Sequence[str]
+    claim_had_ready_label: bool
+    claim_added_label: bool
+
+
+@dataclass(frozen=True)
+class FailedOutcome:
+    cause: str
+    open_pull_url: str | None
+    last_lines: tuple[str, ...]
+    kept_worktree: bool
+
+
+def is_policy_refusal(error: BaseException) -> bool:
+    original = error.original if isinstance(error, LaterStepFailed) else error
+    return isinstance(original, PolicyRefusal)
+
+
+def reason_of(cause: str) -> str:
+    """The first line of the cause, short enough for a commit subject."""
+    first = cause.strip().splitlines()[0] if cause.strip() else "unknown cause"
+    return first if len(first) <= 100 else first[:99] + "…"
+
+
+def log_tail(path: Path | None, scrub: Scrubber) -> str:
+    """The last lines of a Session log, each cut short, scrubbed."""
+    if path is None or not path.exists():
+        return ""
+    with path.open("rb") as handle:
+        handle.seek(0, 2)
+        size = handle.tell()
+        handle.seek(max(0, size - 256 * 1024))
+        lines = handle.read().decode("utf-8", "replace").splitlines()[-LOG_TAIL_LINES:]
+    cut = [
+        line if len(line) <= LOG_LINE_CHARS else line[: LOG_LINE_CHARS - 1] + "…" for line in lines
+    ]
+    return scrub("\n".join(cut))
+
+
+class Salvage:
+    """Carries out a Failed run for one Run."""
+
+    def __init__(
+        self,
+        *,
+        github: GitHubPort,
+        store: Store,
+        scrub: Scrubber,
+        clock: Clock,
+        progress: Callable[[str], None],
+        ref: IssueRef,
+        run: Run,
+        branch: str,
+        base: str,
+        ready_label: str,
+        in_progress_label: str,
+        branch_on_origin: Callable[[], bool],
+    ) -> None:
+        self._branch_on_origin_now = branch_on_origin
+        self._gh = github
+        self._store = store
+        self._clock = clock
+        self._scrub = scrub
+        self._progress = progress
+        self._ref = ref
+        self._run = run
+        self._branch = branch
+        self._base = base
+        self._ready_label = ready_label
+        self._in_progress_label = in_progress_label
+
+    def fail(self, failed: FailedRun) -> FailedOutcome:
+        cause = self._scrub(str(failed.error) or failed.error.__class__.__name__)
+        policy = is_policy_refusal(failed.error)
+        self._progress(f"the Run failed: {cause}")
+        head, pushed, kept = self._save_work(failed, cause, policy)
+        pull = self._pull_after(failed.pull)
+        to_draft = pull is not None and pull.state == "open" and not pull.draft and not policy
+        if to_draft and pull is not None and self._to_draft(pull):
+            self._progress(f"turned {pull.html_url} back to draft")
+        self._attempt(
+            "recording the Failed run",
+            lambda: self._record(failed, cause, policy, head, pull),
+        )
+        self._attempt("commenting on the issue", lambda: self._comment(failed, cause, head, pull))
+        # Work kept only in the Worktree must not invite another Run on top of it.
+        nothing_anywhere = not pushed and kept is None and pull is None
+        if nothing_anywhere and failed.claim_added_label and not self._branch_on_origin():
+            self._release_claim(failed.claim_had_ready_label)
+        lines = [cause]
+        if kept is not None:
+            lines.append(kept)
+        lines.append(f"session log: {failed.last_log if failed.last_log else 'none'}")
+        open_url = pull.html_url if pull is not None and pull.state == "open" else None
+        return FailedOutcome(
+            cause=cause,
+            open_pull_url=open_url,
+            last_lines=tuple(lines),
+            kept_worktree=kept is not None,
+        )
+
+    def _record(
+        self,
+        failed: FailedRun,
+        cause: str,
+        policy: bool,
+        head: str | None,
+        pull: PullRequestInfo | None,
+    ) -> None:
+        self._store.finish_run(
+            self._run.id,
+            "refused" if policy else "failed",
+            cause=cause,
+            killed_work="\n".join(failed.killed_work) or None,
+            last_session_log=str(failed.last_log) if failed.last_log else None,
+            head_sha=head,
+            pull_request_number=pull.number if pull else None,
+        )
+
+    def _save_work(
+        self, failed: FailedRun, cause: str, policy: bool
+    ) -> tuple[str | None, bool, str | None]:
+        """Commit and push what the Worktree holds. Returns (head, pushed, kept-worktree line)."""
+        worktree = failed.worktree
+        if worktree is None:
+            return None, False, None
+        try:
+            if worktree.merge_in_progress():
+                worktree.abort_merge()
+                self._progress("aborted the unfinished merge")
+            dirty = worktree.is_dirty()
+            if not dirty and not worktree.changed_files(f"origin/{self._base}"):
+                return worktree.head(), False, None  # nothing of ours to keep on origin
+            if not policy:
+                stamp = self._clock.now().isoformat(timespec="seconds")
+                worktree.commit_all(
+                    f"thirdshift: failed run ({reason_of(cause)})\n\n"
+                    f"{stamp}, host {socket.gethostname()}. "
+                    + (
+                        "Uncommitted work at the time of the failure is included in this commit."
+                        if dirty
+                        else "Nothing was left uncommitted; this commit marks where the Run ended."
+                    ),
+                    allow_empty=True,
+                )
+                if dirty:
+                    self._progress("committed the uncommitted work")
+            head = worktree.head()
+        except ThirdshiftError as problem:
+            self._progress(f"warning: could not save the work in {worktree.path}: {problem}")
+            return None, False, self._kept(worktree, None)
+        try:
+            worktree.push(self._branch)
+            self._progress(f"pushed {self._branch} at {head[:7]}")
+        except ThirdshiftError as problem:
+            self._progress(
+                f"could not push the failed run's work, so it exists only locally: {problem}"
+            )
+            return head, False, self._kept(worktree, head)
+        return head, True, None
+
+    def _kept(self, worktree: Worktree, head: str | None) -> str:
+        at = f" at {head[:7]}" if head else ""
+        return f"keeping the worktree {worktree.path} (branch {self._branch}{at})"
+
+    def _pull_after(self, known: PullRequestInfo | None) -> PullRequestInfo | None:
+        try:
+            if known is not None:
+                return self._gh.pull(self._ref.owner, self._ref.repo, known.number)
+            pulls = self._gh.pulls_for_head(self._ref.owner, self._ref.repo, self._branch)
+        except ThirdshiftError as problem:
+            self._progress(f"warning: could not look up the pull request: {problem}")
+            return known
+        return pulls[0] if pulls else None
+
+    def _branch_on_origin(self) -> bool:
+        try:
+            return self._branch_on_origin_now()
+        except ThirdshiftError:
+            return True  # unsure: keep the Claim rather than release it wrongly
+
+    def _comment(
+        self, failed: FailedRun, cause: str, head: str | None, pull: PullRequestInfo | None
+    ) -> None:
+        parts = [f"thirdshift could not finish this issue.\n\n**Cause:** {cause}"]
+        if failed.killed_work:
+            parts.append("**Background work that was killed:** " + "; ".join(failed.killed_work))
+        where = f"`{self._branch}`" + (f" at `{head[:7]}`" if head else "")
+        parts.append(f"**Work:** {where}" + (f", pull request #{pull.number}" if pull else ""))
+        tail = log_tail(failed.last_log, self._scrub)
+        if failed.last_log is not None:
+            parts.append(
+                f"**Last lines of the Session log** (`{failed.last_log.name}`):\n\n```\n{tail}\n```"
+            )
+        body = self._scrub("\n\n".join(parts))
+        self._gh.upsert_marked_comment(
+            self._ref.owner, self._ref.repo, self._ref.number, COMMENT_MARKER, body
+        )
+
+    def _release_claim(self, had_ready: bool) -> None:
+        def release() -> None:
+            issue = self._gh.issue(self._ref.owner, self._ref.repo, self._ref.number)
+            busy = self._in_progress_label.lower()
+            labels = [label for label in issue.labels if label.lower() != busy]
+            if had_ready and self._ready_label not in labels:
+                labels.append(self._ready_label)
+            self._gh.set_issue_labels(self._ref.owner, self._ref.repo, self._ref.number, labels)
+
+        if self._attempt("releasing the Claim", release):
+            self._progress(f"released the Claim on #{self._ref.number}: nothing reached origin")
+
+    def _to_draft(self, pull: PullRequestInfo) -> bool:
+        return self._attempt(
+            "turning the pull request back to draft",
+            lambda: self._gh.convert_to_draft(self._ref.owner, self._ref.repo, pull.number),
+        )
+
+    def _attempt(self, what: str, action: Callable[[], None]) -> bool:
+        """Run one salvage step; a problem is reported as a warning, never raised, so it
+        cannot take the place of the cause."""
+        try:
+            action()
+        except ThirdshiftError as problem:
+            self._progress(f"warning: {what} failed: {self._scrub(str(problem))}")
+            return False
+        return True

@@ -1,0 +1,216 @@
+"""The Repair loop's real Outside: one Run's Worktree, GitHub and Repair sessions."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+from thirdshift.clock import Clock
+from thirdshift.errors import Interrupted, MergeRefused, ThirdshiftError
+from thirdshift.git import Worktree
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import CheckRun, CommitStatus, PullRequestInfo, Run
+from thirdshift.runs.ci_watch import CiResult, inherited_failures, latest_per_name, watch_ci
+from thirdshift.runs.ports import GitHubPort
+from thirdshift.runs.prompts import FailedCheck, ci_fix_prompt, conflict_prompt
+from thirdshift.runs.repair_loop import BaseMerge, MergeRefusedError
+from thirdshift.scrub import Scrubber
+from thirdshift.sessions import Sessions, follow_up_preamble
+from thirdshift.settings import Settings
+from thirdshift.store import Store
+
+LOG_TAIL_CHARS = 3000
+
+
+class RunLoopOutside:
+    """The Repair loop's view of one Run: git in its Worktree, GitHub, and Repair sessions."""
+
+    def __init__(
+        self,
+        *,
+        github: GitHubPort,
+        store: Store,
+        settings: Settings,
+        scrub: Scrubber,
+        clock: Clock,
+        say: Callable[[str], None],
+        interrupt: threading.Event,
+        ref: IssueRef,
+        worktree: Worktree,
+        sessions: Sessions,
+        record: Run,
+        base: str,
+        pull: PullRequestInfo,
+    ) -> None:
+        self.base_branch = base
+        self._gh = github
+        self._store = store
+        self._clock = clock
+        self._settings = settings
+        self._scrub = scrub
+        self._say = say
+        self._interrupt = interrupt
+        self._ref = ref
+        self._worktree = worktree
+        self._sessions = sessions
+        self._record = record
+        self._pull = pull
+
+    def progress(self, line: str) -> None:
+        self._say(line)
+
+    def _check_interrupt(self) -> None:
+        if self._interrupt.is_set():
+            raise Interrupted("interrupted")
+
+    def _repair_prompt(self, cause_prompt: Callable[[str], str]) -> str:
+        """A Repair's prompt: what the earlier sessions of this Run did (from the database),
+        then the cause."""
+        earlier = self._store.run_history(self._record.id, ended_only=True)
+        return self._scrub(cause_prompt(follow_up_preamble(earlier)))
+
+    def merge_base(self) -> BaseMerge:
+        self._check_interrupt()
+        self._worktree.fetch(self.base_branch)
+        base_sha = self._worktree.remote_sha(self.base_branch) or ""
+        outcome = self._worktree.merge(f"origin/{self.base_branch}")
+        if outcome.status == "merged":
+            self.progress(f"merged origin/{self.base_branch} at {base_sha[:7]} into the branch")
+        return BaseMerge(outcome.status, base_sha, outcome.conflicted_paths)
+
+    def merge_problem(self, base_sha: str) -> str | None:
+        if self._worktree.merge_in_progress():
+            return f"the merge of origin/{self.base_branch} is still in progress after the Repair"
+        if not self._worktree.is_ancestor(base_sha):
+            return f"origin/{self.base_branch} is not merged into the branch after the Repair"
+        return None
+
+    def push(self) -> str:
+        self._check_interrupt()
+        if self._worktree.is_dirty():
+            self._worktree.commit_all("thirdshift: work the Repair left uncommitted")
+        self._worktree.push(self._pull.head_ref)
+        head = self._worktree.head()
+        self._store.update_run(self._record.id, head_sha=head)
+        return head
+
+    def head(self) -> str:
+        if self._worktree.is_dirty():
+            self._worktree.commit_all("thirdshift: work the Repair left uncommitted")
+        return self._worktree.head()
+
+    def watch_ci(self, head: str) -> CiResult:
+        settings = self._settings
+        return watch_ci(
+            _Checks(self._gh, self._ref),
+            head,
+            grace_seconds=settings.ci_grace_seconds,
+            poll_seconds=settings.ci_poll_seconds,
+            progress=self.progress,
+            clock=self._clock,
+            timeout_seconds=settings.ci_timeout_seconds,
+        )
+
+    def inherited(self, failed: Sequence[str], base_sha: str) -> tuple[str, ...]:
+        checks = _Checks(self._gh, self._ref)
+        return inherited_failures(
+            failed, checks.check_runs(base_sha), checks.commit_statuses(base_sha)
+        )
+
+    def base_moved(self, base_sha: str) -> bool:
+        self._worktree.fetch(self.base_branch)
+        return (self._worktree.remote_sha(self.base_branch) or base_sha) != base_sha
+
+    def repair(
+        self,
+        number: int,
+        cause: str,
+        conflict: BaseMerge | None,
+        ci: CiResult | None,
+        inherited: Sequence[str],
+    ) -> None:
+        self._check_interrupt()
+        if conflict is not None:
+            prompt = self._repair_prompt(
+                lambda preamble: conflict_prompt(
+                    preamble,
+                    base_branch=self.base_branch,
+                    issue_branch=self._pull.head_ref,
+                    paths=conflict.conflicted_paths,
+                ),
+            )
+        else:
+            assert ci is not None
+            failed = [
+                FailedCheck(check.name, self._log_tail(check))
+                for check in ci.failed_checks
+                if check.name not in inherited
+            ]
+            prompt = self._repair_prompt(
+                lambda preamble: ci_fix_prompt(
+                    preamble, head=ci.head, failed=failed, inherited=inherited
+                ),
+            )
+        self._sessions.run(f"repair-{number}", prompt)
+
+    def _log_tail(self, check: CheckRun) -> str:
+        if check.job_id is None:
+            return "(no log: not a GitHub Actions job)"
+        try:
+            return self._gh.job_log_tail(
+                self._ref.owner, self._ref.repo, check.job_id, max_chars=LOG_TAIL_CHARS
+            )
+        except ThirdshiftError as problem:
+            return f"(the log could not be read: {problem})"
+
+    def rerun_failed(self, checks: Sequence[CheckRun]) -> None:
+        for run_id in sorted({check.run_id for check in checks if check.run_id is not None}):
+            self._gh.rerun_failed_jobs(self._ref.owner, self._ref.repo, run_id)
+        # GitHub registers the new attempts a little later: until it does, the old failures
+        # are all a watch would see. Wait (at most the grace period) for newer check runs.
+        if not checks:
+            return
+        head = checks[0].head_sha
+        settings = self._settings
+        deadline = self._clock.monotonic() + settings.ci_grace_seconds
+        old = {check.name: check.id for check in checks}
+        while self._clock.monotonic() < deadline:
+            newest = {
+                c.name: c.id
+                for c in latest_per_name(self._gh.check_runs(self._ref.owner, self._ref.repo, head))
+            }
+            if all(newest.get(name, 0) > old_id for name, old_id in old.items()):
+                return
+            self._clock.sleep(settings.ci_poll_seconds)
+        self.progress("the re-run's checks did not appear within the grace period")
+
+    def self_merge(self, head: str) -> None:
+        pull = self._gh.wait_for_mergeable(
+            self._ref.owner, self._ref.repo, self._pull.number, timeout=60
+        )
+        if pull.draft:
+            self._gh.mark_ready(self._ref.owner, self._ref.repo, pull.number)
+        try:
+            self._gh.merge_pull(
+                self._ref.owner,
+                self._ref.repo,
+                pull.number,
+                sha=head,
+                title=f"{pull.title} (#{pull.number})",
+                message=f"Closes #{self._ref.number}",
+            )
+        except MergeRefused as refusal:
+            raise MergeRefusedError(str(refusal)) from refusal
+        self.progress(f"merged {pull.html_url} at {head[:7]}")
+
+
+class _Checks:
+    def __init__(self, github: GitHubPort, ref: IssueRef) -> None:
+        self._gh = github
+        self._ref = ref
+
+    def check_runs(self, sha: str) -> tuple[CheckRun, ...]:
+        return self._gh.check_runs(self._ref.owner, self._ref.repo, sha)
+
+    def commit_statuses(self, sha: str) -> tuple[CommitStatus, ...]:
+        return self._gh.commit_statuses(self._ref.owner, self._ref.repo, sha)

@@ -1,0 +1,189 @@
+"""The seams through which a Run reaches the outside.
+
+``SessionSource`` is where a Run gets its Sessions: the real one
+(``thirdshift.sessions.cli_outside.CliSessions``) runs a Harness CLI, a scripted one in the
+tests plays sessions that edit the Worktree in process. A managed clone comes from a
+``CloneSource`` the same way, so a test can point a Run at a bare repository on disk.
+
+``GitHubPort`` is what a Run needs from GitHub, and nothing more: the real adapter
+(``thirdshift.github.GitHub``) satisfies it, and so does the in-process fake the orchestration
+tests use (``tests/support/fake_github.py``). Every method answers with the frozen records of
+``thirdshift.records`` and raises only the ``GitHubError`` tree of ``thirdshift.errors``
+(``NotFound`` for a missing object, ``MergeRefused`` for a refused merge); a method that writes
+is safe to call again (it reads first or carries a marker).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from thirdshift.git import ManagedClone
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import (
+    CheckRun,
+    Comment,
+    CommitStatus,
+    IssueInfo,
+    MergeResult,
+    PullRequestInfo,
+    RepoInfo,
+)
+from thirdshift.sessions import Sessions
+
+CloneSource = Callable[[IssueRef, RepoInfo], ManagedClone]
+"""The managed clone of the issue's repository (nothing is done until ``sync``)."""
+
+
+class SessionSource(Protocol):
+    """The Harness side of a Run."""
+
+    @property
+    def harness_name(self) -> str:
+        """The Harness's name, recorded with the Run."""
+        ...
+
+    @property
+    def executable(self) -> str:
+        """The program the Harness runs; pre-flight checks it is on PATH."""
+        ...
+
+    @property
+    def model(self) -> str | None:
+        """The Model sessions are asked to use (None: the Harness's own default)."""
+        ...
+
+    def sessions(self, run_id: int, worktree: Path, ref: IssueRef) -> Sessions:
+        """Sessions for Run ``run_id`` in ``worktree``: each recorded, each with its log."""
+        ...
+
+
+class GitHubPort(Protocol):
+    """GitHub as a Run sees it. ``owner``/``name`` name the repository in every call."""
+
+    # -- the token and the repository ----------------------------------------------------------
+
+    def authenticated_login(self) -> str:
+        """The login of the token's user; a bad token raises ``GitHubError`` naming the fix."""
+        ...
+
+    def repo(self, owner: str, name: str) -> RepoInfo:
+        """The repository, with its default branch and clone URL."""
+        ...
+
+    def permission(self, owner: str, name: str, login: str) -> str:
+        """``login``'s role: admin, maintain, write, triage, read or none. GitHub refuses (403)
+        to tell a token that cannot push."""
+        ...
+
+    # -- issues --------------------------------------------------------------------------------
+
+    def issue(self, owner: str, name: str, number: int) -> IssueInfo:
+        """Issue ``number``; a pull request answers too, with ``is_pull_request``."""
+        ...
+
+    def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]:
+        """Every comment on the issue, oldest first."""
+        ...
+
+    def ensure_label(self, owner: str, name: str, label: str, color: str, description: str) -> None:
+        """Create the repository label unless it exists."""
+        ...
+
+    def set_issue_labels(self, owner: str, name: str, number: int, labels: Sequence[str]) -> None:
+        """Replace the issue's labels with exactly ``labels``."""
+        ...
+
+    def upsert_marked_comment(
+        self, owner: str, name: str, number: int, marker: str, body: str
+    ) -> Comment:
+        """Edit the token user's comment carrying ``marker``, or post one: twice leaves one."""
+        ...
+
+    def close_issue(self, owner: str, name: str, number: int) -> None:
+        """Close the issue; closing a closed issue is fine."""
+        ...
+
+    # -- pull requests -------------------------------------------------------------------------
+
+    def pulls_for_head(
+        self, owner: str, name: str, head_branch: str, state: str = "all"
+    ) -> tuple[PullRequestInfo, ...]:
+        """The pull requests from ``head_branch`` of this repository, newest first; their
+        ``mergeable`` is None (a list carries no mergeability)."""
+        ...
+
+    def pull(self, owner: str, name: str, number: int) -> PullRequestInfo:
+        """Pull request ``number`` with its mergeability (None while GitHub computes it)."""
+        ...
+
+    def wait_for_mergeable(
+        self, owner: str, name: str, number: int, timeout: float
+    ) -> PullRequestInfo:
+        """The pull request once GitHub has computed its mergeability, or after ``timeout``."""
+        ...
+
+    def create_pull(
+        self,
+        owner: str,
+        name: str,
+        *,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool = False,
+    ) -> PullRequestInfo:
+        """Open a pull request from ``head`` into ``base``; never opens two."""
+        ...
+
+    def update_pull(
+        self,
+        owner: str,
+        name: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        base: str | None = None,
+    ) -> PullRequestInfo:
+        """Change what is not None of title, body and base."""
+        ...
+
+    def mark_ready(self, owner: str, name: str, number: int) -> None:
+        """Mark the pull request ready for review, unless it already is."""
+        ...
+
+    def convert_to_draft(self, owner: str, name: str, number: int) -> None:
+        """Turn the pull request back to a draft, unless it already is one."""
+        ...
+
+    def merge_pull(
+        self, owner: str, name: str, number: int, *, sha: str, title: str, message: str
+    ) -> MergeResult:
+        """Merge with a merge commit only if the head is still ``sha``; a refusal raises
+        ``MergeRefused``."""
+        ...
+
+    def delete_branch(self, owner: str, name: str, branch: str) -> None:
+        """Delete the branch; one already gone is fine."""
+        ...
+
+    # -- checks --------------------------------------------------------------------------------
+
+    def check_runs(self, owner: str, name: str, sha: str) -> tuple[CheckRun, ...]:
+        """Every check run on ``sha``, Actions checks with their job and workflow run ids."""
+        ...
+
+    def commit_statuses(self, owner: str, name: str, sha: str) -> tuple[CommitStatus, ...]:
+        """The latest commit status of each context on ``sha``."""
+        ...
+
+    def job_log_tail(self, owner: str, name: str, job_id: int, max_chars: int = 4000) -> str:
+        """The last ``max_chars`` characters of an Actions job's log."""
+        ...
+
+    def rerun_failed_jobs(self, owner: str, name: str, run_id: int) -> None:
+        """Re-run the failed jobs of workflow run ``run_id`` as a new attempt."""
+        ...

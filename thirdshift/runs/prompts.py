@@ -1,0 +1,123 @@
+"""The Session prompts of a Run. Agents report back only through git and files thirdshift
+names, never through prose thirdshift must parse."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from thirdshift.records import Comment, IssueInfo
+
+PULL_REQUEST_FILE = ".thirdshift-pull-request.md"
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    name: str
+    log_tail: str
+
+
+# A prompt travels as one argv element (Linux caps one at 128 KiB): the issue's discussion is
+# bounded, newest comments kept.
+DISCUSSION_CHARS = 40_000
+BODY_CHARS = 40_000
+
+
+def _discussion(comments: Sequence[Comment]) -> str:
+    kept: list[str] = []
+    used = 0
+    for comment in reversed(comments):
+        text = f"\n--- comment by {comment.author}:\n{comment.body.strip()}\n"
+        if used + len(text) > DISCUSSION_CHARS:
+            kept.append(f"\n[{len(comments) - len(kept)} earlier comment(s) left out]\n")
+            break
+        kept.append(text)
+        used += len(text)
+    return "".join(reversed(kept))
+
+
+def implement_prompt(
+    issue: IssueInfo,
+    comments: Sequence[Comment],
+    *,
+    base_branch: str,
+    issue_branch: str,
+    continuation: bool,
+    pull_request_url: str | None,
+    earlier: str = "",
+) -> str:
+    discussion = _discussion(comments)
+    body = issue.body.strip()
+    if len(body) > BODY_CHARS:
+        body = body[:BODY_CHARS] + "\n[the rest of the issue is left out]"
+    if continuation:
+        situation = (
+            f"The branch {issue_branch} already holds work from an earlier Run on this issue"
+            + (f" (pull request {pull_request_url})" if pull_request_url else "")
+            + ". Read its commits first and build on them; do not start over."
+            + (f"\n\n{earlier.strip()}" if earlier.strip() else "")
+        )
+    else:
+        situation = f"You are on a new branch {issue_branch}, made from {base_branch}."
+    return f"""You are working unattended on issue #{issue.number} of this repository.
+
+Issue #{issue.number}: {issue.title}
+
+{body}
+{discussion}
+{situation}
+
+Do this, in order:
+1. Implement what the issue asks, with tests that prove it.
+2. Run the project's tests and checks, in the foreground, and make them pass.
+3. Review your own diff against {base_branch} and fix what you find.
+4. Commit your work on {issue_branch} with clear messages. Do not push: thirdshift pushes.
+5. Write the pull request into the file {PULL_REQUEST_FILE} at the repository root (git
+   ignores it): its first line is the title, then a blank line, then the body. The body says
+   what changed and why, contains the line "Closes #{issue.number}", and lists any review
+   findings you chose not to address, with your reasons.
+
+Never end your turn while a command you started is still running.
+"""
+
+
+def conflict_prompt(
+    preamble: str, *, base_branch: str, issue_branch: str, paths: Sequence[str]
+) -> str:
+    listed = "\n".join(f"- {path}" for path in paths)
+    return f"""{preamble}Merging origin/{base_branch} into {issue_branch} stopped with conflicts in:
+{listed}
+
+The merge is in progress in this working tree. Resolve every conflict keeping the intent of
+both sides, run the tests in the foreground, then finish the merge with `git commit --no-edit`.
+Do not rebase, do not abort the merge, do not push.
+"""
+
+
+def ci_fix_prompt(
+    preamble: str,
+    *,
+    head: str,
+    failed: Sequence[FailedCheck],
+    inherited: Sequence[str],
+    pull_request_file: str = PULL_REQUEST_FILE,
+) -> str:
+    checks = "\n\n".join(
+        f"Check '{check.name}' failed. The end of its log:\n```\n{check.log_tail.strip()}\n```"
+        for check in failed
+    )
+    not_ours = (
+        "\nThese checks also fail on the Base branch and are not yours to fix: "
+        + ", ".join(inherited)
+        + "\n"
+        if inherited
+        else ""
+    )
+    return f"""{preamble}CI is red on {head[:7]} of this branch.
+
+{checks}
+{not_ours}
+Find the cause, fix it, run the failing checks' commands in the foreground until they pass, and
+commit the fix. If nothing on this branch can fix it, change nothing. Do not push. If the pull
+request's description in {pull_request_file} needs updating, update that file.
+"""

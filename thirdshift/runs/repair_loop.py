@@ -1,0 +1,227 @@
+"""The Repair loop: keep one pull request mergeable and green, and Self-merge it on request.
+
+Each round merges the Base branch in (a merge, never a rebase; a conflict starts a conflict
+Repair), pushes, and watches CI on the head. Red checks that also failed on the Base commit last
+merged in are Inherited failures and get no Repair; our own red checks start a CI-fix Repair.
+A CI-fix Repair that leaves the head unchanged earns one Check re-run of the failed jobs; red
+again is a Declined CI fix. A Base branch that moved while CI ran is merged again. Budgets: at
+most ``max_repairs`` Repairs and ``max_upstream_moves`` upstream moves per Run.
+
+The loop reaches git, GitHub and the agent only through the private ``_Outside`` seam.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from thirdshift.errors import ThirdshiftError
+from thirdshift.records import CheckRun
+from thirdshift.runs.ci_watch import CiResult
+
+
+class RunFailed(ThirdshiftError):
+    """The Repair loop could not bring the pull request to green; the message is the cause."""
+
+
+class BudgetSpent(RunFailed):
+    """A budget (Repairs or upstream moves) was spent."""
+
+
+class DeclinedCiFix(RunFailed):
+    """A CI-fix Repair changed nothing and the re-run of the failed checks stayed red."""
+
+
+class InheritedFailure(RunFailed):
+    """Only checks that also fail on the Base branch are red: nothing for this branch to fix."""
+
+
+class PolicyRefusal(RunFailed):
+    """GitHub refused the Self-merge and a further round found nothing to fix. The pull
+    request stays ready."""
+
+
+class MergeRefusedError(ThirdshiftError):
+    """Raised by the seam when GitHub refuses a Self-merge."""
+
+
+@dataclass(frozen=True)
+class BaseMerge:
+    """The result of merging the Base branch in: ``status`` is up-to-date, merged or conflict;
+    ``base_sha`` the Base commit merged."""
+
+    status: str
+    base_sha: str
+    conflicted_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Budgets:
+    max_repairs: int = 5
+    max_upstream_moves: int = 5
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    head: str
+    merged: bool
+    ci_absent: bool
+    repairs: int
+    upstream_moves: int
+
+
+class _Outside(Protocol):
+    """The world as the Repair loop sees it."""
+
+    base_branch: str
+
+    def merge_base(self) -> BaseMerge:
+        """Fetch and merge origin/<base> into the Issue branch; leave a conflict in progress."""
+        ...
+
+    def merge_problem(self, base_sha: str) -> str | None:
+        """After a conflict Repair: why the merge is not finished, or None when it is."""
+        ...
+
+    def push(self) -> str:
+        """Push the Issue branch (never forced) and return the head pushed."""
+        ...
+
+    def head(self) -> str:
+        """The Issue branch's current head in the Worktree."""
+        ...
+
+    def watch_ci(self, head: str) -> CiResult:
+        """Watch CI on ``head`` until it has an answer."""
+        ...
+
+    def inherited(self, failed: Sequence[str], base_sha: str) -> tuple[str, ...]:
+        """Which of ``failed`` also failed on ``base_sha``."""
+        ...
+
+    def base_moved(self, base_sha: str) -> bool:
+        """Has origin/<base> moved past ``base_sha``?"""
+        ...
+
+    def repair(
+        self,
+        number: int,
+        cause: str,
+        conflict: BaseMerge | None,
+        ci: CiResult | None,
+        inherited: Sequence[str],
+    ) -> None:
+        """Run Repair session ``repair-<number>`` for a conflict or red CI."""
+        ...
+
+    def rerun_failed(self, checks: Sequence[CheckRun]) -> None:
+        """Re-run the failed GitHub Actions jobs behind ``checks``."""
+        ...
+
+    def self_merge(self, head: str) -> None:
+        """Merge the pull request at exactly ``head``; MergeRefusedError when GitHub refuses."""
+        ...
+
+    def progress(self, line: str) -> None: ...
+
+
+class RepairLoop:
+    def __init__(self, outside: _Outside, budgets: Budgets, *, merge: bool) -> None:
+        self._outside = outside
+        self._budgets = budgets
+        self._merge = merge
+        self._repairs = 0
+        self._moves = 0
+        self._rerun_head: str | None = None
+        self._refused: tuple[str, int, int] | None = None
+
+    def run(self) -> LoopResult:
+        """Round after round until the pull request is green (and merged, for a Merge run), or
+        raise the RunFailed that says why not."""
+        outside = self._outside
+        base = outside.base_branch
+        while True:
+            merged_base = outside.merge_base()
+            if merged_base.status == "conflict":
+                cause = (
+                    f"merging origin/{base} conflicted in {', '.join(merged_base.conflicted_paths)}"
+                )
+                self._spend_repair(cause)
+                outside.repair(self._repairs, cause, merged_base, None, ())
+                problem = outside.merge_problem(merged_base.base_sha)
+                if problem is not None:
+                    raise RunFailed(problem)
+            head = outside.push()
+            ci = outside.watch_ci(head)
+            if ci.green:
+                if outside.base_moved(merged_base.base_sha):
+                    self._spend_move(f"origin/{base} moved while CI ran; merging it again")
+                    continue
+                if not self._merge:
+                    return self._result(head, ci, merged=False)
+                if self._refused == (head, self._repairs, self._moves):
+                    raise PolicyRefusal(
+                        f"GitHub refused to merge at {head[:7]} and nothing was left to fix"
+                    )
+                outside.progress(f"merging the pull request into {base} at {head[:7]}")
+                try:
+                    outside.self_merge(head)
+                except MergeRefusedError as refusal:
+                    outside.progress(f"the merge failed: {refusal}")
+                    self._refused = (head, self._repairs, self._moves)
+                    continue
+                return self._result(head, ci, merged=True)
+            inherited = outside.inherited(ci.failed, merged_base.base_sha)
+            own = tuple(name for name in ci.failed if name not in inherited)
+            if inherited:
+                outside.progress(
+                    f"Inherited failures (also failing on {base} at "
+                    f"{merged_base.base_sha[:7]}): {', '.join(inherited)}"
+                )
+            if not own:
+                if outside.base_moved(merged_base.base_sha):
+                    self._spend_move(f"origin/{base} moved; merging it again")
+                    continue
+                raise InheritedFailure(
+                    f"CI red on {head[:7]} only from Inherited failures (also failing on "
+                    f"{base} at {merged_base.base_sha[:7]}): {', '.join(inherited)}"
+                )
+            if self._rerun_head == head:
+                raise DeclinedCiFix(
+                    f"CI red on {head[:7]} ({', '.join(own)}) and the Repair found nothing to "
+                    "fix on the branch"
+                )
+            cause = f"CI failed on {head[:7]}: {', '.join(own)}"
+            self._spend_repair(cause)
+            outside.repair(self._repairs, cause, None, ci, inherited)
+            if outside.head() == head:
+                own_checks = [check for check in ci.failed_checks if check.name in own]
+                outside.progress(
+                    f"the Repair changed nothing; re-running the failed checks on {head[:7]}: "
+                    f"{', '.join(own)}"
+                )
+                outside.rerun_failed(own_checks)
+                self._rerun_head = head
+
+    def _spend_repair(self, cause: str) -> None:
+        if self._repairs >= self._budgets.max_repairs:
+            raise BudgetSpent(
+                f"repairs exhausted: {cause} after {self._budgets.max_repairs} Repairs"
+            )
+        self._repairs += 1
+        self._outside.progress(
+            f"{cause}; starting Repair {self._repairs} of {self._budgets.max_repairs}"
+        )
+
+    def _spend_move(self, line: str) -> None:
+        if self._moves >= self._budgets.max_upstream_moves:
+            raise BudgetSpent(
+                f"origin/{self._outside.base_branch} kept moving: merged it again "
+                f"{self._budgets.max_upstream_moves} times"
+            )
+        self._moves += 1
+        self._outside.progress(line)
+
+    def _result(self, head: str, ci: CiResult, *, merged: bool) -> LoopResult:
+        return LoopResult(head, merged, ci.absent, self._repairs, self._moves)

@@ -1,0 +1,30 @@
+"""Sessions: the Resume rules (seed 001) and the Context preambles, as pure rules behind the
+private Outside seam.
+
+``rules`` holds ``Sessions`` and its errors, ``preamble`` the resume brief and the follow-up
+preamble. The real Outside, which starts a Harness CLI and records the Session in the store,
+is ``thirdshift.sessions.cli_outside``; only the composition root imports it, so nothing that
+imports this package's face pulls in a Harness adapter or the store.
+"""
+
+from thirdshift.sessions.preamble import count_tokens, follow_up_preamble, resume_brief
+from thirdshift.sessions.rules import (
+    LaterStepFailed,
+    ResumeUnknown,
+    SessionEnding,
+    SessionFailed,
+    SessionInterrupted,
+    Sessions,
+)
+
+__all__ = [
+    "LaterStepFailed",
+    "ResumeUnknown",
+    "SessionEnding",
+    "SessionFailed",
+    "SessionInterrupted",
+    "Sessions",
+    "count_tokens",
+    "follow_up_preamble",
+    "resume_brief",
+]

@@ -1,0 +1,279 @@
+"""The real adapter behind the Sessions module's Outside seam: one session of a Harness's CLI.
+
+It builds the CLI's argv and environment from the Harness, spawns it in the Worktree under the
+process supervisor, copies every stdout line (scrubbed) to the Session log as it arrives,
+feeds the Harness's stream reader, records the session and its Session events in the database
+as they happen, prints condensed progress lines and the session-ended line, and turns the
+outcome into a ``SessionEnding`` or the right ``SessionFailed``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from thirdshift.clock import Clock
+from thirdshift.errors import ThirdshiftError
+from thirdshift.harnesses import Harness, ProcessEnding, StreamOutcome, run_supervised
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import SessionEvent, Watchdogs
+from thirdshift.scrub import Scrubber
+from thirdshift.sessions.rules import (
+    ResumeUnknown,
+    SessionEnding,
+    SessionFailed,
+    SessionInterrupted,
+    Sessions,
+)
+from thirdshift.store import Store
+
+RECENT_EVENTS = 50
+
+
+def log_stamp(moment: datetime | None = None) -> str:
+    """The stamp shared by every Session log of one Run: UTC, to the second."""
+    return (moment or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def session_log_paths(
+    logs_dir: Path, owner: str, repo: str, issue_number: int, stamp: str
+) -> Callable[[str], Path]:
+    """``kind -> $THIRDSHIFT_HOME/logs/<owner>-<repo>-issue-<n>-<stamp>-<kind>.jsonl``."""
+
+    def path_for(kind: str) -> Path:
+        return logs_dir / f"{owner}-{repo}-issue-{issue_number}-{stamp}-{kind}.jsonl"
+
+    return path_for
+
+
+def format_duration(seconds: float) -> str:
+    """``42s``, ``5m 32s``, ``1h 03m``."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    return f"{whole // 3600}h {(whole % 3600) // 60:02d}m"
+
+
+class CliOutside:
+    """Runs sessions of one Harness in one Worktree for one Run."""
+
+    def __init__(
+        self,
+        *,
+        harness: Harness,
+        worktree: Path,
+        store: Store,
+        run_id: int,
+        environ: Mapping[str, str],
+        watchdogs: Watchdogs,
+        grace_seconds: float,
+        interrupt: threading.Event,
+        progress: Callable[[str], None],
+        scrub: Scrubber,
+        model: str | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._clock = clock
+        self._harness = harness
+        self._worktree = worktree
+        self._store = store
+        self._run_id = run_id
+        self._environ = environ
+        self._watchdogs = watchdogs
+        self._grace_seconds = grace_seconds
+        self._interrupt = interrupt
+        self._progress = progress
+        self._scrub = scrub
+        self._model = model
+        # Harness session id -> our session row, so a Resume records what it resumed.
+        self._rows_by_session_id: dict[str, int] = {}
+
+    def progress(self, line: str) -> None:
+        self._progress(self._scrub(line))
+
+    def run_session(
+        self, kind: str, resume_id: str | None, prompt: str, log_path: Path
+    ) -> SessionEnding:
+        record = self._store.start_session(
+            self._run_id,
+            kind,
+            harness=self._harness.name,
+            model=self._model,
+            log_path=str(log_path),
+            prompt=self._scrub(prompt),
+            harness_session_id=resume_id,
+            resumed_from_id=self._rows_by_session_id.get(resume_id) if resume_id else None,
+        )
+        reader = self._harness.reader()
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        prefix = f"{self._worktree}/"
+
+        with log_path.open("ab") as log:
+
+            def on_line(line: bytes) -> None:
+                log.write(self._scrub(line.decode("utf-8", "replace")).encode() + b"\n")
+                log.flush()
+                observation = reader.feed(line)
+                for condensed in observation.progress:
+                    self.progress(f"{kind}: {condensed.replace(prefix, '')}")
+                if observation.events:
+                    self._store.add_session_events(
+                        record.id, [self._scrubbed(event) for event in observation.events]
+                    )
+
+            try:
+                ending = run_supervised(
+                    self._harness.argv(prompt, model=self._model, resume_id=resume_id),
+                    cwd=self._worktree,
+                    env=self._harness.environment(self._environ),
+                    on_line=on_line,
+                    result_seen=lambda: reader.result_seen,
+                    watchdogs=self._watchdogs,
+                    stop_signals=self._harness.stop_signals,
+                    grace_seconds=self._grace_seconds,
+                    interrupt=self._interrupt,
+                    clock=self._clock,
+                )
+            except ThirdshiftError as error:
+                cause = self._scrub(str(error))
+                self._store.end_session(record.id, state="failed", error=cause)
+                raise SessionFailed(cause, log_path) from error
+            if ending.stderr_tail.strip():
+                # The CLI's own complaints (a bad key, a crash) belong with its stream.
+                note = {"type": "thirdshift.stderr", "text": ending.stderr_tail}
+                log.write(self._scrub(json.dumps(note)).encode() + b"\n")
+        outcome = reader.finish(
+            ending.exit_status, stopped_after_result=ending.stopped_by == "post-result"
+        )
+        self.progress(
+            f"{kind}: session ended after {format_duration(ending.duration_seconds)}: "
+            f"{outcome.usage.describe()}"
+        )
+        failure = self._failure(kind, resume_id, outcome, ending, log_path)
+        if failure is not None:
+            self._store.end_session(
+                record.id,
+                state="failed",
+                harness_session_id=outcome.session_id,
+                final_message=self._scrub_optional(outcome.final_message),
+                error=self._scrub(failure.cause),
+            )
+            raise failure
+        self._store.end_session(
+            record.id,
+            state="ended",
+            harness_session_id=outcome.session_id,
+            final_message=self._scrub_optional(outcome.final_message),
+            killed_work=[self._scrub(work) for work in outcome.killed_work],
+        )
+        if outcome.session_id:
+            self._rows_by_session_id.setdefault(outcome.session_id, record.id)
+        recent = self._store.session_events(record.id, last=RECENT_EVENTS)
+        return SessionEnding(
+            session_id=outcome.session_id,
+            killed_work=tuple(self._scrub(work) for work in outcome.killed_work),
+            final_message=outcome.final_message,
+            recent_events=tuple(event.summary for event in recent),
+        )
+
+    def _failure(
+        self,
+        kind: str,
+        resume_id: str | None,
+        outcome: StreamOutcome,
+        ending: ProcessEnding,
+        log_path: Path,
+    ) -> SessionFailed | None:
+        if ending.stopped_by == "interrupt":
+            return SessionInterrupted(f"{kind} session interrupted", log_path)
+        if ending.stopped_by == "idle":
+            return SessionFailed(
+                f"{kind} session stopped: no output for {self._watchdogs.idle_seconds:g}s "
+                "(raise session_idle_seconds if the agent needs longer)",
+                log_path,
+            )
+        if ending.stopped_by == "wall":
+            return SessionFailed(
+                f"{kind} session stopped: still running after "
+                f"{format_duration(self._watchdogs.wall_seconds)} "
+                "(raise session_wall_seconds if the agent needs longer)",
+                log_path,
+            )
+        if not outcome.failed:
+            return None
+        cause = self._scrub(outcome.failure_cause or f"{self._harness.name} session failed")
+        stderr = ending.stderr_tail
+        last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
+        if last and last not in cause:
+            cause = f"{cause} ({self._scrub(last[:300])})"
+        if resume_id and self._harness.resume_unknown(outcome, stderr):
+            return ResumeUnknown(cause, log_path)
+        return SessionFailed(cause, log_path)
+
+    def _scrubbed(self, event: SessionEvent) -> SessionEvent:
+        return SessionEvent(
+            seq=event.seq,
+            kind=event.kind,
+            summary=self._scrub(event.summary),
+            tool=event.tool,
+            target=self._scrub_optional(event.target),
+            exit_status=event.exit_status,
+            created_at=event.created_at,
+        )
+
+    def _scrub_optional(self, text: str | None) -> str | None:
+        return None if text is None else self._scrub(text)
+
+
+@dataclass(frozen=True)
+class CliSessions:
+    """Where a Run gets its Sessions (``runs.ports.SessionSource``) for real: sessions of one
+    Harness CLI in the Run's Worktree, recorded in the store, their logs under ``logs_dir``.
+    Built by the composition root; ``environ`` is what the CLI's environment is made from (the
+    Harness adapter keeps only what it needs)."""
+
+    harness: Harness
+    store: Store
+    environ: Mapping[str, str]
+    logs_dir: Path
+    watchdogs: Watchdogs
+    grace_seconds: float
+    interrupt: threading.Event
+    progress: Callable[[str], None]
+    scrub: Scrubber
+    clock: Clock
+    model: str | None = None
+
+    @property
+    def harness_name(self) -> str:
+        return self.harness.name
+
+    @property
+    def executable(self) -> str:
+        return self.harness.executable
+
+    def sessions(self, run_id: int, worktree: Path, ref: IssueRef) -> Sessions:
+        outside = CliOutside(
+            harness=self.harness,
+            worktree=worktree,
+            store=self.store,
+            run_id=run_id,
+            environ=self.environ,
+            watchdogs=self.watchdogs,
+            grace_seconds=self.grace_seconds,
+            interrupt=self.interrupt,
+            progress=self.progress,
+            scrub=self.scrub,
+            model=self.model,
+            clock=self.clock,
+        )
+        stamp = log_stamp(self.clock.now())
+        return Sessions(
+            outside, session_log_paths(self.logs_dir, ref.owner, ref.repo, ref.number, stamp)
+        )

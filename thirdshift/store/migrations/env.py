@@ -1,0 +1,26 @@
+"""Alembic environment: migrations run on the engine the Store hands over, never on a URL read
+from a file, so the same code path serves SQLite and PostgreSQL, tests and production."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlmodel import SQLModel
+
+import thirdshift.store.tables  # noqa: F401  (registers the tables on SQLModel.metadata)
+
+config = context.config
+engine = config.attributes.get("engine")
+if engine is None:  # pragma: no cover - only when someone runs the alembic CLI by hand
+    raise RuntimeError(
+        "run migrations through thirdshift.store.repository.upgrade(), which passes an engine"
+    )
+
+with engine.connect() as connection:
+    context.configure(
+        connection=connection,
+        target_metadata=SQLModel.metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+    connection.commit()

@@ -1,0 +1,524 @@
+"""The store: the one class that issues SQL, on SQLite (WAL) or PostgreSQL.
+
+Callers get frozen records, never table rows, so nothing outside this module can lazily touch
+the database. The schema is owned by the Alembic migrations in ``thirdshift/store/migrations``;
+``Store.open`` brings a database up to date before handing it out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Session, col, select
+
+from thirdshift.clock import Clock, SystemClock
+from thirdshift.errors import StoreError
+from thirdshift.records import (
+    Lease,
+    Repository,
+    Run,
+    SessionEvent,
+    SessionHistory,
+    SessionRecord,
+)
+from thirdshift.store.tables import ClaimRow, RepositoryRow, RunRow, SessionEventRow, SessionRow
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced, fit for an error message."""
+    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
+
+
+class Store:
+    """All persistence. Build one with ``Store.open(url)`` and ``close()`` it when done.
+    Every time it writes comes from ``clock`` (the system's unless told otherwise)."""
+
+    def __init__(self, engine: Engine, clock: Clock | None = None) -> None:
+        self._engine = engine
+        self._clock: Clock = clock or SystemClock()
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, url: str, *, migrate: bool = True, clock: Clock | None = None) -> Store:
+        """Connect to ``url`` and, unless told not to, upgrade the schema to the newest
+        migration. SQLite gets WAL, foreign keys and a busy timeout on every connection."""
+        try:
+            engine = _engine(url)
+            if migrate:
+                upgrade(engine)
+        except SQLAlchemyError as exc:
+            raise StoreError(
+                f"cannot open the database {redact_url(url)}: {exc.__class__.__name__}: "
+                f"{_first_line(exc)}; check THIRDSHIFT_DATABASE_URL and that the server runs"
+            ) from exc
+        return cls(engine, clock)
+
+    @property
+    def dialect(self) -> str:
+        return self._engine.dialect.name
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        try:
+            with Session(self._engine, expire_on_commit=False) as session:
+                yield session
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error: {_first_line(exc)}") from exc
+
+    # -- repositories ------------------------------------------------------------------------
+
+    def ensure_repository(self, owner: str, name: str) -> Repository:
+        """The repository's record, created on first sight. Safe under concurrent callers."""
+        with self._session() as session:
+            statement = _insert(self.dialect, RepositoryRow).values(
+                owner=owner, name=name, created_at=self._clock.now()
+            )
+            session.execute(statement.on_conflict_do_nothing(index_elements=["owner", "name"]))
+            session.commit()
+            row = session.exec(
+                select(RepositoryRow).where(
+                    RepositoryRow.owner == owner, RepositoryRow.name == name
+                )
+            ).one()
+            return _repository(row)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        repository: Repository,
+        issue_number: int,
+        *,
+        kind: str = "run",
+        base_branch: str | None = None,
+        issue_branch: str | None = None,
+        harness: str | None = None,
+        model: str | None = None,
+    ) -> Run:
+        with self._session() as session:
+            row = RunRow(
+                repository_id=repository.id,
+                issue_number=issue_number,
+                kind=kind,
+                state="running",
+                base_branch=base_branch,
+                issue_branch=issue_branch,
+                harness=harness,
+                model=model,
+                started_at=self._clock.now(),
+            )
+            session.add(row)
+            session.commit()
+            return _run(row, repository)
+
+    def update_run(self, run_id: int, **fields: Any) -> Run:
+        """Set the named columns of a Run (state, head_sha, cause, ...). Unknown names raise."""
+        allowed = set(RunRow.model_fields) - {"id", "repository_id", "started_at"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise StoreError(f"runs have no column(s) {', '.join(sorted(unknown))}")
+        with self._session() as session:
+            row = session.get(RunRow, run_id)
+            if row is None:
+                raise StoreError(f"no run {run_id}")
+            for key, value in fields.items():
+                setattr(row, key, value)
+            session.add(row)
+            session.commit()
+            return _run(row, self._repository(session, row.repository_id))
+
+    def finish_run(self, run_id: int, state: str, **fields: Any) -> Run:
+        return self.update_run(run_id, state=state, ended_at=self._clock.now(), **fields)
+
+    def get_run(self, run_id: int) -> Run | None:
+        with self._session() as session:
+            row = session.get(RunRow, run_id)
+            if row is None:
+                return None
+            return _run(row, self._repository(session, row.repository_id))
+
+    def list_runs(self, *, limit: int = 50, state: str | None = None) -> list[Run]:
+        """The newest Runs first."""
+        with self._session() as session:
+            query = select(RunRow).order_by(col(RunRow.id).desc()).limit(limit)
+            if state is not None:
+                query = query.where(RunRow.state == state)
+            rows = session.exec(query).all()
+            repositories = {
+                r.id: _repository(r)
+                for r in session.exec(
+                    select(RepositoryRow).where(
+                        col(RepositoryRow.id).in_({row.repository_id for row in rows})
+                    )
+                )
+            }
+            return [_run(row, repositories[row.repository_id]) for row in rows]
+
+    # -- sessions and their events -----------------------------------------------------------
+
+    def start_session(
+        self,
+        run_id: int,
+        kind: str,
+        *,
+        harness: str,
+        log_path: str,
+        prompt: str,
+        model: str | None = None,
+        harness_session_id: str | None = None,
+        resumed_from_id: int | None = None,
+    ) -> SessionRecord:
+        with self._session() as session:
+            row = SessionRow(
+                run_id=run_id,
+                kind=kind,
+                harness=harness,
+                model=model,
+                harness_session_id=harness_session_id,
+                resumed_from_id=resumed_from_id,
+                log_path=log_path,
+                prompt=prompt,
+                state="running",
+                started_at=self._clock.now(),
+            )
+            session.add(row)
+            session.commit()
+            return _session_record(row)
+
+    def end_session(
+        self,
+        session_id: int,
+        *,
+        state: str,
+        harness_session_id: str | None = None,
+        final_message: str | None = None,
+        killed_work: Sequence[str] = (),
+        error: str | None = None,
+    ) -> SessionRecord:
+        with self._session() as session:
+            row = session.get(SessionRow, session_id)
+            if row is None:
+                raise StoreError(f"no session {session_id}")
+            row.state = state
+            row.ended_at = self._clock.now()
+            row.final_message = final_message
+            row.killed_work = "\n".join(killed_work) or None
+            row.error = error
+            if harness_session_id is not None:
+                row.harness_session_id = harness_session_id
+            session.add(row)
+            session.commit()
+            return _session_record(row)
+
+    def run_sessions(self, run_id: int) -> list[SessionRecord]:
+        """The Run's sessions, oldest first."""
+        with self._session() as session:
+            rows = session.exec(
+                select(SessionRow).where(SessionRow.run_id == run_id).order_by(col(SessionRow.id))
+            ).all()
+            return [_session_record(row) for row in rows]
+
+    def add_session_events(self, session_id: int, events: Iterable[SessionEvent]) -> None:
+        """Append events; ``seq`` orders them within the session and must not repeat."""
+        now = self._clock.now()
+        with self._session() as session:
+            session.add_all(
+                SessionEventRow(
+                    session_id=session_id,
+                    seq=event.seq,
+                    kind=event.kind,
+                    tool=event.tool,
+                    target=event.target,
+                    exit_status=event.exit_status,
+                    summary=event.summary,
+                    created_at=event.created_at or now,
+                )
+                for event in events
+            )
+            session.commit()
+
+    def session_events(self, session_id: int, *, last: int | None = None) -> list[SessionEvent]:
+        """The session's events in order; with ``last``, only that many from the end."""
+        with self._session() as session:
+            query = select(SessionEventRow).where(SessionEventRow.session_id == session_id)
+            if last is not None:
+                query = query.order_by(col(SessionEventRow.seq).desc()).limit(last)
+            rows = sorted(session.exec(query).all(), key=lambda row: row.seq)
+            return [
+                SessionEvent(
+                    seq=row.seq,
+                    kind=row.kind,
+                    summary=row.summary,
+                    tool=row.tool,
+                    target=row.target,
+                    exit_status=row.exit_status,
+                    created_at=row.created_at,
+                )
+                for row in rows
+            ]
+
+    # -- Leases ------------------------------------------------------------------------------
+
+    def run_history(
+        self, run_id: int, *, ended_only: bool = False, last_events: int = 50
+    ) -> list[SessionHistory]:
+        """A Run's sessions as a follow-up preamble takes them: kind, final message and the
+        summaries of the last ``last_events`` Session events of each, oldest session first."""
+        return [
+            SessionHistory(
+                session.kind,
+                session.final_message,
+                tuple(event.summary for event in self.session_events(session.id, last=last_events)),
+            )
+            for session in self.run_sessions(run_id)
+            if session.state == "ended" or not ended_only
+        ]
+
+    def acquire_lease(
+        self,
+        repository: Repository,
+        issue_number: int,
+        owner: str,
+        ttl: timedelta,
+        *,
+        now: datetime | None = None,
+    ) -> Lease | None:
+        """Take the issue's Lease for ``owner`` in one conditional statement: granted when no
+        Lease exists, when the existing one has expired (the fencing token goes up), or when
+        ``owner`` already holds it (extended, same token). None when someone else holds it."""
+        now = now or self._clock.now()
+        table = ClaimRow.__table__  # type: ignore[attr-defined]
+        insert = _insert(self.dialect, ClaimRow).values(
+            repository_id=repository.id,
+            issue_number=issue_number,
+            owner=owner,
+            fencing_token=1,
+            acquired_at=now,
+            expires_at=now + ttl,
+        )
+        same_owner = table.c.owner == insert.excluded.owner
+        statement = insert.on_conflict_do_update(
+            index_elements=["repository_id", "issue_number"],
+            set_={
+                "owner": insert.excluded.owner,
+                "expires_at": insert.excluded.expires_at,
+                "run_id": sa.case((same_owner, table.c.run_id), else_=None),
+                "acquired_at": sa.case(
+                    (same_owner, table.c.acquired_at), else_=insert.excluded.acquired_at
+                ),
+                "fencing_token": sa.case(
+                    (same_owner, table.c.fencing_token), else_=table.c.fencing_token + 1
+                ),
+            },
+            where=sa.or_(
+                table.c.expires_at <= sa.bindparam("now_", now, type_=table.c.expires_at.type),
+                same_owner,
+            ),
+        ).returning(*table.c)
+        with self._session() as session:
+            row = session.execute(statement).mappings().first()
+            session.commit()
+            return None if row is None else _lease(row)
+
+    def renew_lease(
+        self, lease: Lease, ttl: timedelta, *, now: datetime | None = None
+    ) -> Lease | None:
+        """Extend a Lease still held under the same fencing token; None when it was lost."""
+        now = now or self._clock.now()
+        with self._session() as session:
+            result = session.execute(
+                sa.update(ClaimRow)
+                .where(
+                    col(ClaimRow.repository_id) == lease.repository_id,
+                    col(ClaimRow.issue_number) == lease.issue_number,
+                    col(ClaimRow.owner) == lease.owner,
+                    col(ClaimRow.fencing_token) == lease.fencing_token,
+                )
+                .values(expires_at=now + ttl)
+                .returning(*ClaimRow.__table__.c)  # type: ignore[attr-defined]
+            )
+            row = result.mappings().first()
+            session.commit()
+            return None if row is None else _lease(row)
+
+    def attach_run_to_lease(self, lease: Lease, run_id: int) -> bool:
+        with self._session() as session:
+            result = session.execute(
+                sa.update(ClaimRow)
+                .where(
+                    col(ClaimRow.repository_id) == lease.repository_id,
+                    col(ClaimRow.issue_number) == lease.issue_number,
+                    col(ClaimRow.fencing_token) == lease.fencing_token,
+                )
+                .values(run_id=run_id)
+            )
+            session.commit()
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def release_lease(self, lease: Lease) -> bool:
+        """Give the Lease up; False when it had already passed to someone else."""
+        with self._session() as session:
+            result = session.execute(
+                sa.delete(ClaimRow).where(
+                    col(ClaimRow.repository_id) == lease.repository_id,
+                    col(ClaimRow.issue_number) == lease.issue_number,
+                    col(ClaimRow.fencing_token) == lease.fencing_token,
+                )
+            )
+            session.commit()
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def lease_of(self, repository: Repository, issue_number: int) -> Lease | None:
+        with self._session() as session:
+            row = session.exec(
+                select(ClaimRow).where(
+                    ClaimRow.repository_id == repository.id,
+                    ClaimRow.issue_number == issue_number,
+                )
+            ).first()
+            return None if row is None else _lease(row.model_dump())
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _repository(session: Session, repository_id: int) -> Repository:
+        row = session.get(RepositoryRow, repository_id)
+        if row is None:
+            raise StoreError(f"no repository {repository_id}")
+        return _repository(row)
+
+
+def _engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        database = url.split(":///", 1)[-1]
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        # The pool hands one connection to one thread at a time (a Lease is renewed from a
+        # thread of its own), so sqlite3's same-thread check only gets in the way.
+        engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+
+        @sa.event.listens_for(engine, "connect")
+        def _pragmas(connection: Any, _record: Any) -> None:
+            cursor = connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        return engine
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        # psycopg 3 is the driver we ship; a bare postgresql:// URL means it.
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    return sa.create_engine(url, pool_pre_ping=True)
+
+
+def alembic_config(engine: Engine) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["engine"] = engine
+    return config
+
+
+def upgrade(engine: Engine) -> None:
+    """Bring the schema to the newest migration."""
+    command.upgrade(alembic_config(engine), "head")
+
+
+def _insert(dialect: str, table: Any) -> Any:
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    if dialect == "sqlite":
+        return sqlite.insert(table)
+    raise StoreError(f"unsupported database {dialect}; use SQLite or PostgreSQL")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return redact_url(text[0]) if text else exc.__class__.__name__
+
+
+def _repository(row: RepositoryRow) -> Repository:
+    assert row.id is not None
+    return Repository(id=row.id, owner=row.owner, name=row.name)
+
+
+def _run(row: RunRow, repository: Repository) -> Run:
+    assert row.id is not None
+    return Run(
+        id=row.id,
+        repository=repository,
+        issue_number=row.issue_number,
+        kind=row.kind,
+        state=row.state,
+        base_branch=row.base_branch,
+        issue_branch=row.issue_branch,
+        head_sha=row.head_sha,
+        pull_request_number=row.pull_request_number,
+        harness=row.harness,
+        model=row.model,
+        cause=row.cause,
+        killed_work=row.killed_work,
+        last_session_log=row.last_session_log,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+    )
+
+
+def _session_record(row: SessionRow) -> SessionRecord:
+    assert row.id is not None
+    return SessionRecord(
+        id=row.id,
+        run_id=row.run_id,
+        kind=row.kind,
+        harness=row.harness,
+        model=row.model,
+        harness_session_id=row.harness_session_id,
+        resumed_from_id=row.resumed_from_id,
+        log_path=row.log_path,
+        state=row.state,
+        prompt=row.prompt,
+        final_message=row.final_message,
+        killed_work=row.killed_work,
+        error=row.error,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+    )
+
+
+def _lease(row: Any) -> Lease:
+    def aware(value: Any) -> datetime:
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        assert isinstance(value, datetime)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+    return Lease(
+        repository_id=row["repository_id"],
+        issue_number=row["issue_number"],
+        owner=row["owner"],
+        fencing_token=row["fencing_token"],
+        run_id=row["run_id"],
+        acquired_at=aware(row["acquired_at"]),
+        expires_at=aware(row["expires_at"]),
+    )

@@ -1,0 +1,124 @@
+"""The database tables, all in one module. Only ``thirdshift.store.repository`` and the Alembic
+migrations import them; everything else sees the frozen records the store returns.
+
+Times are stored as naive UTC (``UTCDateTime``) so SQLite and PostgreSQL compare them the same
+way, and come back timezone-aware.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+from sqlmodel import Field, SQLModel
+
+
+class UTCDateTime(sa.types.TypeDecorator[datetime]):
+    """A timestamp kept as naive UTC in the database and handed back aware."""
+
+    impl = sa.DateTime(timezone=False)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are ambiguous; pass an aware UTC datetime")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):  # SQLite hands back text for raw SQL
+            value = datetime.fromisoformat(value)
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC)
+
+
+def _when(nullable: bool = False) -> Any:
+    return Field(default=None, sa_type=UTCDateTime, nullable=nullable)
+
+
+class RepositoryRow(SQLModel, table=True):
+    __tablename__ = "repositories"
+    __table_args__ = (sa.UniqueConstraint("owner", "name", name="uq_repositories_owner_name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    owner: str = Field(max_length=100)
+    name: str = Field(max_length=100)
+    created_at: datetime = _when()
+
+
+class RunRow(SQLModel, table=True):
+    __tablename__ = "runs"
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repositories.id", index=True)
+    issue_number: int
+    kind: str = Field(max_length=20)  # run, merge, spec, architect
+    state: str = Field(max_length=20, index=True)  # running, succeeded, failed, refused
+    base_branch: str | None = Field(default=None, max_length=255)
+    issue_branch: str | None = Field(default=None, max_length=255)
+    head_sha: str | None = Field(default=None, max_length=64)
+    pull_request_number: int | None = None
+    harness: str | None = Field(default=None, max_length=40)
+    model: str | None = Field(default=None, max_length=100)
+    cause: str | None = Field(default=None, sa_type=sa.Text)
+    killed_work: str | None = Field(default=None, sa_type=sa.Text)
+    last_session_log: str | None = Field(default=None, sa_type=sa.Text)
+    started_at: datetime = _when()
+    ended_at: datetime | None = _when(nullable=True)
+
+
+class SessionRow(SQLModel, table=True):
+    __tablename__ = "sessions"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id", index=True)
+    kind: str = Field(max_length=40)  # implement, repair-1, architect, <kind>-resume, ...
+    harness: str = Field(max_length=40)
+    model: str | None = Field(default=None, max_length=100)
+    harness_session_id: str | None = Field(default=None, max_length=100)
+    resumed_from_id: int | None = Field(default=None, foreign_key="sessions.id")
+    log_path: str = Field(sa_type=sa.Text)
+    state: str = Field(max_length=20)  # running, ended, failed
+    prompt: str = Field(default="", sa_type=sa.Text)
+    final_message: str | None = Field(default=None, sa_type=sa.Text)
+    killed_work: str | None = Field(default=None, sa_type=sa.Text)
+    error: str | None = Field(default=None, sa_type=sa.Text)
+    started_at: datetime = _when()
+    ended_at: datetime | None = _when(nullable=True)
+
+
+class SessionEventRow(SQLModel, table=True):
+    __tablename__ = "session_events"
+    __table_args__ = (sa.UniqueConstraint("session_id", "seq", name="uq_session_events_seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    session_id: int = Field(foreign_key="sessions.id", index=True)
+    seq: int
+    kind: str = Field(max_length=20)  # tool_call, tool_result, message, result, error
+    tool: str | None = Field(default=None, max_length=100)
+    target: str | None = Field(default=None, sa_type=sa.Text)
+    exit_status: int | None = None
+    summary: str = Field(sa_type=sa.Text)
+    created_at: datetime = _when()
+
+
+class ClaimRow(SQLModel, table=True):
+    """A Claim's database half: the Lease. One row per issue, ever; taking over an expired
+    Lease rewrites the row and raises the fencing token."""
+
+    __tablename__ = "claims"
+    __table_args__ = (sa.UniqueConstraint("repository_id", "issue_number", name="uq_claims_issue"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repositories.id")
+    issue_number: int
+    owner: str = Field(max_length=200)
+    fencing_token: int
+    run_id: int | None = Field(default=None, foreign_key="runs.id")
+    acquired_at: datetime = _when()
+    expires_at: datetime = _when()
