@@ -17,11 +17,11 @@ from thirdshift.harnesses.process import (
     STDERR_TAIL_BYTES,
     ProcessEnding,
     ProcessStartError,
-    Watchdogs,
     descendants,
     run_supervised,
     stop_process_tree,
 )
+from thirdshift.records import Watchdogs
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "processes"
 PATIENT = Watchdogs(idle_seconds=10, wall_seconds=20, post_result_seconds=10)

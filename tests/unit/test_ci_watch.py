@@ -84,7 +84,9 @@ def test_pending_checks_are_watched_until_done_printing_only_changes() -> None:
     one_left = (check("lint"), check("tests", "in_progress", None, id=2))
     done = (check("lint"), check("tests", id=2))
     clock = FakeClock()
-    polls = deque([running, running, one_left, one_left, *[one_left] * 6, done])
+    polls: deque[tuple[CheckRun, ...]] = deque(
+        [running, running, one_left, one_left, *[one_left] * 6, done]
+    )
     result = watch(ScriptedChecks(polls), clock)
     assert result.green
     assert not result.absent

@@ -1,0 +1,75 @@
+"""The import contracts of adr/0008 hold, and they do catch a forbidden import: the check runs
+on a copy of the package with one bad import planted."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=tree,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tree), "LANG": "C.UTF-8"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """The package and its contracts, copied where a test may break them."""
+    shutil.copytree(
+        ROOT / "thirdshift", tmp_path / "thirdshift", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def test_the_package_keeps_every_import_contract(tree: Path) -> None:
+    """lint-imports passes on the package as it is."""
+    done = _lint(tree)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "contract"),
+    [
+        ("runs/branches.py", "import thirdshift.store", "Rules never import adapters"),
+        ("runs/delivery.py", "import thirdshift.github", "A Run reaches GitHub and the Harness"),
+        (
+            "harnesses/stream.py",
+            "import thirdshift.store",
+            "Harness adapters never import the store",
+        ),
+        (
+            "runs/claims.py",
+            "import thirdshift.sandbox.client",
+            "The product never imports the sandbox",
+        ),
+        ("sessions/rules.py", "import github", "PyGithub, GitPython and SQLAlchemy each have one"),
+    ],
+)
+def test_a_forbidden_import_breaks_its_contract(
+    tree: Path, module: str, planted: str, contract: str
+) -> None:
+    """Planting one forbidden import makes lint-imports fail, naming the contract."""
+    path = tree / "thirdshift" / module
+    text = path.read_text()
+    marker = "from __future__ import annotations\n"
+    path.write_text(text.replace(marker, f"{marker}\n{planted}  # noqa\n", 1))
+    done = _lint(tree)
+    assert done.returncode != 0
+    broken = done.stdout[done.stdout.index("Broken contracts") :]
+    assert contract in broken

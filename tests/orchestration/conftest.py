@@ -1,0 +1,128 @@
+"""The orchestration world: a Run's real ``Delivery`` against the GitHub fake, a bare origin on
+disk with real git, a real SQLite store, scripted sessions and a manual clock. No network, no
+agent CLI, no sleeping: each test takes a fraction of a second."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_github import FakeGitHub
+from tests.support.scripted_sessions import ScriptedSessions, git
+from thirdshift.clock import ManualClock
+from thirdshift.git import Identity, ManagedClone
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import RepoInfo
+from thirdshift.runs import Delivery, RunRequest
+from thirdshift.scrub import Scrubber
+from thirdshift.settings import Settings
+from thirdshift.store import Store
+
+PLANTED_TOKEN = "ghp_orchestrationPlantedToken0123456789AB"
+
+
+@dataclass
+class RunWorld:
+    root: Path
+    origin: Path
+    github: FakeGitHub
+    store: Store
+    sessions: ScriptedSessions
+    clock: ManualClock
+    settings: Settings
+    interrupt: threading.Event = field(default_factory=threading.Event)
+    lines: list[str] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+
+    @property
+    def environ(self) -> dict[str, str]:
+        return {"PATH": f"{Path(sys.executable).parent}{os.pathsep}/usr/bin{os.pathsep}/bin"}
+
+    def clone_of(self, ref: IssueRef, repo: RepoInfo) -> ManagedClone:
+        return ManagedClone(
+            self.settings.home,
+            ref.owner,
+            ref.repo,
+            repo.clone_url,
+            None,
+            Identity(self.settings.git_user_name, self.settings.git_user_email),
+            scrub=Scrubber([PLANTED_TOKEN]),
+            environ=self.environ,
+            timeout=60,
+        )
+
+    def delivery(self) -> Delivery:
+        scrub = Scrubber([PLANTED_TOKEN])
+        return Delivery(
+            settings=self.settings,
+            github=self.github,
+            store=self.store,
+            session_source=self.sessions,
+            clones=self.clone_of,
+            environ=self.environ,
+            scrub=scrub,
+            clock=self.clock,
+            progress=self.lines.append,
+            interrupt=self.interrupt,
+            emit_url=self.urls.append,
+        )
+
+    def run(self, number: int, *, merge: bool = False) -> int:
+        ref = IssueRef("github.test", "acme", "widgets", number)
+        return self.delivery().run(RunRequest(issue=ref, merge=merge))
+
+    def origin_log(self, branch: str) -> list[str]:
+        return git(self.origin, "log", "--format=%s", branch).splitlines()
+
+    def origin_file(self, branch: str, path: str) -> str:
+        return git(self.origin, "show", f"{branch}:{path}")
+
+
+def _bare_origin(root: Path) -> Path:
+    """A bare repository with one commit on main, as GitHub would hold it."""
+    seed = root / "seed"
+    seed.mkdir()
+    git(seed, "init", "-q", "-b", "main")
+    (seed / "README.md").write_text("# widgets\n")
+    git(seed, "add", "README.md")
+    git(seed, "commit", "-q", "-m", "Initial commit")
+    origin = root / "origin.git"
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(seed), str(origin)], check=True, capture_output=True
+    )
+    return origin
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[RunWorld]:
+    origin = _bare_origin(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    clock = ManualClock()
+    store = Store.open(f"sqlite:///{home / 'thirdshift.db'}", clock=clock)
+    settings = Settings(
+        home=home,
+        github_api_url="https://github.test/api/v3",
+        ci_grace_seconds=60,
+        ci_poll_seconds=10,
+        lease_seconds=600,
+    )
+    try:
+        yield RunWorld(
+            root=tmp_path,
+            origin=origin,
+            github=FakeGitHub(origin),
+            store=store,
+            sessions=ScriptedSessions(logs_dir=home / "logs", store=store),
+            clock=clock,
+            settings=settings,
+        )
+    finally:
+        store.close()

@@ -1,0 +1,405 @@
+"""A Run's orchestration in process: the real ``Delivery``, Claim, Repair loop Outside and
+salvage, against the GitHub fake, real git and a real SQLite store, with scripted sessions."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.orchestration.conftest import PLANTED_TOKEN, RunWorld
+from tests.support.scripted_sessions import Play, commit_file, git
+from thirdshift.errors import GitHubError
+from thirdshift.records import CheckRun
+from thirdshift.sessions import SessionFailed, SessionInterrupted
+
+READY = "ready-for-agent"
+BUSY = "in-progress"
+PR_TEXT = "Add the widget\n\nIt adds the widget the issue asks for."
+
+
+def test_a_fresh_issue_becomes_a_ready_pull_request_and_a_succeeded_run(world: RunWorld) -> None:
+    """Claim, implement, takeover, CI absent by grace, ready: exit 0 and the URL on stdout."""
+    number = world.github.add_issue("Add a widget", "Please add widget.txt", [READY, "bug"])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+
+    assert world.run(number) == 0
+
+    [pull] = world.github.pull_requests()
+    assert (pull.head_ref, pull.base_ref, pull.state, pull.draft) == (
+        "issue-1",
+        "main",
+        "open",
+        False,
+    )
+    assert pull.title == "Add the widget"
+    assert pull.body.endswith("Closes #1")
+    assert world.urls == [pull.html_url]
+    assert world.origin_file("issue-1", "widget.txt") == "widget"
+    assert world.github.labels_of(number) == ["bug", BUSY]
+    [run] = world.store.list_runs()
+    assert (run.state, run.issue_branch, run.pull_request_number) == ("succeeded", "issue-1", 2)
+    assert run.head_sha == world.github.branch_head("issue-1")
+    assert "no CI checks appeared on" in "\n".join(world.lines)
+    assert world.clock.monotonic() >= world.settings.ci_grace_seconds
+    assert not (world.settings.home / "worktrees" / "acme-widgets-issue-1").exists()
+    assert "Please add widget.txt" in world.sessions.prompts["implement"]
+
+
+def test_a_continuation_builds_on_the_branch_and_updates_the_same_pull_request(
+    world: RunWorld,
+) -> None:
+    """An earlier Failed run left issue-1 and its draft pull request: the next Run starts from
+    that branch, carries the earlier cause in its prompt and updates the same pull request."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.sessions.plays["implement"] = _fails_after(
+        commit_file("half.txt", "half\n", "Half of it"), "the model gave up"
+    )
+    assert world.run(number) == 1
+    assert world.github.pull_requests() == []  # its session failed before the takeover
+    assert world.origin_log("issue-1")[:2] == [
+        "thirdshift: failed run (the model gave up)",
+        "Half of it",
+    ]
+
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "The rest", pull_request=PR_TEXT
+    )
+    assert world.run(number) == 0
+
+    prompt = world.sessions.prompts["implement"]
+    assert "The earlier Run ended failed: the model gave up" in prompt
+    assert world.origin_file("issue-1", "half.txt") == "half"
+    assert world.origin_file("issue-1", "widget.txt") == "widget"
+    assert "continuing issue-1, which an earlier Run left on origin" in world.lines
+    [pull] = world.github.pull_requests()
+    assert (pull.head_ref, pull.draft) == ("issue-1", False)
+    runs = world.store.list_runs()
+    assert [r.state for r in runs] == ["succeeded", "failed"]
+
+
+def test_a_continuation_updates_the_open_pull_request_it_finds(world: RunWorld) -> None:
+    """An open draft pull request from the Issue branch is updated and marked ready, not
+    opened a second time."""
+    number = world.github.add_issue("Add a widget", "", [BUSY])
+    _push_branch(world, "issue-1", "early.txt")
+    early = world.github.create_pull(
+        "acme", "widgets", head="issue-1", base="main", title="WIP", body="", draft=True
+    )
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Finish it", pull_request=PR_TEXT
+    )
+
+    assert world.run(number) == 0
+
+    [pull] = world.github.pull_requests()
+    assert pull.number == early.number
+    assert (pull.title, pull.draft) == ("Add the widget", False)
+    assert len(world.github.called("create_pull")) == 1  # only the scenario's own
+    assert world.github.called("mark_ready")
+
+
+def test_a_failed_session_saves_the_work_and_reports_once(world: RunWorld) -> None:
+    """Every salvage step: failure commit with the uncommitted work, push, draft, record,
+    one marked comment with the log tail and no planted token, cause and log path last."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    _push_branch(world, "issue-1", "early.txt")
+    world.github.create_pull("acme", "widgets", head="issue-1", base="main", title="t", body="b")
+
+    def leave_work_and_fail(worktree: Path, prompt: str) -> str:
+        (worktree / "draft.txt").write_text("unfinished\n")
+        raise SessionFailed(f"the CLI died printing {PLANTED_TOKEN}")
+
+    world.sessions.plays["implement"] = leave_work_and_fail
+
+    assert world.run(number) == 1
+
+    assert (
+        world.origin_log("issue-1")[0]
+        == "thirdshift: failed run (the CLI died printing [REDACTED])"
+    )
+    assert world.origin_file("issue-1", "draft.txt") == "unfinished"
+    [pull] = world.github.pull_requests()
+    assert pull.draft is True
+    [comment] = world.github.comments_on(number)
+    assert "thirdshift could not finish this issue" in comment
+    assert "<!-- thirdshift:failed-run -->" in comment
+    assert '"type": "failed"' in comment  # the tail of the Session log
+    [run] = world.store.list_runs()
+    assert run.state == "failed"
+    assert run.cause == "the CLI died printing [REDACTED]"
+    assert run.head_sha == world.github.branch_head("issue-1")
+    log = world.settings.home / "logs" / "acme-widgets-issue-1-implement.jsonl"
+    assert run.last_session_log == str(log)
+    assert world.lines[-2:] == ["the CLI died printing [REDACTED]", f"session log: {log}"]
+    assert world.urls == [pull.html_url]
+    everything = "\n".join(
+        [*world.lines, comment, *(c.args.__repr__() for c in world.github.calls)]
+    )
+    assert PLANTED_TOKEN not in everything
+    assert world.github.labels_of(number) == [BUSY]  # work reached origin: the Claim stays
+
+
+@pytest.mark.parametrize(
+    ("method", "warning"),
+    [
+        ("convert_to_draft", "warning: turning the pull request back to draft failed"),
+        ("upsert_marked_comment", "warning: commenting on the issue failed"),
+        ("pull", "warning: could not look up the pull request"),
+    ],
+)
+def test_a_salvage_step_that_fails_is_a_warning_and_the_rest_still_happen(
+    world: RunWorld, method: str, warning: str
+) -> None:
+    """One GitHub step of the salvage failing never stops the others nor replaces the cause."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    world.settings = world.settings.model_copy(update={"max_repairs": 0})
+    failing = {"done": False}
+
+    def on_call(called: str) -> None:
+        if failing["done"] or not any(line.startswith("the Run failed") for line in world.lines):
+            return
+        if called == method:
+            failing["done"] = True
+            world.github.fail_next(method, GitHubError(f"GitHub answered 502 for {method}", 502))
+
+    world.github.on_call = on_call
+    red_ci(world)
+
+    assert world.run(number) == 1
+
+    assert failing["done"]
+    assert any(line.startswith(warning) for line in world.lines), world.lines
+    assert world.lines[-2].startswith("repairs exhausted: CI failed on")
+    [run] = world.store.list_runs()
+    assert run.state == "failed"
+    assert world.origin_log("issue-1")[0].startswith("thirdshift: failed run (repairs exhausted")
+    comments = world.github.comments_on(number)
+    assert len(comments) == (0 if method == "upsert_marked_comment" else 1)
+    [pull] = world.github.pull_requests()
+    assert pull.draft is (method != "convert_to_draft")
+
+
+def test_a_push_that_fails_keeps_and_names_the_worktree(world: RunWorld) -> None:
+    """When origin refuses the salvage push, the work stays in the kept Worktree, named in the
+    last lines, and the Claim is not released."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    hook = world.origin / "hooks" / "pre-receive"
+
+    def commit_then_break_origin(worktree: Path, prompt: str) -> str:
+        (worktree / "draft.txt").write_text("unfinished\n")
+        hook.write_text("#!/bin/sh\necho 'origin is read-only today' >&2\nexit 1\n")
+        hook.chmod(0o755)
+        raise SessionFailed("the model gave up")
+
+    world.sessions.plays["implement"] = commit_then_break_origin
+
+    assert world.run(number) == 1
+
+    kept = world.settings.home / "worktrees" / "acme-widgets-issue-1"
+    assert (kept / "draft.txt").read_text() == "unfinished\n"
+    assert git(kept, "log", "-1", "--format=%s") == "thirdshift: failed run (the model gave up)"
+    assert world.lines[-3] == "the model gave up"
+    assert world.lines[-2].startswith(f"keeping the worktree {kept} (branch issue-1 at ")
+    assert world.github.branch_head("issue-1") is None
+    assert world.github.labels_of(number) == [BUSY]
+    [comment] = world.github.comments_on(number)
+    assert "`issue-1` at" in comment
+
+
+def test_a_failed_database_write_does_not_cut_the_salvage_short(world: RunWorld) -> None:
+    """The Failed run record cannot be written: a warning, and the push and comment happen."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+
+    def fail_and_break_the_database(worktree: Path, prompt: str) -> str:
+        (worktree / "draft.txt").write_text("unfinished\n")
+        with sqlite3.connect(world.settings.home / "thirdshift.db") as db:  # a broken database
+            db.execute("ALTER TABLE runs RENAME TO runs_elsewhere")
+        raise SessionFailed("the model gave up")
+
+    world.sessions.plays["implement"] = fail_and_break_the_database
+
+    assert world.run(number) == 1
+
+    assert any(line.startswith("warning: recording the Failed run failed") for line in world.lines)
+    assert world.origin_file("issue-1", "draft.txt") == "unfinished"
+    assert len(world.github.comments_on(number)) == 1
+    assert world.lines[-2] == "the model gave up"
+
+
+def test_a_session_that_commits_nothing_gives_the_claim_back(world: RunWorld) -> None:
+    """Nothing reached origin: the failure says so and ready-for-agent is put back."""
+    number = world.github.add_issue("Add a widget", "", [READY, "bug"])
+    world.sessions.plays["implement"] = lambda worktree, prompt: "I only looked around"
+
+    assert world.run(number) == 1
+
+    assert world.lines[-2] == (
+        "the implement session made no commits on issue-1; there is nothing to open a pull "
+        "request for"
+    )
+    assert f"released the Claim on #{number}: nothing reached origin" in world.lines
+    assert world.github.labels_of(number) == ["bug", READY]
+    assert world.github.branch_head("issue-1") is None
+    assert world.github.pull_requests() == []
+
+
+def test_a_refused_merge_with_nothing_to_fix_is_a_policy_refusal(world: RunWorld) -> None:
+    """GitHub refuses the Self-merge twice at a green head: the Run ends refused, the pull
+    request stays ready (never turned back to draft) and the branch gets no failure commit."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    world.github.merge_refusals.extend(["required review missing", "required review missing"])
+
+    assert world.run(number, merge=True) == 1
+
+    [pull] = world.github.pull_requests()
+    assert (pull.state, pull.draft, pull.merged) == ("open", False, False)
+    assert world.github.called("convert_to_draft") == []
+    [run] = world.store.list_runs()
+    assert run.state == "refused"
+    assert run.cause is not None
+    assert run.cause.startswith("GitHub refused to merge at ")
+    assert world.origin_log("issue-1")[0] == "Add the widget"
+    assert any("the merge failed: GitHub refused to merge" in line for line in world.lines)
+
+
+def test_a_merge_run_merges_at_the_watched_head_and_closes_the_issue(world: RunWorld) -> None:
+    """Self-merge at the head CI watched; then the branch is deleted and the issue closed."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+
+    assert world.run(number, merge=True) == 0
+
+    [pull] = world.github.pull_requests()
+    assert pull.merged is True
+    [merge] = world.github.called("merge_pull")
+    assert merge.args[1] == pull.head_sha
+    assert world.github.branch_head("issue-1") is None
+    assert world.github.issue("acme", "widgets", number).state == "closed"
+    assert BUSY not in world.github.labels_of(number)
+
+
+def test_an_interrupt_during_the_session_is_a_failed_run_that_pushes_the_work(
+    world: RunWorld,
+) -> None:
+    """Ctrl-C mid-session: cause "interrupted", work committed and pushed, exit 1."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+
+    def interrupted(worktree: Path, prompt: str) -> str:
+        (worktree / "draft.txt").write_text("unfinished\n")
+        world.interrupt.set()
+        raise SessionInterrupted("implement session interrupted")
+
+    world.sessions.plays["implement"] = interrupted
+
+    assert world.run(number) == 1
+
+    assert world.lines[-2] == "interrupted"
+    assert world.origin_log("issue-1")[0] == "thirdshift: failed run (interrupted)"
+    [run] = world.store.list_runs()
+    assert (run.state, run.cause) == ("failed", "interrupted")
+
+
+def test_an_interrupt_while_ci_is_watched_turns_the_ready_pull_request_back_to_draft(
+    world: RunWorld,
+) -> None:
+    """The wait for CI ends at once on an interrupt; the ready pull request goes to draft."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    world.clock.interrupt_after = 25  # mid-grace: the third poll of CI
+
+    assert world.run(number) == 1
+
+    [pull] = world.github.pull_requests()
+    assert pull.draft is True
+    [run] = world.store.list_runs()
+    assert (run.state, run.cause) == ("failed", "interrupted")
+    assert world.clock.monotonic() < world.settings.ci_grace_seconds
+
+
+def test_a_red_check_gets_a_ci_fix_repair_whose_prompt_names_it(world: RunWorld) -> None:
+    """CI red on the pushed head: a CI-fix Repair with the check and its log in the prompt,
+    then green on the new head."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    world.sessions.plays["repair-1"] = commit_file("fix.txt", "fixed\n", "Fix the tests")
+    red_ci(world, only_first_head=True)
+
+    assert world.run(number) == 0
+
+    prompt = world.sessions.prompts["repair-1"]
+    assert "tests" in prompt
+    assert "log of job 77" in prompt
+    assert "Steps of implement" in prompt  # the follow-up preamble, from the database
+    assert world.origin_file("issue-1", "fix.txt") == "fixed"
+    [run] = world.store.list_runs()
+    assert run.state == "succeeded"
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def red_ci(world: RunWorld, *, only_first_head: bool = False) -> None:
+    """A failing ``tests`` Actions check on every head pushed to issue-1 (or the first one)."""
+    seen: list[str] = []
+
+    def on_call(called: str) -> None:
+        if called != "check_runs":
+            return
+        head = world.github.branch_head("issue-1")
+        if head is None or head in world.github.checks:
+            return
+        if only_first_head and seen:
+            world.github.checks[head] = [
+                CheckRun(2, "tests", head, "completed", "success", "u", job_id=78, run_id=9)
+            ]
+            return
+        seen.append(head)
+        world.github.checks[head] = [
+            CheckRun(1, "tests", head, "completed", "failure", "u", job_id=77, run_id=8)
+        ]
+
+    previous = world.github.on_call
+
+    def both(called: str) -> None:
+        on_call(called)
+        if previous is not None:
+            previous(called)
+
+    world.github.on_call = both
+
+
+def _fails_after(play: Play, cause: str) -> Play:
+    """A session that does what ``play`` does, then fails with ``cause``."""
+
+    def failing(worktree: Path, prompt: str) -> str:
+        play(worktree, prompt)
+        raise SessionFailed(cause)
+
+    return failing
+
+
+def _push_branch(world: RunWorld, branch: str, name: str) -> None:
+    """A branch on origin with one commit of its own, as an earlier Run would leave it."""
+    work = world.root / f"push-{branch}"
+    git(world.root, "clone", "-q", str(world.origin), str(work))
+    git(work, "checkout", "-q", "-b", branch)
+    (work / name).write_text(f"{name}\n")
+    git(work, "add", name)
+    git(work, "commit", "-q", "-m", f"Add {name}")
+    git(work, "push", "-q", "origin", branch)

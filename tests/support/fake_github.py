@@ -1,0 +1,331 @@
+"""An in-process GitHub for the orchestration tests: ``FakeGitHub`` satisfies the Run's
+``GitHubPort`` on the stand-in's own state model (``thirdshift.sandbox.github.state.World``), so
+the fake and the stand-in agree on what labels, comments, issues and pull requests do.
+
+Branch heads are read from a real bare repository on disk (the Run pushes there with real
+git). Check runs are scripted per commit; faults are queued per method ("the next
+``convert_to_draft`` raises this"); every call is recorded in ``calls``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import defaultdict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from thirdshift.errors import GitHubError, MergeRefused, NotFound
+from thirdshift.records import (
+    CheckRun,
+    Comment,
+    CommitStatus,
+    IssueInfo,
+    MergeResult,
+    PullRequestInfo,
+    RepoInfo,
+)
+from thirdshift.runs.ports import GitHubPort
+from thirdshift.sandbox.github.state import ApiError, Issue, Pull, Repo, World
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    args: tuple[Any, ...]
+
+
+@dataclass
+class FakeGitHub:
+    """GitHub with one repository, ``owner/name``, whose git lives in the bare ``origin``."""
+
+    origin: Path
+    owner: str = "acme"
+    name: str = "widgets"
+    login: str = "factory"
+    role: str = "write"
+    default_branch: str = "main"
+    world: World = field(default_factory=World)
+    calls: list[Call] = field(default_factory=list)
+    faults: dict[str, deque[Exception]] = field(default_factory=lambda: defaultdict(deque))
+    checks: dict[str, list[CheckRun]] = field(default_factory=lambda: defaultdict(list))
+    merge_refusals: deque[str] = field(default_factory=deque)
+    on_call: Callable[[str], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.world.add_user(self.login, "unused", {f"{self.owner}/{self.name}": self.role})
+        self.repo_state: Repo = self.world.add_repo(self.owner, self.name)
+
+    # -- scenario ------------------------------------------------------------------------------
+
+    def add_issue(self, title: str, body: str = "", labels: Sequence[str] = ()) -> int:
+        issue = self.world.create_issue(self.repo_state, title, body, "alice")
+        self.world.add_labels(self.repo_state, issue, list(labels), "alice")
+        return issue.number
+
+    def add_comment(self, number: int, body: str, author: str = "alice") -> None:
+        self.world.add_comment(self.repo_state, self.repo_state.issue(number), body, author)
+
+    def fail_next(self, method: str, error: Exception) -> None:
+        """The next call of ``method`` raises ``error`` (before doing anything)."""
+        self.faults[method].append(error)
+
+    def labels_of(self, number: int) -> list[str]:
+        return [label.name for label in self.repo_state.issue(number).labels]
+
+    def comments_on(self, number: int) -> list[str]:
+        issue = self.repo_state.issue(number)
+        return [self.repo_state.comments[i].body for i in issue.comment_ids]
+
+    def pull_requests(self) -> list[PullRequestInfo]:
+        return [self._pull_record(i) for i in self.repo_state.issues.values() if i.pull]
+
+    def called(self, method: str) -> list[Call]:
+        return [call for call in self.calls if call.method == method]
+
+    # -- GitHubPort ----------------------------------------------------------------------------
+
+    def authenticated_login(self) -> str:
+        self._enter("authenticated_login")
+        return self.login
+
+    def repo(self, owner: str, name: str) -> RepoInfo:
+        self._enter("repo", owner, name)
+        return RepoInfo(
+            owner=owner,
+            name=name,
+            default_branch=self.default_branch,
+            clone_url=str(self.origin),
+            html_url=f"https://github.test/{owner}/{name}",
+        )
+
+    def permission(self, owner: str, name: str, login: str) -> str:
+        self._enter("permission", owner, name, login)
+        return self.world.role(login, self.repo_state) or "none"
+
+    def issue(self, owner: str, name: str, number: int) -> IssueInfo:
+        self._enter("issue", number)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        return IssueInfo(
+            number=issue.number,
+            title=issue.title,
+            body=issue.body or "",
+            state=issue.state,
+            labels=tuple(label.name for label in issue.labels),
+            html_url=self._url(issue),
+            author=issue.author,
+            is_pull_request=issue.pull is not None,
+        )
+
+    def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]:
+        self._enter("issue_comments", number)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        return tuple(
+            Comment(c.id, c.author, c.body, c.created_at)
+            for c in (self.repo_state.comments[i] for i in issue.comment_ids)
+        )
+
+    def ensure_label(self, owner: str, name: str, label: str, color: str, description: str) -> None:
+        self._enter("ensure_label", label)
+        if label.lower() not in self.repo_state.labels:
+            self.world.create_label(self.repo_state, label, color, description)
+
+    def set_issue_labels(self, owner: str, name: str, number: int, labels: Sequence[str]) -> None:
+        self._enter("set_issue_labels", number, tuple(labels))
+        issue = self._api(lambda: self.repo_state.issue(number))
+        self.world.set_labels(self.repo_state, issue, list(labels), self.login)
+
+    def upsert_marked_comment(
+        self, owner: str, name: str, number: int, marker: str, body: str
+    ) -> Comment:
+        self._enter("upsert_marked_comment", number, marker)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        text = body if marker in body else f"{body.rstrip()}\n\n{marker}"
+        for comment_id in issue.comment_ids:
+            comment = self.repo_state.comments[comment_id]
+            if comment.author == self.login and marker in comment.body:
+                comment.body = text
+                return Comment(comment.id, comment.author, comment.body, comment.created_at)
+        made = self.world.add_comment(self.repo_state, issue, text, self.login)
+        return Comment(made.id, made.author, made.body, made.created_at)
+
+    def close_issue(self, owner: str, name: str, number: int) -> None:
+        self._enter("close_issue", number)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        self.world.set_state(self.repo_state, issue, "closed", "completed", self.login)
+
+    def pulls_for_head(
+        self, owner: str, name: str, head_branch: str, state: str = "all"
+    ) -> tuple[PullRequestInfo, ...]:
+        self._enter("pulls_for_head", head_branch, state)
+        found = [
+            issue
+            for issue in self.repo_state.issues.values()
+            if issue.pull is not None
+            and issue.pull.head_ref == head_branch
+            and state in ("all", issue.state)
+        ]
+        found.sort(key=lambda issue: issue.number, reverse=True)
+        return tuple(self._pull_record(issue, listed=True) for issue in found)
+
+    def pull(self, owner: str, name: str, number: int) -> PullRequestInfo:
+        self._enter("pull", number)
+        return self._pull_record(self._api(lambda: self.repo_state.pull(number)))
+
+    def wait_for_mergeable(
+        self, owner: str, name: str, number: int, timeout: float
+    ) -> PullRequestInfo:
+        self._enter("wait_for_mergeable", number)
+        return self._pull_record(self._api(lambda: self.repo_state.pull(number)))
+
+    def create_pull(
+        self,
+        owner: str,
+        name: str,
+        *,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool = False,
+    ) -> PullRequestInfo:
+        self._enter("create_pull", head, base)
+        sha = self.branch_head(head)
+        if sha is None:
+            raise GitHubError(f"no branch {head} on origin to open a pull request from", 422)
+        pull = Pull(head_ref=head, base_ref=base, draft=draft, head_sha=sha)
+        issue = self.world.create_issue(self.repo_state, title, body, self.login, pull=pull)
+        return self._pull_record(issue)
+
+    def update_pull(
+        self,
+        owner: str,
+        name: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        base: str | None = None,
+    ) -> PullRequestInfo:
+        self._enter("update_pull", number)
+        issue = self._api(lambda: self.repo_state.pull(number))
+        assert issue.pull is not None
+        if title is not None:
+            issue.title = title
+        if body is not None:
+            issue.body = body
+        if base is not None:
+            issue.pull.base_ref = base
+        return self._pull_record(issue)
+
+    def mark_ready(self, owner: str, name: str, number: int) -> None:
+        self._enter("mark_ready", number)
+        self._set_draft(number, draft=False)
+
+    def convert_to_draft(self, owner: str, name: str, number: int) -> None:
+        self._enter("convert_to_draft", number)
+        self._set_draft(number, draft=True)
+
+    def merge_pull(
+        self, owner: str, name: str, number: int, *, sha: str, title: str, message: str
+    ) -> MergeResult:
+        self._enter("merge_pull", number, sha)
+        issue = self._api(lambda: self.repo_state.pull(number))
+        record = self._pull_record(issue)
+        if self.merge_refusals:
+            raise MergeRefused(
+                f"GitHub refused to merge pull request #{number}: {self.merge_refusals.popleft()}",
+                405,
+            )
+        if record.head_sha != sha:
+            raise MergeRefused(f"head of pull request #{number} moved", 409)
+        self.world.record_merge(self.repo_state, issue, sha, self.login)
+        return MergeResult(merged=True, sha=sha, message="Pull Request successfully merged")
+
+    def delete_branch(self, owner: str, name: str, branch: str) -> None:
+        self._enter("delete_branch", branch)
+        self._git("update-ref", "-d", f"refs/heads/{branch}")
+
+    def check_runs(self, owner: str, name: str, sha: str) -> tuple[CheckRun, ...]:
+        self._enter("check_runs", sha)
+        return tuple(self.checks.get(sha, ()))
+
+    def commit_statuses(self, owner: str, name: str, sha: str) -> tuple[CommitStatus, ...]:
+        self._enter("commit_statuses", sha)
+        return ()
+
+    def job_log_tail(self, owner: str, name: str, job_id: int, max_chars: int = 4000) -> str:
+        self._enter("job_log_tail", job_id)
+        return f"log of job {job_id}"[-max_chars:]
+
+    def rerun_failed_jobs(self, owner: str, name: str, run_id: int) -> None:
+        self._enter("rerun_failed_jobs", run_id)
+
+    # -- git of the origin ---------------------------------------------------------------------
+
+    def branch_head(self, branch: str) -> str | None:
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
+            cwd=self.origin,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.stdout.strip() or None
+
+    def _git(self, *args: str) -> None:
+        subprocess.run(["git", *args], cwd=self.origin, capture_output=True, check=True)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _enter(self, method: str, *args: Any) -> None:
+        self.calls.append(Call(method, args))
+        if self.on_call is not None:
+            self.on_call(method)
+        queued = self.faults.get(method)
+        if queued:
+            raise queued.popleft()
+
+    def _api(self, read: Callable[[], Issue]) -> Issue:
+        """The stand-in's refusals, as the real adapter translates them."""
+        try:
+            return read()
+        except ApiError as error:
+            if error.status == 404:
+                raise NotFound(f"not found: {error.message}", 404) from error
+            raise GitHubError(error.message, error.status) from error
+
+    def _set_draft(self, number: int, *, draft: bool) -> None:
+        issue = self._api(lambda: self.repo_state.pull(number))
+        assert issue.pull is not None
+        issue.pull.draft = draft
+
+    def _url(self, issue: Issue) -> str:
+        kind = "pull" if issue.pull else "issues"
+        return f"https://github.test/{self.owner}/{self.name}/{kind}/{issue.number}"
+
+    def _pull_record(self, issue: Issue, *, listed: bool = False) -> PullRequestInfo:
+        pull = issue.pull
+        assert pull is not None
+        if not pull.merged:
+            pull.head_sha = self.branch_head(pull.head_ref) or pull.head_sha
+        return PullRequestInfo(
+            number=issue.number,
+            html_url=self._url(issue),
+            state=issue.state,
+            merged=pull.merged,
+            draft=pull.draft,
+            head_ref=pull.head_ref,
+            head_sha=pull.head_sha,
+            base_ref=pull.base_ref,
+            title=issue.title,
+            body=issue.body or "",
+            mergeable=None if listed else issue.state == "open",
+            mergeable_state="unknown" if listed else "clean",
+        )
+
+
+def _conforms(fake: FakeGitHub) -> GitHubPort:
+    """mypy holds the fake to the seam it stands in for."""
+    return fake
