@@ -48,14 +48,14 @@ How git is run:
 from __future__ import annotations
 
 import os
-import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import git as gitpython
 
 from thirdshift.errors import GitError, PushRejected
+from thirdshift.git.runner import REMOTE, GitRunner, Identity, Result, make_git
 from thirdshift.scrub import Scrubber, looks_secret
 
 __all__ = [
@@ -64,35 +64,6 @@ __all__ = [
     "MergeOutcome",
     "Worktree",
 ]
-
-TOKEN_VARIABLE = "TS_GIT_TOKEN"  # noqa: S105 (a variable name, not a secret)
-"""The environment variable, set only for git subprocesses, that the credential helper reads."""
-
-_CREDENTIAL_HELPER = (
-    '!f() { test "$1" = get && echo username=x-access-token && '
-    f'echo "password=${TOKEN_VARIABLE}"; }}; f'
-)
-_REMOTE = "origin"
-_REMOTE_COMMANDS = frozenset({"fetch", "ls-remote", "push"})
-_DANGEROUS_CONFIG = (
-    "url.",
-    "remote.origin.pushurl",
-    "credential",
-    "http.",
-    "include",
-    "core.sshcommand",
-    "core.hookspath",
-    "core.fsmonitor",
-)
-_TIMEOUT_PREFIX = "Timeout:"  # how GitPython reports a command it killed at kill_after_timeout
-
-
-@dataclass(frozen=True)
-class Identity:
-    """The name and email on the factory's commits and merges (from settings)."""
-
-    name: str
-    email: str
 
 
 @dataclass(frozen=True)
@@ -106,167 +77,6 @@ class MergeOutcome:
 
     status: str
     conflicted_paths: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class _Result:
-    status: int
-    stdout: str
-    stderr: str
-
-
-class _Git:
-    """Runs git commands for one place (the clone or a Worktree) with the environment above.
-
-    Only the commands that talk to ``origin`` (``fetch``, ``ls-remote``, ``push``) get the
-    credential helper and the token; the others, which may run the repository's hooks
-    (``worktree add``, ``commit``, ``merge``), never see it.
-    """
-
-    def __init__(
-        self,
-        runner: gitpython.Git,
-        place: str,
-        env: Mapping[str, str],
-        remote_env: Mapping[str, str],
-        timeout: float,
-        scrub: Scrubber,
-    ) -> None:
-        self._runner = runner
-        self._place = place
-        self._env = dict(env)
-        self._remote_env = dict(remote_env)
-        self._timeout = timeout
-        self._scrub = scrub
-
-    def run(self, *args: str, check: bool = True, fix: str = "") -> _Result:
-        """Run ``git <args>``; with ``check``, a non-zero exit raises GitError naming ``fix``."""
-        remote = args[0] in _REMOTE_COMMANDS
-        if remote:
-            self._drop_dangerous_config()
-        return self._execute(args, self._remote_env if remote else self._env, check, fix)
-
-    def _drop_dangerous_config(self) -> None:
-        """Remove configuration that could redirect the token or run code (see the module)."""
-        listed = self._execute(
-            ("config", "--local", "--name-only", "--list"), self._env, check=False, fix=""
-        )
-        for key in sorted(set(listed.stdout.split())):
-            if key.lower().startswith(_DANGEROUS_CONFIG):
-                self._execute(("config", "--local", "--unset-all", key), self._env, False, "")
-
-    def _execute(
-        self, args: Sequence[str], env: Mapping[str, str], check: bool, fix: str
-    ) -> _Result:
-        try:
-            status, stdout, stderr = self._runner.execute(
-                ["git", *args],
-                env=dict(env),
-                kill_after_timeout=self._timeout,
-                with_extended_output=True,
-                with_exceptions=False,
-                strip_newline_in_stdout=False,
-                start_new_session=True,
-            )
-        except gitpython.GitCommandNotFound as exc:
-            raise GitError(
-                f"git {args[0]} could not start in {self._place}: git is not installed or not "
-                "on PATH; install git"
-            ) from exc
-        result = _Result(int(status), str(stdout), str(stderr))
-        if check and result.status != 0:
-            raise self.error(args, result, fix)
-        return result
-
-    def error(self, args: Sequence[str], result: _Result, fix: str = "") -> GitError:
-        return GitError(self.describe(args, result, fix))
-
-    def describe(self, args: Sequence[str], result: _Result, fix: str = "") -> str:
-        command = "git " + " ".join(shlex.quote(a) for a in args)
-        if result.stderr.startswith(_TIMEOUT_PREFIX):
-            what = f"did not finish within {self._timeout:g}s and was stopped"
-            fix = "check that the remote answers, or raise the git timeout"
-        else:
-            detail = _last_lines(self._scrub(result.stderr or result.stdout))
-            what = f"failed (exit {result.status})" + (f": {detail}" if detail else "")
-        return f"{command} {what}, in {self._place}" + (f"; {fix}" if fix else "")
-
-
-def _make_git(
-    runner: gitpython.Git,
-    place: str,
-    identity: Identity,
-    token: str | None,
-    dirs: tuple[Path, Path, Path | None],
-    timeout: float,
-    scrub: Scrubber,
-    blank: tuple[str, ...],
-) -> _Git:
-    """A runner for the place whose git dir, common dir and work tree are ``dirs``."""
-    return _Git(
-        runner,
-        place,
-        _environment(identity, None, blank, *dirs),
-        _environment(identity, token, blank, *dirs),
-        timeout,
-        scrub,
-    )
-
-
-def _last_lines(text: str, count: int = 3) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    lines = [line for line in lines if not line.startswith("hint:")]
-    return " / ".join(lines[-count:])
-
-
-def _environment(
-    identity: Identity,
-    token: str | None,
-    blank: tuple[str, ...],
-    git_dir: Path,
-    common_dir: Path,
-    work_tree: Path | None,
-) -> dict[str, str]:
-    """The variables layered over the caller's environment for a git command: with a
-    ``token``, the credential helper and the token; with None, neither. The variables named
-    in ``blank`` (secrets of thirdshift's own environment) are emptied."""
-    config: list[tuple[str, str]] = [
-        ("credential.helper", ""),  # forget any helper configured anywhere else
-        ("core.hooksPath", os.devnull),
-        ("core.fsmonitor", "false"),
-        ("commit.gpgSign", "false"),
-        ("tag.gpgSign", "false"),
-        ("gc.auto", "0"),
-        ("maintenance.auto", "false"),
-    ]
-    if token is not None:
-        config.append(("credential.helper", _CREDENTIAL_HELPER))
-    env = dict.fromkeys(blank, "")
-    env |= {
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ASKPASS": "",
-        "SSH_ASKPASS": "",
-        "GIT_CONFIG_PARAMETERS": "",
-        "GIT_DIR": str(git_dir),
-        "GIT_COMMON_DIR": str(common_dir),
-        "GIT_OBJECT_DIRECTORY": str(common_dir / "objects"),
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES": "",
-        "GIT_AUTHOR_NAME": identity.name,
-        "GIT_AUTHOR_EMAIL": identity.email,
-        "GIT_COMMITTER_NAME": identity.name,
-        "GIT_COMMITTER_EMAIL": identity.email,
-        "GIT_CONFIG_COUNT": str(len(config)),
-        TOKEN_VARIABLE: token or "",
-    }
-    if work_tree is not None:
-        env["GIT_WORK_TREE"] = str(work_tree)
-        env["GIT_INDEX_FILE"] = str(git_dir / "index")
-    for index, (key, value) in enumerate(config):
-        env[f"GIT_CONFIG_KEY_{index}"] = key
-        env[f"GIT_CONFIG_VALUE_{index}"] = value
-    return env
 
 
 class ManagedClone:
@@ -305,17 +115,17 @@ class ManagedClone:
         """Make the clone on first use, point ``origin`` at ``remote_url`` if it changed, and
         fetch every branch of ``origin`` (pruning branches deleted there)."""
         git = self._git()
-        git.run("fetch", "--prune", "--quiet", _REMOTE, fix=self._remote_fix())
+        git.run("fetch", "--prune", "--quiet", REMOTE, fix=self._remote_fix())
 
     def remote_branches(self) -> dict[str, str]:
         """Every branch on ``origin`` and its sha, asked of the remote now (``ls-remote``)."""
-        result = self._git().run("ls-remote", "--heads", _REMOTE, fix=self._remote_fix())
+        result = self._git().run("ls-remote", "--heads", REMOTE, fix=self._remote_fix())
         return _parse_heads(result.stdout)
 
     def has_remote_branch(self, branch: str) -> bool:
         """Whether ``origin`` has ``branch`` now (``ls-remote``)."""
         result = self._git().run(
-            "ls-remote", "--heads", _REMOTE, f"refs/heads/{branch}", fix=self._remote_fix()
+            "ls-remote", "--heads", REMOTE, f"refs/heads/{branch}", fix=self._remote_fix()
         )
         return branch in _parse_heads(result.stdout)
 
@@ -391,7 +201,7 @@ class ManagedClone:
 
     # -- inside ------------------------------------------------------------------------------
 
-    def _git(self) -> _Git:
+    def _git(self) -> GitRunner:
         """The clone, made if missing, with ``origin`` pointing at ``remote_url``."""
         broken = (
             f"delete {self.path} (thirdshift's own clone of {self.owner}/{self.name}) and "
@@ -402,20 +212,20 @@ class ManagedClone:
         try:
             if not (self.path / "HEAD").is_file():
                 self.path.mkdir(parents=True, exist_ok=True)
-                init = _make_git(gitpython.Git(self.path), place, *self._settings(dirs))
+                init = make_git(gitpython.Git(self.path), place, *self._settings(dirs))
                 init.run("init", "--bare", "--quiet", fix=broken)
             repo = gitpython.Repo(self.path)
         except (gitpython.GitError, OSError) as exc:
             raise GitError(
                 f"the managed clone {self.path} cannot be opened ({exc}); {broken}"
             ) from exc
-        git = _make_git(repo.git, place, *self._settings(dirs))
-        url = git.run("config", "--get", f"remote.{_REMOTE}.url", check=False).stdout.strip()
+        git = make_git(repo.git, place, *self._settings(dirs))
+        url = git.run("config", "--get", f"remote.{REMOTE}.url", check=False).stdout.strip()
         if url != self.remote_url:
             if url:
-                git.run("config", f"remote.{_REMOTE}.url", self.remote_url)
+                git.run("config", f"remote.{REMOTE}.url", self.remote_url)
             else:
-                git.run("remote", "add", _REMOTE, self.remote_url)
+                git.run("remote", "add", REMOTE, self.remote_url)
         return git
 
     def _open_worktree(self, path: Path, branch: str | None) -> Worktree:
@@ -427,7 +237,7 @@ class ManagedClone:
                 "make it again"
             ) from exc
         dirs = (Path(repo.git_dir), Path(repo.common_dir), path)
-        git = _make_git(repo.git, f"the Worktree {path}", *self._settings(dirs))
+        git = make_git(repo.git, f"the Worktree {path}", *self._settings(dirs))
         return Worktree(path, branch, git, self._remote_fix())
 
     def _settings(
@@ -444,7 +254,7 @@ class ManagedClone:
         )
         return self._identity, self._token, dirs, self._timeout, self._scrub, blank
 
-    def _registered_worktrees(self, git: _Git) -> set[Path]:
+    def _registered_worktrees(self, git: GitRunner) -> set[Path]:
         listing = git.run("worktree", "list", "--porcelain").stdout
         return {
             _resolved(Path(line.removeprefix("worktree ")))
@@ -463,7 +273,7 @@ class ManagedClone:
 class Worktree:
     """One Worktree of a managed clone, on ``branch`` (``None`` when HEAD is detached)."""
 
-    def __init__(self, path: Path, branch: str | None, git: _Git, remote_fix: str) -> None:
+    def __init__(self, path: Path, branch: str | None, git: GitRunner, remote_fix: str) -> None:
         self.path = path
         self.branch = branch
         self._git = git
@@ -500,10 +310,10 @@ class Worktree:
     def fetch(self, *refs: str) -> None:
         """Fetch ``origin``: the given branches only, or every branch (pruning) when none."""
         if refs:
-            specs = [f"+refs/heads/{ref}:refs/remotes/{_REMOTE}/{ref}" for ref in refs]
-            self._git.run("fetch", "--quiet", _REMOTE, *specs, fix=self._remote_fix)
+            specs = [f"+refs/heads/{ref}:refs/remotes/{REMOTE}/{ref}" for ref in refs]
+            self._git.run("fetch", "--quiet", REMOTE, *specs, fix=self._remote_fix)
         else:
-            self._git.run("fetch", "--prune", "--quiet", _REMOTE, fix=self._remote_fix)
+            self._git.run("fetch", "--prune", "--quiet", REMOTE, fix=self._remote_fix)
 
     def remote_sha(self, branch: str) -> str | None:
         """The sha of ``origin/<branch>`` as of the last fetch, or None when there is none."""
@@ -511,7 +321,7 @@ class Worktree:
             "rev-parse",
             "--verify",
             "--quiet",
-            f"refs/remotes/{_REMOTE}/{branch}^{{commit}}",
+            f"refs/remotes/{REMOTE}/{branch}^{{commit}}",
             check=False,
         )
         return result.stdout.strip() if result.status == 0 else None
@@ -556,7 +366,7 @@ class Worktree:
     def push(self, branch: str) -> None:
         """``git push origin HEAD:refs/heads/<branch>``, never forced. A refusal by the remote
         (non-fast-forward, or a rule there) raises PushRejected."""
-        args = ("push", "--porcelain", "--no-verify", _REMOTE, f"HEAD:refs/heads/{branch}")
+        args = ("push", "--porcelain", "--no-verify", REMOTE, f"HEAD:refs/heads/{branch}")
         result = self._git.run(*args, check=False)
         if result.status == 0:
             return
@@ -566,7 +376,7 @@ class Worktree:
             raise PushRejected(
                 self._git.describe(
                     args,
-                    _Result(result.status, "", f"origin refused {branch}: {reason}"),
+                    Result(result.status, "", f"origin refused {branch}: {reason}"),
                     f"fetch origin/{branch} and merge it in (thirdshift never force-pushes)",
                 )
             )

@@ -6,6 +6,10 @@ and converts GitHub's answer into the frozen records of :mod:`thirdshift.records
 returning, so no PyGithub object, which fetches lazily when read, ever leaves this module.
 PyGithub runs lazily here: an object is fetched only when a method reads it, so each method
 makes exactly the requests it names.
+
+A little over 500 lines: one method per request a Run needs, each with its retry rule,
+which a reader compares side by side; the request machinery is in ``requests`` and the
+conversions in ``convert``.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ Additions to the agreed interface (all optional, nothing changed):
   run without failed jobs is left as it is.
 - Jobs cancelled by ``stop`` conclude ``cancelled``; a job past its timeout concludes
   ``failure`` with the reason at the end of its log.
+
+A little over 500 lines: the job queue, the workers and the record they share are one state
+machine, easier to follow in one file than split across three.
 """
 
 from __future__ import annotations

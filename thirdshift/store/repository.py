@@ -32,6 +32,10 @@ from thirdshift.records import (
     SessionHistory,
     SessionRecord,
 )
+from thirdshift.store.rows import lease_record as _lease
+from thirdshift.store.rows import repository_record as _repository
+from thirdshift.store.rows import run_record as _run
+from thirdshift.store.rows import session_record as _session_record
 from thirdshift.store.tables import ClaimRow, RepositoryRow, RunRow, SessionEventRow, SessionRow
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -456,69 +460,3 @@ def _insert(dialect: str, table: Any) -> Any:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return redact_url(text[0]) if text else exc.__class__.__name__
-
-
-def _repository(row: RepositoryRow) -> Repository:
-    assert row.id is not None
-    return Repository(id=row.id, owner=row.owner, name=row.name)
-
-
-def _run(row: RunRow, repository: Repository) -> Run:
-    assert row.id is not None
-    return Run(
-        id=row.id,
-        repository=repository,
-        issue_number=row.issue_number,
-        kind=row.kind,
-        state=row.state,
-        base_branch=row.base_branch,
-        issue_branch=row.issue_branch,
-        head_sha=row.head_sha,
-        pull_request_number=row.pull_request_number,
-        harness=row.harness,
-        model=row.model,
-        cause=row.cause,
-        killed_work=row.killed_work,
-        last_session_log=row.last_session_log,
-        started_at=row.started_at,
-        ended_at=row.ended_at,
-    )
-
-
-def _session_record(row: SessionRow) -> SessionRecord:
-    assert row.id is not None
-    return SessionRecord(
-        id=row.id,
-        run_id=row.run_id,
-        kind=row.kind,
-        harness=row.harness,
-        model=row.model,
-        harness_session_id=row.harness_session_id,
-        resumed_from_id=row.resumed_from_id,
-        log_path=row.log_path,
-        state=row.state,
-        prompt=row.prompt,
-        final_message=row.final_message,
-        killed_work=row.killed_work,
-        error=row.error,
-        started_at=row.started_at,
-        ended_at=row.ended_at,
-    )
-
-
-def _lease(row: Any) -> Lease:
-    def aware(value: Any) -> datetime:
-        if isinstance(value, str):
-            value = datetime.fromisoformat(value)
-        assert isinstance(value, datetime)
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-    return Lease(
-        repository_id=row["repository_id"],
-        issue_number=row["issue_number"],
-        owner=row["owner"],
-        fencing_token=row["fencing_token"],
-        run_id=row["run_id"],
-        acquired_at=aware(row["acquired_at"]),
-        expires_at=aware(row["expires_at"]),
-    )

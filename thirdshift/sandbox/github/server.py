@@ -11,12 +11,15 @@ One port serves four things:
   scripted merge refusals, injected faults, the request record and CI progress.
 
 Every REST and GraphQL answer is handed to ``on_exchange`` as an :class:`Exchange`.
+
+Over 500 lines on purpose: the server's lifecycle, its four routes and the HTTP handler that
+dispatches to them read best together; each family of endpoints already lives in a module of
+its own (``issues``, ``pulls``, ``actions``), limits and faults in ``limits``.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import ipaddress
 import json
 import logging
@@ -29,7 +32,7 @@ import urllib.parse
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -42,6 +45,15 @@ from thirdshift.sandbox.github.actions import check_run_json
 from thirdshift.sandbox.github.actions import register as register_actions
 from thirdshift.sandbox.github.api import Backend, Call, Reply, Router, error_reply
 from thirdshift.sandbox.github.issues import register as register_issues
+from thirdshift.sandbox.github.limits import (
+    RATE_LIMIT,
+    Exchange,
+    Faults,
+    RateLimits,
+    etag,
+    etag_matches,
+    rate_headers,
+)
 from thirdshift.sandbox.github.pulls import graphql
 from thirdshift.sandbox.github.pulls import register as register_pulls
 from thirdshift.sandbox.github.shapes import Shapes, Urls
@@ -53,107 +65,9 @@ log = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v3"
 GRAPHQL_PATH = "/api/graphql"
-RATE_LIMIT = 5000
 ANONYMOUS_RATE_LIMIT = 60
-RATE_WINDOW = 3600
 _GIT_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<name>[^/]+)\.git(?P<rest>/.*)?$")
 _DOCS = "https://docs.github.com/rest"
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One REST or GraphQL request and the response the stand-in gave it."""
-
-    method: str
-    path: str
-    query: str
-    request_headers: tuple[tuple[str, str], ...]
-    request_body: bytes
-    status: int
-    response_headers: tuple[tuple[str, str], ...]
-    response_body: bytes
-
-    def header(self, name: str) -> str | None:
-        """The first response header called ``name`` (any case), or None."""
-        return next((v for k, v in self.response_headers if k.lower() == name.lower()), None)
-
-
-@dataclass
-class Faults:
-    """Injected misbehaviour of the REST API: random error statuses (or rate-limit 403s) and
-    a delay. ``count`` caps how many errors are injected; None means no cap."""
-
-    error_rate: float = 0.0
-    statuses: tuple[int, ...] = (500,)
-    rate_limit_403: bool = False
-    delay_ms: int = 0
-    count: int | None = None
-    rng: random.Random = field(default_factory=random.Random)
-
-    def draw(self) -> int | None:
-        """The status to fail this request with, or None to serve it."""
-        if self.count is not None and self.count <= 0:
-            return None
-        if self.error_rate <= 0 or self.rng.random() >= self.error_rate:
-            return None
-        if self.count is not None:
-            self.count -= 1
-        return 403 if self.rate_limit_403 else self.rng.choice(self.statuses)
-
-
-@dataclass
-class _Window:
-    limit: int
-    reset: int
-    used: int = 0
-
-
-class _RateLimits:
-    """GitHub's hourly budget per caller and resource (``core``, ``graphql``)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._windows: dict[tuple[str, str], _Window] = {}
-
-    def window(self, who: str, resource: str, limit: int) -> _Window:
-        now = int(time.time())
-        with self._lock:
-            found = self._windows.get((who, resource))
-            if found is None or found.reset <= now:
-                found = _Window(limit, now + RATE_WINDOW)
-                self._windows[(who, resource)] = found
-            return found
-
-    def spend(self, who: str, resource: str, limit: int) -> _Window:
-        found = self.window(who, resource, limit)
-        with self._lock:
-            found.used += 1
-        return found
-
-
-def _headers_for(window: _Window, resource: str, remaining: int | None = None) -> dict[str, str]:
-    left = max(window.limit - window.used, 0) if remaining is None else remaining
-    return {
-        "X-RateLimit-Limit": str(window.limit),
-        "X-RateLimit-Remaining": str(left),
-        "X-RateLimit-Reset": str(window.reset),
-        "X-RateLimit-Used": str(window.used),
-        "X-RateLimit-Resource": resource,
-    }
-
-
-def _etag(body: bytes) -> str:
-    return 'W/"' + hashlib.sha256(body).hexdigest()[:40] + '"'
-
-
-def _etag_matches(header: str | None, etag: str) -> bool:
-    if not header:
-        return False
-    strong = etag.removeprefix("W/")
-    return any(
-        tag.strip() in ("*", etag, strong) or tag.strip().removeprefix("W/") == strong
-        for tag in header.split(",")
-    )
 
 
 def _is_loopback(host: str) -> bool:
@@ -187,7 +101,7 @@ class GitHubStandIn:
         register_actions(self.router)
         self.faults = Faults()
         self.faults_lock = threading.Lock()
-        self.rate_limits = _RateLimits()
+        self.rate_limits = RateLimits()
         self.requests: deque[dict[str, Any]] = deque(maxlen=5000)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -338,7 +252,7 @@ class GitHubStandIn:
                 "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
             )
             self.rate_limits.spend(who, resource, limit)
-            return self._finish(reply, base | _headers_for(window, resource, 0), request)
+            return self._finish(reply, base | rate_headers(window, resource, 0), request)
         elif fault is not None:
             reply = error_reply(ApiError(fault, "Server Error" if fault == 500 else "Bad Gateway"))
         else:
@@ -348,15 +262,15 @@ class GitHubStandIn:
         if (
             request.method == "GET"
             and reply.status == 200
-            and _etag_matches(request.headers.get("if-none-match"), _etag(body))
+            and etag_matches(request.headers.get("if-none-match"), etag(body))
         ):
-            headers = base | _headers_for(window, resource) | {"ETag": _etag(body)}
+            headers = base | rate_headers(window, resource) | {"ETag": etag(body)}
             return self._finish(Reply(304, None), headers, request, b"")
         if path != "/rate_limit" and not bad_token:
             self.rate_limits.spend(who, resource, limit)
-        headers = base | _headers_for(window, resource) | reply.headers
+        headers = base | rate_headers(window, resource) | reply.headers
         if request.method == "GET" and reply.status == 200:
-            headers["ETag"] = _etag(body)
+            headers["ETag"] = etag(body)
             headers["Cache-Control"] = "private, max-age=60, s-maxage=60"
         return self._finish(reply, headers, request, body)
 

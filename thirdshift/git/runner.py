@@ -1,0 +1,209 @@
+"""How one git command is run for the managed clone or a Worktree: the environment, the
+credential helper for the commands that talk to ``origin`` and nothing else, the clean-up of
+configuration that could redirect the token, timeouts, and errors that name the command and
+the fix. The rules are described in ``thirdshift.git.clone``'s docstring; this module is their
+mechanism.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import git as gitpython
+
+from thirdshift.errors import GitError
+from thirdshift.scrub import Scrubber
+
+TOKEN_VARIABLE = "TS_GIT_TOKEN"  # noqa: S105 (a variable name, not a secret)
+"""The environment variable, set only for git subprocesses, that the credential helper reads."""
+
+_CREDENTIAL_HELPER = (
+    '!f() { test "$1" = get && echo username=x-access-token && '
+    f'echo "password=${TOKEN_VARIABLE}"; }}; f'
+)
+REMOTE = "origin"
+_REMOTE_COMMANDS = frozenset({"fetch", "ls-remote", "push"})
+_DANGEROUS_CONFIG = (
+    "url.",
+    "remote.origin.pushurl",
+    "credential",
+    "http.",
+    "include",
+    "core.sshcommand",
+    "core.hookspath",
+    "core.fsmonitor",
+)
+_TIMEOUT_PREFIX = "Timeout:"  # how GitPython reports a command it killed at kill_after_timeout
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The name and email on the factory's commits and merges (from settings)."""
+
+    name: str
+    email: str
+
+
+@dataclass(frozen=True)
+class Result:
+    status: int
+    stdout: str
+    stderr: str
+
+
+class GitRunner:
+    """Runs git commands for one place (the clone or a Worktree) with the environment above.
+
+    Only the commands that talk to ``origin`` (``fetch``, ``ls-remote``, ``push``) get the
+    credential helper and the token; the others, which may run the repository's hooks
+    (``worktree add``, ``commit``, ``merge``), never see it.
+    """
+
+    def __init__(
+        self,
+        runner: gitpython.Git,
+        place: str,
+        env: Mapping[str, str],
+        remote_env: Mapping[str, str],
+        timeout: float,
+        scrub: Scrubber,
+    ) -> None:
+        self._runner = runner
+        self._place = place
+        self._env = dict(env)
+        self._remote_env = dict(remote_env)
+        self._timeout = timeout
+        self._scrub = scrub
+
+    def run(self, *args: str, check: bool = True, fix: str = "") -> Result:
+        """Run ``git <args>``; with ``check``, a non-zero exit raises GitError naming ``fix``."""
+        remote = args[0] in _REMOTE_COMMANDS
+        if remote:
+            self._drop_dangerous_config()
+        return self._execute(args, self._remote_env if remote else self._env, check, fix)
+
+    def _drop_dangerous_config(self) -> None:
+        """Remove configuration that could redirect the token or run code (see the module)."""
+        listed = self._execute(
+            ("config", "--local", "--name-only", "--list"), self._env, check=False, fix=""
+        )
+        for key in sorted(set(listed.stdout.split())):
+            if key.lower().startswith(_DANGEROUS_CONFIG):
+                self._execute(("config", "--local", "--unset-all", key), self._env, False, "")
+
+    def _execute(
+        self, args: Sequence[str], env: Mapping[str, str], check: bool, fix: str
+    ) -> Result:
+        try:
+            status, stdout, stderr = self._runner.execute(
+                ["git", *args],
+                env=dict(env),
+                kill_after_timeout=self._timeout,
+                with_extended_output=True,
+                with_exceptions=False,
+                strip_newline_in_stdout=False,
+                start_new_session=True,
+            )
+        except gitpython.GitCommandNotFound as exc:
+            raise GitError(
+                f"git {args[0]} could not start in {self._place}: git is not installed or not "
+                "on PATH; install git"
+            ) from exc
+        result = Result(int(status), str(stdout), str(stderr))
+        if check and result.status != 0:
+            raise self.error(args, result, fix)
+        return result
+
+    def error(self, args: Sequence[str], result: Result, fix: str = "") -> GitError:
+        return GitError(self.describe(args, result, fix))
+
+    def describe(self, args: Sequence[str], result: Result, fix: str = "") -> str:
+        command = "git " + " ".join(shlex.quote(a) for a in args)
+        if result.stderr.startswith(_TIMEOUT_PREFIX):
+            what = f"did not finish within {self._timeout:g}s and was stopped"
+            fix = "check that the remote answers, or raise the git timeout"
+        else:
+            detail = _last_lines(self._scrub(result.stderr or result.stdout))
+            what = f"failed (exit {result.status})" + (f": {detail}" if detail else "")
+        return f"{command} {what}, in {self._place}" + (f"; {fix}" if fix else "")
+
+
+def make_git(
+    runner: gitpython.Git,
+    place: str,
+    identity: Identity,
+    token: str | None,
+    dirs: tuple[Path, Path, Path | None],
+    timeout: float,
+    scrub: Scrubber,
+    blank: tuple[str, ...],
+) -> GitRunner:
+    """A runner for the place whose git dir, common dir and work tree are ``dirs``."""
+    return GitRunner(
+        runner,
+        place,
+        _environment(identity, None, blank, *dirs),
+        _environment(identity, token, blank, *dirs),
+        timeout,
+        scrub,
+    )
+
+
+def _last_lines(text: str, count: int = 3) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("hint:")]
+    return " / ".join(lines[-count:])
+
+
+def _environment(
+    identity: Identity,
+    token: str | None,
+    blank: tuple[str, ...],
+    git_dir: Path,
+    common_dir: Path,
+    work_tree: Path | None,
+) -> dict[str, str]:
+    """The variables layered over the caller's environment for a git command: with a
+    ``token``, the credential helper and the token; with None, neither. The variables named
+    in ``blank`` (secrets of thirdshift's own environment) are emptied."""
+    config: list[tuple[str, str]] = [
+        ("credential.helper", ""),  # forget any helper configured anywhere else
+        ("core.hooksPath", os.devnull),
+        ("core.fsmonitor", "false"),
+        ("commit.gpgSign", "false"),
+        ("tag.gpgSign", "false"),
+        ("gc.auto", "0"),
+        ("maintenance.auto", "false"),
+    ]
+    if token is not None:
+        config.append(("credential.helper", _CREDENTIAL_HELPER))
+    env = dict.fromkeys(blank, "")
+    env |= {
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "",
+        "SSH_ASKPASS": "",
+        "GIT_CONFIG_PARAMETERS": "",
+        "GIT_DIR": str(git_dir),
+        "GIT_COMMON_DIR": str(common_dir),
+        "GIT_OBJECT_DIRECTORY": str(common_dir / "objects"),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": "",
+        "GIT_AUTHOR_NAME": identity.name,
+        "GIT_AUTHOR_EMAIL": identity.email,
+        "GIT_COMMITTER_NAME": identity.name,
+        "GIT_COMMITTER_EMAIL": identity.email,
+        "GIT_CONFIG_COUNT": str(len(config)),
+        TOKEN_VARIABLE: token or "",
+    }
+    if work_tree is not None:
+        env["GIT_WORK_TREE"] = str(work_tree)
+        env["GIT_INDEX_FILE"] = str(git_dir / "index")
+    for index, (key, value) in enumerate(config):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env

@@ -1,0 +1,110 @@
+"""What the GitHub stand-in keeps per exchange: the record of each request and response,
+injected faults, GitHub's hourly rate-limit windows and headers, and weak ETags for
+conditional requests."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+
+RATE_LIMIT = 5000
+RATE_WINDOW = 3600
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One REST or GraphQL request and the response the stand-in gave it."""
+
+    method: str
+    path: str
+    query: str
+    request_headers: tuple[tuple[str, str], ...]
+    request_body: bytes
+    status: int
+    response_headers: tuple[tuple[str, str], ...]
+    response_body: bytes
+
+    def header(self, name: str) -> str | None:
+        """The first response header called ``name`` (any case), or None."""
+        return next((v for k, v in self.response_headers if k.lower() == name.lower()), None)
+
+
+@dataclass
+class Faults:
+    """Injected misbehaviour of the REST API: random error statuses (or rate-limit 403s) and
+    a delay. ``count`` caps how many errors are injected; None means no cap."""
+
+    error_rate: float = 0.0
+    statuses: tuple[int, ...] = (500,)
+    rate_limit_403: bool = False
+    delay_ms: int = 0
+    count: int | None = None
+    rng: random.Random = field(default_factory=random.Random)
+
+    def draw(self) -> int | None:
+        """The status to fail this request with, or None to serve it."""
+        if self.count is not None and self.count <= 0:
+            return None
+        if self.error_rate <= 0 or self.rng.random() >= self.error_rate:
+            return None
+        if self.count is not None:
+            self.count -= 1
+        return 403 if self.rate_limit_403 else self.rng.choice(self.statuses)
+
+
+@dataclass
+class _Window:
+    limit: int
+    reset: int
+    used: int = 0
+
+
+class RateLimits:
+    """GitHub's hourly budget per caller and resource (``core``, ``graphql``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._windows: dict[tuple[str, str], _Window] = {}
+
+    def window(self, who: str, resource: str, limit: int) -> _Window:
+        now = int(time.time())
+        with self._lock:
+            found = self._windows.get((who, resource))
+            if found is None or found.reset <= now:
+                found = _Window(limit, now + RATE_WINDOW)
+                self._windows[(who, resource)] = found
+            return found
+
+    def spend(self, who: str, resource: str, limit: int) -> _Window:
+        found = self.window(who, resource, limit)
+        with self._lock:
+            found.used += 1
+        return found
+
+
+def rate_headers(window: _Window, resource: str, remaining: int | None = None) -> dict[str, str]:
+    left = max(window.limit - window.used, 0) if remaining is None else remaining
+    return {
+        "X-RateLimit-Limit": str(window.limit),
+        "X-RateLimit-Remaining": str(left),
+        "X-RateLimit-Reset": str(window.reset),
+        "X-RateLimit-Used": str(window.used),
+        "X-RateLimit-Resource": resource,
+    }
+
+
+def etag(body: bytes) -> str:
+    return 'W/"' + hashlib.sha256(body).hexdigest()[:40] + '"'
+
+
+def etag_matches(header: str | None, etag: str) -> bool:
+    if not header:
+        return False
+    strong = etag.removeprefix("W/")
+    return any(
+        tag.strip() in ("*", etag, strong) or tag.strip().removeprefix("W/") == strong
+        for tag in header.split(",")
+    )
