@@ -59,6 +59,7 @@ def test_the_package_keeps_every_import_contract(tree: Path) -> None:
             "The product never imports the sandbox",
         ),
         ("sessions/rules.py", "import github", "PyGithub, GitPython and SQLAlchemy each have one"),
+        ("harnesses/base.py", "import thirdshift.harnesses.claude", "No import cycle"),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(

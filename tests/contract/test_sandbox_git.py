@@ -159,7 +159,8 @@ def make_source(tmp: Path) -> Path:
 def serving(repos: BareRepos, tmp: Path) -> Iterator[GitWorld]:
     """Serve ``repos`` on a loopback port while the block runs."""
     server = _GitServer(repos, TOKEN)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll, so shutdown at the end of each test takes no half second.
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     host, port = server.server_address[:2]
     try:

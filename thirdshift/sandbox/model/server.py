@@ -156,7 +156,7 @@ class ScriptedModelServer:
         self._stopping.clear()
         self._thread = threading.Thread(
             target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.1},
+            kwargs={"poll_interval": 0.05},
             daemon=True,
             name="scripted-model-server",
         )
