@@ -19,7 +19,7 @@ from thirdshift.harnesses import harness_named
 from thirdshift.issue_url import IssueRef, check_same_host
 from thirdshift.records import RepoInfo
 from thirdshift.runs import Delivery, RunRequest
-from thirdshift.scrub import Scrubber
+from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions
 from thirdshift.settings import Settings
 from thirdshift.store import Store
@@ -33,13 +33,20 @@ def run_issue(
     progress: Callable[[str], None],
     emit_url: Callable[[str], None],
     interrupt: threading.Event,
+    agent_environ: Mapping[str, str] | None = None,
 ) -> int:
     """Run one issue and return the exit status. Errors before the Run starts (pre-flight)
-    are reported on ``progress`` and change nothing."""
+    are reported on ``progress`` and change nothing.
+
+    ``environ`` is thirdshift's own process environment: its secrets are scrubbed and emptied
+    for git. ``agent_environ`` (default: the same) is what the Harness's environment is built
+    from; the demo gives one pointing the CLI at the scripted model server."""
     token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
     if not token:
         raise ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)")
-    scrub = Scrubber.from_environment(environ, [token])
+    harness_base = environ if agent_environ is None else agent_environ
+    agent_secrets = [value for name, value in harness_base.items() if looks_secret(name)]
+    scrub = Scrubber.from_environment(environ, [token, *agent_secrets])
 
     def say(line: str) -> None:
         progress(scrub(line))
@@ -63,8 +70,8 @@ def run_issue(
         )
 
     # The agent commits as the factory: its HOME may hold no git identity at all.
-    agent_environ = {
-        **environ,
+    session_environ = {
+        **harness_base,
         "GIT_AUTHOR_NAME": identity.name,
         "GIT_AUTHOR_EMAIL": identity.email,
         "GIT_COMMITTER_NAME": identity.name,
@@ -79,7 +86,7 @@ def run_issue(
             session_source=CliSessions(
                 harness=harness,
                 store=store,
-                environ=agent_environ,
+                environ=session_environ,
                 logs_dir=settings.home / "logs",
                 watchdogs=settings.session_watchdogs,
                 grace_seconds=settings.session_stop_grace_seconds,
@@ -90,7 +97,7 @@ def run_issue(
                 model=settings.model,
             ),
             clones=clone_of,
-            environ=environ,
+            environ=harness_base,
             scrub=scrub,
             clock=clock,
             progress=say,

@@ -1,9 +1,9 @@
 """The one clock: every place thirdshift reads the time or waits goes through a ``Clock``.
 
 ``SystemClock`` is the real one, built once at the composition root with the Run's interrupt
-event, so every wait (GitHub's retries and rate limits, CI polls, the Lease's renewals) ends at
-once on Ctrl-C or SIGTERM. ``ManualClock`` is its scripted twin for tests: time moves only when
-something sleeps on it, so a three-hour CI timeout is checked in microseconds.
+event, so every wait (GitHub's retries and rate limits, CI polls, the wait for re-run checks)
+ends at once on Ctrl-C or SIGTERM. ``ManualClock`` is its scripted twin for tests: time moves
+only when something sleeps on it, so a three-hour CI timeout is checked in microseconds.
 """
 
 from __future__ import annotations
@@ -52,19 +52,22 @@ class SystemClock:
 
 
 class ManualClock:
-    """A clock that moves only when slept on (or ``advance``d). ``interrupt_after`` makes the
-    first sleep that reaches that many seconds from the start raise ``Interrupted``, as a
-    Ctrl-C would; ``slept`` records every wait."""
+    """A clock that moves only when slept on (or ``advance``d). ``interrupt_after`` plays a
+    Ctrl-C that many seconds from the start: the sleep that reaches it sets ``interrupt`` (when
+    given, as the signal handler would) and raises ``Interrupted``. ``slept`` records every
+    wait."""
 
     def __init__(
         self,
         start: datetime = datetime(2026, 1, 1, tzinfo=UTC),
         *,
         interrupt_after: float | None = None,
+        interrupt: threading.Event | None = None,
     ) -> None:
         self._start = start
         self.elapsed = 0.0
         self.interrupt_after = interrupt_after
+        self.interrupt = interrupt
         self.slept: list[float] = []
 
     def now(self) -> datetime:
@@ -80,4 +83,6 @@ class ManualClock:
         self.slept.append(seconds)
         self.elapsed += max(0.0, seconds)
         if self.interrupt_after is not None and self.elapsed >= self.interrupt_after:
+            if self.interrupt is not None:
+                self.interrupt.set()
             raise Interrupted("interrupted")

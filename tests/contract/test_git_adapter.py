@@ -3,6 +3,9 @@
 Every test runs real ``git`` through ``thirdshift.git.clone`` against the stand-in's bare
 repositories, which check the token and refuse non-fast-forward pushes. ``sandbox.push`` plays
 someone else pushing to the same repository.
+
+Over 500 lines on purpose: one test per behaviour of the clone and its Worktrees, which read
+best next to each other and share one set of fixtures.
 """
 
 from __future__ import annotations

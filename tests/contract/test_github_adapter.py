@@ -3,6 +3,8 @@ method, the records it returns, its retries, rate-limit waits and error messages
 
 Set-up that the adapter has no method for (opening issues, reading a workflow run's attempt) goes
 through PyGithub as another user, as the stand-in's own contract tests do.
+
+Over 500 lines on purpose: one test per adapter method and failure mode, sharing one sandbox.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The scripted model server in-process, spoken to with plain http.client."""
+"""The scripted model server in-process, spoken to with plain http.client.
+
+Over 500 lines on purpose: both wire formats, every turn kind and every error, side by side.
+"""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.support.real_cli import Harness, cli_path, make_git_repo
+from thirdshift.clock import SystemClock
 from thirdshift.harnesses import harness_named
 from thirdshift.records import Watchdogs
 from thirdshift.sandbox.model.server import (
@@ -67,11 +68,14 @@ class World:
             interrupt=self.interrupt,
             progress=self.lines.append,
             scrub=Scrubber(["planted-secret-value-123"]),
+            clock=SystemClock(self.interrupt),
         )
 
     def sessions(self, outside: Any) -> Sessions:
         logs = self.tmp / "logs"
-        return Sessions(outside, session_log_paths(logs, "acme", "widgets", 42, log_stamp()))
+        return Sessions(
+            outside, session_log_paths(logs, "acme", "widgets", 42, log_stamp(SystemClock().now()))
+        )
 
     def conversation_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.server.requests() if r.get("kind") not in ("probe", "models")]

@@ -105,7 +105,8 @@ def world(tmp_path: Path) -> Iterator[RunWorld]:
     origin = _bare_origin(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
-    clock = ManualClock()
+    interrupt = threading.Event()
+    clock = ManualClock(interrupt=interrupt)
     store = Store.open(f"sqlite:///{home / 'thirdshift.db'}", clock=clock)
     settings = Settings(
         home=home,
@@ -123,6 +124,7 @@ def world(tmp_path: Path) -> Iterator[RunWorld]:
             sessions=ScriptedSessions(logs_dir=home / "logs", store=store),
             clock=clock,
             settings=settings,
+            interrupt=interrupt,
         )
     finally:
         store.close()

@@ -319,9 +319,12 @@ def test_an_interrupt_while_ci_is_watched_turns_the_ready_pull_request_back_to_d
     world.sessions.plays["implement"] = commit_file(
         "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
     )
-    world.clock.interrupt_after = 25  # mid-grace: the third poll of CI
+    world.clock.interrupt_after = 25  # Ctrl-C mid-grace, during the third poll of CI
 
     assert world.run(number) == 1
+
+    assert world.interrupt.is_set()
+    assert world.lines[-2] == "interrupted"
 
     [pull] = world.github.pull_requests()
     assert pull.draft is True

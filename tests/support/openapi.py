@@ -6,6 +6,9 @@ published by GitHub (npm ``@octokit/openapi``, OpenAPI 3.0.3); any response the
 stand-in produces that GitHub's description would not allow raises
 :class:`ContractViolation`, so drift between the stand-in and real GitHub fails a test
 instead of going unnoticed.
+
+Over 500 lines on purpose: an OpenAPI 3.0 subset (references, composition, nullable, formats)
+that only reads well whole.
 """
 
 from __future__ import annotations

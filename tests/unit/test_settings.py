@@ -103,3 +103,13 @@ def test_session_limits_have_defaults_and_must_be_positive(home: Path) -> None:
     (home / "config.toml").write_text("session_post_result_seconds = 0\n")
     with pytest.raises(ConfigError, match="'session_post_result_seconds'"):
         load_settings(os.environ)
+
+
+def test_only_the_environment_given_is_read(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """load_settings reads the mapping the composition root hands it, never the process's."""
+    monkeypatch.setenv("THIRDSHIFT_GITHUB_API_URL", "http://process.example/api")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_processprocessprocessprocess0000")
+    given = {"THIRDSHIFT_HOME": str(home), "THIRDSHIFT_GITHUB_API_URL": "http://given.example/api"}
+    settings = load_settings(given)
+    assert settings.github_api_url == "http://given.example/api"
+    assert settings.github_token is None

@@ -36,7 +36,7 @@ from thirdshift.runs.ports import CloneSource, GitHubPort, SessionSource
 from thirdshift.runs.prompts import PULL_REQUEST_FILE, implement_prompt
 from thirdshift.runs.repair_loop import Budgets, LoopResult, RepairLoop, RunFailed
 from thirdshift.scrub import Scrubber
-from thirdshift.sessions import LaterStepFailed, Sessions, follow_up_preamble
+from thirdshift.sessions import EVENTS_IN_RESUME, LaterStepFailed, Sessions, follow_up_preamble
 from thirdshift.settings import Settings
 from thirdshift.store import Store
 
@@ -276,7 +276,8 @@ class Delivery:
             return ""
         last = earlier[0]
         ending = f"The earlier Run ended {last.state}" + (f": {last.cause}" if last.cause else "")
-        return self._scrub(f"{follow_up_preamble(self._store.run_history(last.id))}{ending}.\n")
+        history = self._store.run_history(last.id, last_events=EVENTS_IN_RESUME)
+        return self._scrub(f"{follow_up_preamble(history)}{ending}.\n")
 
     # -- steps ---------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.prompts import FailedCheck, ci_fix_prompt, conflict_prompt
 from thirdshift.runs.repair_loop import BaseMerge, MergeRefusedError
 from thirdshift.scrub import Scrubber
-from thirdshift.sessions import Sessions, follow_up_preamble
+from thirdshift.sessions import EVENTS_IN_RESUME, Sessions, follow_up_preamble
 from thirdshift.settings import Settings
 from thirdshift.store import Store
 
@@ -66,7 +66,9 @@ class RunLoopOutside:
     def _repair_prompt(self, cause_prompt: Callable[[str], str]) -> str:
         """A Repair's prompt: what the earlier sessions of this Run did (from the database),
         then the cause."""
-        earlier = self._store.run_history(self._record.id, ended_only=True)
+        earlier = self._store.run_history(
+            self._record.id, ended_only=True, last_events=EVENTS_IN_RESUME
+        )
         return self._scrub(cause_prompt(follow_up_preamble(earlier)))
 
     def merge_base(self) -> BaseMerge:

@@ -161,12 +161,12 @@ def run_demo(
     ):
         world = set_up(root, stand_in.api_url, model.url, progress)
         settings = demo_settings(root, world)
-        environ = agent_environment(os.environ, model.url, root / "agent-home")
         progress(f"running thirdshift on {world.issue_url} with the real Claude Code CLI")
         status = run_issue(
             settings,
             RunRequest(issue=parse_issue_url(world.issue_url)),
-            environ=environ,
+            environ=dict(os.environ),
+            agent_environ=agent_environment(os.environ, model.url, root / "agent-home"),
             progress=progress,
             emit_url=emit_url,
             interrupt=interrupt,

@@ -7,7 +7,12 @@ is ``thirdshift.sessions.cli_outside``; only the composition root imports it, so
 imports this package's face pulls in a Harness adapter or the store.
 """
 
-from thirdshift.sessions.preamble import count_tokens, follow_up_preamble, resume_brief
+from thirdshift.sessions.preamble import (
+    EVENTS_IN_RESUME,
+    count_tokens,
+    follow_up_preamble,
+    resume_brief,
+)
 from thirdshift.sessions.rules import (
     LaterStepFailed,
     ResumeUnknown,
@@ -18,6 +23,7 @@ from thirdshift.sessions.rules import (
 )
 
 __all__ = [
+    "EVENTS_IN_RESUME",
     "LaterStepFailed",
     "ResumeUnknown",
     "SessionEnding",

@@ -34,9 +34,9 @@ from thirdshift.store import Store
 RECENT_EVENTS = 50
 
 
-def log_stamp(moment: datetime | None = None) -> str:
+def log_stamp(moment: datetime) -> str:
     """The stamp shared by every Session log of one Run: UTC, to the second."""
-    return (moment or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def session_log_paths(
@@ -76,8 +76,8 @@ class CliOutside:
         interrupt: threading.Event,
         progress: Callable[[str], None],
         scrub: Scrubber,
+        clock: Clock,
         model: str | None = None,
-        clock: Clock | None = None,
     ) -> None:
         self._clock = clock
         self._harness = harness

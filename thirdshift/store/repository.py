@@ -285,7 +285,7 @@ class Store:
     # -- Leases ------------------------------------------------------------------------------
 
     def run_history(
-        self, run_id: int, *, ended_only: bool = False, last_events: int = 50
+        self, run_id: int, *, last_events: int, ended_only: bool = False
     ) -> list[SessionHistory]:
         """A Run's sessions as a follow-up preamble takes them: kind, final message and the
         summaries of the last ``last_events`` Session events of each, oldest session first."""
