@@ -10,6 +10,7 @@ best next to each other and share one set of fixtures.
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
 import socket
@@ -17,6 +18,7 @@ import stat
 import subprocess
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -145,9 +147,10 @@ def test_git_argv_never_carries_the_token(
     worktree.push("issue-1")
 
     logged = log.read_text()
-    assert "fetch --prune --quiet origin" in logged
-    assert "ls-remote --heads origin" in logged
-    assert "push --porcelain --no-verify origin HEAD:refs/heads/issue-1" in logged
+    url = f"{sandbox.stand_in.web_url}/{FULL_NAME}.git"
+    assert f"fetch --prune --quiet {url} +refs/heads/*:refs/remotes/origin/*" in logged
+    assert f"ls-remote --heads {url}" in logged
+    assert f"push --porcelain --no-verify {url} HEAD:refs/heads/issue-1" in logged
     assert TOKENS["wes"] not in logged
 
 
@@ -618,3 +621,128 @@ def test_a_git_command_that_hangs_is_stopped_at_the_timeout(home: Path, silent_s
     message = str(caught.value)
     assert "git fetch --prune --quiet origin did not finish within 1s" in message
     assert "check that the remote answers, or raise the git timeout" in message
+
+
+@dataclass
+class Recorder:
+    """A loopback HTTP server that asks for credentials and records every Authorization it
+    is sent: an attacker's server that an agent points git at."""
+
+    url: str
+    authorizations: list[str]
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._answer()
+
+        def do_POST(self) -> None:
+            self._answer()
+
+        def _answer(self) -> None:
+            if self.headers.get("Authorization"):
+                seen.append(self.headers["Authorization"])
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        yield Recorder(f"http://127.0.0.1:{server.server_address[1]}/acme/widgets.git", seen)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        "remote.origin.url",
+        "remote.origin.pushurl",
+        "url.insteadOf",
+        "url.pushInsteadOf",
+        "remote.origin.proxy",
+        "http.proxy",
+        "worktree-scoped url.insteadOf",
+    ],
+)
+def test_no_route_in_the_clones_configuration_sends_the_token_elsewhere(
+    sandbox: Sandbox, clone: ManagedClone, worktrees: Path, recorder: Recorder, route: str
+) -> None:
+    """Whatever an agent writes into the clone's configuration through its Worktree, the
+    factory's fetch and push go to the configured GitHub, and the other server gets no
+    credential."""
+    worktree = clone.add_worktree(worktrees / "issue-4", "issue-4", "origin/main")
+    where = worktree.path
+    proxy = recorder.url.rsplit("/acme", 1)[0]
+    if route == "remote.origin.url":
+        _git(where, "config", "remote.origin.url", recorder.url)
+    elif route == "remote.origin.pushurl":
+        _git(where, "config", "remote.origin.pushurl", recorder.url)
+    elif route == "url.insteadOf":
+        _git(where, "config", f"url.{recorder.url}.insteadOf", clone.remote_url)
+    elif route == "url.pushInsteadOf":
+        _git(where, "config", f"url.{recorder.url}.pushInsteadOf", clone.remote_url)
+    elif route == "remote.origin.proxy":
+        _git(where, "config", "remote.origin.proxy", proxy)
+    elif route == "http.proxy":
+        _git(where, "config", "http.proxy", proxy)
+    else:
+        _git(where, "config", "extensions.worktreeConfig", "true")
+        _git(where, "config", "--worktree", f"url.{recorder.url}.insteadOf", clone.remote_url)
+    _write(worktree, "w.txt", "w\n")
+    worktree.commit_all("W")
+    worktree.fetch("main")
+    worktree.push("issue-4")
+    assert clone.has_remote_branch("issue-4")
+    assert recorder.authorizations == []
+
+
+def test_the_credential_helper_answers_only_for_the_configured_host(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """git asking for the configured host and protocol gets the token; another host, another
+    port or plain http for an https remote gets nothing."""
+    from thirdshift.git.runner import _environment  # the helper's own wiring, under test
+
+    configured = "https://github.example:8443/acme/widgets.git"
+    env = {
+        **os.environ,
+        **_environment(FACTORY, TOKENS["wes"], (), configured, tmp_path, tmp_path, None),
+    }
+    for name in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY"):
+        env.pop(name)
+
+    def fill(protocol: str, host: str) -> str:
+        done = subprocess.run(
+            ["git", "credential", "fill"],
+            input=f"protocol={protocol}\nhost={host}\npath=acme/widgets.git\n\n",
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        return done.stdout
+
+    assert f"password={TOKENS['wes']}" in fill("https", "github.example:8443")
+    for protocol, host in [
+        ("https", "evil.example"),
+        ("https", "github.example"),
+        ("https", "github.example:8444"),
+        ("http", "github.example:8443"),
+        ("https", "github.example:8443.evil.example"),
+    ]:
+        assert TOKENS["wes"] not in fill(protocol, host), (protocol, host)

@@ -55,7 +55,7 @@ from pathlib import Path
 import git as gitpython
 
 from thirdshift.errors import GitError, PushRejected
-from thirdshift.git.runner import REMOTE, GitRunner, Identity, Result, make_git
+from thirdshift.git.runner import ALL_BRANCHES, REMOTE, GitRunner, Identity, Result, make_git
 from thirdshift.scrub import Scrubber, looks_secret
 
 __all__ = [
@@ -115,7 +115,7 @@ class ManagedClone:
         """Make the clone on first use, point ``origin`` at ``remote_url`` if it changed, and
         fetch every branch of ``origin`` (pruning branches deleted there)."""
         git = self._git()
-        git.run("fetch", "--prune", "--quiet", REMOTE, fix=self._remote_fix())
+        git.run("fetch", "--prune", "--quiet", REMOTE, ALL_BRANCHES, fix=self._remote_fix())
 
     def remote_branches(self) -> dict[str, str]:
         """Every branch on ``origin`` and its sha, asked of the remote now (``ls-remote``)."""
@@ -243,7 +243,7 @@ class ManagedClone:
     def _settings(
         self, dirs: tuple[Path, Path, Path | None]
     ) -> tuple[
-        Identity, str | None, tuple[Path, Path, Path | None], float, Scrubber, tuple[str, ...]
+        Identity, str | None, tuple[Path, Path, Path | None], float, Scrubber, tuple[str, ...], str
     ]:
         # GitPython starts git with thirdshift's whole environment under ours: every secret of
         # the environment the root passed in is emptied for git and the hooks it would run.
@@ -252,7 +252,7 @@ class ManagedClone:
             for name in self._environ
             if looks_secret(name) or name.startswith("THIRDSHIFT_") or name == "GH_TOKEN"
         )
-        return self._identity, self._token, dirs, self._timeout, self._scrub, blank
+        return self._identity, self._token, dirs, self._timeout, self._scrub, blank, self.remote_url
 
     def _registered_worktrees(self, git: GitRunner) -> set[Path]:
         listing = git.run("worktree", "list", "--porcelain").stdout
@@ -313,7 +313,7 @@ class Worktree:
             specs = [f"+refs/heads/{ref}:refs/remotes/{REMOTE}/{ref}" for ref in refs]
             self._git.run("fetch", "--quiet", REMOTE, *specs, fix=self._remote_fix)
         else:
-            self._git.run("fetch", "--prune", "--quiet", REMOTE, fix=self._remote_fix)
+            self._git.run("fetch", "--prune", "--quiet", REMOTE, ALL_BRANCHES, fix=self._remote_fix)
 
     def remote_sha(self, branch: str) -> str | None:
         """The sha of ``origin/<branch>`` as of the last fetch, or None when there is none."""

@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import git as gitpython
 
@@ -20,23 +21,41 @@ from thirdshift.scrub import Scrubber
 
 TOKEN_VARIABLE = "TS_GIT_TOKEN"  # noqa: S105 (a variable name, not a secret)
 """The environment variable, set only for git subprocesses, that the credential helper reads."""
+HOST_VARIABLE = "TS_GIT_HOST"
+PROTOCOL_VARIABLE = "TS_GIT_PROTOCOL"
+"""The one host (with its port) and protocol the credential helper answers for."""
 
+# git asks the helper with lines such as protocol=https and host=github.com; it answers only
+# when both are the configured GitHub's, and says nothing (so git has no credential) otherwise.
 _CREDENTIAL_HELPER = (
-    '!f() { test "$1" = get && echo username=x-access-token && '
-    f'echo "password=${TOKEN_VARIABLE}"; }}; f'
+    '!f() { test "$1" = get || return 0; h=; p=; '
+    'while IFS= read -r l && test -n "$l"; do case "$l" in '
+    'host=*) h="${l#host=}";; protocol=*) p="${l#protocol=}";; esac; done; '
+    f'test -n "${HOST_VARIABLE}" && test "$h" = "${HOST_VARIABLE}" && '
+    f'test "$p" = "${PROTOCOL_VARIABLE}" || return 0; '
+    f'echo username=x-access-token; echo "password=${TOKEN_VARIABLE}"; }}; f'
 )
 REMOTE = "origin"
+"""How callers name the remote; the runner puts the explicit URL in its place, so no
+``remote.*`` or ``url.*`` setting in the clone can send the token elsewhere."""
+ALL_BRANCHES = f"+refs/heads/*:refs/remotes/{REMOTE}/*"
 _REMOTE_COMMANDS = frozenset({"fetch", "ls-remote", "push"})
 _DANGEROUS_CONFIG = (
     "url.",
-    "remote.origin.pushurl",
+    "remote.",
     "credential",
     "http.",
+    "https.",
+    "protocol.",
     "include",
     "core.sshcommand",
+    "core.gitproxy",
+    "core.askpass",
     "core.hookspath",
     "core.fsmonitor",
+    "extensions.worktreeconfig",
 )
+_KEPT_CONFIG = frozenset({f"remote.{REMOTE}.url", f"remote.{REMOTE}.fetch"})
 _TIMEOUT_PREFIX = "Timeout:"  # how GitPython reports a command it killed at kill_after_timeout
 
 
@@ -71,7 +90,11 @@ class GitRunner:
         remote_env: Mapping[str, str],
         timeout: float,
         scrub: Scrubber,
+        remote_url: str,
+        git_dir: Path,
     ) -> None:
+        self._remote_url = remote_url
+        self._git_dir = git_dir
         self._runner = runner
         self._place = place
         self._env = dict(env)
@@ -80,20 +103,32 @@ class GitRunner:
         self._scrub = scrub
 
     def run(self, *args: str, check: bool = True, fix: str = "") -> Result:
-        """Run ``git <args>``; with ``check``, a non-zero exit raises GitError naming ``fix``."""
-        remote = args[0] in _REMOTE_COMMANDS
-        if remote:
-            self._drop_dangerous_config()
-        return self._execute(args, self._remote_env if remote else self._env, check, fix)
+        """Run ``git <args>``; with ``check``, a non-zero exit raises GitError naming ``fix``.
+        In a command that talks to the remote, ``REMOTE`` stands for the explicit URL."""
+        if args[0] not in _REMOTE_COMMANDS:
+            return self._execute(args, self._env, check, fix)
+        self._drop_dangerous_config()
+        sent = tuple(self._remote_url if arg == REMOTE else arg for arg in args)
+        result = self._execute(sent, self._remote_env, check=False, fix=fix)
+        if check and result.status != 0:
+            raise self.error(args, result, fix)
+        return result
 
     def _drop_dangerous_config(self) -> None:
-        """Remove configuration that could redirect the token or run code (see the module)."""
+        """Remove configuration that could redirect the token or run code (see the module),
+        and any per-Worktree configuration file an agent may have made."""
         listed = self._execute(
             ("config", "--local", "--name-only", "--list"), self._env, check=False, fix=""
         )
         for key in sorted(set(listed.stdout.split())):
-            if key.lower().startswith(_DANGEROUS_CONFIG):
+            lowered = key.lower()
+            if lowered.startswith(_DANGEROUS_CONFIG) and lowered not in _KEPT_CONFIG:
                 self._execute(("config", "--local", "--unset-all", key), self._env, False, "")
+        for extra in (
+            self._git_dir / "config.worktree",
+            *self._git_dir.glob("worktrees/*/config.worktree"),
+        ):
+            extra.unlink(missing_ok=True)
 
     def _execute(
         self, args: Sequence[str], env: Mapping[str, str], check: bool, fix: str
@@ -122,7 +157,8 @@ class GitRunner:
         return GitError(self.describe(args, result, fix))
 
     def describe(self, args: Sequence[str], result: Result, fix: str = "") -> str:
-        command = "git " + " ".join(shlex.quote(a) for a in args)
+        # Shown as a person would type it: the remote by name, the default refspec left out.
+        command = "git " + " ".join(shlex.quote(a) for a in args if a != ALL_BRANCHES)
         if result.stderr.startswith(_TIMEOUT_PREFIX):
             what = f"did not finish within {self._timeout:g}s and was stopped"
             fix = "check that the remote answers, or raise the git timeout"
@@ -141,15 +177,19 @@ def make_git(
     timeout: float,
     scrub: Scrubber,
     blank: tuple[str, ...],
+    remote_url: str,
 ) -> GitRunner:
-    """A runner for the place whose git dir, common dir and work tree are ``dirs``."""
+    """A runner for the place whose git dir, common dir and work tree are ``dirs``, talking
+    to ``remote_url`` (and only there does the credential helper answer)."""
     return GitRunner(
         runner,
         place,
-        _environment(identity, None, blank, *dirs),
-        _environment(identity, token, blank, *dirs),
+        _environment(identity, None, blank, None, *dirs),
+        _environment(identity, token, blank, remote_url, *dirs),
         timeout,
         scrub,
+        remote_url,
+        dirs[1],
     )
 
 
@@ -163,6 +203,7 @@ def _environment(
     identity: Identity,
     token: str | None,
     blank: tuple[str, ...],
+    remote_url: str | None,
     git_dir: Path,
     common_dir: Path,
     work_tree: Path | None,
@@ -199,7 +240,13 @@ def _environment(
         "GIT_COMMITTER_EMAIL": identity.email,
         "GIT_CONFIG_COUNT": str(len(config)),
         TOKEN_VARIABLE: token or "",
+        HOST_VARIABLE: "",
+        PROTOCOL_VARIABLE: "",
     }
+    if token is not None and remote_url is not None:
+        where = urlsplit(remote_url)
+        env[HOST_VARIABLE] = where.netloc.rsplit("@", 1)[-1]
+        env[PROTOCOL_VARIABLE] = where.scheme
     if work_tree is not None:
         env["GIT_WORK_TREE"] = str(work_tree)
         env["GIT_INDEX_FILE"] = str(git_dir / "index")
