@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from thirdshift.clock import SystemClock
 from thirdshift.errors import ConfigError, ThirdshiftError
 from thirdshift.git import Identity, ManagedClone
 from thirdshift.github import GitHub
-from thirdshift.harnesses import harness_named
+from thirdshift.harnesses import harness_named, probe
+from thirdshift.home import Home, check_home
 from thirdshift.issue_url import IssueRef, check_same_host
 from thirdshift.records import RepoInfo
 from thirdshift.runs import Delivery, RunRequest
@@ -53,6 +55,12 @@ def run_issue(
 
     check_same_host(request.issue, settings.github_api_url)
     harness = harness_named(settings.harness, extra_args=settings.harness_args)
+    # Local pre-flight: a machine problem stops here, before anything on GitHub changes.
+    home = Home(settings.home)
+    check_home(home, database_dir=settings.sqlite_directory, min_free_mb=settings.min_free_disk_mb)
+    sandbox = probe(environ.get("PATH"), unsafe_without=settings.unsafe_agent_without_sandbox)
+    if not sandbox.sealed:
+        say("warning: the agent runs without its sandbox (unsafe_agent_without_sandbox)")
     # Every wait (GitHub's retries and rate limits, CI polls) ends at once on Ctrl-C or SIGTERM.
     clock = SystemClock(interrupt)
     identity = Identity(settings.git_user_name, settings.git_user_email)
@@ -94,6 +102,9 @@ def run_issue(
                 progress=say,
                 scrub=scrub,
                 clock=clock,
+                sandbox=sandbox,
+                home=home,
+                hidden=tuple(Path(environ[name]) for name in ("HOME",) if environ.get(name)),
                 model=settings.model,
             ),
             clones=clone_of,

@@ -66,6 +66,17 @@ def config_command() -> None:
     click.echo(f"database: {redact_url(settings.effective_database_url)}")
     click.echo(f"github api: {settings.github_api_url}")
     click.echo(f"github token: {'set' if settings.github_token else 'not set'}")
+    click.echo(f"agent sandbox: {_guarded(lambda: sandbox_mode(settings))}")
+
+
+def sandbox_mode(settings: Any) -> str:
+    """How agents would run: sealed by bubblewrap, or unsealed because the unsafe setting
+    allows it; an error (exit 1) when neither."""
+    import os
+
+    from thirdshift.harnesses import probe
+
+    return probe(os.environ.get("PATH"), unsafe_without=settings.unsafe_agent_without_sandbox).mode
 
 
 @contextmanager

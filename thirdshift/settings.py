@@ -119,6 +119,14 @@ class Settings(BaseSettings):
     session_stop_grace_seconds: float = Field(
         default=10, gt=0, description="Between each stop signal, and before the final kill."
     )
+    unsafe_agent_without_sandbox: bool = Field(
+        default=False,
+        description="Run the agent unsealed when bubblewrap cannot seal it. Unsafe: the agent "
+        "can then read thirdshift's token from its process and its files.",
+    )
+    min_free_disk_mb: int = Field(
+        default=512, ge=0, description="Refuse to start a Run with less free disk in the home."
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -140,6 +148,15 @@ class Settings(BaseSettings):
             wall_seconds=self.session_wall_seconds,
             post_result_seconds=self.session_post_result_seconds,
         )
+
+    @property
+    def sqlite_directory(self) -> Path | None:
+        """The directory of the SQLite database file, or None for another database."""
+        url = self.effective_database_url
+        if not url.startswith("sqlite:///"):
+            return None
+        path = url.removeprefix("sqlite:///")
+        return Path(path).parent if path and path != ":memory:" else None
 
     @property
     def effective_database_url(self) -> str:

@@ -61,3 +61,27 @@ def test_an_unknown_option_is_a_usage_error(env: dict[str, str]) -> None:
     result = thirdshift("config", "--no-such-flag", env=env)
     assert result.returncode == 2
     assert "--no-such-flag" in result.stderr
+
+
+def test_config_says_the_agent_is_sealed_by_bubblewrap(env: dict[str, str]) -> None:
+    """With bubblewrap installed, `thirdshift config` shows the agent sandbox in force."""
+    result = thirdshift("config", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "agent sandbox: bubblewrap" in result.stdout
+
+
+def test_config_without_bubblewrap_refuses_unless_the_unsafe_setting_allows(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """No bwrap on PATH: config exits 1 naming the fix; the unsafe setting shows the mode."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    env["PATH"] = f"{bin_dir}{os.pathsep}/nonexistent"
+    result = thirdshift("config", env=env)
+    assert result.returncode == 1
+    assert "the agent sandbox cannot be made: bubblewrap (bwrap) is not installed" in result.stderr
+    assert "unsafe_agent_without_sandbox = true" in result.stderr
+    env["THIRDSHIFT_UNSAFE_AGENT_WITHOUT_SANDBOX"] = "true"
+    result = thirdshift("config", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "agent sandbox: none (unsafe_agent_without_sandbox)" in result.stdout

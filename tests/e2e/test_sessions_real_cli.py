@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.real_cli import Harness, cli_path, make_git_repo
 from thirdshift.clock import SystemClock
-from thirdshift.harnesses import harness_named
+from thirdshift.harnesses import SealedPaths, harness_named, install_dirs, probe
 from thirdshift.records import Watchdogs
 from thirdshift.sandbox.model.server import (
     ModelScript,
@@ -50,6 +50,11 @@ class World:
     lines: list[str] = field(default_factory=list)
     interrupt: threading.Event = field(default_factory=threading.Event)
 
+    @property
+    def agent_home(self) -> Path:
+        """The Harness's home (HOME, and CODEX_HOME inside it), kept across a Resume."""
+        return self.tmp / "agent-home"
+
     def outside(self, *, post_result: float = 2.0, idle: float = 60.0) -> CliOutside:
         extra = codex_config_args(self.server.url) if self.harness_name == "codex" else []
         harness = harness_named(
@@ -69,6 +74,14 @@ class World:
             progress=self.lines.append,
             scrub=Scrubber(["planted-secret-value-123"]),
             clock=SystemClock(self.interrupt),
+            sandbox=probe(self.environ.get("PATH")),
+            sealed=SealedPaths(
+                worktree=self.worktree,
+                clone=self.worktree,
+                agent_home=self.agent_home,
+                hidden=(self.tmp / "thirdshift-home",),
+                readable=install_dirs(str(cli_path(self.harness_name)), None),
+            ),
         )
 
     def sessions(self, outside: Any) -> Sessions:

@@ -64,6 +64,10 @@ class FakeGitHub:
         self.world.add_labels(self.repo_state, issue, list(labels), "alice")
         return issue.number
 
+    def add_user(self, login: str, role: str) -> None:
+        """A person with ``role`` (read, triage, write, maintain, admin) on the repository."""
+        self.world.add_user(login, f"token-of-{login}", {f"{self.owner}/{self.name}": role})
+
     def add_comment(self, number: int, body: str, author: str = "alice") -> None:
         self.world.add_comment(self.repo_state, self.repo_state.issue(number), body, author)
 

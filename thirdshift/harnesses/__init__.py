@@ -10,6 +10,13 @@ Nothing here imports the store: a reader's Session events are plain records.
 from collections.abc import Sequence
 
 from thirdshift.errors import UsageError
+from thirdshift.harnesses.agent_sandbox import (
+    AgentSandbox,
+    AgentSandboxUnavailable,
+    SealedPaths,
+    install_dirs,
+    probe,
+)
 from thirdshift.harnesses.base import (
     NOTHING,
     Harness,
@@ -48,17 +55,22 @@ def harness_named(
 __all__ = [
     "HARNESS_NAMES",
     "NOTHING",
+    "AgentSandbox",
+    "AgentSandboxUnavailable",
     "ClaudeHarness",
     "CodexHarness",
     "Harness",
     "Observation",
     "ProcessEnding",
     "ProcessStartError",
+    "SealedPaths",
     "StreamOutcome",
     "StreamReader",
     "Usage",
     "Watchdogs",
     "harness_named",
+    "install_dirs",
+    "probe",
     "run_supervised",
     "stop_process_tree",
 ]

@@ -14,7 +14,7 @@ import re
 import shutil
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from thirdshift.clock import Clock
 from thirdshift.errors import GitHubError, Interrupted, ThirdshiftError
 from thirdshift.git import ManagedClone, Worktree
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import IssueInfo, PullRequestInfo, RepoInfo, Run
+from thirdshift.records import Comment, IssueInfo, PullRequestInfo, RepoInfo, Run
 from thirdshift.runs.branches import (
     BranchChoice,
     branch_name,
@@ -33,7 +33,7 @@ from thirdshift.runs.claims import Claim, LeaseKeeper, claim_labels
 from thirdshift.runs.failed_run import FailedRun, Salvage
 from thirdshift.runs.loop_outside import RunLoopOutside
 from thirdshift.runs.ports import CloneSource, GitHubPort, SessionSource
-from thirdshift.runs.prompts import PULL_REQUEST_FILE, implement_prompt
+from thirdshift.runs.prompts import PULL_REQUEST_FILE, implement_prompt, trusted_comments
 from thirdshift.runs.repair_loop import Budgets, LoopResult, RepairLoop, RunFailed
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import EVENTS_IN_RESUME, LaterStepFailed, Sessions, follow_up_preamble
@@ -186,9 +186,17 @@ class Delivery:
             sessions = self._session_source.sessions(record.id, worktree.path, ref)
             with sessions.failures_name_killed_work():
                 self._check_interrupt()
+                comments = gh.issue_comments(owner, name, number)
+                trusted, left_out = trusted_comments(comments, self._roles(ref, comments))
+                if left_out:
+                    self.say(
+                        f"leaving {left_out} comment(s) by people without triage or write "
+                        "permission out of the prompt"
+                    )
                 prompt = implement_prompt(
                     issue,
-                    gh.issue_comments(owner, name, number),
+                    trusted,
+                    left_out=left_out,
                     base_branch=base,
                     issue_branch=choice.branch,
                     continuation=choice.continuation,
@@ -311,6 +319,16 @@ class Delivery:
                 f"issue #{ref.number} is {issue.state}; reopen it to run thirdshift on it"
             )
         return repo, issue
+
+    def _roles(self, ref: IssueRef, comments: Sequence[Comment]) -> dict[str, str]:
+        """Each commenter's role on the repository; one GitHub cannot tell counts as none."""
+        roles: dict[str, str] = {}
+        for author in sorted({comment.author for comment in comments}):
+            try:
+                roles[author] = self._github.permission(ref.owner, ref.repo, author)
+            except GitHubError:
+                roles[author] = "none"
+        return roles
 
     def _issue_pulls(self, ref: IssueRef, remote: Mapping[str, str]) -> list[PullRequestInfo]:
         """Every pull request from one of the issue's branches, newest first."""

@@ -3,7 +3,7 @@ names, never through prose thirdshift must parse."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from thirdshift.records import Comment, IssueInfo
@@ -17,39 +17,70 @@ class FailedCheck:
     log_tail: str
 
 
-# A prompt travels as one argv element (Linux caps one at 128 KiB): the issue's discussion is
-# bounded, newest comments kept.
-DISCUSSION_CHARS = 40_000
-BODY_CHARS = 40_000
+# A prompt travels as one argv element, which Linux caps at 128 KiB of bytes (not characters:
+# a non-ASCII issue body can be three times its length in bytes). Budgets are in UTF-8 bytes.
+BODY_BYTES = 48_000
+DISCUSSION_BYTES = 32_000
+CHECK_LOGS_BYTES = 48_000
+TRUSTED_ROLES = frozenset({"admin", "maintain", "write", "triage"})
 
 
-def _discussion(comments: Sequence[Comment]) -> str:
+def cut_bytes(text: str, limit: int, marker: str) -> str:
+    """``text`` within ``limit`` bytes of UTF-8, cut at a line boundary when one is near (else
+    at a character boundary), with ``marker`` on a line of its own when anything was cut."""
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    head = data[: max(0, limit - len(marker.encode()) - 2)].decode("utf-8", "ignore")
+    newline = head.rfind("\n")
+    if newline > len(head) // 2:
+        head = head[:newline]
+    return f"{head}\n{marker}"
+
+
+def trusted_comments(
+    comments: Sequence[Comment], roles: Mapping[str, str]
+) -> tuple[tuple[Comment, ...], int]:
+    """The comments whose authors hold triage, write, maintain or admin on the repository
+    (``roles`` maps a login to its role), and how many others were left out: on a public
+    repository anyone may comment, and a stranger's words must not steer the agent."""
+    kept = tuple(c for c in comments if roles.get(c.author, "none") in TRUSTED_ROLES)
+    return kept, len(comments) - len(kept)
+
+
+def _discussion(comments: Sequence[Comment], left_out: int) -> str:
     kept: list[str] = []
     used = 0
     for comment in reversed(comments):
         text = f"\n--- comment by {comment.author}:\n{comment.body.strip()}\n"
-        if used + len(text) > DISCUSSION_CHARS:
+        size = len(text.encode())
+        if used + size > DISCUSSION_BYTES:
             kept.append(f"\n[{len(comments) - len(kept)} earlier comment(s) left out]\n")
             break
         kept.append(text)
-        used += len(text)
-    return "".join(reversed(kept))
+        used += size
+    strangers = (
+        f"\n[{left_out} comment(s) by people without triage or write permission on this "
+        "repository are left out]\n"
+        if left_out
+        else ""
+    )
+    return "".join(reversed(kept)) + strangers
 
 
 def implement_prompt(
     issue: IssueInfo,
     comments: Sequence[Comment],
     *,
+    left_out: int = 0,
     base_branch: str,
     issue_branch: str,
     continuation: bool,
     pull_request_url: str | None,
     earlier: str = "",
 ) -> str:
-    discussion = _discussion(comments)
-    body = issue.body.strip()
-    if len(body) > BODY_CHARS:
-        body = body[:BODY_CHARS] + "\n[the rest of the issue is left out]"
+    discussion = _discussion(comments, left_out)
+    body = cut_bytes(issue.body.strip(), BODY_BYTES, "[the rest of the issue is left out]")
     if continuation:
         situation = (
             f"The branch {issue_branch} already holds work from an earlier Run on this issue"
@@ -61,6 +92,7 @@ def implement_prompt(
         situation = f"You are on a new branch {issue_branch}, made from {base_branch}."
     return f"""You are working unattended on issue #{issue.number} of this repository.
 
+The request, as issue #{issue.number} states it (title and body by {issue.author}):
 Issue #{issue.number}: {issue.title}
 
 {body}
@@ -102,9 +134,13 @@ def ci_fix_prompt(
     inherited: Sequence[str],
     pull_request_file: str = PULL_REQUEST_FILE,
 ) -> str:
-    checks = "\n\n".join(
-        f"Check '{check.name}' failed. The end of its log:\n```\n{check.log_tail.strip()}\n```"
-        for check in failed
+    checks = cut_bytes(
+        "\n\n".join(
+            f"Check '{check.name}' failed. The end of its log:\n```\n{check.log_tail.strip()}\n```"
+            for check in failed
+        ),
+        CHECK_LOGS_BYTES,
+        "[the logs of further checks are left out]",
     )
     not_ours = (
         "\nThese checks also fail on the Base branch and are not yours to fix: "

@@ -18,7 +18,16 @@ from pathlib import Path
 
 from thirdshift.clock import Clock
 from thirdshift.errors import ThirdshiftError
-from thirdshift.harnesses import Harness, ProcessEnding, StreamOutcome, run_supervised
+from thirdshift.harnesses import (
+    AgentSandbox,
+    Harness,
+    ProcessEnding,
+    SealedPaths,
+    StreamOutcome,
+    install_dirs,
+    run_supervised,
+)
+from thirdshift.home import Home
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import SessionEvent, Watchdogs
 from thirdshift.scrub import Scrubber
@@ -77,9 +86,13 @@ class CliOutside:
         progress: Callable[[str], None],
         scrub: Scrubber,
         clock: Clock,
+        sandbox: AgentSandbox,
+        sealed: SealedPaths,
         model: str | None = None,
     ) -> None:
         self._clock = clock
+        self._sandbox = sandbox
+        self._sealed = sealed
         self._harness = harness
         self._worktree = worktree
         self._store = store
@@ -128,10 +141,15 @@ class CliOutside:
                     )
 
             try:
-                ending = run_supervised(
+                argv, env = self._sandbox.wrap(
                     self._harness.argv(prompt, model=self._model, resume_id=resume_id),
+                    self._harness.environment(self._environ),
+                    self._sealed,
+                )
+                ending = run_supervised(
+                    argv,
                     cwd=self._worktree,
-                    env=self._harness.environment(self._environ),
+                    env=env,
                     on_line=on_line,
                     result_seen=lambda: reader.result_seen,
                     watchdogs=self._watchdogs,
@@ -248,6 +266,10 @@ class CliSessions:
     progress: Callable[[str], None]
     scrub: Scrubber
     clock: Clock
+    sandbox: AgentSandbox
+    home: Home
+    hidden: tuple[Path, ...]
+    """Directories the agent must not see besides thirdshift's home (the user's home)."""
     model: str | None = None
 
     @property
@@ -259,6 +281,13 @@ class CliSessions:
         return self.harness.executable
 
     def sessions(self, run_id: int, worktree: Path, ref: IssueRef) -> Sessions:
+        sealed = SealedPaths(
+            worktree=worktree,
+            clone=self.home.repos / ref.owner / ref.repo,
+            agent_home=self.home.agent_home(ref.owner, ref.repo, run_id),
+            hidden=(self.home.root, *self.hidden),
+            readable=install_dirs(self.harness.executable, self.environ.get("PATH")),
+        )
         outside = CliOutside(
             harness=self.harness,
             worktree=worktree,
@@ -272,6 +301,8 @@ class CliSessions:
             scrub=self.scrub,
             model=self.model,
             clock=self.clock,
+            sandbox=self.sandbox,
+            sealed=sealed,
         )
         stamp = log_stamp(self.clock.now())
         return Sessions(

@@ -1,0 +1,190 @@
+"""The Agent sandbox: every Harness CLI, and everything it starts, runs sealed in bubblewrap.
+
+The agent reads text strangers wrote and runs whatever it decides, as thirdshift's own user.
+Sealed, it sees:
+
+- its own PID namespace with a fresh ``/proc``: no other process (thirdshift's included, with
+  ``GITHUB_TOKEN`` in its environment) is visible, and the whole namespace dies with the
+  thirdshift process that started it (``--die-with-parent``; ``kill -9`` included);
+- the machine's filesystem read-only, with thirdshift's home (database, settings, logs, other
+  Worktrees), the user's home and ``/tmp`` replaced by empty directories;
+- writable: its own Worktree, the managed clone's object store and refs (a commit needs them),
+  and a private home made for the Run (the Harness's config and transcripts, so a native Resume
+  finds its session); the clone's ``config`` stays read-only, so nothing the agent writes there
+  can redirect thirdshift's pushes;
+- the network, unchanged: agents install dependencies and reach the model provider.
+
+When bubblewrap cannot make the sandbox (not installed, no user namespaces), no Session starts,
+unless the setting ``unsafe_agent_without_sandbox`` says to run the agent unsealed. See
+adr/0009.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from thirdshift.errors import ThirdshiftError
+
+BWRAP = "bwrap"
+
+
+class AgentSandboxUnavailable(ThirdshiftError):
+    """bubblewrap cannot seal the agent here; the message says why and how to fix it."""
+
+
+@dataclass(frozen=True)
+class SealedPaths:
+    """What one Run's agent may write, and what must stay hidden from it."""
+
+    worktree: Path
+    clone: Path
+    """The managed clone (the Worktree's common git dir)."""
+    agent_home: Path
+    """The Run's private home: the Harness's config and transcripts."""
+    hidden: tuple[Path, ...]
+    """Directories replaced by empty ones: thirdshift's home, the user's home."""
+    readable: tuple[Path, ...] = ()
+    """Directories under a hidden one that must stay readable (the Harness CLI's install)."""
+
+
+@dataclass(frozen=True)
+class AgentSandbox:
+    """How Harness CLIs are started: ``sealed`` (bubblewrap at ``bwrap``) or not at all sealed,
+    which only the unsafe setting allows."""
+
+    sealed: bool
+    bwrap: str | None = None
+
+    @property
+    def mode(self) -> str:
+        """A word for ``thirdshift config`` and the Run's first lines."""
+        return "bubblewrap" if self.sealed else "none (unsafe_agent_without_sandbox)"
+
+    def wrap(
+        self, argv: Sequence[str], env: Mapping[str, str], paths: SealedPaths
+    ) -> tuple[list[str], dict[str, str]]:
+        """The argv and environment that start ``argv`` inside the sandbox (unchanged, but for
+        HOME, when unsealed). The private home is made if missing."""
+        paths.agent_home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        environ = {**env, "HOME": str(paths.agent_home)}
+        if not self.sealed or self.bwrap is None:
+            return list(argv), environ
+        return [self.bwrap, *bwrap_options(paths), "--", *argv], environ
+
+
+def bwrap_options(paths: SealedPaths) -> list[str]:
+    """bubblewrap's options for ``paths``, in the order they must be applied: later mounts go
+    over earlier ones, so the hidden directories are emptied before what is writable inside
+    them is bound back."""
+    options = [
+        "--die-with-parent",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--new-session",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",  # noqa: S108 (an empty tmpfs of the agent's own, not a path we write to)
+    ]
+    for hidden in _outermost(paths.hidden):
+        options += ["--tmpfs", str(hidden)]
+    for readable in paths.readable:
+        if readable.exists():
+            options += ["--ro-bind", str(readable), str(readable)]
+    for writable in (paths.clone, paths.worktree, paths.agent_home):
+        options += ["--bind", str(writable), str(writable)]
+    config = paths.clone / "config"
+    if config.exists():
+        options += ["--ro-bind", str(config), str(config)]
+    options += ["--chdir", str(paths.worktree)]
+    return options
+
+
+def _outermost(paths: Sequence[Path]) -> list[Path]:
+    """The hidden directories, each once, a directory inside another left out."""
+    resolved = sorted({Path(os.path.realpath(p)) for p in paths if str(p) not in ("", "/")})
+    kept: list[Path] = []
+    for path in resolved:
+        if not any(path.is_relative_to(outer) for outer in kept):
+            kept.append(path)
+    return kept
+
+
+def install_dirs(executable: str, path_variable: str | None) -> tuple[Path, ...]:
+    """Where a Harness CLI is installed, to stay readable if it lies in a hidden directory: the
+    directory it is found in on PATH and, through its links, the package that holds it (the
+    ``node_modules`` it is in, for an npm-installed CLI)."""
+    found = shutil.which(executable, path=path_variable)
+    if found is None:
+        return ()
+    dirs = {Path(found).parent}
+    real = Path(os.path.realpath(found))
+    dirs.add(real.parent)
+    for parent in real.parents:
+        if parent.name == "node_modules":
+            dirs.add(parent)
+            break
+    return tuple(sorted(dirs))
+
+
+def probe(path_variable: str | None, *, unsafe_without: bool = False) -> AgentSandbox:
+    """The sandbox this machine can make: bubblewrap, found on ``path_variable`` (the PATH
+    the composition root was given), when it can seal a process here (tried once with a
+    trivial command); otherwise ``AgentSandboxUnavailable`` naming the cause and the fix, or an
+    unsealed sandbox when ``unsafe_without`` says so."""
+    program = shutil.which(BWRAP, path=path_variable)
+    problem: str | None = None
+    if program is None:
+        problem = (
+            "bubblewrap (bwrap) is not installed; install it (Debian: apt-get install bubblewrap)"
+        )
+    else:
+        try:
+            done = subprocess.run(
+                [
+                    program,
+                    "--die-with-parent",
+                    "--unshare-pid",
+                    "--ro-bind",
+                    "/",
+                    "/",
+                    "--proc",
+                    "/proc",
+                    "--dev",
+                    "/dev",
+                    "--",
+                    "true",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            problem = f"{program} cannot be run ({exc})"
+        else:
+            if done.returncode != 0:
+                said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+                problem = (
+                    f"{program} cannot seal a process here ({said or f'exit {done.returncode}'}); "
+                    "allow user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+                    "user.max_user_namespaces > 0)"
+                )
+    if problem is None:
+        return AgentSandbox(sealed=True, bwrap=program)
+    if unsafe_without:
+        return AgentSandbox(sealed=False)
+    raise AgentSandboxUnavailable(
+        f"the agent sandbox cannot be made: {problem}; or, knowing the agent can then read "
+        "thirdshift's token, set unsafe_agent_without_sandbox = true"
+    )
