@@ -121,8 +121,8 @@ class Settings(BaseSettings):
     )
     unsafe_agent_without_sandbox: bool = Field(
         default=False,
-        description="Run the agent unsealed when bubblewrap cannot seal it. Unsafe: the agent "
-        "can then read thirdshift's token from its process and its files.",
+        description="Run agents without the bubblewrap sandbox. Unsafe: an agent can then read "
+        "thirdshift's token from its process and its files.",
     )
     min_free_disk_mb: int = Field(
         default=512, ge=0, description="Refuse to start a Run with less free disk in the home."

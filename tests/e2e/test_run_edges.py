@@ -240,3 +240,32 @@ def test_ctrl_c_to_the_whole_process_group_saves_the_work(
     assert stderr.strip().splitlines()[-2].endswith("] interrupted")
     subjects = world.git("log", "--format=%s", "origin/issue-1", cwd=world.clone())
     assert subjects.splitlines()[0] == "thirdshift: failed run (interrupted)"
+
+
+@pytest.mark.parametrize("broken", ["home under a file", "logs is a file", "worktrees is a file"])
+def test_an_unusable_home_is_one_line_and_changes_nothing_on_github(
+    tmp_path: Path, worlds: list[RunWorld], broken: str
+) -> None:
+    """A local problem is the machine's: one line naming the path and the fix, exit 1, no
+    traceback, and nothing claimed, labelled or posted."""
+    world = start_world(tmp_path, [])
+    worlds.append(world)
+    if broken == "home under a file":
+        (tmp_path / "a-file").write_text("not a directory\n")
+        world.settings["THIRDSHIFT_HOME"] = str(tmp_path / "a-file" / "home")
+        named = str(tmp_path / "a-file" / "home")
+    else:
+        world.home.mkdir()
+        name = broken.split()[0]
+        (world.home / name).write_text("not a directory\n")
+        named = f"{world.home / name} is a file, not a directory"
+    result = world.thirdshift("run", world.issue_url)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("thirdshift: ")
+    assert named in lines[0]
+    assert "Traceback" not in result.stderr
+    assert labels(world) == ["ready-for-agent"]
+    assert world.comments() == []
+    assert world.pulls() == []

@@ -72,6 +72,16 @@ class RunWorld:
         return self.stand_in.api_url
 
     @property
+    def remote_url(self) -> str:
+        return f"{self.stand_in.web_url}/{OWNER}/{NAME}.git"
+
+    def restart_model(self, script: ModelScript) -> None:
+        """Play ``script`` from now on (for sessions that need the world's paths)."""
+        self.model.stop()
+        self.model = ScriptedModelServer(script, self.tmp / "model.jsonl")
+        self.model.start()
+
+    @property
     def issue_url(self) -> str:
         return f"{self.stand_in.web_url}/{OWNER}/{NAME}/issues/{self.issue_number}"
 

@@ -4,6 +4,6 @@ GitPython drives real git; the token reaches only the commands that talk to orig
 credential helper in their environment, never argv, a URL or a file.
 """
 
-from thirdshift.git.clone import Identity, ManagedClone, MergeOutcome, Worktree
+from thirdshift.git.clone import AddedLine, Identity, ManagedClone, MergeOutcome, Worktree
 
-__all__ = ["Identity", "ManagedClone", "MergeOutcome", "Worktree"]
+__all__ = ["AddedLine", "Identity", "ManagedClone", "MergeOutcome", "Worktree"]

@@ -48,7 +48,7 @@ How git is run:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +59,7 @@ from thirdshift.git.runner import ALL_BRANCHES, REMOTE, GitRunner, Identity, Res
 from thirdshift.scrub import Scrubber, looks_secret
 
 __all__ = [
+    "AddedLine",
     "Identity",
     "ManagedClone",
     "MergeOutcome",
@@ -409,9 +410,59 @@ class Worktree:
         result = self._git.run("log", "--reverse", "--format=%s", f"{since}..HEAD")
         return tuple(result.stdout.splitlines())
 
+    def added_lines(self, *since: str) -> tuple[AddedLine, ...]:
+        """Every line added by the commits in HEAD that are in none of ``since`` (merges left
+        out: what they bring is already in ``since`` or in one of the commits), each with its
+        file, its line number in that commit and its commit, oldest commit first. What a later
+        commit removed again is still listed: history keeps it, and a push would publish it."""
+        result = self._git.run(
+            "log",
+            "--reverse",
+            "--no-merges",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--unified=0",
+            "--format=commit %H",
+            "-p",
+            "HEAD",
+            "--not",
+            *since,
+            "--",
+        )
+        return tuple(_added(result.stdout))
+
     def _unmerged_paths(self) -> tuple[str, ...]:
         result = self._git.run("diff", "--name-only", "-z", "--diff-filter=U")
         return tuple(sorted({path for path in result.stdout.split("\0") if path}))
+
+
+@dataclass(frozen=True)
+class AddedLine:
+    """One line a commit adds: ``path`` and ``line`` (1-based, in the commit's version)."""
+
+    commit: str
+    path: str
+    line: int
+    text: str
+
+
+def _added(patch: str) -> Iterator[AddedLine]:
+    """The added lines of ``git log -p --unified=0`` output."""
+    commit = path = ""
+    number = 0
+    for raw in patch.splitlines():
+        if raw.startswith("commit "):
+            commit, path = raw.removeprefix("commit ").strip(), ""
+        elif raw.startswith("+++ "):
+            target = raw.removeprefix("+++ ")
+            path = target.removeprefix("b/") if target != "/dev/null" else ""
+        elif raw.startswith("@@ "):
+            plus = raw.split(" ")[2]  # +start[,count]
+            number = int(plus.lstrip("+").split(",")[0])
+        elif raw.startswith("+") and path:
+            yield AddedLine(commit, path, number, raw[1:])
+            number += 1
 
 
 def _parse_heads(listing: str) -> dict[str, str]:

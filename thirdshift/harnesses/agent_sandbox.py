@@ -15,8 +15,8 @@ Sealed, it sees:
 - the network, unchanged: agents install dependencies and reach the model provider.
 
 When bubblewrap cannot make the sandbox (not installed, no user namespaces), no Session starts,
-unless the setting ``unsafe_agent_without_sandbox`` says to run the agent unsealed. See
-adr/0009.
+unless the user opts out with the setting ``unsafe_agent_without_sandbox``, which runs every
+agent unsealed. See adr/0009.
 """
 
 from __future__ import annotations
@@ -138,10 +138,12 @@ def install_dirs(executable: str, path_variable: str | None) -> tuple[Path, ...]
 
 
 def probe(path_variable: str | None, *, unsafe_without: bool = False) -> AgentSandbox:
-    """The sandbox this machine can make: bubblewrap, found on ``path_variable`` (the PATH
-    the composition root was given), when it can seal a process here (tried once with a
-    trivial command); otherwise ``AgentSandboxUnavailable`` naming the cause and the fix, or an
-    unsealed sandbox when ``unsafe_without`` says so."""
+    """The sandbox agents run in: none at all when ``unsafe_without`` (the user opted out);
+    else bubblewrap, found on ``path_variable`` (the PATH the composition root was given), once
+    it has sealed a trivial command here; else ``AgentSandboxUnavailable`` naming the cause
+    and the fix."""
+    if unsafe_without:
+        return AgentSandbox(sealed=False)
     program = shutil.which(BWRAP, path=path_variable)
     problem: str | None = None
     if program is None:
@@ -182,8 +184,6 @@ def probe(path_variable: str | None, *, unsafe_without: bool = False) -> AgentSa
                 )
     if problem is None:
         return AgentSandbox(sealed=True, bwrap=program)
-    if unsafe_without:
-        return AgentSandbox(sealed=False)
     raise AgentSandboxUnavailable(
         f"the agent sandbox cannot be made: {problem}; or, knowing the agent can then read "
         "thirdshift's token, set unsafe_agent_without_sandbox = true"

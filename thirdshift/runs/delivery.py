@@ -35,6 +35,7 @@ from thirdshift.runs.loop_outside import RunLoopOutside
 from thirdshift.runs.ports import CloneSource, GitHubPort, SessionSource
 from thirdshift.runs.prompts import PULL_REQUEST_FILE, implement_prompt, trusted_comments
 from thirdshift.runs.repair_loop import Budgets, LoopResult, RepairLoop, RunFailed
+from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import EVENTS_IN_RESUME, LaterStepFailed, Sessions, follow_up_preamble
 from thirdshift.settings import Settings
@@ -365,7 +366,7 @@ class Delivery:
                 "open a pull request for"
             )
         self.say(f"pushing {choice.branch}")
-        worktree.push(choice.branch)
+        push_checked(worktree, choice.branch, base, self._scrub.findings)
         title, body = self._pull_request_text(ref, worktree)
         if pull is None:
             open_pulls = [

@@ -24,6 +24,7 @@ from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo, Run
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.repair_loop import PolicyRefusal
+from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import LaterStepFailed
 from thirdshift.store import Store
@@ -72,10 +73,13 @@ def log_tail(path: Path | None, scrub: Scrubber) -> str:
         size = handle.tell()
         handle.seek(max(0, size - 256 * 1024))
         lines = handle.read().decode("utf-8", "replace").splitlines()[-LOG_TAIL_LINES:]
+    # Scrub first, then cut: a cut could leave a prefix of a secret the scrubber no longer knows.
+    scrubbed = [scrub(line) for line in lines]
     cut = [
-        line if len(line) <= LOG_LINE_CHARS else line[: LOG_LINE_CHARS - 1] + "…" for line in lines
+        line if len(line) <= LOG_LINE_CHARS else line[: LOG_LINE_CHARS - 1] + "…"
+        for line in scrubbed
     ]
-    return scrub("\n".join(cut))
+    return "\n".join(cut)
 
 
 class Salvage:
@@ -191,7 +195,7 @@ class Salvage:
             self._progress(f"warning: could not save the work in {worktree.path}: {problem}")
             return None, False, self._kept(worktree, None)
         try:
-            worktree.push(self._branch)
+            push_checked(worktree, self._branch, self._base, self._scrub.findings)
             self._progress(f"pushed {self._branch} at {head[:7]}")
         except ThirdshiftError as problem:
             self._progress(

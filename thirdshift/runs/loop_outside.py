@@ -14,6 +14,7 @@ from thirdshift.runs.ci_watch import CiResult, inherited_failures, latest_per_na
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.prompts import FailedCheck, ci_fix_prompt, conflict_prompt
 from thirdshift.runs.repair_loop import BaseMerge, MergeRefusedError
+from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import EVENTS_IN_RESUME, Sessions, follow_up_preamble
 from thirdshift.settings import Settings
@@ -91,7 +92,7 @@ class RunLoopOutside:
         self._check_interrupt()
         if self._worktree.is_dirty():
             self._worktree.commit_all("thirdshift: work the Repair left uncommitted")
-        self._worktree.push(self._pull.head_ref)
+        push_checked(self._worktree, self._pull.head_ref, self.base_branch, self._scrub.findings)
         head = self._worktree.head()
         self._store.update_run(self._record.id, head_sha=head)
         return head
