@@ -453,3 +453,61 @@ def _push_branch(world: RunWorld, branch: str, name: str) -> None:
     git(work, "add", name)
     git(work, "commit", "-q", "-m", f"Add {name}")
     git(work, "push", "-q", "origin", branch)
+
+
+def test_a_commit_adding_a_secret_is_never_pushed_even_if_a_later_commit_removes_it(
+    world: RunWorld,
+) -> None:
+    """History keeps what a later commit removed: nothing is pushed, the Run names the file
+    and line (never the value), and the commits stay in the kept Worktree."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+
+    def leak_then_hide(worktree: Path, prompt: str) -> str:
+        (worktree / "settings.env").write_text(f"API=1\nGITHUB_TOKEN={PLANTED_TOKEN}\n")
+        git(worktree, "add", "settings.env")
+        git(worktree, "commit", "-q", "-m", "Add settings")
+        git(worktree, "rm", "-q", "settings.env")
+        git(worktree, "commit", "-q", "-m", "Remove settings")
+        commit_file("widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT)(
+            worktree, prompt
+        )
+        return "done"
+
+    world.sessions.plays["implement"] = leak_then_hide
+
+    assert world.run(number) == 1
+
+    assert world.github.branch_head("issue-1") is None
+    assert world.github.pull_requests() == []
+    cause = world.lines[-3]
+    assert cause.startswith("not pushing issue-1: its commits add what looks like a secret at ")
+    assert "settings.env:2 (" in cause
+    kept = world.settings.home / "worktrees" / "acme-widgets-issue-1"
+    assert world.lines[-2].startswith(f"keeping the worktree {kept}")
+    assert "Add settings" in git(kept, "log", "--format=%s")
+    [comment] = world.github.comments_on(number)
+    assert "settings.env:2" in comment
+    assert PLANTED_TOKEN not in "\n".join([*world.lines, comment])
+    [run] = world.store.list_runs()
+    assert run.state == "failed"
+    assert PLANTED_TOKEN not in (run.cause or "")
+
+
+def test_a_secret_already_on_origin_does_not_block_the_next_push(world: RunWorld) -> None:
+    """Only commits not yet on origin are checked: what an earlier push published is not the
+    next Run's to refuse (it is reported by scanners of the repository)."""
+    number = world.github.add_issue("Add a widget", "", [BUSY])
+    work = world.root / "earlier"
+    git(world.root, "clone", "-q", str(world.origin), str(work))
+    git(work, "checkout", "-q", "-b", "issue-1")
+    (work / "old.env").write_text(f"GITHUB_TOKEN={PLANTED_TOKEN}\n")
+    git(work, "add", "old.env")
+    git(work, "commit", "-q", "-m", "Old settings")
+    git(work, "push", "-q", "origin", "issue-1")
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+
+    assert world.run(number) == 0
+
+    assert world.origin_file("issue-1", "widget.txt") == "widget"
