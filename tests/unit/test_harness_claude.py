@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.secret_corpus import pieces
 from thirdshift.harnesses import StreamOutcome, harness_named
 from thirdshift.harnesses.claude import ClaudeHarness, ClaudeReader
 from thirdshift.records import SessionEvent
+from thirdshift.scrub import Scrubber
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 PROMPT = "Fix issue 7.\nThen commit."
@@ -462,3 +464,37 @@ def test_resume_unknown_looks_at_stderr_too() -> None:
     outcome = ClaudeReader().finish(1, stopped_after_result=False)
     assert ClaudeHarness().resume_unknown(outcome, "No conversation found with session ID: x\n")
     assert not ClaudeHarness().resume_unknown(outcome, "some other error\n")
+
+
+# --- scrub first, then cut ---------------------------------------------------------------------
+
+# A known secret with no shape of its own: only its value tells it.
+SECRET = "opaque-db-password-7f3k9q2x"
+
+
+def test_a_known_secret_across_the_cut_leaves_nothing_in_the_progress_line_or_the_call() -> None:
+    """The secret straddles the 100th character of the progress line: scrubbed before the cut,
+    not a character of it is left, in the line or in the tool call event."""
+    command = "echo " + "x" * 83 + " " + SECRET + " && make"
+    block = tool_use("Bash", {"command": command})
+    (plain,) = feed(ClaudeReader(), block)
+    assert SECRET[:8] in plain  # cut first, the line would keep the secret's start
+    seen = ClaudeHarness().reader(scrub=Scrubber([SECRET])).feed(json.dumps(block).encode())
+    (line,) = seen.progress
+    (call,) = seen.events
+    assert len(line) == 100
+    assert line.endswith("…")
+    for text in (line, call.summary, call.target or ""):
+        assert not any(piece in text for piece in pieces(SECRET, 4)), text
+
+
+def test_a_known_secret_across_the_cut_leaves_nothing_in_the_result_summary() -> None:
+    """A tool output whose first line runs a secret across the 200th character: the event
+    summary holds no piece of it."""
+    output = "y" * 190 + " " + SECRET + " trailing words\nsecond line"
+    events = [tool_use("Bash", {"command": "env"}), tool_result("t1", output)]
+    reader = ClaudeHarness().reader(scrub=Scrubber([SECRET]))
+    feed(reader, events[0])
+    (event,) = reader.feed(json.dumps(events[1]).encode()).events
+    assert len(event.summary) == 200
+    assert not any(piece in event.summary for piece in pieces(SECRET, 4)), event.summary

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from tests.support.secret_corpus import pieces
 from thirdshift.harnesses import StreamOutcome, harness_named
 from thirdshift.harnesses.codex import CodexHarness, CodexReader
 from thirdshift.records import SessionEvent
 from thirdshift.sandbox.model.server import SANDBOX_CODEX_KEY_VAR, codex_config_args
+from thirdshift.scrub import Scrubber
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 PROMPT = "Fix issue 7.\nThen commit."
@@ -333,3 +335,29 @@ def test_git_push_in_a_wrapped_command_is_recognised() -> None:
     reader = CodexReader()
     progress = feed(reader, command("item.started", "i1", '/bin/bash -lc "git push -u origin x"'))
     assert progress == ["push"]
+
+
+# --- scrub first, then cut ---------------------------------------------------------------------
+
+# A known secret with no shape of its own: only its value tells it.
+SECRET = "opaque-db-password-7f3k9q2x"
+
+
+def test_a_known_secret_across_the_cut_leaves_nothing_in_the_progress_line_or_the_events() -> None:
+    """A command whose secret straddles the 100th character of its progress line, and whose
+    output runs it across the 200th of the summary: scrubbed before the cuts, nothing is left."""
+    cmd = "/bin/bash -lc 'echo " + "x" * 83 + " " + SECRET + " && make'"
+    output = "y" * 190 + " " + SECRET + " and more\nsecond line"
+    (plain,) = feed(CodexReader(), command("item.started", "i1", cmd))
+    assert SECRET[:8] in plain  # cut first, the line would keep the secret's start
+    reader = CodexHarness().reader(scrub=Scrubber([SECRET]))
+    started = reader.feed(json.dumps(command("item.started", "i1", cmd)).encode())
+    done = command("item.completed", "i1", cmd, aggregated_output=output, exit_code=0)
+    finished = reader.feed(json.dumps(done).encode())
+    (line,) = started.progress
+    (call,) = started.events
+    (result,) = finished.events
+    assert len(line) == 100
+    assert len(result.summary) == 200
+    for text in (line, call.summary, call.target or "", result.summary, result.target or ""):
+        assert not any(piece in text for piece in pieces(SECRET, 4)), text

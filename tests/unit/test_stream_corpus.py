@@ -1,5 +1,5 @@
 """Both stream readers on malformed input: never an exception, always a sensible outcome.
-Also the shared condensing helpers."""
+Also the shared condensing helpers, and scrubbing before they cut."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from thirdshift.harnesses import Harness, StreamOutcome
+from thirdshift.harnesses import Harness, Observation, StreamOutcome, StreamReader
 from thirdshift.harnesses.claude import ClaudeHarness
 from thirdshift.harnesses.codex import CodexHarness
 from thirdshift.harnesses.stream import (
     MAX_PARSED_LINE,
+    SCRUB_MARGIN,
     cut,
     decode,
     first_line,
@@ -22,6 +23,7 @@ from thirdshift.harnesses.stream import (
     one_line,
     unwrap_shell,
 )
+from thirdshift.scrub import Scrubber
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 GOOD = {
@@ -225,3 +227,45 @@ def test_first_line_of_large_texts_matches_reading_them_whole(seed: int) -> None
     line, more = naive_head(text)
     assert first_line(text) == line
     assert one_line(text, 10**6) == (line + "…" if more else line)
+
+
+# --- scrub first, then cut -----------------------------------------------------------------------
+
+SECRET = "opaque-db-password-7f3k9q2x"
+
+
+def test_cut_and_one_line_scrub_before_they_cut() -> None:
+    """With a scrubber, a secret across the cut is replaced whole, then the text is cut."""
+    scrub = Scrubber([SECRET])
+    shown = cut("x" * 95 + SECRET, scrub=scrub)
+    assert shown == "x" * 95 + "[RED…"
+    assert one_line("y" * 195 + SECRET + "\nmore", scrub=scrub) == "y" * 195 + "[RED…"
+    assert one_line(SECRET + "\nmore", scrub=scrub) == "[REDACTED]…"
+    assert cut("short", scrub=scrub) == "short"
+
+
+def test_a_long_text_is_scrubbed_only_near_its_head() -> None:
+    """A huge line costs the scrubber the cut and a margin, not the whole line; it still ends in
+    an ellipsis however much the scrubber shortened the head."""
+    given: list[int] = []
+
+    def scrub(text: str) -> str:
+        given.append(len(text))
+        return text[:10]
+
+    assert cut("z" * 1_000_000, scrub=scrub) == "z" * 10 + "…"
+    assert given == [100 + SCRUB_MARGIN]
+
+
+@pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("*.jsonl")), ids=lambda path: path.stem)
+def test_a_scrubber_changes_nothing_in_the_recorded_transcripts(fixture: Path) -> None:
+    """Real streams hold no secrets: read with a scrubber, every progress line, event and
+    outcome is what the plain reader gives."""
+    harness = HARNESSES[fixture.name.split("-", 1)[0]]()
+    lines = fixture.read_bytes().splitlines()
+
+    def read(reader: StreamReader) -> tuple[list[Observation], StreamOutcome]:
+        seen = [reader.feed(line) for line in lines]
+        return seen, reader.finish(0, stopped_after_result=False)
+
+    assert read(harness.reader(scrub=Scrubber())) == read(harness.reader())

@@ -10,7 +10,7 @@ CLI's flags or its stream's shapes.
 from __future__ import annotations
 
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -123,8 +123,12 @@ class Harness(Protocol):
         """Signals sent in order, a grace period apart, before the whole tree is killed."""
         ...
 
-    def reader(self) -> StreamReader:
-        """A new reader for one session's stdout."""
+    def reader(self, scrub: Callable[[str], str] | None = None) -> StreamReader:
+        """A new reader for one session's stdout. ``scrub`` (the composition root's scrubber),
+        when given, is applied to every text the reader shortens before it is cut: progress
+        lines, and the summaries, tools and targets of Session events and failure causes. So a
+        secret near a cut is removed whole, not left with its first characters in clear. The
+        final message and killed work are not cut; scrubbing them is the caller's job."""
         ...
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:

@@ -27,6 +27,7 @@ from typing import Any
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
 from thirdshift.harnesses.stream import (
     EventLog,
+    Scrub,
     allowlisted,
     as_int,
     as_str,
@@ -127,8 +128,8 @@ class ClaudeHarness:
         # SIGTERM makes it report its running background tasks as stopped, then exit.
         return (signal.SIGTERM,)
 
-    def reader(self) -> ClaudeReader:
-        return ClaudeReader()
+    def reader(self, scrub: Scrub | None = None) -> ClaudeReader:
+        return ClaudeReader(scrub=scrub)
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         marker = "No conversation found"
@@ -164,14 +165,19 @@ class _ToolCall:
 
 @dataclass
 class ClaudeReader:
-    """Follows one ``claude -p --output-format stream-json --verbose`` stdout."""
+    """Follows one ``claude -p --output-format stream-json --verbose`` stdout. ``scrub`` is
+    applied to every text before it is cut (see ``Harness.reader``)."""
 
+    scrub: Scrub | None = None
     _session_id: str | None = None
     _results: int = 0
     _last: _Result | None = None
     _tasks: dict[str, _Task] = field(default_factory=dict)
     _calls: dict[str, _ToolCall] = field(default_factory=dict)
-    _events: EventLog = field(default_factory=EventLog)
+    _events: EventLog = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._events = EventLog(self.scrub)
 
     @property
     def session_id(self) -> str | None:
@@ -244,12 +250,12 @@ class ClaudeReader:
             if kind == "text":
                 text = as_str(block.get("text")) or ""
                 if text.strip():
-                    events.append(self._events.make("message", one_line(text)))
+                    events.append(self._events.make("message", one_line(text, scrub=self.scrub)))
             elif kind == "tool_use":
                 name = as_str(block.get("name")) or "tool"
                 tool_input = block.get("input")
                 line, target = _describe_call(
-                    name, tool_input if isinstance(tool_input, dict) else {}
+                    name, tool_input if isinstance(tool_input, dict) else {}, self.scrub
                 )
                 background = (
                     isinstance(tool_input, dict) and tool_input.get("run_in_background") is True
@@ -278,7 +284,7 @@ class ClaudeReader:
             events.append(
                 self._events.make(
                     "tool_result",
-                    one_line(summary),
+                    one_line(summary, scrub=self.scrub),
                     tool=call.name if call else None,
                     target=call.target if call else None,
                     exit_status=exit_status,
@@ -304,8 +310,9 @@ class ClaudeReader:
         )
         self._last = result
         if _failed(result):
-            return Observation(events=(self._events.make("error", _failure_cause(result)),))
-        summary = one_line(result.text or "") or "no final message"
+            cause = _failure_cause(result, self.scrub)
+            return Observation(events=(self._events.make("error", cause),))
+        summary = one_line(result.text or "", scrub=self.scrub) or "no final message"
         return Observation(events=(self._events.make("result", summary),))
 
     # -- the end -------------------------------------------------------------------------------
@@ -328,7 +335,7 @@ class ClaudeReader:
             )
         cause = None
         if _failed(last):
-            cause = _failure_cause(last)
+            cause = _failure_cause(last, self.scrub)
         elif exit_status and not stopped_after_result:
             cause = exit_description(NAME, exit_status) + " after its result"
         return StreamOutcome(
@@ -362,21 +369,23 @@ def _content(event: dict[str, Any]) -> list[dict[str, Any]]:
     return [block for block in content if isinstance(block, dict)]
 
 
-def _describe_call(name: str, tool_input: dict[str, Any]) -> tuple[str, str | None]:
-    """The progress line of one tool call and its target (command or path)."""
+def _describe_call(
+    name: str, tool_input: dict[str, Any], scrub: Scrub | None
+) -> tuple[str, str | None]:
+    """The progress line of one tool call (scrubbed) and its target (command or path)."""
     if name == "Bash":
         command = as_str(tool_input.get("command")) or ""
-        return command_progress(command), command or None
+        return command_progress(command, scrub), command or None
     if name in _FILE_TOOLS:
         path = next(
             (as_str(tool_input.get(k)) for k in _PATH_KEYS if as_str(tool_input.get(k))), None
         )
         if path:
-            return cut(f"{name} {path}"), path
+            return cut(f"{name} {path}", scrub=scrub), path
     for key in _DETAIL_KEYS:
         detail = as_str(tool_input.get(key))
         if detail and detail.strip():
-            return cut(f"{name} {first_line(detail)}"), None
+            return cut(f"{name} {first_line(detail)}", scrub=scrub), None
     return name, None
 
 
@@ -421,8 +430,8 @@ def _failed(result: _Result) -> bool:
     return result.is_error or result.subtype != "success"
 
 
-def _failure_cause(result: _Result) -> str:
-    """``claude's turn failed: <subtype>: <first error>``; one line, cut."""
+def _failure_cause(result: _Result, scrub: Scrub | None) -> str:
+    """``claude's turn failed: <subtype>: <first error>``; one line, scrubbed and cut."""
     detail = next(
         (first_line(text) for text in (*result.errors, result.text or "") if first_line(text)),
         "",
@@ -431,4 +440,6 @@ def _failure_cause(result: _Result) -> str:
         head = f"API error {result.api_error_status}" if result.api_error_status else "error"
     else:
         head = result.subtype
-    return one_line(f"{NAME}'s turn failed: {head}" + (f": {detail}" if detail else ""))
+    return one_line(
+        f"{NAME}'s turn failed: {head}" + (f": {detail}" if detail else ""), scrub=scrub
+    )

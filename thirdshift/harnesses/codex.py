@@ -25,6 +25,7 @@ from typing import Any
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
 from thirdshift.harnesses.stream import (
     EventLog,
+    Scrub,
     allowlisted,
     as_int,
     as_str,
@@ -101,8 +102,8 @@ class CodexHarness:
         # is not handled by codex exec and ends it at once.
         return (signal.SIGINT, signal.SIGTERM)
 
-    def reader(self) -> CodexReader:
-        return CodexReader()
+    def reader(self, scrub: Scrub | None = None) -> CodexReader:
+        return CodexReader(scrub=scrub)
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         text = f"{outcome.failure_cause or ''}\n{stderr_tail}"
@@ -117,8 +118,10 @@ class _Command:
 
 @dataclass
 class CodexReader:
-    """Follows one ``codex exec --json`` stdout."""
+    """Follows one ``codex exec --json`` stdout. ``scrub`` is applied to every text before it is
+    cut (see ``Harness.reader``)."""
 
+    scrub: Scrub | None = None
     _session_id: str | None = None
     _turn_ended: bool = False
     _turn_failure: str | None = None
@@ -130,7 +133,10 @@ class CodexReader:
     _killed: list[str] = field(default_factory=list)
     _announced: set[str] = field(default_factory=set)
     _nameless: int = 0
-    _events: EventLog = field(default_factory=EventLog)
+    _events: EventLog = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._events = EventLog(self.scrub)
 
     @property
     def session_id(self) -> str | None:
@@ -187,11 +193,13 @@ class CodexReader:
             if text is None:
                 return NOTHING
             self._final_message = text
-            summary = one_line(text) or "empty message"
+            summary = one_line(text, scrub=self.scrub) or "empty message"
             return Observation(events=(self._events.make("message", summary),))
         if item_type == "error":
             message = first_line(as_str(item.get("message")) or "") or "unknown error"
-            return Observation(events=(self._events.make("error", one_line(message)),))
+            return Observation(
+                events=(self._events.make("error", one_line(message, scrub=self.scrub)),)
+            )
         return NOTHING
 
     def _command(self, item_id: str, item: dict[str, Any], done: bool) -> Observation:
@@ -206,7 +214,7 @@ class CodexReader:
         events: list[SessionEvent] = []
         if item_id not in self._announced:
             self._announced.add(item_id)
-            line = command_progress(command)
+            line = command_progress(command, self.scrub)
             progress.append(line)
             events.append(
                 self._events.make("tool_call", line, tool="command_execution", target=command)
@@ -228,7 +236,7 @@ class CodexReader:
             events.append(
                 self._events.make(
                     "tool_result",
-                    one_line(summary),
+                    one_line(summary, scrub=self.scrub),
                     tool="command_execution",
                     target=command,
                     exit_status=exit_code,
@@ -253,7 +261,7 @@ class CodexReader:
             if not path:
                 continue
             verb = _CHANGE_VERBS.get(as_str(change.get("kind")) or "", "Edit")
-            lines.append(cut(f"{verb} {path}"))
+            lines.append(cut(f"{verb} {path}", scrub=self.scrub))
             paths.append(path)
         if not lines:
             return NOTHING
@@ -272,14 +280,14 @@ class CodexReader:
         error = item.get("error")
         message = as_str(error.get("message")) if isinstance(error, dict) else None
         summary = f"failed: {message}" if message else "done"
-        result = self._events.make("tool_result", one_line(summary), tool=tool)
+        result = self._events.make("tool_result", one_line(summary, scrub=self.scrub), tool=tool)
         return Observation(progress=observation.progress, events=(*observation.events, result))
 
     def _announce(self, item_id: str, tool: str, detail: str) -> Observation:
         if item_id in self._announced:
             return NOTHING
         self._announced.add(item_id)
-        line = cut(f"{tool} {first_line(detail)}".strip())
+        line = cut(f"{tool} {first_line(detail)}".strip(), scrub=self.scrub)
         target = detail or None
         return Observation(
             progress=(line,),
@@ -294,7 +302,7 @@ class CodexReader:
         usage = event.get("usage")
         if isinstance(usage, dict):
             self._usage = _add_usage(self._usage, usage)
-        summary = one_line(self._final_message or "") or "no final message"
+        summary = one_line(self._final_message or "", scrub=self.scrub) or "no final message"
         return Observation(events=(self._events.make("result", summary),))
 
     def _turn_failed(self, event: dict[str, Any]) -> Observation:
@@ -303,7 +311,8 @@ class CodexReader:
         error = event.get("error")
         message = as_str(error.get("message")) if isinstance(error, dict) else None
         self._turn_failure = one_line(
-            f"{NAME}'s turn failed: {first_line(message or '') or 'no reason given'}"
+            f"{NAME}'s turn failed: {first_line(message or '') or 'no reason given'}",
+            scrub=self.scrub,
         )
         return Observation(events=(self._events.make("error", self._turn_failure),))
 
@@ -323,7 +332,7 @@ class CodexReader:
             if exit_status:
                 cause = exit_description(NAME, exit_status)
                 if self._last_error:
-                    cause = one_line(f"{cause}: {self._last_error}")
+                    cause = one_line(f"{cause}: {self._last_error}", scrub=self.scrub)
             else:
                 cause = f"{NAME}'s stream ended without a result"
         elif exit_status and not stopped_after_result:

@@ -4,6 +4,13 @@ safely, and condensing what it says.
 A reader never raises on input. ``decode`` turns one stdout line into a JSON object or None
 (empty, not JSON, not an object, not UTF-8, or longer than ``MAX_PARSED_LINE``); the rest of this
 module makes the short texts that progress lines and Session events carry.
+
+Scrub first, then cut: the helpers that shorten a text take the reader's ``scrub`` and apply it
+before they cut, so a secret that straddles the cut is removed whole instead of leaving its first
+characters behind. Of a long text only the head is scrubbed, ``SCRUB_MARGIN`` characters past the
+cut: every token shape is recognisable within that many characters, and what runs longer (a
+private key block, a known value) the scrubber also removes when it is cut off at the end of the
+text it is given.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import json
 import re
 import shlex
 import signal
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from thirdshift.records import SessionEvent
@@ -26,6 +33,11 @@ DETAIL_LIMIT = 100  # the detail of a progress line
 SUMMARY_LIMIT = 200  # the summary of a Session event
 TARGET_LIMIT = 2000  # the target (command or path) of a Session event
 ELLIPSIS = "…"
+# How far past the cut a long text is scrubbed before it is cut.
+SCRUB_MARGIN = 256
+
+# Takes the secrets out of a text (thirdshift.scrub.Scrubber, given by the caller).
+Scrub = Callable[[str], str]
 
 # How much of a text ``first_line`` looks at in one go.
 _WINDOW = 4096
@@ -107,10 +119,22 @@ def decode(line: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def cut(text: str, limit: int = DETAIL_LIMIT) -> str:
+def cut(text: str, limit: int = DETAIL_LIMIT, scrub: Scrub | None = None) -> str:
     """``text`` if it fits in ``limit`` characters, else its start and an ellipsis (``limit``
-    characters in all)."""
-    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+    characters in all). With ``scrub``, the text is scrubbed before it is cut."""
+    return _cut(text, limit, scrub)[0]
+
+
+def _cut(text: str, limit: int, scrub: Scrub | None) -> tuple[str, bool]:
+    """The cut text, and whether anything was cut off."""
+    if scrub is not None:
+        window = limit + SCRUB_MARGIN
+        if len(text) > window:
+            return scrub(text[:window])[: limit - 1] + ELLIPSIS, True
+        text = scrub(text)
+    if len(text) <= limit:
+        return text, False
+    return text[: limit - 1] + ELLIPSIS, True
 
 
 def first_line(text: str) -> str:
@@ -118,13 +142,14 @@ def first_line(text: str) -> str:
     return _head(text)[0]
 
 
-def one_line(text: str, limit: int = SUMMARY_LIMIT) -> str:
-    """The first non-blank line of ``text``, cut to ``limit``; a multi-line text is marked with
-    an ellipsis even when its first line fits."""
+def one_line(text: str, limit: int = SUMMARY_LIMIT, scrub: Scrub | None = None) -> str:
+    """The first non-blank line of ``text``, cut to ``limit`` (scrubbed first, with ``scrub``);
+    a multi-line text is marked with an ellipsis even when its first line fits."""
     line, more = _head(text)
-    if more and len(line) < limit:
-        return line + ELLIPSIS
-    return cut(line, limit)
+    shown, was_cut = _cut(line, limit, scrub)
+    if more and not was_cut and len(shown) < limit:
+        return shown + ELLIPSIS
+    return shown
 
 
 def _head(text: str) -> tuple[str, bool]:
@@ -215,9 +240,10 @@ def _git_subcommand(simple: str) -> str | None:
     return None
 
 
-def command_progress(command: str) -> str:
-    """The progress line of a shell command: the git action it performs, or ``$ <first line>``."""
-    return git_action(command) or cut("$ " + first_line(command))
+def command_progress(command: str, scrub: Scrub | None = None) -> str:
+    """The progress line of a shell command: the git action it performs, or ``$ <first line>``
+    (scrubbed, with ``scrub``, before it is cut)."""
+    return git_action(command) or cut("$ " + first_line(command), scrub=scrub)
 
 
 def exit_description(harness: str, exit_status: int) -> str:
@@ -242,10 +268,12 @@ def as_str(value: object) -> str | None:
 
 
 class EventLog:
-    """Numbers Session events from 1 in stream order."""
+    """Numbers Session events from 1 in stream order, and cuts their texts (scrubbed first, with
+    ``scrub``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, scrub: Scrub | None = None) -> None:
         self._seq = 0
+        self._scrub = scrub
 
     def make(
         self,
@@ -257,11 +285,12 @@ class EventLog:
         exit_status: int | None = None,
     ) -> SessionEvent:
         self._seq += 1
+        scrub = self._scrub
         return SessionEvent(
             seq=self._seq,
             kind=kind,
-            summary=cut(summary, SUMMARY_LIMIT),
-            tool=cut(tool, 100) if tool is not None else None,
-            target=cut(target, TARGET_LIMIT) if target is not None else None,
+            summary=cut(summary, SUMMARY_LIMIT, scrub),
+            tool=cut(tool, 100, scrub) if tool is not None else None,
+            target=cut(target, TARGET_LIMIT, scrub) if target is not None else None,
             exit_status=exit_status,
         )

@@ -123,7 +123,7 @@ class CliOutside:
             harness_session_id=resume_id,
             resumed_from_id=self._rows_by_session_id.get(resume_id) if resume_id else None,
         )
-        reader = self._harness.reader()
+        reader = self._harness.reader(scrub=self._scrub)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         prefix = f"{self._worktree}/"
 
