@@ -31,6 +31,7 @@ from tests.support.run_world import (
     write_file_command,
 )
 from thirdshift.sandbox.model import ModelScript
+from thirdshift.sandbox.model.server import codex_config_args, codex_env
 
 pytestmark = pytest.mark.real_cli
 
@@ -148,9 +149,13 @@ def hostile_script(world: RunWorld, evil: str) -> str:
     )
 
 
-@pytest.mark.parametrize("sealed", [True, False], ids=["sealed", "unsafe-without-sandbox"])
+@pytest.mark.parametrize(
+    ("harness", "sealed"),
+    [("claude", True), ("codex", True), ("claude", False)],
+    ids=["claude-sealed", "codex-sealed", "claude-unsafe-without-sandbox"],
+)
 def test_a_hostile_session_never_sees_the_token_and_redirects_nothing(
-    tmp_path: Path, worlds: list[RunWorld], recorder: Recorder, sealed: bool
+    tmp_path: Path, worlds: list[RunWorld], recorder: Recorder, harness: str, sealed: bool
 ) -> None:
     """Sealed, every route comes back empty: the token is in nothing the session saw (the
     model server's log holds every tool result) and the attacker's server gets no credential,
@@ -158,21 +163,30 @@ def test_a_hostile_session_never_sees_the_token_and_redirects_nothing(
     proof that the test would catch a leak."""
     world = start_world(tmp_path, [])
     worlds.append(world)
+    hostile = hostile_script(world, recorder.url)
+    if harness == "claude":
+        turns = [{"tool_calls": [bash(hostile, "look around")]}, *fix_and_commit()]
+    else:
+        fix = (
+            write_file_command("calc.py", CALC_FIXED)
+            + " && git commit -qam 'Make add() add' && "
+            + pull_request_file("Make add() add", "Closes #1")
+        )
+        turns = [
+            {"tool_calls": [{"name": "exec_command", "input": {"cmd": hostile}}]},
+            {"tool_calls": [{"name": "exec_command", "input": {"cmd": fix}}]},
+            {"text": "Fixed."},
+        ]
     script = ModelScript.from_dict(
-        {
-            "sessions": [
-                {
-                    "name": "implement",
-                    "marker": MARKER,
-                    "turns": [
-                        {"tool_calls": [bash(hostile_script(world, recorder.url), "look around")]},
-                        *fix_and_commit(),
-                    ],
-                }
-            ]
-        }
+        {"sessions": [{"name": "implement", "marker": MARKER, "turns": turns}]}
     )
     world.restart_model(script)
+    if harness == "codex":
+        codex_home = world.agent_home / ".codex"
+        codex_home.mkdir()
+        world.settings.update(codex_env(codex_home))
+        world.settings["THIRDSHIFT_HARNESS"] = "codex"
+        world.settings["THIRDSHIFT_HARNESS_ARGS"] = json.dumps(codex_config_args(world.model.url))
     if not sealed:
         world.settings["THIRDSHIFT_UNSAFE_AGENT_WITHOUT_SANDBOX"] = "true"
 

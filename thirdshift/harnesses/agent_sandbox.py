@@ -70,7 +70,6 @@ class AgentSandbox:
     ) -> tuple[list[str], dict[str, str]]:
         """The argv and environment that start ``argv`` inside the sandbox (unchanged, but for
         HOME, when unsealed). The private home is made if missing."""
-        paths.agent_home.mkdir(parents=True, exist_ok=True, mode=0o700)
         environ = {**env, "HOME": str(paths.agent_home)}
         if not self.sealed or self.bwrap is None:
             return list(argv), environ

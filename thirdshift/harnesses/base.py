@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from thirdshift.records import SessionEvent
@@ -134,4 +135,11 @@ class Harness(Protocol):
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         """True when a native resume failed because the CLI no longer knows the session
         (Claude: "No conversation found"; Codex: "no rollout found")."""
+        ...
+
+    def private_home(self, base: Mapping[str, str], home: Path) -> dict[str, str]:
+        """Make ``home`` the CLI's home for the sessions of one Run: copy in the CLI's own
+        configuration and credentials from where ``base`` says they live (never its transcripts
+        or history, and never over a file already there, so a Resume finds its session), and
+        return the variables that point the CLI at it (``HOME`` and the CLI's own)."""
         ...

@@ -22,6 +22,7 @@ import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
@@ -32,13 +33,19 @@ from thirdshift.harnesses.stream import (
     as_int,
     as_str,
     command_progress,
+    copy_config,
     cut,
     decode,
     exit_description,
     first_line,
     one_line,
+    user_home,
 )
 from thirdshift.records import SessionEvent
+
+_CONFIG_FILES = ("settings.json", ".credentials.json", "CLAUDE.md")
+"""What of Claude Code's configuration directory a private home gets: settings, login and the
+user's own instructions."""
 
 NAME = "claude"
 
@@ -130,6 +137,21 @@ class ClaudeHarness:
 
     def reader(self, scrub: Scrub | None = None) -> ClaudeReader:
         return ClaudeReader(scrub=scrub)
+
+    def private_home(self, base: Mapping[str, str], home: Path) -> dict[str, str]:
+        # Claude Code keeps its settings and login in ~/.claude (or CLAUDE_CONFIG_DIR) and its
+        # state in ~/.claude.json; transcripts (projects/) and history stay behind.
+        configured = base.get("CLAUDE_CONFIG_DIR")
+        user = user_home(base)
+        source = Path(configured) if configured else (user / ".claude" if user else None)
+        if source is not None:
+            copy_config(source, home / ".claude", _CONFIG_FILES)
+        if user is not None:
+            copy_config(user, home, (".claude.json",))
+        variables = {"HOME": str(home)}
+        if configured:
+            variables["CLAUDE_CONFIG_DIR"] = str(home / ".claude")
+        return variables
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         marker = "No conversation found"

@@ -20,6 +20,7 @@ import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
@@ -30,14 +31,19 @@ from thirdshift.harnesses.stream import (
     as_int,
     as_str,
     command_progress,
+    copy_config,
     cut,
     decode,
     exit_description,
     first_line,
     one_line,
     unwrap_shell,
+    user_home,
 )
 from thirdshift.records import SessionEvent
+
+_CONFIG_FILES = ("config.toml", "auth.json", "AGENTS.md")
+"""What of CODEX_HOME a private home gets: settings, login and the user's own instructions."""
 
 NAME = "codex"
 
@@ -104,6 +110,17 @@ class CodexHarness:
 
     def reader(self, scrub: Scrub | None = None) -> CodexReader:
         return CodexReader(scrub=scrub)
+
+    def private_home(self, base: Mapping[str, str], home: Path) -> dict[str, str]:
+        # Codex keeps its settings and login in CODEX_HOME (~/.codex); its rollouts (sessions/)
+        # and history stay behind, and new ones go to the private home, for a native Resume.
+        configured = base.get("CODEX_HOME")
+        user = user_home(base)
+        source = Path(configured) if configured else (user / ".codex" if user else None)
+        if source is not None:
+            copy_config(source, home / ".codex", _CONFIG_FILES)
+        (home / ".codex").mkdir(parents=True, exist_ok=True, mode=0o700)
+        return {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         text = f"{outcome.failure_cause or ''}\n{stderr_tail}"

@@ -18,10 +18,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import signal
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+from thirdshift.errors import ThirdshiftError
 from thirdshift.records import SessionEvent
 
 # A line longer than this is never handed to json.loads: it stays in the Session log and the
@@ -294,3 +297,28 @@ class EventLog:
             target=cut(target, TARGET_LIMIT, scrub) if target is not None else None,
             exit_status=exit_status,
         )
+
+
+def copy_config(source: Path, target: Path, names: Iterable[str]) -> None:
+    """Copy the files ``names`` of ``source`` into ``target`` (made private), leaving alone a
+    file already there (the CLI may have changed it since) and anything missing."""
+    for name in names:
+        origin = source / name
+        destination = target / name
+        if not origin.is_file() or destination.exists():
+            continue
+        try:
+            destination.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            shutil.copyfile(origin, destination)
+            destination.chmod(0o600)
+        except OSError as exc:
+            raise ThirdshiftError(
+                f"cannot copy {origin} into the agent's home {target} ({exc.strerror}); check "
+                "the permissions of both"
+            ) from exc
+
+
+def user_home(base: Mapping[str, str]) -> Path | None:
+    """The home the environment names, if any."""
+    home = base.get("HOME")
+    return Path(home) if home else None

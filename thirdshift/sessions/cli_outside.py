@@ -141,9 +141,11 @@ class CliOutside:
                     )
 
             try:
+                self._sealed.agent_home.mkdir(parents=True, exist_ok=True, mode=0o700)
+                home = self._harness.private_home(self._environ, self._sealed.agent_home)
                 argv, env = self._sandbox.wrap(
                     self._harness.argv(prompt, model=self._model, resume_id=resume_id),
-                    self._harness.environment(self._environ),
+                    {**self._harness.environment(self._environ), **home},
                     self._sealed,
                 )
                 ending = run_supervised(
