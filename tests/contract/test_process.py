@@ -20,6 +20,7 @@ from thirdshift.harnesses.process import (
     descendants,
     run_supervised,
     stop_process_tree,
+    working_in,
 )
 from thirdshift.records import Watchdogs
 
@@ -312,3 +313,25 @@ def test_a_failing_line_handler_still_kills_the_tree(tmp_path: Path) -> None:
             interrupt=threading.Event(),
         )
     assert _eventually(lambda: not any(_running(pid) for pid in _pids(pids)))
+
+
+def test_working_in_finds_a_process_whose_directory_is_inside_the_worktree(
+    tmp_path: Path,
+) -> None:
+    """A process working in (a directory below) the path is found; one elsewhere is not."""
+    inside = tmp_path / "worktree" / "src"
+    inside.mkdir(parents=True)
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    slow = [sys.executable, "-c", "import time; time.sleep(30)"]
+    there = subprocess.Popen(slow, cwd=inside)
+    away = subprocess.Popen(slow, cwd=elsewhere)
+    try:
+        found = working_in(tmp_path / "worktree")
+        assert there.pid in found
+        assert away.pid not in found
+    finally:
+        for process in (there, away):
+            process.kill()
+            process.wait()
+    assert there.pid not in working_in(tmp_path / "worktree")

@@ -10,7 +10,7 @@ import pytest
 
 from tests.orchestration.conftest import PLANTED_TOKEN, RunWorld
 from tests.support.scripted_sessions import Play, commit_file, git
-from thirdshift.errors import GitHubError
+from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.records import CheckRun
 from thirdshift.sessions import SessionFailed, SessionInterrupted
 
@@ -511,3 +511,19 @@ def test_a_secret_already_on_origin_does_not_block_the_next_push(world: RunWorld
     assert world.run(number) == 0
 
     assert world.origin_file("issue-1", "widget.txt") == "widget"
+
+
+def test_a_worktree_an_earlier_runs_process_still_works_in_is_never_made_again(
+    world: RunWorld,
+) -> None:
+    """Without the Agent sandbox an earlier Run's agent could outlive it: while anything works
+    in the Worktree's path, the Run refuses before it claims or changes anything."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.sessions.busy = (4242,)
+
+    with pytest.raises(ThirdshiftError, match=r"processes of an earlier Run still work in .*4242"):
+        world.run(number)
+
+    assert world.github.labels_of(number) == [READY]
+    assert world.github.called("set_issue_labels") == []
+    assert world.store.list_runs() == []

@@ -109,6 +109,12 @@ class ScriptedSessions:
     executable: str = Path(sys.executable).name
     model: str | None = None
 
+    busy: tuple[int, ...] = ()
+    """What ``still_working_in`` answers: pids a test pretends outlived an earlier Run."""
+
+    def still_working_in(self, worktree: Path) -> tuple[int, ...]:
+        return self.busy
+
     def sessions(self, run_id: int, worktree: Path, ref: IssueRef) -> Sessions:
         outside = _ScriptedOutside(
             self.store, run_id, worktree, self.plays, self.prompts, self.lines

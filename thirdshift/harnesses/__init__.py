@@ -32,6 +32,7 @@ from thirdshift.harnesses.process import (
     ProcessStartError,
     run_supervised,
     stop_process_tree,
+    working_in,
 )
 from thirdshift.records import Watchdogs
 
@@ -73,4 +74,5 @@ __all__ = [
     "probe",
     "run_supervised",
     "stop_process_tree",
+    "working_in",
 ]

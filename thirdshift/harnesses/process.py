@@ -198,6 +198,23 @@ def stop_process_tree(
     _sweep(tree)
 
 
+def working_in(directory: Path) -> list[int]:
+    """Live processes whose working directory is ``directory`` or below it (as far as /proc
+    lets this user see): what could still write into a Worktree about to be made again."""
+    target = os.path.realpath(directory)
+    found: list[int] = []
+    for pid, proc in _scan().items():
+        if not proc.live or pid == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if cwd == target or cwd.startswith(target + os.sep):
+            found.append(pid)
+    return sorted(found)
+
+
 def descendants(pid: int) -> list[int]:
     """Every live descendant of ``pid``, found by walking ``/proc`` parent links."""
     table = _scan()

@@ -118,6 +118,12 @@ class Delivery:
         repository = self._store.ensure_repository(owner, name)
         with LeaseKeeper(self._store, repository, number, self._settings.lease_seconds) as lease:
             # Under the Lease: a live Run's Worktree is that Run's business, not left-overs.
+            busy = self._session_source.still_working_in(worktree_path)
+            if busy:
+                raise ThirdshiftError(
+                    f"processes of an earlier Run still work in {worktree_path} (pids "
+                    f"{', '.join(map(str, busy))}); stop them, then run thirdshift again"
+                )
             left = clone.unpushed_work(worktree_path)
             if left is not None:
                 raise ThirdshiftError(

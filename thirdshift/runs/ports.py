@@ -58,6 +58,12 @@ class SessionSource(Protocol):
         """Sessions for Run ``run_id`` in ``worktree``: each recorded, each with its log."""
         ...
 
+    def still_working_in(self, worktree: Path) -> tuple[int, ...]:
+        """The processes still working in ``worktree`` (an earlier Run's agent that outlived
+        it, possible only without the Agent sandbox); a Run never makes a Worktree again over
+        them."""
+        ...
+
 
 class GitHubPort(Protocol):
     """GitHub as a Run sees it. ``owner``/``name`` name the repository in every call."""

@@ -26,6 +26,7 @@ from thirdshift.harnesses import (
     StreamOutcome,
     install_dirs,
     run_supervised,
+    working_in,
 )
 from thirdshift.home import Home
 from thirdshift.issue_url import IssueRef
@@ -281,6 +282,9 @@ class CliSessions:
     @property
     def executable(self) -> str:
         return self.harness.executable
+
+    def still_working_in(self, worktree: Path) -> tuple[int, ...]:
+        return tuple(working_in(worktree))
 
     def sessions(self, run_id: int, worktree: Path, ref: IssueRef) -> Sessions:
         sealed = SealedPaths(
