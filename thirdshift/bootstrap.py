@@ -8,6 +8,8 @@ or makes its own scrubber: each receives what it needs from here.
 
 from __future__ import annotations
 
+import os
+import pwd
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,6 +27,19 @@ from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions
 from thirdshift.settings import Settings
 from thirdshift.store import Store
+
+
+def hidden_from_agents(settings: Settings, environ: Mapping[str, str]) -> tuple[Path, ...]:
+    """Directories an agent must not see besides thirdshift's home: the user's home (from the
+    environment, else the password database), the SQLite database's directory, and the
+    Harnesses' own configuration directories (their transcripts of other work)."""
+    found = [Path(environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir)]
+    if settings.sqlite_directory is not None:
+        found.append(settings.sqlite_directory)
+    found += [
+        Path(environ[name]) for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME") if environ.get(name)
+    ]
+    return tuple(found)
 
 
 def run_issue(
@@ -104,7 +119,7 @@ def run_issue(
                 clock=clock,
                 sandbox=sandbox,
                 home=home,
-                hidden=tuple(Path(environ[name]) for name in ("HOME",) if environ.get(name)),
+                hidden=hidden_from_agents(settings, environ),
                 model=settings.model,
             ),
             clones=clone_of,

@@ -746,3 +746,61 @@ def test_the_credential_helper_answers_only_for_the_configured_host(
         ("https", "github.example:8443.evil.example"),
     ]:
         assert TOKENS["wes"] not in fill(protocol, host), (protocol, host)
+
+
+def test_added_lines_hide_nothing_from_the_pre_push_check(
+    clone: ManagedClone, worktrees: Path
+) -> None:
+    """Lines a commit adds are all listed: in a file marked -diff, in a file with a NUL byte,
+    a line that looks like a diff header, a conflict resolution in a merge, and the commit
+    messages; what is already on origin/main is not."""
+    clone.sync()
+    worktree = clone.add_worktree(worktrees / "issue-9", "issue-9", "origin/main")
+    where = worktree.path
+    _write(worktree, ".gitattributes", "*.bin -diff\n")
+    _write(worktree, "hidden.bin", "SECRET-IN-BINARY\n")
+    (where / "nul.txt").write_bytes(b"a\x00b\nSECRET-AFTER-NUL\n")
+    _write(worktree, "header.txt", "++ SECRET-LOOKS-LIKE-HEADER\n")
+    worktree.commit_all("Add files\n\nSECRET-IN-MESSAGE")
+    # A merge whose resolution adds a line of its own.
+    _git(where, "checkout", "-q", "-b", "side")
+    _write(worktree, "both.txt", "side\n")
+    worktree.commit_all("Side")
+    _git(where, "checkout", "-q", "issue-9")
+    _write(worktree, "both.txt", "ours\n")
+    worktree.commit_all("Ours")
+    assert worktree.merge("side").status == "conflict"
+    _write(worktree, "both.txt", "SECRET-IN-RESOLUTION\n")
+    worktree.commit_all("Merge side")
+
+    added = worktree.added_lines("origin/main")
+
+    texts = {(line.path, line.text) for line in added}
+    assert ("hidden.bin", "SECRET-IN-BINARY") in texts
+    assert any(line.path == "nul.txt" and "SECRET-AFTER-NUL" in line.text for line in added)
+    assert ("header.txt", "++ SECRET-LOOKS-LIKE-HEADER") in texts
+    assert ("both.txt", "SECRET-IN-RESOLUTION") in texts
+    assert any(line.text == "SECRET-IN-MESSAGE" for line in added)
+    assert not any(line.path == "README.md" for line in added)
+
+
+def test_a_worktree_whose_git_file_points_elsewhere_is_opened_from_the_clone(
+    clone: ManagedClone, worktrees: Path, tmp_path: Path
+) -> None:
+    """An agent rewrites the Worktree's .git file to a git dir of its own whose config runs a
+    filter: thirdshift's git ignores the file and runs nothing of it."""
+    clone.sync()
+    path = worktrees / "issue-8"
+    worktree = clone.add_worktree(path, "issue-8", "origin/main")
+    evil = tmp_path / "evil.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(evil)], check=True, timeout=60)
+    ran = tmp_path / "ran.txt"
+    with (evil / "config").open("a") as config:
+        config.write(f'[filter "x"]\n\tclean = "touch {ran}; cat"\n')
+    (path / ".gitattributes").write_text("* filter=x\n")
+    (path / ".git").write_text(f"gitdir: {evil}\n")
+    _write(worktree, "y.txt", "y\n")
+
+    assert clone.unpushed_work(path) == "uncommitted changes"
+    worktree.commit_all("Y")
+    assert not ran.exists()

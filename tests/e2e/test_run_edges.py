@@ -58,7 +58,7 @@ def test_a_closed_issue_is_refused_before_anything_changes(
     assert result.returncode == 1
     assert "issue #1 is closed; reopen it to run thirdshift on it" in result.stderr
     assert labels(world) == ["ready-for-agent"]
-    assert not (world.home / "repos").exists()
+    assert not (world.home / "repos" / OWNER / NAME).exists()  # no clone was made
 
 
 def test_a_missing_base_branch_is_refused(tmp_path: Path, worlds: list[RunWorld]) -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 from thirdshift.harnesses import ClaudeHarness, CodexHarness
 
 
-def test_claude_gets_its_settings_and_login_but_not_the_users_transcripts(tmp_path: Path) -> None:
-    """~/.claude's settings and credentials and ~/.claude.json are copied; projects/ is not."""
+def test_claude_gets_its_login_and_nothing_else_of_the_users(tmp_path: Path) -> None:
+    """~/.claude's credentials are copied; settings (which may hold MCP tokens), transcripts
+    and ~/.claude.json are not."""
     user = tmp_path / "user"
     (user / ".claude" / "projects" / "other-repo").mkdir(parents=True)
     (user / ".claude" / "settings.json").write_text('{"theme": "dark"}')
@@ -22,9 +23,9 @@ def test_claude_gets_its_settings_and_login_but_not_the_users_transcripts(tmp_pa
     variables = ClaudeHarness().private_home({"HOME": str(user)}, home)
 
     assert variables == {"HOME": str(home)}
-    assert (home / ".claude" / "settings.json").read_text() == '{"theme": "dark"}'
     assert (home / ".claude" / ".credentials.json").stat().st_mode & 0o777 == 0o600
-    assert (home / ".claude.json").exists()
+    assert not (home / ".claude" / "settings.json").exists()
+    assert not (home / ".claude.json").exists()
     assert not (home / ".claude" / "projects").exists()
 
 
@@ -32,19 +33,20 @@ def test_claude_with_its_own_config_dir_is_pointed_at_the_copy(tmp_path: Path) -
     """CLAUDE_CONFIG_DIR is followed, and moved to the private home."""
     config = tmp_path / "cfg"
     config.mkdir()
-    (config / "settings.json").write_text("{}")
+    (config / ".credentials.json").write_text("{}")
     home = tmp_path / "agent"
     home.mkdir()
 
     variables = ClaudeHarness().private_home({"CLAUDE_CONFIG_DIR": str(config)}, home)
 
     assert variables["CLAUDE_CONFIG_DIR"] == str(home / ".claude")
-    assert (home / ".claude" / "settings.json").exists()
+    assert (home / ".claude" / ".credentials.json").exists()
 
 
-def test_codex_gets_its_config_and_login_and_a_codex_home_of_its_own(tmp_path: Path) -> None:
-    """CODEX_HOME's config.toml and auth.json are copied; sessions/ and history are not; a file
-    already in the private home (changed by an earlier session) is kept."""
+def test_codex_gets_its_login_and_a_codex_home_of_its_own(tmp_path: Path) -> None:
+    """CODEX_HOME's auth.json is copied; config.toml (which may hold MCP tokens), sessions/ and
+    history are not; a file already in the private home (changed by an earlier session) is
+    kept."""
     source = tmp_path / "codex"
     (source / "sessions").mkdir(parents=True)
     (source / "config.toml").write_text('model = "x"\n')
@@ -58,7 +60,22 @@ def test_codex_gets_its_config_and_login_and_a_codex_home_of_its_own(tmp_path: P
     variables = CodexHarness().private_home({"CODEX_HOME": str(source)}, home)
 
     assert variables == {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
-    assert (home / ".codex" / "config.toml").read_text() == 'model = "x"\n'
+    assert not (home / ".codex" / "config.toml").exists()
     assert (home / ".codex" / "auth.json").read_text() == '{"refreshed": true}'
     assert not (home / ".codex" / "history.jsonl").exists()
     assert not (home / ".codex" / "sessions").exists()
+
+
+def test_a_link_the_agent_left_in_its_home_is_never_written_through(tmp_path: Path) -> None:
+    """A dangling link where a copy would go: nothing is copied, the target is not made."""
+    source = tmp_path / "codex"
+    source.mkdir()
+    (source / "auth.json").write_text("{}")
+    home = tmp_path / "agent"
+    (home / ".codex").mkdir(parents=True)
+    target = tmp_path / "outside.txt"
+    (home / ".codex" / "auth.json").symlink_to(target)
+
+    CodexHarness().private_home({"CODEX_HOME": str(source)}, home)
+
+    assert not target.exists()

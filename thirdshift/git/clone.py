@@ -48,6 +48,7 @@ How git is run:
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,16 +231,39 @@ class ManagedClone:
         return git
 
     def _open_worktree(self, path: Path, branch: str | None) -> Worktree:
-        try:
-            repo = gitpython.Repo(path)
-        except (gitpython.GitError, OSError) as exc:
+        # The agent can write the Worktree's .git file and its admin directory's commondir:
+        # thirdshift's own git takes neither, but the clone it knows and the admin directory
+        # inside it that is registered for this path.
+        admin = self._admin_dir(path)
+        if admin is None or not path.is_dir():
             raise GitError(
-                f"the Worktree {path} was made but cannot be opened ({exc}); remove it and "
-                "make it again"
-            ) from exc
-        dirs = (Path(repo.git_dir), Path(repo.common_dir), path)
-        git = make_git(repo.git, f"the Worktree {path}", *self._settings(dirs))
+                f"the Worktree {path} is not one the managed clone {self.path} knows; remove "
+                "it and run thirdshift again"
+            )
+        dirs = (admin, self.path, path)
+        git = make_git(gitpython.Git(path), f"the Worktree {path}", *self._settings(dirs))
         return Worktree(path, branch, git, self._remote_fix())
+
+    def _admin_dir(self, path: Path) -> Path | None:
+        """The directory under the clone's ``worktrees/`` registered for ``path``: a real
+        directory (not a link) whose ``gitdir`` names ``path/.git``."""
+        wanted = _resolved(path / ".git")
+        admins = self.path / "worktrees"
+        if not admins.is_dir():
+            return None
+        for admin in sorted(admins.iterdir()):
+            if admin.is_symlink() or not admin.is_dir():
+                continue
+            gitdir = admin / "gitdir"
+            try:
+                if gitdir.is_symlink():
+                    continue
+                named = Path(gitdir.read_text().strip())
+            except OSError:
+                continue
+            if _resolved(named) == wanted:
+                return admin
+        return None
 
     def _settings(
         self, dirs: tuple[Path, Path, Path | None]
@@ -315,6 +339,25 @@ class Worktree:
             self._git.run("fetch", "--quiet", REMOTE, *specs, fix=self._remote_fix)
         else:
             self._git.run("fetch", "--prune", "--quiet", REMOTE, ALL_BRANCHES, fix=self._remote_fix)
+
+    def read_agent_file(self, name: str, limit: int = 64 * 1024) -> str | None:
+        """The text of the file ``name`` the agent left at the Worktree's root (at most
+        ``limit`` bytes), or None when there is none. Only a regular file: never through a
+        link, which could make thirdshift publish any file it can read."""
+        try:
+            descriptor = os.open(self.path / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            return handle.read(limit).decode("utf-8", "replace")
+
+    def remote_branches(self) -> dict[str, str]:
+        """Every branch on ``origin`` and its sha, asked of the remote now (``ls-remote``)."""
+        return _parse_heads(
+            self._git.run("ls-remote", "--heads", REMOTE, fix=self._remote_fix).stdout
+        )
 
     def remote_sha(self, branch: str) -> str | None:
         """The sha of ``origin/<branch>`` as of the last fetch, or None when there is none."""
@@ -411,19 +454,22 @@ class Worktree:
         return tuple(result.stdout.splitlines())
 
     def added_lines(self, *since: str) -> tuple[AddedLine, ...]:
-        """Every line added by the commits in HEAD that are in none of ``since`` (merges left
-        out: what they bring is already in ``since`` or in one of the commits), each with its
-        file, its line number in that commit and its commit, oldest commit first. What a later
-        commit removed again is still listed: history keeps it, and a push would publish it."""
+        """Every line added by the commits in HEAD that are in none of ``since``, with its file,
+        its line number in that commit and its commit, oldest commit first; and each commit's
+        message, as lines of the path ``COMMIT_MESSAGE``. Every file counts as text (a
+        ``-diff`` attribute or a NUL byte hides nothing), and a merge shows what it added
+        beyond the automatic merge (its conflict resolutions). What a later commit removed
+        again is still listed: history keeps it, and a push would publish it."""
         result = self._git.run(
             "log",
             "--reverse",
-            "--no-merges",
             "--no-color",
             "--no-ext-diff",
             "--no-textconv",
+            "--text",
+            "--remerge-diff",
             "--unified=0",
-            "--format=commit %H",
+            f"--format={_COMMIT_LINE}%H%n%w(0,4,4)%B",
             "-p",
             "HEAD",
             "--not",
@@ -447,22 +493,39 @@ class AddedLine:
     text: str
 
 
+_COMMIT_LINE = "thirdshift-commit "
+COMMIT_MESSAGE = "(commit message)"
+
+
 def _added(patch: str) -> Iterator[AddedLine]:
-    """The added lines of ``git log -p --unified=0`` output."""
-    commit = path = ""
-    number = 0
+    """The added lines (and message lines) of the ``added_lines`` log, read by state: a
+    commit's message, a file's diff header, or a hunk, so content that looks like a header is
+    never taken for one."""
+    commit, path, state, number, said = "", "", "message", 0, 0
     for raw in patch.splitlines():
-        if raw.startswith("commit "):
-            commit, path = raw.removeprefix("commit ").strip(), ""
-        elif raw.startswith("+++ "):
-            target = raw.removeprefix("+++ ")
-            path = target.removeprefix("b/") if target != "/dev/null" else ""
+        if raw.startswith(_COMMIT_LINE):
+            commit, path, state, said = raw.removeprefix(_COMMIT_LINE).strip(), "", "message", 0
+        elif raw.startswith("diff --git "):
+            path, state = "", "header"
+        elif state == "message":
+            said += 1
+            yield AddedLine(commit, COMMIT_MESSAGE, said, raw.removeprefix("    "))
+        elif state == "header":
+            if raw.startswith("+++ "):
+                target = raw.removeprefix("+++ ")
+                path = target.removeprefix("b/") if target != "/dev/null" else ""
+            elif raw.startswith("@@ "):
+                state, number = "hunk", _hunk_start(raw)
         elif raw.startswith("@@ "):
-            plus = raw.split(" ")[2]  # +start[,count]
-            number = int(plus.lstrip("+").split(",")[0])
+            number = _hunk_start(raw)
         elif raw.startswith("+") and path:
             yield AddedLine(commit, path, number, raw[1:])
             number += 1
+
+
+def _hunk_start(header: str) -> int:
+    """The first line number on the new side of a hunk header ``@@ -a,b +c,d @@``."""
+    return int(header.split(" ")[2].lstrip("+").split(",")[0])
 
 
 def _parse_heads(listing: str) -> dict[str, str]:

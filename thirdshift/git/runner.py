@@ -105,6 +105,7 @@ class GitRunner:
     def run(self, *args: str, check: bool = True, fix: str = "") -> Result:
         """Run ``git <args>``; with ``check``, a non-zero exit raises GitError naming ``fix``.
         In a command that talks to the remote, ``REMOTE`` stands for the explicit URL."""
+        self._distrust_the_agents_files()
         if args[0] not in _REMOTE_COMMANDS:
             return self._execute(args, self._env, check, fix)
         self._drop_dangerous_config()
@@ -113,6 +114,34 @@ class GitRunner:
         if check and result.status != 0:
             raise self.error(args, result, fix)
         return result
+
+    def _distrust_the_agents_files(self) -> None:
+        """The agent can write the clone's objects and refs (a commit needs them). Before any of
+        thirdshift's own git commands, undo what would make them read outside the clone or see
+        a history other than the real one: alternates and grafts files, a ``shallow`` list, and
+        links anywhere under ``refs/`` or the Worktrees' admin directories (git follows a
+        linked ref into another repository)."""
+        common = self._git_dir
+        for planted in (
+            common / "objects" / "info" / "alternates",
+            common / "objects" / "info" / "http-alternates",
+            common / "info" / "grafts",
+            common / "shallow",
+        ):
+            if planted.is_symlink() or planted.exists():
+                planted.unlink()
+        for top in (common / "refs", common / "worktrees"):
+            if top.is_symlink():
+                top.unlink()
+                continue
+            for folder, dirs, files in os.walk(top):
+                for name in [*dirs, *files]:
+                    entry = Path(folder) / name
+                    if entry.is_symlink():
+                        entry.unlink()
+        for single in ("HEAD", "packed-refs", "info/exclude", "info/attributes"):
+            if (common / single).is_symlink():
+                (common / single).unlink()
 
     def _drop_dangerous_config(self) -> None:
         """Remove configuration that could redirect the token or run code (see the module),
@@ -234,6 +263,7 @@ def _environment(
         "GIT_COMMON_DIR": str(common_dir),
         "GIT_OBJECT_DIRECTORY": str(common_dir / "objects"),
         "GIT_ALTERNATE_OBJECT_DIRECTORIES": "",
+        "GIT_NO_REPLACE_OBJECTS": "1",  # refs/replace, which the agent can write, is not history
         "GIT_AUTHOR_NAME": identity.name,
         "GIT_AUTHOR_EMAIL": identity.email,
         "GIT_COMMITTER_NAME": identity.name,

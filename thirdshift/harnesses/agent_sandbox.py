@@ -31,6 +31,17 @@ from pathlib import Path
 from thirdshift.errors import ThirdshiftError
 
 BWRAP = "bwrap"
+SEALING = (
+    "--die-with-parent",
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--cap-drop",
+    "ALL",
+)
+"""Every sandbox: a user namespace with no capability (run as root, bubblewrap would otherwise
+keep them all, and the agent could unmount what hides thirdshift's home), its own PID and IPC
+namespaces, and death with thirdshift."""
 
 
 class AgentSandboxUnavailable(ThirdshiftError):
@@ -81,9 +92,7 @@ def bwrap_options(paths: SealedPaths) -> list[str]:
     over earlier ones, so the hidden directories are emptied before what is writable inside
     them is bound back."""
     options = [
-        "--die-with-parent",
-        "--unshare-pid",
-        "--unshare-ipc",
+        *SEALING,
         "--new-session",
         "--ro-bind",
         "/",
@@ -92,9 +101,16 @@ def bwrap_options(paths: SealedPaths) -> list[str]:
         "/dev",
         "--proc",
         "/proc",
-        "--tmpfs",
-        "/tmp",  # noqa: S108 (an empty tmpfs of the agent's own, not a path we write to)
     ]
+    # Empty and private: temporary files, and the sockets of the machine's services (D-Bus,
+    # ssh-agent, docker, a database reached by peer authentication) under /run.
+    for scratch in ("/tmp", "/var/tmp", "/run"):  # noqa: S108 (the agent's own, empty)
+        if Path(scratch).is_dir() and not Path(scratch).is_symlink():
+            options += ["--tmpfs", scratch]
+    # Name resolution often lives under /run (systemd-resolved): the agent keeps the network.
+    resolver = Path(os.path.realpath("/etc/resolv.conf"))
+    if resolver.is_relative_to("/run") and resolver.exists():
+        options += ["--ro-bind", str(resolver), str(resolver)]
     for hidden in _outermost(paths.hidden):
         options += ["--tmpfs", str(hidden)]
     for readable in paths.readable:
@@ -154,8 +170,7 @@ def probe(path_variable: str | None, *, unsafe_without: bool = False) -> AgentSa
             done = subprocess.run(
                 [
                     program,
-                    "--die-with-parent",
-                    "--unshare-pid",
+                    *SEALING,
                     "--ro-bind",
                     "/",
                     "/",
@@ -164,7 +179,8 @@ def probe(path_variable: str | None, *, unsafe_without: bool = False) -> AgentSa
                     "--dev",
                     "/dev",
                     "--",
-                    "true",
+                    "cat",
+                    "/proc/self/status",
                 ],
                 capture_output=True,
                 text=True,
@@ -181,9 +197,22 @@ def probe(path_variable: str | None, *, unsafe_without: bool = False) -> AgentSa
                     "allow user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
                     "user.max_user_namespaces > 0)"
                 )
+            elif not _capabilities_dropped(done.stdout):
+                problem = (
+                    f"{program} left capabilities to the sealed process; use bubblewrap 0.4 "
+                    "or newer"
+                )
     if problem is None:
         return AgentSandbox(sealed=True, bwrap=program)
     raise AgentSandboxUnavailable(
         f"the agent sandbox cannot be made: {problem}; or, knowing the agent can then read "
         "thirdshift's token, set unsafe_agent_without_sandbox = true"
     )
+
+
+def _capabilities_dropped(status: str) -> bool:
+    """Whether /proc/self/status, as the sealed process saw it, shows no effective capability."""
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split(":", 1)[1].strip(), 16) == 0
+    return False

@@ -43,9 +43,10 @@ from thirdshift.harnesses.stream import (
 )
 from thirdshift.records import SessionEvent
 
-_CONFIG_FILES = ("settings.json", ".credentials.json", "CLAUDE.md")
-"""What of Claude Code's configuration directory a private home gets: settings, login and the
-user's own instructions."""
+_CONFIG_FILES = (".credentials.json",)
+"""What of Claude Code's configuration a private home gets: the login alone. Settings files
+and ~/.claude.json commonly hold other credentials (MCP servers' tokens, ``env`` blocks, an
+``apiKeyHelper``); the agent gets none of them."""
 
 NAME = "claude"
 
@@ -139,15 +140,13 @@ class ClaudeHarness:
         return ClaudeReader(scrub=scrub)
 
     def private_home(self, base: Mapping[str, str], home: Path) -> dict[str, str]:
-        # Claude Code keeps its settings and login in ~/.claude (or CLAUDE_CONFIG_DIR) and its
-        # state in ~/.claude.json; transcripts (projects/) and history stay behind.
+        # Claude Code keeps its login in ~/.claude (or CLAUDE_CONFIG_DIR); transcripts
+        # (projects/), history, settings and ~/.claude.json stay behind.
         configured = base.get("CLAUDE_CONFIG_DIR")
         user = user_home(base)
         source = Path(configured) if configured else (user / ".claude" if user else None)
         if source is not None:
             copy_config(source, home / ".claude", _CONFIG_FILES)
-        if user is not None:
-            copy_config(user, home, (".claude.json",))
         variables = {"HOME": str(home)}
         if configured:
             variables["CLAUDE_CONFIG_DIR"] = str(home / ".claude")

@@ -42,8 +42,10 @@ from thirdshift.harnesses.stream import (
 )
 from thirdshift.records import SessionEvent
 
-_CONFIG_FILES = ("config.toml", "auth.json", "AGENTS.md")
-"""What of CODEX_HOME a private home gets: settings, login and the user's own instructions."""
+_CONFIG_FILES = ("auth.json",)
+"""What of CODEX_HOME a private home gets: the login alone. config.toml commonly holds other
+credentials (MCP servers' tokens and environments); the model provider is configured with
+``harness_args`` instead."""
 
 NAME = "codex"
 
@@ -112,8 +114,8 @@ class CodexHarness:
         return CodexReader(scrub=scrub)
 
     def private_home(self, base: Mapping[str, str], home: Path) -> dict[str, str]:
-        # Codex keeps its settings and login in CODEX_HOME (~/.codex); its rollouts (sessions/)
-        # and history stay behind, and new ones go to the private home, for a native Resume.
+        # Codex keeps its login in CODEX_HOME (~/.codex); its settings, rollouts (sessions/)
+        # and history stay behind, and new rollouts go to the private home, for a Resume.
         configured = base.get("CODEX_HOME")
         user = user_home(base)
         source = Path(configured) if configured else (user / ".codex" if user else None)

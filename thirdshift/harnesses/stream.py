@@ -16,6 +16,7 @@ text it is given.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -305,7 +306,8 @@ def copy_config(source: Path, target: Path, names: Iterable[str]) -> None:
     for name in names:
         origin = source / name
         destination = target / name
-        if not origin.is_file() or destination.exists():
+        # lexists: a link the agent left in its home must not be written through.
+        if not origin.is_file() or os.path.lexists(destination):
             continue
         try:
             destination.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -403,11 +403,10 @@ class Delivery:
 
     def _pull_request_text(self, ref: IssueRef, worktree: Worktree) -> tuple[str, str]:
         """The title and body the agent wrote, or plain defaults; always closes the issue."""
-        path = worktree.path / PULL_REQUEST_FILE
         title, body = f"Fix #{ref.number}", ""
-        if path.exists():
-            text = path.read_text(errors="replace").strip()
-            first, _, rest = text.partition("\n")
+        text = worktree.read_agent_file(PULL_REQUEST_FILE)
+        if text is not None:
+            first, _, rest = text.strip().partition("\n")
             title = first.lstrip("# ").strip() or title
             body = rest.strip()
         else:

@@ -73,12 +73,12 @@ def push_checked(
     base: str,
     find: Callable[[str], Sequence[_Finding]],
 ) -> None:
-    """Push ``branch`` unless a commit not yet on origin (neither in ``origin/<base>`` nor in
-    ``origin/<branch>``) adds a secret; then raise SecretInCommits and push nothing."""
-    since = [f"origin/{base}"]
-    if worktree.remote_sha(branch) is not None:
-        since.append(f"origin/{branch}")
-    leaks = leaks_in(worktree.added_lines(*since), find)
+    """Push ``branch`` unless a commit not yet on origin (neither in its ``base`` nor in its
+    ``branch``, as origin has them now) adds a secret; then raise SecretInCommits and push
+    nothing. The remote-tracking refs are fetched again first: the agent can write them."""
+    on_origin = [name for name in (base, branch) if name in worktree.remote_branches()]
+    worktree.fetch(*on_origin)
+    leaks = leaks_in(worktree.added_lines(*(f"origin/{name}" for name in on_origin)), find)
     if leaks:
         raise SecretInCommits(describe(branch, leaks, str(worktree.path)), leaks)
     worktree.push(branch)
