@@ -11,7 +11,7 @@ branches are only those of its Worktrees.
 
 How git is run:
 
-- Every command is ``repo.git.<cmd>(...)`` with an explicit environment and a timeout
+- Every command runs through GitPython with an explicit environment and a timeout
   (``kill_after_timeout``); GitPython's exceptions never leave this module: a failure is a
   ``GitError`` naming the command, the clone or Worktree, and the fix.
 - git sees no user or system configuration (``GIT_CONFIG_GLOBAL=/dev/null``,
@@ -26,9 +26,11 @@ How git is run:
 - **Credentials.** The token never appears in a URL, in argv, in the clone's configuration or in
   a message. Configuration reaches git through ``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_KEY_<n>`` /
   ``GIT_CONFIG_VALUE_<n>`` environment variables: ``credential.helper`` is first reset, then set
-  to a tiny shell helper that answers ``get`` with ``x-access-token`` and ``$TS_GIT_TOKEN``. The
-  token itself is only in ``TS_GIT_TOKEN``, in the environment of the git processes that talk
-  to ``origin`` (``fetch``, ``ls-remote``, ``push``; and so of the helper they start). Commands
+  to a tiny shell helper that answers ``get`` with ``x-access-token`` and ``$TS_GIT_TOKEN``, and
+  only when git asks for the configured GitHub's protocol and host (with port). The token itself
+  is only in ``TS_GIT_TOKEN``, in the environment of the git processes that talk to the remote
+  (``fetch``, ``ls-remote``, ``push``; and so of the helper they start), which name it by its
+  explicit URL, never ``origin``, so no ``remote.*`` setting applies. Commands
   that may run the repository's hooks (``worktree add``, ``commit``, ``merge``) get neither the
   helper nor the token. Error text from git is scrubbed of the token all the same.
 - Factory commits, merges and pushes run no hooks at all (``core.hooksPath`` is pinned to
@@ -37,10 +39,16 @@ How git is run:
 - The caller's secrets never reach git's children: every inherited variable whose name says it
   is secret (``GITHUB_TOKEN``, ``*_API_KEY``, ...) or that is a ``THIRDSHIFT_*`` setting is
   blanked in git's environment.
-- Before each command that talks to ``origin``, configuration in the clone that could send the
-  token elsewhere or run code (``url.*``, ``remote.origin.pushurl``, ``credential.*``,
-  ``http.*``, ``include*``, ``core.sshCommand``, ``core.hooksPath``, ``core.fsmonitor``) is
-  removed: an agent can write the clone's configuration through its Worktree.
+- Before each command that talks to the remote, configuration in the clone that could send the
+  token elsewhere or run code (``url.*``, ``remote.*`` but origin's URL and refspec,
+  ``credential.*``, ``http.*``, ``protocol.*``, ``include*``, ``core.sshCommand``,
+  ``core.gitProxy``, ``core.hooksPath``, ``core.fsmonitor``, ``extensions.worktreeConfig``,
+  every ``config.worktree``) is removed. Inside the Agent sandbox the clone's ``config`` is
+  read-only; without it, an agent could write it through its Worktree.
+- The agent writes the clone's objects and refs, so before every command thirdshift undoes what
+  would make its git read elsewhere (alternates, grafts, ``shallow``, linked refs; replace refs
+  are ignored), and a Worktree is opened from the admin directory registered for its path,
+  never through its ``.git`` file (ADR 0009).
 - git runs in a process session of its own, so a second Ctrl-C in the terminal cannot kill the
   push that saves a Failed run's work.
 """
