@@ -1,0 +1,77 @@
+"""The secret corpus through a Failed run's outbound paths: its cause on stderr, the Failed run
+record, the issue comment with the Session log's tail, and the pull request's text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.orchestration.conftest import RunWorld
+from tests.support.scripted_sessions import commit_file
+from tests.support.secret_corpus import SECRETS, pieces
+from thirdshift.scrub import Scrubber
+from thirdshift.sessions import SessionFailed
+
+CORPUS = "\n".join(sample.text for sample in SECRETS)
+KEPT = Scrubber()(CORPUS)  # what scrubbed text keeps by right: key names, words
+
+
+def traces(text: str) -> list[str]:
+    return [
+        s.shape
+        for s in SECRETS
+        if any(piece in text and piece not in KEPT for piece in pieces(s.value))
+    ]
+
+
+def test_no_corpus_secret_reaches_a_failed_runs_comment_record_or_lines(world: RunWorld) -> None:
+    """A session that fails with every secret in its cause and its log: the cause printed,
+    the record and the comment (with the log's tail) keep none of them."""
+    number = world.github.add_issue("Add a widget", "", ["ready-for-agent"])
+    first = commit_file("widget.txt", "widget\n", "Add the widget", pull_request=f"T\n\n{CORPUS}")
+
+    def fail_loudly(worktree: Path, prompt: str) -> str:
+        first(worktree, prompt)
+        log = world.settings.home / "logs" / "acme-widgets-issue-1-implement.jsonl"
+        with log.open("a") as handle:
+            for sample in SECRETS:
+                handle.write(sample.text.replace("\n", "\\n") + "\n")
+        raise SessionFailed(f"the CLI died saying: {CORPUS}")
+
+    world.sessions.plays["implement"] = fail_loudly
+
+    assert world.run(number) == 1
+
+    [comment] = world.github.comments_on(number)
+    [run] = world.store.list_runs()
+    places = {
+        "progress lines": "\n".join(world.lines),
+        "issue comment": comment,
+        "Failed run record": f"{run.cause}\n{run.killed_work}",
+    }
+    found = {place: traces(text) for place, text in places.items() if traces(text)}
+    print(f"{len(SECRETS)} secrets through {len(places)} outbound paths: {len(found)} with traces")
+    assert found == {}
+    assert "[REDACTED]" in comment
+
+
+def test_no_corpus_secret_reaches_the_pull_request_or_the_prompt(world: RunWorld) -> None:
+    """The issue body and the pull request file hold every secret: the prompt the session
+    gets, the one stored, and the pull request's title and body keep none of them."""
+    number = world.github.add_issue("Add a widget", CORPUS, ["ready-for-agent"])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=f"{SECRETS[0].text}\n\n{CORPUS}"
+    )
+
+    assert world.run(number) == 0
+
+    [pull] = world.github.pull_requests()
+    [run] = world.store.list_runs()
+    stored = "\n".join(session.prompt for session in world.store.run_sessions(run.id))
+    places = {
+        "prompt given": world.sessions.prompts["implement"],
+        "prompt stored": stored,
+        "pull request title": pull.title,
+        "pull request body": pull.body,
+    }
+    found = {place: traces(text) for place, text in places.items() if traces(text)}
+    assert found == {}
