@@ -17,6 +17,7 @@ from github import Auth, Github
 
 from tests.support.git_client import git_as
 from tests.support.openapi import ContractViolation, OpenAPIDescription, description_path
+from thirdshift.git import ManagedClone
 from thirdshift.sandbox.client import SandboxClient
 from thirdshift.sandbox.github.server import API_PREFIX, Exchange, GitHubStandIn
 
@@ -138,3 +139,18 @@ def sandbox(tmp_path: Path, description: OpenAPIDescription) -> Iterator[Sandbox
             violations.append(str(violation))
     if violations:
         pytest.fail("responses GitHub could not give:\n" + "\n".join(violations))
+
+
+@pytest.fixture
+def clone(sandbox: Sandbox, home: Path) -> ManagedClone:
+    """The stand-in's acme/widgets, cloned and synced as wes."""
+    from tests.support.clones import make_clone
+
+    made = make_clone(sandbox, home)
+    made.sync()
+    return made
+
+
+@pytest.fixture
+def worktrees(tmp_path: Path) -> Path:
+    return tmp_path / "worktrees"

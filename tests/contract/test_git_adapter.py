@@ -10,7 +10,6 @@ best next to each other and share one set of fixtures.
 
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
 import socket
@@ -18,80 +17,38 @@ import stat
 import subprocess
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.contract.conftest import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
+from tests.support.clones import FACTORY, make_clone, plain_git, write_file
 from thirdshift.errors import GitError, PushRejected
-from thirdshift.git import Identity, ManagedClone, MergeOutcome, Worktree
+from thirdshift.git import ManagedClone, MergeOutcome
 from thirdshift.scrub import Scrubber
-
-FACTORY = Identity("thirdshift factory", "factory@thirdshift.invalid")
-
-
-def _clone(
-    sandbox: Sandbox, home: Path, login: str = "wes", token: str | None = None
-) -> ManagedClone:
-    return ManagedClone(
-        home,
-        OWNER,
-        NAME,
-        f"{sandbox.stand_in.web_url}/{FULL_NAME}.git",
-        token if token is not None else TOKENS[login],
-        FACTORY,
-        scrub=Scrubber([token if token is not None else TOKENS[login]]),
-        environ=os.environ,  # read at each command, so a test's setenv is seen
-        timeout=60,
-    )
-
-
-def _git(cwd: Path, *args: str) -> str:
-    """Plain git, for looking at what thirdshift.git.clone left behind."""
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=True
-    )
-    return done.stdout.strip()
-
-
-def _write(worktree: Worktree, path: str, text: str) -> None:
-    (worktree.path / path).write_text(text)
-
-
-@pytest.fixture
-def clone(sandbox: Sandbox, home: Path) -> ManagedClone:
-    made = _clone(sandbox, home)
-    made.sync()
-    return made
-
-
-@pytest.fixture
-def worktrees(tmp_path: Path) -> Path:
-    return tmp_path / "worktrees"
 
 
 def test_sync_clones_on_first_use_then_fetches_new_commits(sandbox: Sandbox, home: Path) -> None:
     """The first sync makes a bare clone under repos/<owner>/<name>; later ones fetch."""
-    clone = _clone(sandbox, home)
+    clone = make_clone(sandbox, home)
     assert clone.path == home / "repos" / OWNER / NAME
     assert not clone.path.exists()
     clone.sync()
-    assert _git(clone.path, "rev-parse", "--is-bare-repository") == "true"
-    assert _git(clone.path, "rev-parse", "refs/remotes/origin/main") == sandbox.main_sha
+    assert plain_git(clone.path, "rev-parse", "--is-bare-repository") == "true"
+    assert plain_git(clone.path, "rev-parse", "refs/remotes/origin/main") == sandbox.main_sha
     moved = sandbox.push("main", {"NEWS.md": "news\n"})
     clone.sync()
-    assert _git(clone.path, "rev-parse", "refs/remotes/origin/main") == moved
+    assert plain_git(clone.path, "rev-parse", "refs/remotes/origin/main") == moved
 
 
 def test_sync_prunes_branches_deleted_on_origin(sandbox: Sandbox, clone: ManagedClone) -> None:
     """A branch gone from origin is gone from the clone's remote-tracking branches."""
     sandbox.push("issue-2", {"a.txt": "a\n"})
     clone.sync()
-    assert _git(clone.path, "branch", "--remotes", "--list", "origin/issue-2")
+    assert plain_git(clone.path, "branch", "--remotes", "--list", "origin/issue-2")
     sandbox.github().get_repo(FULL_NAME).get_git_ref("heads/issue-2").delete()
     clone.sync()
-    assert not _git(clone.path, "branch", "--remotes", "--list", "origin/issue-2")
+    assert not plain_git(clone.path, "branch", "--remotes", "--list", "origin/issue-2")
 
 
 def test_remote_branches_asks_origin_now(sandbox: Sandbox, clone: ManagedClone) -> None:
@@ -109,11 +66,11 @@ def test_token_is_in_no_file_of_the_clone_nor_in_its_remote_url(
 ) -> None:
     """After fetch, worktree and push, no file of the clone or Worktree holds the token."""
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    _write(worktree, "x.txt", "x\n")
+    write_file(worktree, "x.txt", "x\n")
     worktree.commit_all("Add x")
     worktree.push("issue-1")
     url = f"{sandbox.stand_in.web_url}/{FULL_NAME}.git"
-    assert _git(clone.path, "config", "--get", "remote.origin.url") == url
+    assert plain_git(clone.path, "config", "--get", "remote.origin.url") == url
     config = (clone.path / "config").read_text()
     assert "helper" not in config
     token = TOKENS["wes"].encode()
@@ -137,11 +94,11 @@ def test_git_argv_never_carries_the_token(
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
 
-    clone = _clone(sandbox, home)
+    clone = make_clone(sandbox, home)
     clone.sync()
     clone.remote_branches()
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    _write(worktree, "x.txt", "x\n")
+    write_file(worktree, "x.txt", "x\n")
     worktree.commit_all("Add x")
     worktree.fetch("main")
     worktree.push("issue-1")
@@ -165,7 +122,7 @@ def test_the_repositorys_hooks_never_run_for_the_factorys_git_commands(
         script.write_text(f'#!/bin/sh\necho "{hook}" >> "{seen}"\n')
         script.chmod(script.stat().st_mode | stat.S_IXUSR)
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    _write(worktree, "x.txt", "x\n")
+    write_file(worktree, "x.txt", "x\n")
     worktree.commit_all("X")
     sandbox.push("main", {"NEWS.md": "news\n"})
     worktree.fetch("main")
@@ -182,9 +139,9 @@ def test_code_git_runs_for_the_factory_sees_no_secret_of_its_environment(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-not-reach-git-children")
     dump = tmp_path / "filter-env.log"
     worktree = clone.add_worktree(worktrees / "issue-2", "issue-2", "origin/main")
-    _git(worktree.path, "config", "filter.dump.clean", f'env >> "{dump}"; cat')
-    _write(worktree, ".gitattributes", "*.txt filter=dump\n")
-    _write(worktree, "y.txt", "y\n")
+    plain_git(worktree.path, "config", "filter.dump.clean", f'env >> "{dump}"; cat')
+    write_file(worktree, ".gitattributes", "*.txt filter=dump\n")
+    write_file(worktree, "y.txt", "y\n")
     assert worktree.commit_all("Y")
     logged = dump.read_text()
     assert "GITHUB_TOKEN=\n" in logged or "GITHUB_TOKEN=" not in logged
@@ -200,9 +157,9 @@ def test_configuration_that_could_redirect_the_token_is_removed_before_a_push(
     worktree = clone.add_worktree(worktrees / "issue-3", "issue-3", "origin/main")
     elsewhere = tmp_path / "elsewhere.git"
     subprocess.run(["git", "init", "-q", "--bare", str(elsewhere)], check=True, timeout=60)
-    _git(worktree.path, "config", "remote.origin.pushurl", str(elsewhere))
-    _git(worktree.path, "config", f"url.{elsewhere}.insteadOf", clone.remote_url)
-    _write(worktree, "z.txt", "z\n")
+    plain_git(worktree.path, "config", "remote.origin.pushurl", str(elsewhere))
+    plain_git(worktree.path, "config", f"url.{elsewhere}.insteadOf", clone.remote_url)
+    write_file(worktree, "z.txt", "z\n")
     worktree.commit_all("Z")
     worktree.push("issue-3")
     assert clone.has_remote_branch("issue-3")
@@ -220,7 +177,7 @@ def test_fresh_issue_branch_worktree_starts_at_origin_main_with_no_upstream(
     assert worktree.branch == "issue-3"
     assert worktree.head() == sandbox.main_sha
     assert (worktree.path / "README.md").read_text() == "# widgets\n"
-    assert _git(worktree.path, "symbolic-ref", "HEAD") == "refs/heads/issue-3"
+    assert plain_git(worktree.path, "symbolic-ref", "HEAD") == "refs/heads/issue-3"
     upstream = subprocess.run(
         ["git", "config", "--get-regexp", "^branch\\."],
         cwd=worktree.path,
@@ -242,7 +199,7 @@ def test_continuation_worktree_builds_on_the_issue_branch_commits(
     worktree = clone.add_worktree(worktrees / "issue-7", "issue-7", "origin/issue-7")
     assert worktree.head() == earlier
     assert (worktree.path / "feature.txt").read_text() == "earlier run\n"
-    _write(worktree, "feature.txt", "continued\n")
+    write_file(worktree, "feature.txt", "continued\n")
     assert worktree.commit_all("Continue the feature")
     worktree.push("issue-7")
     assert clone.remote_branches()["issue-7"] == worktree.head()
@@ -255,7 +212,7 @@ def test_add_worktree_resets_a_stale_local_branch_and_prunes_stale_registrations
 ) -> None:
     """A Worktree deleted by hand does not block a new one on the same branch and path."""
     first = clone.add_worktree(worktrees / "issue-4", "issue-4", "origin/main")
-    _write(first, "old.txt", "old\n")
+    write_file(first, "old.txt", "old\n")
     first.commit_all("Old local commit")
     shutil.rmtree(first.path)
     again = clone.add_worktree(worktrees / "issue-4", "issue-4", "origin/main")
@@ -294,13 +251,13 @@ def test_commit_all_commits_everything_as_the_factory_and_is_dirty_sees_it(
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
     assert not worktree.is_dirty()
     assert not worktree.commit_all("Nothing")
-    _write(worktree, "app.py", "print('changed')\n")
+    write_file(worktree, "app.py", "print('changed')\n")
     assert worktree.is_dirty()
     assert worktree.commit_all("Change app")
     before = worktree.head()
     assert not worktree.is_dirty()
     (worktree.path / "deep" / "er").mkdir(parents=True)
-    _write(worktree, "deep/er/new.txt", "new\n")
+    write_file(worktree, "deep/er/new.txt", "new\n")
     assert worktree.is_dirty()
     assert worktree.commit_all("thirdshift: failed run (interrupted)")
     assert worktree.log_subjects(before) == ("thirdshift: failed run (interrupted)",)
@@ -309,7 +266,7 @@ def test_commit_all_commits_everything_as_the_factory_and_is_dirty_sees_it(
         "thirdshift: failed run (interrupted)",
     )
     assert worktree.changed_files("origin/main") == ("app.py", "deep/er/new.txt")
-    who = _git(worktree.path, "log", "-1", "--format=%an <%ae> / %cn <%ce>")
+    who = plain_git(worktree.path, "log", "-1", "--format=%an <%ae> / %cn <%ce>")
     assert who == (
         "thirdshift factory <factory@thirdshift.invalid> / "
         "thirdshift factory <factory@thirdshift.invalid>"
@@ -324,8 +281,8 @@ def test_exclude_hides_a_pattern_once_for_every_worktree(
     two = clone.add_worktree(worktrees / "issue-2", "issue-2", "origin/main")
     one.exclude("/.thirdshift-pr.md")
     two.exclude("/.thirdshift-pr.md")
-    _write(one, ".thirdshift-pr.md", "title\n")
-    _write(two, ".thirdshift-pr.md", "title\n")
+    write_file(one, ".thirdshift-pr.md", "title\n")
+    write_file(two, ".thirdshift-pr.md", "title\n")
     assert not one.is_dirty()
     assert not two.is_dirty()
     assert not one.commit_all("Nothing to see")
@@ -339,14 +296,14 @@ def test_push_lands_and_a_diverged_push_is_rejected_never_forced(
     """push lands on origin; after someone else pushes, our diverged push is PushRejected and
     origin keeps their commit."""
     worktree = clone.add_worktree(worktrees / "issue-9", "issue-9", "origin/main")
-    _write(worktree, "ours.txt", "ours\n")
+    write_file(worktree, "ours.txt", "ours\n")
     worktree.commit_all("Ours")
     worktree.push("issue-9")
     assert clone.remote_branches()["issue-9"] == worktree.head()
     worktree.push("issue-9")  # nothing new: still fine
 
     theirs = sandbox.push("issue-9", {"theirs.txt": "theirs\n"})
-    _write(worktree, "ours.txt", "ours, again\n")
+    write_file(worktree, "ours.txt", "ours, again\n")
     worktree.commit_all("Ours again")
     with pytest.raises(PushRejected) as caught:
         worktree.push("issue-9")
@@ -382,14 +339,14 @@ def test_merge_of_a_moved_base_branch_makes_a_merge_commit(
 ) -> None:
     """Merging a Base branch that moved on other files makes a merge commit, never a rebase."""
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    _write(worktree, "ours.txt", "ours\n")
+    write_file(worktree, "ours.txt", "ours\n")
     worktree.commit_all("Ours")
     ours = worktree.head()
     moved = sandbox.push("main", {"NEWS.md": "news\n"})
     worktree.fetch("main")
     outcome = worktree.merge("origin/main", "Merge main into issue-1")
     assert outcome == MergeOutcome("merged", ())
-    parents = _git(worktree.path, "log", "-1", "--format=%P").split()
+    parents = plain_git(worktree.path, "log", "-1", "--format=%P").split()
     assert parents == [ours, moved]
     assert worktree.log_subjects(moved) == ("Ours", "Merge main into issue-1")
     assert not worktree.merge_in_progress()
@@ -413,9 +370,9 @@ def test_merge_conflict_is_left_in_progress_and_abort_restores(
 ) -> None:
     """A conflict reports its paths and leaves the merge in progress; abort_merge restores."""
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    _write(worktree, "app.py", "print('ours')\n")
-    _write(worktree, "README.md", "# ours\n")
-    _write(worktree, "calm.txt", "calm\n")
+    write_file(worktree, "app.py", "print('ours')\n")
+    write_file(worktree, "README.md", "# ours\n")
+    write_file(worktree, "calm.txt", "calm\n")
     worktree.commit_all("Ours")
     ours = worktree.head()
     sandbox.push("main", {"app.py": "print('theirs')\n", "README.md": "# theirs\n"})
@@ -437,12 +394,12 @@ def test_a_conflict_resolved_and_committed_finishes_the_merge(
 ) -> None:
     """After a conflict Repair resolves the files, commit_all concludes the merge."""
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    _write(worktree, "app.py", "print('ours')\n")
+    write_file(worktree, "app.py", "print('ours')\n")
     worktree.commit_all("Ours")
     theirs = sandbox.push("main", {"app.py": "print('theirs')\n"})
     worktree.fetch("main")
     assert worktree.merge("origin/main").status == "conflict"
-    _write(worktree, "app.py", "print('both')\n")
+    write_file(worktree, "app.py", "print('both')\n")
     assert worktree.commit_all("Merge main")
     assert not worktree.merge_in_progress()
     assert worktree.is_ancestor(theirs)
@@ -455,7 +412,7 @@ def test_merge_refused_by_local_changes_is_a_git_error(
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
     sandbox.push("main", {"app.py": "print('theirs')\n"})
     worktree.fetch("main")
-    _write(worktree, "app.py", "print('uncommitted')\n")
+    write_file(worktree, "app.py", "print('uncommitted')\n")
     with pytest.raises(GitError) as caught:
         worktree.merge("origin/main")
     assert "git merge" in str(caught.value)
@@ -466,7 +423,7 @@ def test_merge_refused_by_local_changes_is_a_git_error(
 def test_is_ancestor(sandbox: Sandbox, clone: ManagedClone, worktrees: Path) -> None:
     """is_ancestor follows history both ways; an unknown commit is a GitError."""
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    _write(worktree, "x.txt", "x\n")
+    write_file(worktree, "x.txt", "x\n")
     worktree.commit_all("X")
     assert worktree.is_ancestor(sandbox.main_sha)
     assert worktree.is_ancestor("HEAD")
@@ -480,10 +437,10 @@ def test_remove_worktree_removes_dirty_worktrees_and_tolerates_missing_ones(
 ) -> None:
     """remove_worktree deletes a dirty Worktree and its registration; a missing path is fine."""
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    _write(worktree, "scratch.txt", "scratch\n")
+    write_file(worktree, "scratch.txt", "scratch\n")
     clone.remove_worktree(worktree.path)
     assert not worktree.path.exists()
-    assert str(worktree.path) not in _git(clone.path, "worktree", "list")
+    assert str(worktree.path) not in plain_git(clone.path, "worktree", "list")
     clone.remove_worktree(worktree.path)
     clone.remove_worktree(worktrees / "never-made")
     again = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
@@ -495,7 +452,7 @@ def test_a_wrong_token_is_a_git_error_naming_the_remote_and_the_fix(
 ) -> None:
     """A token the remote refuses: GitError naming the command, remote and fix, not the token."""
     wrong = "ghs_wrongtoken0000000000000000000000000"
-    clone = _clone(sandbox, home, token=wrong)
+    clone = make_clone(sandbox, home, token=wrong)
     with pytest.raises(GitError) as caught:
         clone.sync()
     message = str(caught.value)
@@ -510,10 +467,10 @@ def test_a_wrong_token_is_a_git_error_naming_the_remote_and_the_fix(
 
 def test_a_read_only_token_cannot_push(sandbox: Sandbox, home: Path, worktrees: Path) -> None:
     """A push the token may not make is a GitError (not PushRejected) naming the fix."""
-    clone = _clone(sandbox, home, login="rex")
+    clone = make_clone(sandbox, home, login="rex")
     clone.sync()
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    _write(worktree, "x.txt", "x\n")
+    write_file(worktree, "x.txt", "x\n")
     worktree.commit_all("X")
     with pytest.raises(GitError) as caught:
         worktree.push("issue-1")
@@ -539,18 +496,18 @@ def test_two_instances_on_one_path_share_the_clone_and_follow_a_new_url(
     )
     with pytest.raises(GitError):
         unreachable.sync()
-    first = _clone(sandbox, home)
+    first = make_clone(sandbox, home)
     first.sync()
     worktree = first.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    _write(worktree, "x.txt", "x\n")
+    write_file(worktree, "x.txt", "x\n")
     worktree.commit_all("X")
     worktree.push("issue-1")
-    second = _clone(sandbox, home)
+    second = make_clone(sandbox, home)
     assert second.path == first.path
     second.sync()
-    url = _git(second.path, "config", "--get", "remote.origin.url")
+    url = plain_git(second.path, "config", "--get", "remote.origin.url")
     assert url == f"{sandbox.stand_in.web_url}/{FULL_NAME}.git"
-    assert _git(second.path, "rev-parse", "refs/remotes/origin/issue-1") == worktree.head()
+    assert plain_git(second.path, "rev-parse", "refs/remotes/origin/issue-1") == worktree.head()
     second.remove_worktree(worktree.path)
     assert not worktree.path.exists()
 
@@ -561,17 +518,17 @@ def test_an_inherited_git_dir_does_not_redirect_git(
     """A GIT_DIR in the caller's environment (a git hook's, say) redirects nothing."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    _git(elsewhere, "init", "--quiet")
+    plain_git(elsewhere, "init", "--quiet")
     monkeypatch.setenv("GIT_DIR", str(elsewhere / ".git"))
-    clone = _clone(sandbox, home)
+    clone = make_clone(sandbox, home)
     clone.sync()
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    _write(worktree, "x.txt", "x\n")
+    write_file(worktree, "x.txt", "x\n")
     assert worktree.is_dirty()
     assert worktree.commit_all("X")
     monkeypatch.delenv("GIT_DIR")
-    assert not _git(elsewhere, "branch", "--list")
-    assert _git(worktree.path, "log", "-1", "--format=%s") == "X"
+    assert not plain_git(elsewhere, "branch", "--list")
+    assert plain_git(worktree.path, "log", "-1", "--format=%s") == "X"
 
 
 @pytest.fixture
@@ -621,186 +578,3 @@ def test_a_git_command_that_hangs_is_stopped_at_the_timeout(home: Path, silent_s
     message = str(caught.value)
     assert "git fetch --prune --quiet origin did not finish within 1s" in message
     assert "check that the remote answers, or raise the git timeout" in message
-
-
-@dataclass
-class Recorder:
-    """A loopback HTTP server that asks for credentials and records every Authorization it
-    is sent: an attacker's server that an agent points git at."""
-
-    url: str
-    authorizations: list[str]
-
-
-@pytest.fixture
-def recorder() -> Iterator[Recorder]:
-    seen: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self._answer()
-
-        def do_POST(self) -> None:
-            self._answer()
-
-        def _answer(self) -> None:
-            if self.headers.get("Authorization"):
-                seen.append(self.headers["Authorization"])
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", 'Basic realm="git"')
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield Recorder(f"http://127.0.0.1:{server.server_address[1]}/acme/widgets.git", seen)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-
-
-@pytest.mark.parametrize(
-    "route",
-    [
-        "remote.origin.url",
-        "remote.origin.pushurl",
-        "url.insteadOf",
-        "url.pushInsteadOf",
-        "remote.origin.proxy",
-        "http.proxy",
-        "worktree-scoped url.insteadOf",
-    ],
-)
-def test_no_route_in_the_clones_configuration_sends_the_token_elsewhere(
-    sandbox: Sandbox, clone: ManagedClone, worktrees: Path, recorder: Recorder, route: str
-) -> None:
-    """Whatever an agent writes into the clone's configuration through its Worktree, the
-    factory's fetch and push go to the configured GitHub, and the other server gets no
-    credential."""
-    worktree = clone.add_worktree(worktrees / "issue-4", "issue-4", "origin/main")
-    where = worktree.path
-    proxy = recorder.url.rsplit("/acme", 1)[0]
-    if route == "remote.origin.url":
-        _git(where, "config", "remote.origin.url", recorder.url)
-    elif route == "remote.origin.pushurl":
-        _git(where, "config", "remote.origin.pushurl", recorder.url)
-    elif route == "url.insteadOf":
-        _git(where, "config", f"url.{recorder.url}.insteadOf", clone.remote_url)
-    elif route == "url.pushInsteadOf":
-        _git(where, "config", f"url.{recorder.url}.pushInsteadOf", clone.remote_url)
-    elif route == "remote.origin.proxy":
-        _git(where, "config", "remote.origin.proxy", proxy)
-    elif route == "http.proxy":
-        _git(where, "config", "http.proxy", proxy)
-    else:
-        _git(where, "config", "extensions.worktreeConfig", "true")
-        _git(where, "config", "--worktree", f"url.{recorder.url}.insteadOf", clone.remote_url)
-    _write(worktree, "w.txt", "w\n")
-    worktree.commit_all("W")
-    worktree.fetch("main")
-    worktree.push("issue-4")
-    assert clone.has_remote_branch("issue-4")
-    assert recorder.authorizations == []
-
-
-def test_the_credential_helper_answers_only_for_the_configured_host(
-    sandbox: Sandbox, tmp_path: Path
-) -> None:
-    """git asking for the configured host and protocol gets the token; another host, another
-    port or plain http for an https remote gets nothing."""
-    from thirdshift.git.runner import _environment  # the helper's own wiring, under test
-
-    configured = "https://github.example:8443/acme/widgets.git"
-    env = {
-        **os.environ,
-        **_environment(FACTORY, TOKENS["wes"], (), configured, tmp_path, tmp_path, None),
-    }
-    for name in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY"):
-        env.pop(name)
-
-    def fill(protocol: str, host: str) -> str:
-        done = subprocess.run(
-            ["git", "credential", "fill"],
-            input=f"protocol={protocol}\nhost={host}\npath=acme/widgets.git\n\n",
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        return done.stdout
-
-    assert f"password={TOKENS['wes']}" in fill("https", "github.example:8443")
-    for protocol, host in [
-        ("https", "evil.example"),
-        ("https", "github.example"),
-        ("https", "github.example:8444"),
-        ("http", "github.example:8443"),
-        ("https", "github.example:8443.evil.example"),
-    ]:
-        assert TOKENS["wes"] not in fill(protocol, host), (protocol, host)
-
-
-def test_added_lines_hide_nothing_from_the_pre_push_check(
-    clone: ManagedClone, worktrees: Path
-) -> None:
-    """Lines a commit adds are all listed: in a file marked -diff, in a file with a NUL byte,
-    a line that looks like a diff header, a conflict resolution in a merge, and the commit
-    messages; what is already on origin/main is not."""
-    clone.sync()
-    worktree = clone.add_worktree(worktrees / "issue-9", "issue-9", "origin/main")
-    where = worktree.path
-    _write(worktree, ".gitattributes", "*.bin -diff\n")
-    _write(worktree, "hidden.bin", "SECRET-IN-BINARY\n")
-    (where / "nul.txt").write_bytes(b"a\x00b\nSECRET-AFTER-NUL\n")
-    _write(worktree, "header.txt", "++ SECRET-LOOKS-LIKE-HEADER\n")
-    worktree.commit_all("Add files\n\nSECRET-IN-MESSAGE")
-    # A merge whose resolution adds a line of its own.
-    _git(where, "checkout", "-q", "-b", "side")
-    _write(worktree, "both.txt", "side\n")
-    worktree.commit_all("Side")
-    _git(where, "checkout", "-q", "issue-9")
-    _write(worktree, "both.txt", "ours\n")
-    worktree.commit_all("Ours")
-    assert worktree.merge("side").status == "conflict"
-    _write(worktree, "both.txt", "SECRET-IN-RESOLUTION\n")
-    worktree.commit_all("Merge side")
-
-    added = worktree.added_lines("origin/main")
-
-    texts = {(line.path, line.text) for line in added}
-    assert ("hidden.bin", "SECRET-IN-BINARY") in texts
-    assert any(line.path == "nul.txt" and "SECRET-AFTER-NUL" in line.text for line in added)
-    assert ("header.txt", "++ SECRET-LOOKS-LIKE-HEADER") in texts
-    assert ("both.txt", "SECRET-IN-RESOLUTION") in texts
-    assert any(line.text == "SECRET-IN-MESSAGE" for line in added)
-    assert not any(line.path == "README.md" for line in added)
-
-
-def test_a_worktree_whose_git_file_points_elsewhere_is_opened_from_the_clone(
-    clone: ManagedClone, worktrees: Path, tmp_path: Path
-) -> None:
-    """An agent rewrites the Worktree's .git file to a git dir of its own whose config runs a
-    filter: thirdshift's git ignores the file and runs nothing of it."""
-    clone.sync()
-    path = worktrees / "issue-8"
-    worktree = clone.add_worktree(path, "issue-8", "origin/main")
-    evil = tmp_path / "evil.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(evil)], check=True, timeout=60)
-    ran = tmp_path / "ran.txt"
-    with (evil / "config").open("a") as config:
-        config.write(f'[filter "x"]\n\tclean = "touch {ran}; cat"\n')
-    (path / ".gitattributes").write_text("* filter=x\n")
-    (path / ".git").write_text(f"gitdir: {evil}\n")
-    _write(worktree, "y.txt", "y\n")
-
-    assert clone.unpushed_work(path) == "uncommitted changes"
-    worktree.commit_all("Y")
-    assert not ran.exists()

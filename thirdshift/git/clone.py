@@ -57,13 +57,14 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import git as gitpython
 
 from thirdshift.errors import GitError, PushRejected
+from thirdshift.git.patches import COMMIT_LINE, AddedLine, added_lines
 from thirdshift.git.runner import ALL_BRANCHES, REMOTE, GitRunner, Identity, Result, make_git
 from thirdshift.scrub import Scrubber, looks_secret
 
@@ -477,63 +478,18 @@ class Worktree:
             "--text",
             "--remerge-diff",
             "--unified=0",
-            f"--format={_COMMIT_LINE}%H%n%w(0,4,4)%B",
+            f"--format={COMMIT_LINE}%H%n%w(0,4,4)%B",
             "-p",
             "HEAD",
             "--not",
             *since,
             "--",
         )
-        return tuple(_added(result.stdout))
+        return tuple(added_lines(result.stdout))
 
     def _unmerged_paths(self) -> tuple[str, ...]:
         result = self._git.run("diff", "--name-only", "-z", "--diff-filter=U")
         return tuple(sorted({path for path in result.stdout.split("\0") if path}))
-
-
-@dataclass(frozen=True)
-class AddedLine:
-    """One line a commit adds: ``path`` and ``line`` (1-based, in the commit's version)."""
-
-    commit: str
-    path: str
-    line: int
-    text: str
-
-
-_COMMIT_LINE = "thirdshift-commit "
-COMMIT_MESSAGE = "(commit message)"
-
-
-def _added(patch: str) -> Iterator[AddedLine]:
-    """The added lines (and message lines) of the ``added_lines`` log, read by state: a
-    commit's message, a file's diff header, or a hunk, so content that looks like a header is
-    never taken for one."""
-    commit, path, state, number, said = "", "", "message", 0, 0
-    for raw in patch.splitlines():
-        if raw.startswith(_COMMIT_LINE):
-            commit, path, state, said = raw.removeprefix(_COMMIT_LINE).strip(), "", "message", 0
-        elif raw.startswith("diff --git "):
-            path, state = "", "header"
-        elif state == "message":
-            said += 1
-            yield AddedLine(commit, COMMIT_MESSAGE, said, raw.removeprefix("    "))
-        elif state == "header":
-            if raw.startswith("+++ "):
-                target = raw.removeprefix("+++ ")
-                path = target.removeprefix("b/") if target != "/dev/null" else ""
-            elif raw.startswith("@@ "):
-                state, number = "hunk", _hunk_start(raw)
-        elif raw.startswith("@@ "):
-            number = _hunk_start(raw)
-        elif raw.startswith("+") and path:
-            yield AddedLine(commit, path, number, raw[1:])
-            number += 1
-
-
-def _hunk_start(header: str) -> int:
-    """The first line number on the new side of a hunk header ``@@ -a,b +c,d @@``."""
-    return int(header.split(" ")[2].lstrip("+").split(",")[0])
 
 
 def _parse_heads(listing: str) -> dict[str, str]:

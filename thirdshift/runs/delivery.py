@@ -42,7 +42,6 @@ from thirdshift.settings import Settings
 from thirdshift.store import Store
 
 PERMISSIONS_THAT_PUSH = frozenset({"admin", "maintain", "write"})
-LOG_TAIL_CHARS = 3000
 
 
 @dataclass(frozen=True)

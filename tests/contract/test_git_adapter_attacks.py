@@ -1,0 +1,202 @@
+"""The managed clone attacked as an agent would: every configuration route that could send the
+token elsewhere, git's credential helper asked for other hosts, history hidden from the
+pre-push check, and a Worktree whose .git file points at a git directory of the agent's."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.contract.conftest import TOKENS, Sandbox
+from tests.support.clones import FACTORY, plain_git, write_file
+from thirdshift.git import ManagedClone
+
+
+@dataclass
+class Recorder:
+    """A loopback HTTP server that asks for credentials and records every Authorization it
+    is sent: an attacker's server that an agent points git at."""
+
+    url: str
+    authorizations: list[str]
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._answer()
+
+        def do_POST(self) -> None:
+            self._answer()
+
+        def _answer(self) -> None:
+            if self.headers.get("Authorization"):
+                seen.append(self.headers["Authorization"])
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        yield Recorder(f"http://127.0.0.1:{server.server_address[1]}/acme/widgets.git", seen)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        "remote.origin.url",
+        "remote.origin.pushurl",
+        "url.insteadOf",
+        "url.pushInsteadOf",
+        "remote.origin.proxy",
+        "http.proxy",
+        "worktree-scoped url.insteadOf",
+    ],
+)
+def test_no_route_in_the_clones_configuration_sends_the_token_elsewhere(
+    sandbox: Sandbox, clone: ManagedClone, worktrees: Path, recorder: Recorder, route: str
+) -> None:
+    """Whatever an agent writes into the clone's configuration through its Worktree, the
+    factory's fetch and push go to the configured GitHub, and the other server gets no
+    credential."""
+    worktree = clone.add_worktree(worktrees / "issue-4", "issue-4", "origin/main")
+    where = worktree.path
+    proxy = recorder.url.rsplit("/acme", 1)[0]
+    if route == "remote.origin.url":
+        plain_git(where, "config", "remote.origin.url", recorder.url)
+    elif route == "remote.origin.pushurl":
+        plain_git(where, "config", "remote.origin.pushurl", recorder.url)
+    elif route == "url.insteadOf":
+        plain_git(where, "config", f"url.{recorder.url}.insteadOf", clone.remote_url)
+    elif route == "url.pushInsteadOf":
+        plain_git(where, "config", f"url.{recorder.url}.pushInsteadOf", clone.remote_url)
+    elif route == "remote.origin.proxy":
+        plain_git(where, "config", "remote.origin.proxy", proxy)
+    elif route == "http.proxy":
+        plain_git(where, "config", "http.proxy", proxy)
+    else:
+        plain_git(where, "config", "extensions.worktreeConfig", "true")
+        plain_git(where, "config", "--worktree", f"url.{recorder.url}.insteadOf", clone.remote_url)
+    write_file(worktree, "w.txt", "w\n")
+    worktree.commit_all("W")
+    worktree.fetch("main")
+    worktree.push("issue-4")
+    assert clone.has_remote_branch("issue-4")
+    assert recorder.authorizations == []
+
+
+def test_the_credential_helper_answers_only_for_the_configured_host(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """git asking for the configured host and protocol gets the token; another host, another
+    port or plain http for an https remote gets nothing."""
+    from thirdshift.git.runner import _environment  # the helper's own wiring, under test
+
+    configured = "https://github.example:8443/acme/widgets.git"
+    env = {
+        **os.environ,
+        **_environment(FACTORY, TOKENS["wes"], (), configured, tmp_path, tmp_path, None),
+    }
+    for name in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY"):
+        env.pop(name)
+
+    def fill(protocol: str, host: str) -> str:
+        done = subprocess.run(
+            ["git", "credential", "fill"],
+            input=f"protocol={protocol}\nhost={host}\npath=acme/widgets.git\n\n",
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        return done.stdout
+
+    assert f"password={TOKENS['wes']}" in fill("https", "github.example:8443")
+    for protocol, host in [
+        ("https", "evil.example"),
+        ("https", "github.example"),
+        ("https", "github.example:8444"),
+        ("http", "github.example:8443"),
+        ("https", "github.example:8443.evil.example"),
+    ]:
+        assert TOKENS["wes"] not in fill(protocol, host), (protocol, host)
+
+
+def test_added_lines_hide_nothing_from_the_pre_push_check(
+    clone: ManagedClone, worktrees: Path
+) -> None:
+    """Lines a commit adds are all listed: in a file marked -diff, in a file with a NUL byte,
+    a line that looks like a diff header, a conflict resolution in a merge, and the commit
+    messages; what is already on origin/main is not."""
+    clone.sync()
+    worktree = clone.add_worktree(worktrees / "issue-9", "issue-9", "origin/main")
+    where = worktree.path
+    write_file(worktree, ".gitattributes", "*.bin -diff\n")
+    write_file(worktree, "hidden.bin", "SECRET-IN-BINARY\n")
+    (where / "nul.txt").write_bytes(b"a\x00b\nSECRET-AFTER-NUL\n")
+    write_file(worktree, "header.txt", "++ SECRET-LOOKS-LIKE-HEADER\n")
+    worktree.commit_all("Add files\n\nSECRET-IN-MESSAGE")
+    # A merge whose resolution adds a line of its own.
+    plain_git(where, "checkout", "-q", "-b", "side")
+    write_file(worktree, "both.txt", "side\n")
+    worktree.commit_all("Side")
+    plain_git(where, "checkout", "-q", "issue-9")
+    write_file(worktree, "both.txt", "ours\n")
+    worktree.commit_all("Ours")
+    assert worktree.merge("side").status == "conflict"
+    write_file(worktree, "both.txt", "SECRET-IN-RESOLUTION\n")
+    worktree.commit_all("Merge side")
+
+    added = worktree.added_lines("origin/main")
+
+    texts = {(line.path, line.text) for line in added}
+    assert ("hidden.bin", "SECRET-IN-BINARY") in texts
+    assert any(line.path == "nul.txt" and "SECRET-AFTER-NUL" in line.text for line in added)
+    assert ("header.txt", "++ SECRET-LOOKS-LIKE-HEADER") in texts
+    assert ("both.txt", "SECRET-IN-RESOLUTION") in texts
+    assert any(line.text == "SECRET-IN-MESSAGE" for line in added)
+    assert not any(line.path == "README.md" for line in added)
+
+
+def test_a_worktree_whose_git_file_points_elsewhere_is_opened_from_the_clone(
+    clone: ManagedClone, worktrees: Path, tmp_path: Path
+) -> None:
+    """An agent rewrites the Worktree's .git file to a git dir of its own whose config runs a
+    filter: thirdshift's git ignores the file and runs nothing of it."""
+    clone.sync()
+    path = worktrees / "issue-8"
+    worktree = clone.add_worktree(path, "issue-8", "origin/main")
+    evil = tmp_path / "evil.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(evil)], check=True, timeout=60)
+    ran = tmp_path / "ran.txt"
+    with (evil / "config").open("a") as config:
+        config.write(f'[filter "x"]\n\tclean = "touch {ran}; cat"\n')
+    (path / ".gitattributes").write_text("* filter=x\n")
+    (path / ".git").write_text(f"gitdir: {evil}\n")
+    write_file(worktree, "y.txt", "y\n")
+
+    assert clone.unpushed_work(path) == "uncommitted changes"
+    worktree.commit_all("Y")
+    assert not ran.exists()

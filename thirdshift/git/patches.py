@@ -1,0 +1,53 @@
+"""Reading ``git log -p`` for the pre-push secret check: every added line, with its file, line
+number and commit, and every commit message, read by state so that content never passes for
+a header."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AddedLine:
+    """One line a commit adds: ``path`` and ``line`` (1-based, in the commit's version)."""
+
+    commit: str
+    path: str
+    line: int
+    text: str
+
+
+COMMIT_LINE = "thirdshift-commit "
+COMMIT_MESSAGE = "(commit message)"
+
+
+def added_lines(patch: str) -> Iterator[AddedLine]:
+    """The added lines (and message lines) of the ``added_lines`` log, read by state: a
+    commit's message, a file's diff header, or a hunk, so content that looks like a header is
+    never taken for one."""
+    commit, path, state, number, said = "", "", "message", 0, 0
+    for raw in patch.splitlines():
+        if raw.startswith(COMMIT_LINE):
+            commit, path, state, said = raw.removeprefix(COMMIT_LINE).strip(), "", "message", 0
+        elif raw.startswith("diff --git "):
+            path, state = "", "header"
+        elif state == "message":
+            said += 1
+            yield AddedLine(commit, COMMIT_MESSAGE, said, raw.removeprefix("    "))
+        elif state == "header":
+            if raw.startswith("+++ "):
+                target = raw.removeprefix("+++ ")
+                path = target.removeprefix("b/") if target != "/dev/null" else ""
+            elif raw.startswith("@@ "):
+                state, number = "hunk", _hunk_start(raw)
+        elif raw.startswith("@@ "):
+            number = _hunk_start(raw)
+        elif raw.startswith("+") and path:
+            yield AddedLine(commit, path, number, raw[1:])
+            number += 1
+
+
+def _hunk_start(header: str) -> int:
+    """The first line number on the new side of a hunk header ``@@ -a,b +c,d @@``."""
+    return int(header.split(" ")[2].lstrip("+").split(",")[0])
