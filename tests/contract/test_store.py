@@ -170,6 +170,46 @@ def test_a_lost_lease_cannot_be_renewed_or_released(store: Store) -> None:
     assert store.lease_of(repository, 9) is None
 
 
+def test_fencing_tokens_never_restart_so_a_late_release_cannot_free_a_newer_lease(
+    store: Store,
+) -> None:
+    """A holds token 1 and expires; B takes over with 2 and releases; C gets 3, not 1; A's
+    late release and renewal then change nothing, and C still holds the issue."""
+    repository = store.ensure_repository("octo", "widgets")
+    now = utcnow()
+    a = store.acquire_lease(repository, 4, "run-a", timedelta(seconds=30), now=now)
+    assert a is not None
+    b = store.acquire_lease(
+        repository, 4, "run-b", timedelta(minutes=5), now=now + timedelta(minutes=1)
+    )
+    assert b is not None
+    assert b.fencing_token == 2
+    assert store.release_lease(b) is True
+    c = store.acquire_lease(
+        repository, 4, "run-c", timedelta(minutes=5), now=now + timedelta(minutes=2)
+    )
+    assert c is not None
+    assert c.fencing_token == 3
+    assert store.release_lease(a) is False
+    assert store.renew_lease(a, timedelta(minutes=5)) is None
+    assert store.release_lease(b) is False
+    assert store.lease_of(repository, 4) == c
+
+
+def test_earlier_runs_are_those_of_the_same_issue_however_busy_the_database(
+    store: Store,
+) -> None:
+    """A Continuation finds its issue's earlier Run even behind many Runs of other issues."""
+    repository = store.ensure_repository("octo", "widgets")
+    other = store.ensure_repository("octo", "gadgets")
+    first = store.start_run(repository, 7)
+    for number in range(30):
+        store.start_run(other, 7)
+        store.start_run(repository, 100 + number)
+    current = store.start_run(repository, 7)
+    assert [run.id for run in store.earlier_runs(current)] == [first.id]
+
+
 def test_concurrent_acquirers_get_exactly_one_lease(store: Store, database_url: str) -> None:
     """Eight threads with their own connections race for one issue; one wins."""
     repository = store.ensure_repository("octo", "widgets")

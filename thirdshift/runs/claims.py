@@ -11,6 +11,7 @@ import contextlib
 import os
 import socket
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -49,7 +50,8 @@ class LeaseKeeper:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Lease:
-        owner = f"{socket.gethostname()}:{os.getpid()}"
+        # One owner per Run: two Runs in one process must never share a Lease.
+        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         lease = self._store.acquire_lease(self._repository, self._issue_number, owner, self._ttl)
         if lease is None:
             held = self._store.lease_of(self._repository, self._issue_number)

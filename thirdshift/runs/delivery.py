@@ -279,13 +279,7 @@ class Delivery:
     def _earlier_run(self, record: Run) -> str:
         """What the last Run on this issue did and why it ended, for a Continuation's prompt,
         from the database (never from a Harness transcript)."""
-        earlier = [
-            run
-            for run in self._store.list_runs(limit=20)
-            if run.repository.id == record.repository.id
-            and run.issue_number == record.issue_number
-            and run.id != record.id
-        ]
+        earlier = self._store.earlier_runs(record, limit=1)
         if not earlier:
             return ""
         last = earlier[0]

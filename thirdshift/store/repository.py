@@ -41,6 +41,11 @@ from thirdshift.store.tables import ClaimRow, RepositoryRow, RunRow, SessionEven
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
+RELEASED = ""
+"""The owner of a Lease given up: the row stays, so fencing tokens only ever go up."""
+_LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -373,6 +378,7 @@ class Store:
                 .where(
                     col(ClaimRow.repository_id) == lease.repository_id,
                     col(ClaimRow.issue_number) == lease.issue_number,
+                    col(ClaimRow.owner) == lease.owner,
                     col(ClaimRow.fencing_token) == lease.fencing_token,
                 )
                 .values(run_id=run_id)
@@ -381,14 +387,19 @@ class Store:
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
     def release_lease(self, lease: Lease) -> bool:
-        """Give the Lease up; False when it had already passed to someone else."""
+        """Give the Lease up; False when it had already passed to someone else (matched on
+        owner and fencing token). The row stays, empty and expired, so the next acquire goes
+        on from this fencing token and never hands out one a late holder may still carry."""
         with self._session() as session:
             result = session.execute(
-                sa.delete(ClaimRow).where(
+                sa.update(ClaimRow)
+                .where(
                     col(ClaimRow.repository_id) == lease.repository_id,
                     col(ClaimRow.issue_number) == lease.issue_number,
+                    col(ClaimRow.owner) == lease.owner,
                     col(ClaimRow.fencing_token) == lease.fencing_token,
                 )
+                .values(owner=RELEASED, run_id=None, expires_at=_LONG_AGO)
             )
             session.commit()
             return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -399,9 +410,25 @@ class Store:
                 select(ClaimRow).where(
                     ClaimRow.repository_id == repository.id,
                     ClaimRow.issue_number == issue_number,
+                    ClaimRow.owner != RELEASED,
                 )
             ).first()
             return None if row is None else _lease(row.model_dump())
+
+    def earlier_runs(self, run: Run, *, limit: int = 5) -> list[Run]:
+        """The Runs on the same issue of the same repository before ``run``, newest first."""
+        with self._session() as session:
+            rows = session.exec(
+                select(RunRow)
+                .where(
+                    RunRow.repository_id == run.repository.id,
+                    RunRow.issue_number == run.issue_number,
+                    col(RunRow.id) < run.id,
+                )
+                .order_by(col(RunRow.id).desc())
+                .limit(limit)
+            ).all()
+            return [_run(row, run.repository) for row in rows]
 
     # -- helpers -----------------------------------------------------------------------------
 
