@@ -42,6 +42,11 @@ class Interrupted(ThirdshiftError):
     run whose cause is "interrupted"."""
 
 
+class LeaseLost(ThirdshiftError):
+    """The Run's Lease passed to another Run (it expired while this one was paused, or could
+    not be renewed): the Run stops and changes nothing more on GitHub or on origin."""
+
+
 class GitError(ThirdshiftError):
     """A git command in the managed clone or a Worktree failed or timed out. The message names
     the command (never a credential), the clone or Worktree, and the fix."""

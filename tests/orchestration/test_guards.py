@@ -3,13 +3,17 @@ commit adding a secret is pushed, and no Worktree is made over an earlier Run's 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.orchestration.conftest import PLANTED_TOKEN, RunWorld
 from tests.support.scripted_sessions import commit_file, git
-from thirdshift.errors import ThirdshiftError
+from thirdshift.errors import LeaseLost, ThirdshiftError
+from thirdshift.runs.claims import FencedGitHub, LeaseKeeper
 
 READY = "ready-for-agent"
 BUSY = "in-progress"
@@ -135,3 +139,115 @@ def test_a_worktree_an_earlier_runs_process_still_works_in_is_never_made_again(
     assert world.github.labels_of(number) == [READY]
     assert world.github.called("set_issue_labels") == []
     assert world.store.list_runs() == []
+
+
+def _taken_over(world: RunWorld, number: int) -> None:
+    """Another Run takes the issue's Lease, as it would once this one's expired while paused."""
+    repository = world.store.ensure_repository("acme", "widgets")
+    later = world.clock.now() + timedelta(hours=1)
+    assert world.store.acquire_lease(repository, number, "successor", timedelta(hours=1), now=later)
+
+
+def test_a_run_that_lost_its_lease_pushes_drafts_labels_and_posts_nothing(
+    world: RunWorld,
+) -> None:
+    """Paused past its Lease while a successor took the issue and left a ready pull request:
+    the first Run, resumed, pushes nothing, leaves the successor's pull request ready, posts no
+    comment, keeps its work in the Worktree and records the lost Lease."""
+    number = world.github.add_issue("Add a widget", "", [BUSY])
+    _push_branch(world, "issue-1", "successor.txt")
+    successor = world.github.create_pull(
+        "acme", "widgets", head="issue-1", base="main", title="Successor's", body="b"
+    )
+    head_before = world.github.branch_head("issue-1")
+
+    def paused_then_resumed(worktree: Path, prompt: str) -> str:
+        commit_file("stale.txt", "stale\n", "Stale work", pull_request=PR_TEXT)(worktree, prompt)
+        _taken_over(world, number)
+        return "done"
+
+    world.sessions.plays["implement"] = paused_then_resumed
+
+    assert world.run(number) == 1
+
+    assert world.github.branch_head("issue-1") == head_before
+    [pull] = world.github.pull_requests()
+    assert (pull.number, pull.draft, pull.title) == (successor.number, False, "Successor's")
+    assert world.github.comments_on(number) == []
+    assert world.github.labels_of(number) == [BUSY]
+    assert world.lines[-3].startswith("lost the Lease on #1: another Run holds the issue now")
+    kept = world.settings.home / "worktrees" / "acme-widgets-issue-1"
+    assert world.lines[-2].startswith(f"keeping the worktree {kept}")
+    assert "Stale work" in git(kept, "log", "--format=%s")
+    [run] = world.store.list_runs()
+    assert run.state == "failed"
+    assert (run.cause or "").startswith("lost the Lease")
+    repository = world.store.ensure_repository("acme", "widgets")
+    held = world.store.lease_of(repository, number)
+    assert held is not None
+    assert held.owner == "successor"
+
+
+def test_every_write_of_a_fenced_github_asks_the_fence_and_reads_do_not(
+    world: RunWorld,
+) -> None:
+    """The fence stands before each write a Run can make; reading needs no Lease."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    asked: list[str] = []
+
+    def fence() -> None:
+        asked.append("fence")
+        raise ThirdshiftError("fenced")
+
+    gh = FencedGitHub(world.github, fence)
+    writes: list[Callable[[], object]] = [
+        lambda: gh.ensure_label("acme", "widgets", "x", "ffffff", "d"),
+        lambda: gh.set_issue_labels("acme", "widgets", number, []),
+        lambda: gh.upsert_marked_comment("acme", "widgets", number, "<!-- m -->", "b"),
+        lambda: gh.close_issue("acme", "widgets", number),
+        lambda: gh.create_pull("acme", "widgets", head="x", base="main", title="t", body="b"),
+        lambda: gh.update_pull("acme", "widgets", 1, title="t"),
+        lambda: gh.mark_ready("acme", "widgets", 1),
+        lambda: gh.convert_to_draft("acme", "widgets", 1),
+        lambda: gh.merge_pull("acme", "widgets", 1, sha="s", title="t", message="m"),
+        lambda: gh.delete_branch("acme", "widgets", "x"),
+        lambda: gh.rerun_failed_jobs("acme", "widgets", 1),
+    ]
+    for write in writes:
+        with pytest.raises(ThirdshiftError, match="fenced"):
+            write()
+    assert len(asked) == len(writes)
+    assert world.github.calls == []
+    assert gh.issue("acme", "widgets", number).title == "Add a widget"
+    assert len(asked) == len(writes)  # reading asked nothing
+
+
+def _push_branch(world: RunWorld, branch: str, name: str) -> None:
+    work = world.root / f"push-{branch}"
+    git(world.root, "clone", "-q", str(world.origin), str(work))
+    git(work, "checkout", "-q", "-b", branch)
+    (work / name).write_text(f"{name}\n")
+    git(work, "add", name)
+    git(work, "commit", "-q", "-m", f"Add {name}")
+    git(work, "push", "-q", "origin", branch)
+
+
+def test_the_lease_keeper_notices_a_takeover_and_says_so_once(world: RunWorld) -> None:
+    """Renewal finds the Lease gone: on_lost is called once, the fence refuses, and the Lease
+    the successor holds is not released when the loser ends."""
+    repository = world.store.ensure_repository("acme", "widgets")
+    lost: list[str] = []
+    keeper = LeaseKeeper(world.store, repository, 3, 0.3, on_lost=lambda: lost.append("lost"))
+    with keeper:
+        keeper.check()
+        _taken_over(world, 3)
+        deadline = time.monotonic() + 30
+        while not lost and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lost == ["lost"]
+        with pytest.raises(LeaseLost):
+            keeper.check()
+    assert lost == ["lost"]
+    held = world.store.lease_of(repository, 3)
+    assert held is not None
+    assert held.owner == "successor"

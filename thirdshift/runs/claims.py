@@ -12,13 +12,23 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from thirdshift.errors import ThirdshiftError
+from thirdshift.errors import LeaseLost, ThirdshiftError
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import IssueInfo, Lease, Repository
+from thirdshift.records import (
+    CheckRun,
+    Comment,
+    CommitStatus,
+    IssueInfo,
+    Lease,
+    MergeResult,
+    PullRequestInfo,
+    RepoInfo,
+    Repository,
+)
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.store import Store
 
@@ -36,18 +46,28 @@ class Claim:
 class LeaseKeeper:
     """The database half of a Claim: taken before anything changes, renewed every third of its
     length while the Run lives, given up when the Run ends. A Run that finds the Lease held
-    elsewhere stops before it starts."""
+    elsewhere stops before it starts; one that loses it (another Run took it over, or renewal
+    kept failing until it expired) is told through ``on_lost`` and its fence (``check``)
+    refuses every later write."""
 
     def __init__(
-        self, store: Store, repository: Repository, issue_number: int, seconds: float
+        self,
+        store: Store,
+        repository: Repository,
+        issue_number: int,
+        seconds: float,
+        *,
+        on_lost: Callable[[], None] = lambda: None,
     ) -> None:
         self._store = store
         self._repository = repository
         self._issue_number = issue_number
         self._ttl = timedelta(seconds=seconds)
+        self._on_lost = on_lost
         self._stop = threading.Event()
         self._lease: Lease | None = None
         self._thread: threading.Thread | None = None
+        self.lost = False
 
     def __enter__(self) -> Lease:
         # One owner per Run: two Runs in one process must never share a Lease.
@@ -65,22 +85,158 @@ class LeaseKeeper:
         self._thread.start()
         return lease
 
+    def check(self) -> None:
+        """The fence, called right before every write to GitHub and every push: raises
+        LeaseLost unless the database still says this Run holds the Lease."""
+        lease = self._lease
+        if self.lost or lease is None or not self._store.lease_held(lease):
+            self._lose()
+            raise LeaseLost(
+                f"lost the Lease on #{self._issue_number}: another Run holds the issue now (this "
+                "one was paused or cut off past its Lease); it changed nothing more on GitHub"
+            )
+
+    def _lose(self) -> None:
+        if not self.lost:
+            self.lost = True
+            self._on_lost()
+
     def _renew(self) -> None:
         while not self._stop.wait(self._ttl.total_seconds() / 3):
-            if self._lease is None:
+            lease = self._lease
+            if lease is None:
                 return
             try:
-                self._lease = self._store.renew_lease(self._lease, self._ttl)
+                renewed = self._store.renew_lease(lease, self._ttl)
             except ThirdshiftError:
                 continue  # the next renewal tries again; the Lease is still ours until expiry
+            if renewed is None:
+                self._lose()
+                return
+            self._lease = renewed
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        if self._lease is not None:
+        if self._lease is not None and not self.lost:
             with contextlib.suppress(ThirdshiftError):  # it expires by itself
                 self._store.release_lease(self._lease)
+
+
+class FencedGitHub:
+    """GitHub for a Run under a Lease: every write asks the fence first, so a Run that lost its
+    Lease (paused past it, say) writes nothing over its successor's work. Reads pass."""
+
+    def __init__(self, github: GitHubPort, fence: Callable[[], None]) -> None:
+        self._gh = github
+        self._fence = fence
+
+    def authenticated_login(self) -> str:
+        return self._gh.authenticated_login()
+
+    def repo(self, owner: str, name: str) -> RepoInfo:
+        return self._gh.repo(owner, name)
+
+    def permission(self, owner: str, name: str, login: str) -> str:
+        return self._gh.permission(owner, name, login)
+
+    def issue(self, owner: str, name: str, number: int) -> IssueInfo:
+        return self._gh.issue(owner, name, number)
+
+    def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]:
+        return self._gh.issue_comments(owner, name, number)
+
+    def ensure_label(self, owner: str, name: str, label: str, color: str, description: str) -> None:
+        self._fence()
+        return self._gh.ensure_label(owner, name, label, color, description)
+
+    def set_issue_labels(self, owner: str, name: str, number: int, labels: Sequence[str]) -> None:
+        self._fence()
+        return self._gh.set_issue_labels(owner, name, number, labels)
+
+    def upsert_marked_comment(
+        self, owner: str, name: str, number: int, marker: str, body: str
+    ) -> Comment:
+        self._fence()
+        return self._gh.upsert_marked_comment(owner, name, number, marker, body)
+
+    def close_issue(self, owner: str, name: str, number: int) -> None:
+        self._fence()
+        return self._gh.close_issue(owner, name, number)
+
+    def pulls_for_head(
+        self, owner: str, name: str, head_branch: str, state: str = "all"
+    ) -> tuple[PullRequestInfo, ...]:
+        return self._gh.pulls_for_head(owner, name, head_branch, state)
+
+    def pull(self, owner: str, name: str, number: int) -> PullRequestInfo:
+        return self._gh.pull(owner, name, number)
+
+    def wait_for_mergeable(
+        self, owner: str, name: str, number: int, timeout: float
+    ) -> PullRequestInfo:
+        return self._gh.wait_for_mergeable(owner, name, number, timeout)
+
+    def create_pull(
+        self,
+        owner: str,
+        name: str,
+        *,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool = False,
+    ) -> PullRequestInfo:
+        self._fence()
+        return self._gh.create_pull(
+            owner, name, head=head, base=base, title=title, body=body, draft=draft
+        )
+
+    def update_pull(
+        self,
+        owner: str,
+        name: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        base: str | None = None,
+    ) -> PullRequestInfo:
+        self._fence()
+        return self._gh.update_pull(owner, name, number, title=title, body=body, base=base)
+
+    def mark_ready(self, owner: str, name: str, number: int) -> None:
+        self._fence()
+        return self._gh.mark_ready(owner, name, number)
+
+    def convert_to_draft(self, owner: str, name: str, number: int) -> None:
+        self._fence()
+        return self._gh.convert_to_draft(owner, name, number)
+
+    def merge_pull(
+        self, owner: str, name: str, number: int, *, sha: str, title: str, message: str
+    ) -> MergeResult:
+        self._fence()
+        return self._gh.merge_pull(owner, name, number, sha=sha, title=title, message=message)
+
+    def delete_branch(self, owner: str, name: str, branch: str) -> None:
+        self._fence()
+        return self._gh.delete_branch(owner, name, branch)
+
+    def check_runs(self, owner: str, name: str, sha: str) -> tuple[CheckRun, ...]:
+        return self._gh.check_runs(owner, name, sha)
+
+    def commit_statuses(self, owner: str, name: str, sha: str) -> tuple[CommitStatus, ...]:
+        return self._gh.commit_statuses(owner, name, sha)
+
+    def job_log_tail(self, owner: str, name: str, job_id: int, max_chars: int = 4000) -> str:
+        return self._gh.job_log_tail(owner, name, job_id, max_chars)
+
+    def rerun_failed_jobs(self, owner: str, name: str, run_id: int) -> None:
+        self._fence()
+        return self._gh.rerun_failed_jobs(owner, name, run_id)
 
 
 def claim_labels(

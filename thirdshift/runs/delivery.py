@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.clock import Clock
-from thirdshift.errors import GitHubError, Interrupted, ThirdshiftError
+from thirdshift.errors import GitHubError, Interrupted, LeaseLost, ThirdshiftError
 from thirdshift.git import ManagedClone, Worktree
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import Comment, IssueInfo, PullRequestInfo, RepoInfo, Run
@@ -29,7 +29,7 @@ from thirdshift.runs.branches import (
     branch_number,
     choose_issue_branch,
 )
-from thirdshift.runs.claims import Claim, LeaseKeeper, claim_labels
+from thirdshift.runs.claims import Claim, FencedGitHub, LeaseKeeper, claim_labels
 from thirdshift.runs.failed_run import FailedRun, Salvage
 from thirdshift.runs.loop_outside import RunLoopOutside
 from thirdshift.runs.ports import CloneSource, GitHubPort, SessionSource
@@ -115,7 +115,14 @@ class Delivery:
             base = choice.open_pull.base_ref
         worktree_path = self._settings.home / "worktrees" / f"{owner}-{name}-{choice.branch}"
         repository = self._store.ensure_repository(owner, name)
-        with LeaseKeeper(self._store, repository, number, self._settings.lease_seconds) as lease:
+        keeper = LeaseKeeper(
+            self._store,
+            repository,
+            number,
+            self._settings.lease_seconds,
+            on_lost=self._interrupt.set,  # its session stops at once
+        )
+        with keeper as lease:
             # Under the Lease: a live Run's Worktree is that Run's business, not left-overs.
             busy = self._session_source.still_working_in(worktree_path)
             if busy:
@@ -142,7 +149,7 @@ class Delivery:
             )
             self._store.attach_run_to_lease(lease, record.id)
             self.say(f"Run {record.id} on {ref}: {issue.title}")
-            return self._deliver(request, record, clone, issue, choice, base, worktree_path)
+            return self._deliver(request, record, clone, issue, choice, base, worktree_path, keeper)
 
     def _deliver(
         self,
@@ -153,9 +160,10 @@ class Delivery:
         choice: BranchChoice,
         base: str,
         worktree_path: Path,
+        keeper: LeaseKeeper,
     ) -> int:
         ref = request.issue
-        gh = self._github
+        gh = FencedGitHub(self._github, keeper.check)
         owner, name, number = ref.owner, ref.repo, ref.number
         claim = Claim(had_ready_label=False, added_label=False)
         worktree: Worktree | None = None
@@ -174,6 +182,7 @@ class Delivery:
             ready_label=self._settings.ready_label,
             in_progress_label=self._settings.in_progress_label,
             branch_on_origin=lambda: clone.has_remote_branch(choice.branch),
+            fence=keeper.check,
         )
         try:
             claim = claim_labels(
@@ -211,7 +220,7 @@ class Delivery:
                 )
                 sessions.run("implement", self._scrub(prompt))
                 self._check_interrupt()
-                pull = self._takeover(ref, worktree, choice, base, pull)
+                pull = self._takeover(ref, worktree, choice, base, pull, gh, keeper.check)
                 self._store.update_run(record.id, pull_request_number=pull.number)
                 outside = RunLoopOutside(
                     github=gh,
@@ -227,15 +236,16 @@ class Delivery:
                     record=record,
                     base=base,
                     pull=pull,
+                    fence=keeper.check,
                 )
                 result = RepairLoop(
                     outside,
                     Budgets(self._settings.max_repairs, self._settings.max_upstream_moves),
                     merge=request.merge,
                 ).run()
-                pull = self._finish(ref, worktree, pull, result)
+                pull = self._finish(ref, worktree, pull, result, gh)
         except Exception as error:  # whatever went wrong, the work is saved first
-            failure = self._as_failure(error, sessions)
+            failure = self._as_failure(error, sessions, keeper)
             outcome = salvage.fail(
                 FailedRun(
                     error=failure,
@@ -353,8 +363,9 @@ class Delivery:
         choice: BranchChoice,
         base: str,
         pull: PullRequestInfo | None,
+        gh: GitHubPort,
+        fence: Callable[[], None],
     ) -> PullRequestInfo:
-        gh = self._github
         if worktree.is_dirty() and worktree.commit_all(
             "thirdshift: work the implement session left uncommitted"
         ):
@@ -365,7 +376,7 @@ class Delivery:
                 "open a pull request for"
             )
         self.say(f"pushing {choice.branch}")
-        push_checked(worktree, choice.branch, base, self._scrub.findings)
+        push_checked(worktree, choice.branch, base, self._scrub.findings, fence)
         title, body = self._pull_request_text(ref, worktree)
         if pull is None:
             open_pulls = [
@@ -416,8 +427,8 @@ class Delivery:
         worktree: Worktree,
         pull: PullRequestInfo,
         result: LoopResult,
+        gh: GitHubPort,
     ) -> PullRequestInfo:
-        gh = self._github
         title, body = self._pull_request_text(ref, worktree)
         if (title, body) != (pull.title, pull.body) and not result.merged:
             pull = gh.update_pull(ref.owner, ref.repo, pull.number, title=title, body=body)
@@ -451,10 +462,15 @@ class Delivery:
             self.say(f"warning: after the merge: {problem}")
         return pull
 
-    def _as_failure(self, error: Exception, sessions: Sessions | None) -> ThirdshiftError:
-        """The cause a Failed run reports: an interrupt wins over what it broke (a killed git
-        command, a stopped session), except over a verdict of the Repair loop; killed work of
-        earlier sessions is still named ahead of it."""
+    def _as_failure(
+        self, error: Exception, sessions: Sessions | None, keeper: LeaseKeeper
+    ) -> ThirdshiftError:
+        """The cause a Failed run reports: a lost Lease wins over everything (it stopped the
+        Run); an interrupt wins over what it broke (a killed git command, a stopped session),
+        except over a verdict of the Repair loop; killed work of earlier sessions is still
+        named ahead of it."""
+        if keeper.lost:
+            return error if isinstance(error, LeaseLost) else self._lost(keeper)
         original = error.original if isinstance(error, LaterStepFailed) else error
         if self._interrupt.is_set() and not isinstance(original, RunFailed):
             endings = sessions.endings if sessions else ()
@@ -471,6 +487,14 @@ class Delivery:
             f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift; the work was "
             "saved below, please report it with the lines above)"
         )
+
+    @staticmethod
+    def _lost(keeper: LeaseKeeper) -> LeaseLost:
+        try:
+            keeper.check()
+        except LeaseLost as lost:
+            return lost
+        return LeaseLost("lost the Lease")
 
     def _check_interrupt(self) -> None:
         if self._interrupt.is_set():

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.clock import Clock
-from thirdshift.errors import ThirdshiftError
+from thirdshift.errors import LeaseLost, ThirdshiftError
 from thirdshift.git import Worktree
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo, Run
@@ -100,7 +100,9 @@ class Salvage:
         ready_label: str,
         in_progress_label: str,
         branch_on_origin: Callable[[], bool],
+        fence: Callable[[], None] = lambda: None,
     ) -> None:
+        self._fence = fence
         self._branch_on_origin_now = branch_on_origin
         self._gh = github
         self._store = store
@@ -118,6 +120,8 @@ class Salvage:
         cause = self._scrub(str(failed.error) or failed.error.__class__.__name__)
         policy = is_policy_refusal(failed.error)
         self._progress(f"the Run failed: {cause}")
+        if isinstance(failed.error, LeaseLost):
+            return self._lost(failed, cause)
         head, pushed, kept = self._save_work(failed, cause, policy)
         pull = self._pull_after(failed.pull)
         to_draft = pull is not None and pull.state == "open" and not pull.draft and not policy
@@ -143,6 +147,31 @@ class Salvage:
             last_lines=tuple(lines),
             kept_worktree=kept is not None,
         )
+
+    def _lost(self, failed: FailedRun, cause: str) -> FailedOutcome:
+        """Another Run holds the issue now: nothing is pushed, drafted, labelled or posted (that
+        would undo the successor's work); the work stays in the Worktree, and the record says
+        why."""
+        kept = None
+        if failed.worktree is not None:
+            self._attempt(
+                "committing the work in the Worktree",
+                lambda: self._commit_failure(failed.worktree, cause),
+            )
+            kept = self._kept(failed.worktree, None)
+        self._attempt(
+            "recording the Failed run",
+            lambda: self._record(failed, cause, False, None, None),
+        )
+        lines = [cause, *([kept] if kept else [])]
+        lines.append(f"session log: {failed.last_log if failed.last_log else 'none'}")
+        return FailedOutcome(
+            cause=cause, open_pull_url=None, last_lines=tuple(lines), kept_worktree=kept is not None
+        )
+
+    def _commit_failure(self, worktree: Worktree | None, cause: str) -> None:
+        if worktree is not None and worktree.is_dirty():
+            worktree.commit_all(f"thirdshift: failed run ({reason_of(cause)})")
 
     def _record(
         self,
@@ -195,7 +224,7 @@ class Salvage:
             self._progress(f"warning: could not save the work in {worktree.path}: {problem}")
             return None, False, self._kept(worktree, None)
         try:
-            push_checked(worktree, self._branch, self._base, self._scrub.findings)
+            push_checked(worktree, self._branch, self._base, self._scrub.findings, self._fence)
             self._progress(f"pushed {self._branch} at {head[:7]}")
         except ThirdshiftError as problem:
             self._progress(

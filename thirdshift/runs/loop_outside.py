@@ -42,7 +42,9 @@ class RunLoopOutside:
         record: Run,
         base: str,
         pull: PullRequestInfo,
+        fence: Callable[[], None] = lambda: None,
     ) -> None:
+        self._fence = fence
         self.base_branch = base
         self._gh = github
         self._store = store

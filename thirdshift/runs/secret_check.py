@@ -72,6 +72,7 @@ def push_checked(
     branch: str,
     base: str,
     find: Callable[[str], Sequence[_Finding]],
+    fence: Callable[[], None] = lambda: None,
 ) -> None:
     """Push ``branch`` unless a commit not yet on origin (neither in its ``base`` nor in its
     ``branch``, as origin has them now) adds a secret; then raise SecretInCommits and push
@@ -81,4 +82,5 @@ def push_checked(
     leaks = leaks_in(worktree.added_lines(*(f"origin/{name}" for name in on_origin)), find)
     if leaks:
         raise SecretInCommits(describe(branch, leaks, str(worktree.path)), leaks)
+    fence()  # right before the push: a Run that lost its Lease pushes nothing
     worktree.push(branch)

@@ -404,6 +404,21 @@ class Store:
             session.commit()
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
+    def lease_held(self, lease: Lease, *, now: datetime | None = None) -> bool:
+        """Whether ``lease`` is still its holder's: same owner and fencing token, not expired."""
+        now = now or self._clock.now()
+        with self._session() as session:
+            row = session.exec(
+                select(ClaimRow).where(
+                    ClaimRow.repository_id == lease.repository_id,
+                    ClaimRow.issue_number == lease.issue_number,
+                    ClaimRow.owner == lease.owner,
+                    ClaimRow.fencing_token == lease.fencing_token,
+                    col(ClaimRow.expires_at) > now,
+                )
+            ).first()
+            return row is not None
+
     def lease_of(self, repository: Repository, issue_number: int) -> Lease | None:
         with self._session() as session:
             row = session.exec(
