@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
@@ -25,6 +25,12 @@ from thirdshift.errors import ThirdshiftError
 def _fail(error: ThirdshiftError) -> NoReturn:
     click.echo(f"thirdshift: {error}", err=True)
     sys.exit(error.exit_code)
+
+
+def _emit(url: str) -> None:
+    """A URL on stdout; a closed terminal (SIGHUP) must not stop the Run saving its work."""
+    with suppress(OSError, ValueError):
+        click.echo(url)
 
 
 def _guarded(action: Callable[[], Any]) -> Any:
@@ -83,7 +89,7 @@ def sandbox_mode(settings: Any) -> str:
 def _signals_set(
     interrupt: threading.Event, progress: Callable[[str], None], *, quiet: bool = False
 ) -> Iterator[None]:
-    """Ctrl-C and SIGTERM set ``interrupt`` instead of killing the process: a Run stops its
+    """Ctrl-C, SIGTERM and SIGHUP set ``interrupt`` instead of killing the process: a Run stops its
     session and ends as a Failed run that saves its work; a server stops cleanly. A second
     signal changes nothing: saving must finish. Both handlers are installed explicitly, since a
     process started in the background inherits SIGINT ignored."""
@@ -96,7 +102,9 @@ def _signals_set(
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # SIGHUP too: a closed terminal must save the work like Ctrl-C does.
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, _stop) for sig in stops}
     try:
         yield
     finally:
@@ -147,7 +155,7 @@ def run_command(
                 RunRequest(issue=ref, merge=merge, base=base),
                 environ=environ,
                 progress=progress,
-                emit_url=lambda url: click.echo(url),
+                emit_url=_emit,
                 interrupt=interrupt,
             )
         except UsageError as error:
@@ -242,7 +250,7 @@ def demo_command(root: Path | None, keep: bool) -> None:
                 root,
                 progress,
                 interrupt,
-                emit_url=lambda url: click.echo(url),
+                emit_url=_emit,
                 keep=(lambda what: wait_for_interrupt(progress, what, interrupt)) if keep else None,
             )
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import suppress
 from datetime import datetime
 from typing import TextIO
 
@@ -15,5 +16,7 @@ class Progress:
 
     def __call__(self, line: str) -> None:
         stamp = datetime.now().astimezone().strftime("%H:%M:%S")
-        self._stream.write(f"[{stamp}] {line}\n")
-        self._stream.flush()
+        # The terminal may be gone (SIGHUP): saving the work matters more than the line.
+        with suppress(OSError, ValueError):
+            self._stream.write(f"[{stamp}] {line}\n")
+            self._stream.flush()

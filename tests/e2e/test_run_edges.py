@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -269,3 +270,31 @@ def test_an_unusable_home_is_one_line_and_changes_nothing_on_github(
     assert labels(world) == ["ready-for-agent"]
     assert world.comments() == []
     assert world.pulls() == []
+
+
+def test_sighup_saves_the_work_like_sigterm_and_a_second_signal_changes_nothing(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """A closed terminal (SIGHUP) mid-session, then SIGTERM during the salvage: the work is
+    committed and pushed, the Run ends as a Failed run, exit 1."""
+    stall = bash(
+        "echo 'half done' > WIP.md && python3 -c 'import time; time.sleep(300)'", "long check"
+    )
+    world = start_world(
+        tmp_path, [{"name": "implement", "marker": MARKER, "turns": [{"tool_calls": [stall]}]}]
+    )
+    worlds.append(world)
+
+    process = world.start_thirdshift("run", world.issue_url)
+    world.wait_for_process("time.sleep(300)")
+    process.send_signal(signal.SIGHUP)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 1, stderr
+    assert "SIGHUP: stopping; the work will be saved" in stderr
+    lines = [line.split("] ", 1)[1] for line in stderr.strip().splitlines()]
+    assert lines[-2] == "interrupted"
+    clone = world.clone()
+    assert world.git("show", "origin/issue-1:WIP.md", cwd=clone) == "half done"

@@ -406,3 +406,22 @@ def _push_branch(world: RunWorld, branch: str, name: str) -> None:
     git(work, "add", name)
     git(work, "commit", "-q", "-m", f"Add {name}")
     git(work, "push", "-q", "origin", branch)
+
+
+def test_a_continuation_that_writes_no_pull_request_file_keeps_the_pull_requests_text(
+    world: RunWorld,
+) -> None:
+    """The open pull request's title and body were written by an earlier Run (or a person): a
+    session that writes no Pull request file leaves them as they are."""
+    number = world.github.add_issue("Add a widget", "", [BUSY])
+    _push_branch(world, "issue-1", "early.txt")
+    world.github.create_pull(
+        "acme", "widgets", head="issue-1", base="main", title="The careful title", body="Closes #1"
+    )
+    world.sessions.plays["implement"] = commit_file("widget.txt", "widget\n", "Finish it")
+
+    assert world.run(number) == 0
+
+    [pull] = world.github.pull_requests()
+    assert (pull.title, pull.body) == ("The careful title", "Closes #1")
+    assert "the session wrote no .thirdshift-pull-request.md" in world.lines

@@ -251,3 +251,16 @@ def test_the_lease_keeper_notices_a_takeover_and_says_so_once(world: RunWorld) -
     held = world.store.lease_of(repository, 3)
     assert held is not None
     assert held.owner == "successor"
+
+
+def test_an_interrupt_before_the_claim_changes_nothing_on_github(world: RunWorld) -> None:
+    """Ctrl-C during pre-flight: no label, no comment, no Run recorded; the error says so."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.github.on_call = lambda method: world.interrupt.set() if method == "issue" else None
+
+    with pytest.raises(ThirdshiftError, match="interrupted"):
+        world.run(number)
+
+    assert world.github.labels_of(number) == [READY]
+    assert world.github.comments_on(number) == []
+    assert world.store.list_runs() == []

@@ -95,6 +95,7 @@ class Delivery:
         ref = request.issue
         owner, name, number = ref.owner, ref.repo, ref.number
         repo, issue = self._preflight(ref)
+        self._check_interrupt()
         base = request.base or repo.default_branch
         clone = self._clones(ref, repo)
         self.say(f"fetching {repo.full_name} into {clone.path}")
@@ -136,6 +137,8 @@ class Delivery:
                     f"the worktree {worktree_path} from an earlier Run holds work that is not on "
                     f"origin ({left}); push it, or remove the worktree if it is not wanted"
                 )
+            # An interrupt before the Claim changes nothing: no record, no label, no comment.
+            self._check_interrupt()
             if choice.continuation:
                 self.say(f"continuing {choice.branch}, which an earlier Run left on origin")
             record = self._store.start_run(
@@ -293,7 +296,12 @@ class Delivery:
         if not earlier:
             return ""
         last = earlier[0]
-        ending = f"The earlier Run ended {last.state}" + (f": {last.cause}" if last.cause else "")
+        if last.state == "running":  # it never recorded an ending: its process died
+            ending = "The earlier Run stopped without recording how it ended (its process died)"
+        else:
+            ending = f"The earlier Run ended {last.state}" + (
+                f": {last.cause}" if last.cause else ""
+            )
         history = self._store.run_history(last.id, last_events=EVENTS_IN_RESUME)
         return self._scrub(f"{follow_up_preamble(history)}{ending}.\n")
 
@@ -377,7 +385,8 @@ class Delivery:
             )
         self.say(f"pushing {choice.branch}")
         push_checked(worktree, choice.branch, base, self._scrub.findings, fence)
-        title, body = self._pull_request_text(ref, worktree)
+        written = self._pull_request_text(ref, worktree)
+        title, body = written or self._default_text(ref)
         if pull is None:
             open_pulls = [
                 p
@@ -390,9 +399,12 @@ class Delivery:
                 ref.owner, ref.repo, head=choice.branch, base=base, title=title, body=body
             )
             self.say(f"opened pull request {pull.html_url}")
-        else:
+        elif written is not None:
             pull = gh.update_pull(ref.owner, ref.repo, pull.number, title=title, body=body)
             self.say(f"updated pull request {pull.html_url}")
+        else:  # a Continuation's session that wrote nothing keeps the pull request's own text
+            pull = gh.pull(ref.owner, ref.repo, pull.number)
+            self.say(f"kept the title and body of pull request {pull.html_url}")
         if pull.state != "open":
             raise ThirdshiftError(f"pull request {pull.html_url} is {pull.state}, not open")
         if pull.base_ref != base:
@@ -405,21 +417,29 @@ class Delivery:
             pull = gh.pull(ref.owner, ref.repo, pull.number)
         return pull
 
-    def _pull_request_text(self, ref: IssueRef, worktree: Worktree) -> tuple[str, str]:
-        """The title and body the agent wrote, or plain defaults; always closes the issue."""
-        title, body = f"Fix #{ref.number}", ""
+    def _pull_request_text(
+        self, ref: IssueRef, worktree: Worktree, *, say: bool = True
+    ) -> tuple[str, str] | None:
+        """The title and body the agent wrote (always closing the issue), or None when it
+        wrote no Pull request file."""
         text = worktree.read_agent_file(PULL_REQUEST_FILE)
-        if text is not None:
-            first, _, rest = text.strip().partition("\n")
-            title = first.lstrip("# ").strip() or title
-            body = rest.strip()
-        else:
-            self.say(f"the session wrote no {PULL_REQUEST_FILE}; using a plain title and body")
+        if text is None:
+            if say:
+                self.say(f"the session wrote no {PULL_REQUEST_FILE}")
+            return None
+        first, _, rest = text.strip().partition("\n")
+        title = first.lstrip("# ").strip() or f"Fix #{ref.number}"
+        body = rest.strip()
         if not re.search(
             rf"\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#{ref.number}\b", body, re.IGNORECASE
         ):
             body = f"{body}\n\nCloses #{ref.number}".strip()
         return self._scrub(title)[:250], self._scrub(body)
+
+    @staticmethod
+    def _default_text(ref: IssueRef) -> tuple[str, str]:
+        """A plain title and body for a new pull request whose session wrote none."""
+        return f"Fix #{ref.number}", f"Closes #{ref.number}"
 
     def _finish(
         self,
@@ -429,8 +449,9 @@ class Delivery:
         result: LoopResult,
         gh: GitHubPort,
     ) -> PullRequestInfo:
-        title, body = self._pull_request_text(ref, worktree)
-        if (title, body) != (pull.title, pull.body) and not result.merged:
+        written = self._pull_request_text(ref, worktree, say=False)
+        if written is not None and written != (pull.title, pull.body) and not result.merged:
+            title, body = written
             pull = gh.update_pull(ref.owner, ref.repo, pull.number, title=title, body=body)
         if not result.merged:
             pull = gh.pull(ref.owner, ref.repo, pull.number)
