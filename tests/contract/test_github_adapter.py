@@ -630,3 +630,15 @@ def test_a_rerun_that_got_a_server_error_is_checked_then_asked_again(
     sandbox.client.wait_for_checks(OWNER, CHATTY, sha, timeout=60)
     workflow = sandbox.github("wes").get_repo(f"{OWNER}/{CHATTY}").get_workflow_run(run_id)
     assert workflow.run_attempt == 2
+
+
+def test_labels_are_added_and_removed_one_at_a_time_keeping_the_others(sandbox: Sandbox) -> None:
+    """add_label and remove_label touch one label; removing one the issue lacks is fine."""
+    github, _ = adapter(sandbox)
+    number = open_issue(sandbox, "Labels", ("bug",))
+    github.add_label(OWNER, NAME, number, "in-progress")
+    github.add_label(OWNER, NAME, number, "in-progress")
+    assert sorted(github.issue(OWNER, NAME, number).labels) == ["bug", "in-progress"]
+    github.remove_label(OWNER, NAME, number, "bug")
+    github.remove_label(OWNER, NAME, number, "bug")
+    assert github.issue(OWNER, NAME, number).labels == ("in-progress",)

@@ -264,3 +264,21 @@ def test_an_interrupt_before_the_claim_changes_nothing_on_github(world: RunWorld
     assert world.github.labels_of(number) == [READY]
     assert world.github.comments_on(number) == []
     assert world.store.list_runs() == []
+
+
+def test_a_label_a_person_adds_during_the_run_is_kept(world: RunWorld) -> None:
+    """Labels change one at a time: what someone adds while the agent works stays, through the
+    Claim, a Failed run's release of it, and success."""
+    number = world.github.add_issue("Add a widget", "", [READY, "bug"])
+
+    def person_labels_meanwhile(worktree: Path, prompt: str) -> str:
+        issue = world.github.repo_state.issue(number)
+        world.github.world.add_labels(world.github.repo_state, issue, ["priority"], "alice")
+        return "I only looked around"  # no commit: the Failed run releases the Claim
+
+    world.sessions.plays["implement"] = person_labels_meanwhile
+
+    assert world.run(number) == 1
+
+    assert sorted(world.github.labels_of(number)) == ["bug", "priority", READY]
+    assert world.github.called("set_issue_labels") == []

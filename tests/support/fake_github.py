@@ -140,6 +140,17 @@ class FakeGitHub:
         issue = self._api(lambda: self.repo_state.issue(number))
         self.world.set_labels(self.repo_state, issue, list(labels), self.login)
 
+    def add_label(self, owner: str, name: str, number: int, label: str) -> None:
+        self._enter("add_label", number, label)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        self.world.add_labels(self.repo_state, issue, [label], self.login)
+
+    def remove_label(self, owner: str, name: str, number: int, label: str) -> None:
+        self._enter("remove_label", number, label)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        if any(existing.name.lower() == label.lower() for existing in issue.labels):
+            self.world.remove_label(self.repo_state, issue, label, self.login)
+
     def upsert_marked_comment(
         self, owner: str, name: str, number: int, marker: str, body: str
     ) -> Comment:

@@ -203,6 +203,28 @@ class GitHub:
             lambda: self._repo(owner, name).get_issue(number).set_labels(*labels),
         )
 
+    def add_label(self, owner: str, name: str, number: int, label: str) -> None:
+        """Add ``label`` to the issue and leave every other label as it is (adding one the
+        issue has is fine, so asking again after a lost answer is too)."""
+        path = f"/repos/{owner}/{name}/issues/{number}/labels"
+        self._calls.call(
+            Request("POST", path, f"the labels of issue #{number} of {owner}/{name}"),
+            lambda: self._repo(owner, name).get_issue(number).add_to_labels(label),
+            repeatable=True,
+        )
+
+    def remove_label(self, owner: str, name: str, number: int, label: str) -> None:
+        """Take ``label`` off the issue and leave every other label; one it lacks is fine."""
+        path = f"/repos/{owner}/{name}/issues/{number}/labels/{_q(label)}"
+        try:
+            self._calls.call(
+                Request("DELETE", path, f"label '{label}' of issue #{number} of {owner}/{name}"),
+                lambda: self._repo(owner, name).get_issue(number).remove_from_labels(label),
+            )
+        except GitHubError as exc:
+            if exc.status != 404:
+                raise
+
     def upsert_marked_comment(
         self, owner: str, name: str, number: int, marker: str, body: str
     ) -> Comment:

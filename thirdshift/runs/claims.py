@@ -155,6 +155,14 @@ class FencedGitHub:
         self._fence()
         return self._gh.set_issue_labels(owner, name, number, labels)
 
+    def add_label(self, owner: str, name: str, number: int, label: str) -> None:
+        self._fence()
+        return self._gh.add_label(owner, name, number, label)
+
+    def remove_label(self, owner: str, name: str, number: int, label: str) -> None:
+        self._fence()
+        return self._gh.remove_label(owner, name, number, label)
+
     def upsert_marked_comment(
         self, owner: str, name: str, number: int, marker: str, body: str
     ) -> Comment:
@@ -256,11 +264,14 @@ def claim_labels(
     had_busy = any(label.lower() == busy.lower() for label in labels)
     if had_busy and not had_ready:
         return Claim(had_ready_label=False, added_label=False)
+    # One label at a time, never the whole set: a label a person adds meanwhile must stay.
     if not had_busy:
         github.ensure_label(
             ref.owner, ref.repo, busy, "fbca04", "thirdshift is working on this issue"
         )
-    kept = [label for label in labels if label.lower() not in (ready.lower(), busy.lower())]
-    github.set_issue_labels(ref.owner, ref.repo, ref.number, [*kept, busy])
+        github.add_label(ref.owner, ref.repo, ref.number, busy)
+    if had_ready:
+        ready_name = next(label for label in labels if label.lower() == ready.lower())
+        github.remove_label(ref.owner, ref.repo, ref.number, ready_name)
     say(f"labelling #{ref.number} {busy}" + (f", in place of {ready}" if had_ready else ""))
     return Claim(had_ready_label=had_ready, added_label=not had_busy)

@@ -475,9 +475,8 @@ class Delivery:
                 gh.close_issue(ref.owner, ref.repo, ref.number)
                 self.say(f"closed issue #{ref.number}")
             busy = self._settings.in_progress_label.lower()
-            labels = [label for label in issue.labels if label.lower() != busy]
-            if len(labels) != len(issue.labels):
-                gh.set_issue_labels(ref.owner, ref.repo, ref.number, labels)
+            for label in [label for label in issue.labels if label.lower() == busy]:
+                gh.remove_label(ref.owner, ref.repo, ref.number, label)
                 self.say(f"removing {self._settings.in_progress_label} from issue #{ref.number}")
         except ThirdshiftError as problem:
             self.say(f"warning: after the merge: {problem}")

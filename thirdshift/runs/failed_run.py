@@ -273,12 +273,14 @@ class Salvage:
 
     def _release_claim(self, had_ready: bool) -> None:
         def release() -> None:
-            issue = self._gh.issue(self._ref.owner, self._ref.repo, self._ref.number)
+            # One label at a time: a label a person added meanwhile stays.
+            owner, repo, number = self._ref.owner, self._ref.repo, self._ref.number
+            issue = self._gh.issue(owner, repo, number)
             busy = self._in_progress_label.lower()
-            labels = [label for label in issue.labels if label.lower() != busy]
-            if had_ready and self._ready_label not in labels:
-                labels.append(self._ready_label)
-            self._gh.set_issue_labels(self._ref.owner, self._ref.repo, self._ref.number, labels)
+            if had_ready and self._ready_label.lower() not in [x.lower() for x in issue.labels]:
+                self._gh.add_label(owner, repo, number, self._ready_label)
+            for label in [label for label in issue.labels if label.lower() == busy]:
+                self._gh.remove_label(owner, repo, number, label)
 
         if self._attempt("releasing the Claim", release):
             self._progress(f"released the Claim on #{self._ref.number}: nothing reached origin")

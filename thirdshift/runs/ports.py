@@ -101,6 +101,14 @@ class GitHubPort(Protocol):
         """Replace the issue's labels with exactly ``labels``."""
         ...
 
+    def add_label(self, owner: str, name: str, number: int, label: str) -> None:
+        """Add ``label``, keeping every other label (one a person added meanwhile included)."""
+        ...
+
+    def remove_label(self, owner: str, name: str, number: int, label: str) -> None:
+        """Take ``label`` off, keeping every other label; one the issue lacks is fine."""
+        ...
+
     def upsert_marked_comment(
         self, owner: str, name: str, number: int, marker: str, body: str
     ) -> Comment:
