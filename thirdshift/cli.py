@@ -87,7 +87,11 @@ def sandbox_mode(settings: Any) -> str:
 
 @contextmanager
 def _signals_set(
-    interrupt: threading.Event, progress: Callable[[str], None], *, quiet: bool = False
+    interrupt: threading.Event,
+    progress: Callable[[str], None],
+    *,
+    quiet: bool = False,
+    until_exit: bool = False,
 ) -> Iterator[None]:
     """Ctrl-C, SIGTERM and SIGHUP set ``interrupt`` instead of killing the process: a Run stops its
     session and ends as a Failed run that saves its work; a server stops cleanly. A second
@@ -108,8 +112,14 @@ def _signals_set(
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        if until_exit:
+            # A second signal arriving after the salvage must not turn the Run's exit status
+            # into a death by signal: Python restores the default handlers as it shuts down, so
+            # from here to the exit these signals stay blocked (and are then discarded).
+            signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+        else:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 @main.command("run")
@@ -148,7 +158,7 @@ def run_command(
         settings = settings.model_copy(update=overrides)
     progress = Progress()
     interrupt = threading.Event()
-    with _signals_set(interrupt, progress):
+    with _signals_set(interrupt, progress, until_exit=True):
         try:
             status = run_issue(
                 settings,

@@ -107,7 +107,10 @@ def test_git_argv_never_carries_the_token(
     url = f"{sandbox.stand_in.web_url}/{FULL_NAME}.git"
     assert f"fetch --prune --quiet {url} +refs/heads/*:refs/remotes/origin/*" in logged
     assert f"ls-remote --heads {url}" in logged
-    assert f"push --porcelain --no-verify {url} HEAD:refs/heads/issue-1" in logged
+    assert (
+        f"push --porcelain --no-verify --no-recurse-submodules {url} HEAD:refs/heads/issue-1"
+        in (logged)
+    )
     assert TOKENS["wes"] not in logged
 
 

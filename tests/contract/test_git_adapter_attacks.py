@@ -200,3 +200,77 @@ def test_a_worktree_whose_git_file_points_elsewhere_is_opened_from_the_clone(
     assert clone.unpushed_work(path) == "uncommitted changes"
     worktree.commit_all("Y")
     assert not ran.exists()
+
+
+def test_a_submodule_the_agent_plants_is_never_entered_by_thirdshifts_git(
+    clone: ManagedClone, worktrees: Path, tmp_path: Path
+) -> None:
+    """A gitlink with its own .git/config defining a clean filter and an ext:: remote: status,
+    commit and fetch run nothing of it."""
+    clone.sync()
+    worktree = clone.add_worktree(worktrees / "issue-5", "issue-5", "origin/main")
+    where = worktree.path
+    ran = tmp_path / "ran.txt"
+    sub = where / "x"
+    subprocess.run(["git", "init", "-q", str(sub)], check=True, timeout=60)
+    (sub / "f.txt").write_text("f\n")
+    plain_git(sub, "add", "f.txt")
+    plain_git(sub, "commit", "-q", "-m", "sub")
+    with (sub / ".git" / "config").open("a") as config:
+        config.write(f'[filter "ev"]\n\tclean = "touch {ran}; cat"\n')
+        config.write('[protocol "ext"]\n\tallow = always\n')
+        config.write(f'[remote "origin"]\n\turl = "ext::sh -c touch% {ran}"\n')
+    (sub / ".gitattributes").write_text("* filter=ev\n")
+    (sub / "f.txt").write_text("changed\n")
+    modules = '[submodule "x"]\n\tpath = x\n\turl = ./x\n\tfetchRecurseSubmodules = true\n'
+    write_file(worktree, ".gitmodules", modules)
+    plain_git(where, "add", ".gitmodules", "x")
+
+    worktree.is_dirty()
+    worktree.commit_all("Add a submodule")
+    worktree.fetch("main")
+    worktree.fetch()
+
+    assert not ran.exists()
+
+
+def test_a_tag_named_like_origins_branch_does_not_hide_a_secret_from_the_check(
+    clone: ManagedClone, worktrees: Path
+) -> None:
+    """The agent makes refs/tags/origin/main at its own head: the check still compares with
+    origin's real main, so the secret it committed is found."""
+    from thirdshift.runs.secret_check import SecretInCommits, push_checked
+    from thirdshift.scrub import Scrubber
+
+    clone.sync()
+    worktree = clone.add_worktree(worktrees / "issue-6", "issue-6", "origin/main")
+    token = "ghp_" + "T4g" * 12
+    write_file(worktree, "settings.env", f"GITHUB_TOKEN={token}\n")
+    worktree.commit_all("Settings")
+    plain_git(worktree.path, "update-ref", "refs/tags/origin/main", "HEAD")
+    plain_git(worktree.path, "branch", "origin/main", "HEAD")
+
+    with pytest.raises(SecretInCommits) as caught:
+        push_checked(worktree, "issue-6", "main", Scrubber().findings, lambda: None)
+    assert "settings.env:1" in str(caught.value)
+    assert not clone.has_remote_branch("issue-6")
+
+
+def test_a_linked_object_directory_is_undone_before_thirdshifts_git_reads(
+    clone: ManagedClone, worktrees: Path, tmp_path: Path
+) -> None:
+    """A link anywhere in the clone (here, a loose-object directory pointing elsewhere) is
+    removed before thirdshift's next git command."""
+    clone.sync()
+    worktree = clone.add_worktree(worktrees / "issue-7", "issue-7", "origin/main")
+    elsewhere = tmp_path / "elsewhere-objects"
+    elsewhere.mkdir()
+    planted = clone.path / "objects" / "zz"
+    planted.symlink_to(elsewhere)
+    (clone.path / "refs" / "heads" / "linked").symlink_to(tmp_path / "some-ref")
+
+    worktree.is_dirty()
+
+    assert not planted.is_symlink()
+    assert not (clone.path / "refs" / "heads" / "linked").is_symlink()
+    assert elsewhere.exists()

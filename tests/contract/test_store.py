@@ -240,3 +240,32 @@ def test_an_unreachable_database_names_the_url_without_its_password() -> None:
     message = str(caught.value)
     assert "127.0.0.1:1/nowhere" in message
     assert "hunter2" not in message
+
+
+def test_several_processes_opening_one_new_database_at_once_all_work(database_url: str) -> None:
+    """Four openers race to migrate a brand-new database: the migrations run once, under a
+    lock, and every opener gets a working store."""
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+    opened: list[Store] = []
+
+    def open_it() -> None:
+        barrier.wait()
+        try:
+            opened.append(Store.open(database_url))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    try:
+        assert errors == []
+        assert len(opened) == 4
+        repository = opened[0].ensure_repository("octo", "widgets")
+        assert opened[3].start_run(repository, 1).id > 0
+    finally:
+        for store in opened:
+            store.close()

@@ -79,3 +79,19 @@ def test_a_link_the_agent_left_in_its_home_is_never_written_through(tmp_path: Pa
     CodexHarness().private_home({"CODEX_HOME": str(source)}, home)
 
     assert not target.exists()
+
+
+def test_a_linked_directory_in_the_home_is_never_written_through(tmp_path: Path) -> None:
+    """The agent replaced its .codex directory by a link: the login is not copied there."""
+    source = tmp_path / "codex"
+    source.mkdir()
+    (source / "auth.json").write_text("{}")
+    home = tmp_path / "agent"
+    home.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (home / ".codex").symlink_to(outside)
+
+    CodexHarness().private_home({"CODEX_HOME": str(source)}, home)
+
+    assert not (outside / "auth.json").exists()

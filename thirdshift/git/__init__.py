@@ -5,5 +5,6 @@ credential helper in their environment, never argv, a URL or a file.
 """
 
 from thirdshift.git.clone import AddedLine, Identity, ManagedClone, MergeOutcome, Worktree
+from thirdshift.git.runner import tracking
 
-__all__ = ["AddedLine", "Identity", "ManagedClone", "MergeOutcome", "Worktree"]
+__all__ = ["AddedLine", "Identity", "ManagedClone", "MergeOutcome", "Worktree", "tracking"]

@@ -322,7 +322,9 @@ class Worktree:
 
     def is_dirty(self) -> bool:
         """Whether there are changes to tracked files or untracked files git does not ignore."""
-        status = self._git.run("status", "--porcelain", "--untracked-files=all").stdout
+        status = self._git.run(
+            "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=all"
+        ).stdout
         return bool(status.strip())
 
     def commit_all(self, message: str, *, allow_empty: bool = False) -> bool:
@@ -345,9 +347,19 @@ class Worktree:
         """Fetch ``origin``: the given branches only, or every branch (pruning) when none."""
         if refs:
             specs = [f"+refs/heads/{ref}:refs/remotes/{REMOTE}/{ref}" for ref in refs]
-            self._git.run("fetch", "--quiet", REMOTE, *specs, fix=self._remote_fix)
+            self._git.run(
+                "fetch", "--quiet", "--no-recurse-submodules", REMOTE, *specs, fix=self._remote_fix
+            )
         else:
-            self._git.run("fetch", "--prune", "--quiet", REMOTE, ALL_BRANCHES, fix=self._remote_fix)
+            self._git.run(
+                "fetch",
+                "--prune",
+                "--quiet",
+                "--no-recurse-submodules",
+                REMOTE,
+                ALL_BRANCHES,
+                fix=self._remote_fix,
+            )
 
     def read_agent_file(self, name: str, limit: int = 64 * 1024) -> str | None:
         """The text of the file ``name`` the agent left at the Worktree's root (at most
@@ -419,7 +431,14 @@ class Worktree:
     def push(self, branch: str) -> None:
         """``git push origin HEAD:refs/heads/<branch>``, never forced. A refusal by the remote
         (non-fast-forward, or a rule there) raises PushRejected."""
-        args = ("push", "--porcelain", "--no-verify", REMOTE, f"HEAD:refs/heads/{branch}")
+        args = (
+            "push",
+            "--porcelain",
+            "--no-verify",
+            "--no-recurse-submodules",
+            REMOTE,
+            f"HEAD:refs/heads/{branch}",
+        )
         result = self._git.run(*args, check=False)
         if result.status == 0:
             return

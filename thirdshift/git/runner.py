@@ -39,6 +39,15 @@ REMOTE = "origin"
 """How callers name the remote; the runner puts the explicit URL in its place, so no
 ``remote.*`` or ``url.*`` setting in the clone can send the token elsewhere."""
 ALL_BRANCHES = f"+refs/heads/*:refs/remotes/{REMOTE}/*"
+
+
+def tracking(branch: str) -> str:
+    """The full name of origin's ``branch`` as last fetched. Never the short ``origin/<b>``:
+    a ref the agent makes (a tag or a local branch called ``origin/main``) would take its
+    place in git's lookup."""
+    return f"refs/remotes/{REMOTE}/{branch}"
+
+
 _REMOTE_COMMANDS = frozenset({"fetch", "ls-remote", "push"})
 _DANGEROUS_CONFIG = (
     "url.",
@@ -119,8 +128,8 @@ class GitRunner:
         """The agent can write the clone's objects and refs (a commit needs them). Before any of
         thirdshift's own git commands, undo what would make them read outside the clone or see
         a history other than the real one: alternates and grafts files, a ``shallow`` list, and
-        links anywhere under ``refs/`` or the Worktrees' admin directories (git follows a
-        linked ref into another repository)."""
+        links anywhere in the clone (git follows a linked ref or object directory into another
+        repository, hidden from the agent but not from thirdshift)."""
         common = self._git_dir
         for planted in (
             common / "objects" / "info" / "alternates",
@@ -130,18 +139,13 @@ class GitRunner:
         ):
             if planted.is_symlink() or planted.exists():
                 planted.unlink()
-        for top in (common / "refs", common / "worktrees"):
-            if top.is_symlink():
-                top.unlink()
-                continue
-            for folder, dirs, files in os.walk(top):
-                for name in [*dirs, *files]:
-                    entry = Path(folder) / name
-                    if entry.is_symlink():
-                        entry.unlink()
-        for single in ("HEAD", "packed-refs", "info/exclude", "info/attributes"):
-            if (common / single).is_symlink():
-                (common / single).unlink()
+        # A link anywhere in the clone (a ref, a loose-object directory, info/) could make
+        # thirdshift's git read, or its own writes land, outside it.
+        for folder, dirs, files in os.walk(common):
+            for name in [*dirs, *files]:
+                entry = Path(folder) / name
+                if entry.is_symlink():
+                    entry.unlink()
 
     def _drop_dangerous_config(self) -> None:
         """Remove configuration that could redirect the token or run code (see the module),
@@ -248,6 +252,14 @@ def _environment(
         ("tag.gpgSign", "false"),
         ("gc.auto", "0"),
         ("maintenance.auto", "false"),
+        # The agent can make a submodule whose own config git would read (a filter, an ext::
+        # URL): thirdshift's git never steps into one, and never runs a command as transport.
+        ("submodule.recurse", "false"),
+        ("fetch.recurseSubmodules", "false"),
+        ("push.recurseSubmodules", "no"),
+        ("diff.ignoreSubmodules", "all"),
+        ("status.submoduleSummary", "false"),
+        ("protocol.ext.allow", "never"),
     ]
     if token is not None:
         config.append(("credential.helper", _CREDENTIAL_HELPER))

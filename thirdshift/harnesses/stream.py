@@ -306,8 +306,11 @@ def copy_config(source: Path, target: Path, names: Iterable[str]) -> None:
     for name in names:
         origin = source / name
         destination = target / name
-        # lexists: a link the agent left in its home must not be written through.
+        # A link the agent left in its home (the file, or a directory on its way) must not be
+        # written through: thirdshift would write outside the home, as its own user.
         if not origin.is_file() or os.path.lexists(destination):
+            continue
+        if any(part.is_symlink() for part in (target, *target.parents)):
             continue
         try:
             destination.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from thirdshift.clock import Clock
 from thirdshift.errors import GitHubError, Interrupted, LeaseLost, ThirdshiftError
-from thirdshift.git import ManagedClone, Worktree
+from thirdshift.git import ManagedClone, Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import Comment, IssueInfo, PullRequestInfo, RepoInfo, Run
 from thirdshift.runs.branches import (
@@ -196,11 +196,12 @@ class Delivery:
                 in_progress_label=self._settings.in_progress_label,
                 say=self.say,
             )
-            start = f"origin/{choice.branch}" if choice.continuation else f"origin/{base}"
+            start = tracking(choice.branch) if choice.continuation else tracking(base)
             clone.remove_worktree(worktree_path)
             worktree = clone.add_worktree(worktree_path, choice.branch, start)
             worktree.exclude(f"/{PULL_REQUEST_FILE}")
-            self.say(f"working in {worktree.path} on {choice.branch}, from {start}")
+            shown = start.removeprefix("refs/remotes/")
+            self.say(f"working in {worktree.path} on {choice.branch}, from {shown}")
             sessions = self._session_source.sessions(record.id, worktree.path, ref)
             with sessions.failures_name_killed_work():
                 self._check_interrupt()
@@ -378,7 +379,7 @@ class Delivery:
             "thirdshift: work the implement session left uncommitted"
         ):
             self.say("committed work the session left uncommitted")
-        if worktree.is_ancestor("HEAD", f"origin/{base}"):
+        if worktree.is_ancestor("HEAD", tracking(base)):
             raise ThirdshiftError(
                 f"the implement session made no commits on {choice.branch}; there is nothing to "
                 "open a pull request for"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from thirdshift.clock import Clock
 from thirdshift.errors import LeaseLost, ThirdshiftError
-from thirdshift.git import Worktree
+from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo, Run
 from thirdshift.runs.ports import GitHubPort
@@ -100,7 +100,7 @@ class Salvage:
         ready_label: str,
         in_progress_label: str,
         branch_on_origin: Callable[[], bool],
-        fence: Callable[[], None] = lambda: None,
+        fence: Callable[[], None],
     ) -> None:
         self._fence = fence
         self._branch_on_origin_now = branch_on_origin
@@ -203,7 +203,7 @@ class Salvage:
                 worktree.abort_merge()
                 self._progress("aborted the unfinished merge")
             dirty = worktree.is_dirty()
-            if not dirty and not worktree.changed_files(f"origin/{self._base}"):
+            if not dirty and not worktree.changed_files(tracking(self._base)):
                 return worktree.head(), False, None  # nothing of ours to keep on origin
             if not policy:
                 stamp = self._clock.now().isoformat(timespec="seconds")

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from thirdshift.clock import Clock
 from thirdshift.errors import Interrupted, MergeRefused, ThirdshiftError
-from thirdshift.git import Worktree
+from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import CheckRun, CommitStatus, PullRequestInfo, Run
 from thirdshift.runs.ci_watch import CiResult, inherited_failures, latest_per_name, watch_ci
@@ -42,7 +42,7 @@ class RunLoopOutside:
         record: Run,
         base: str,
         pull: PullRequestInfo,
-        fence: Callable[[], None] = lambda: None,
+        fence: Callable[[], None],
     ) -> None:
         self._fence = fence
         self.base_branch = base
@@ -78,7 +78,7 @@ class RunLoopOutside:
         self._check_interrupt()
         self._worktree.fetch(self.base_branch)
         base_sha = self._worktree.remote_sha(self.base_branch) or ""
-        outcome = self._worktree.merge(f"origin/{self.base_branch}")
+        outcome = self._worktree.merge(tracking(self.base_branch))
         if outcome.status == "merged":
             self.progress(f"merged origin/{self.base_branch} at {base_sha[:7]} into the branch")
         return BaseMerge(outcome.status, base_sha, outcome.conflicted_paths)
@@ -94,7 +94,9 @@ class RunLoopOutside:
         self._check_interrupt()
         if self._worktree.is_dirty():
             self._worktree.commit_all("thirdshift: work the Repair left uncommitted")
-        push_checked(self._worktree, self._pull.head_ref, self.base_branch, self._scrub.findings)
+        push_checked(
+            self._worktree, self._pull.head_ref, self.base_branch, self._scrub.findings, self._fence
+        )
         head = self._worktree.head()
         self._store.update_run(self._record.id, head_sha=head)
         return head

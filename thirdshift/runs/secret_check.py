@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from thirdshift.errors import ThirdshiftError
-from thirdshift.git import AddedLine, Worktree
+from thirdshift.git import AddedLine, Worktree, tracking
 
 SHOWN = 5
 
@@ -72,14 +72,14 @@ def push_checked(
     branch: str,
     base: str,
     find: Callable[[str], Sequence[_Finding]],
-    fence: Callable[[], None] = lambda: None,
+    fence: Callable[[], None],
 ) -> None:
     """Push ``branch`` unless a commit not yet on origin (neither in its ``base`` nor in its
     ``branch``, as origin has them now) adds a secret; then raise SecretInCommits and push
     nothing. The remote-tracking refs are fetched again first: the agent can write them."""
     on_origin = [name for name in (base, branch) if name in worktree.remote_branches()]
     worktree.fetch(*on_origin)
-    leaks = leaks_in(worktree.added_lines(*(f"origin/{name}" for name in on_origin)), find)
+    leaks = leaks_in(worktree.added_lines(*(tracking(name) for name in on_origin)), find)
     if leaks:
         raise SecretInCommits(describe(branch, leaks, str(worktree.path)), leaks)
     fence()  # right before the push: a Run that lost its Lease pushes nothing

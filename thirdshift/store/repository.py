@@ -7,6 +7,7 @@ the database. The schema is owned by the Alembic migrations in ``thirdshift/stor
 
 from __future__ import annotations
 
+import fcntl
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -487,8 +488,39 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def upgrade(engine: Engine) -> None:
-    """Bring the schema to the newest migration."""
-    command.upgrade(alembic_config(engine), "head")
+    """Bring the schema to the newest migration, under a lock: several processes opening one
+    new database at once migrate it once (the others find it done)."""
+    with _migration_lock(engine):
+        command.upgrade(alembic_config(engine), "head")
+
+
+_MIGRATION_LOCK_KEY = 0x7468697264  # "third", for pg_advisory_lock
+
+
+@contextmanager
+def _migration_lock(engine: Engine) -> Iterator[None]:
+    """PostgreSQL: a session advisory lock. SQLite: an exclusive lock on a file beside the
+    database (the database's own locks are released between statements)."""
+    if engine.dialect.name == "postgresql":
+        key = {"key": _MIGRATION_LOCK_KEY}
+        with engine.connect() as connection:
+            connection.execute(sa.text("SELECT pg_advisory_lock(:key)"), key)
+            try:
+                yield
+            finally:
+                connection.execute(sa.text("SELECT pg_advisory_unlock(:key)"), key)
+                connection.commit()
+        return
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        yield
+        return
+    with open(f"{database}.migrating", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _insert(dialect: str, table: Any) -> Any:
