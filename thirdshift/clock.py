@@ -31,12 +31,19 @@ class Clock(Protocol):
         """Wait ``seconds``; raises ``Interrupted`` as soon as the caller is asked to stop."""
         ...
 
+    def salvaging(self, seconds: float) -> None:
+        """From now on an interrupt no longer cuts a wait short, for ``seconds`` of waiting in
+        all: the Failed run that follows an interrupt keeps its GitHub retries and rate-limit
+        waits, within a bound."""
+        ...
+
 
 class SystemClock:
     """The machine's clock. ``interrupt`` (when given) cuts every ``sleep`` short."""
 
     def __init__(self, interrupt: threading.Event | None = None) -> None:
         self._interrupt = interrupt
+        self._salvage_until: float | None = None
 
     def now(self) -> datetime:
         return datetime.now(UTC)
@@ -44,10 +51,19 @@ class SystemClock:
     def monotonic(self) -> float:
         return time.monotonic()
 
+    def salvaging(self, seconds: float) -> None:
+        self._salvage_until = time.monotonic() + seconds
+
     def sleep(self, seconds: float) -> None:
-        if self._interrupt is None:
-            time.sleep(max(0.0, seconds))
-        elif self._interrupt.wait(max(0.0, seconds)):
+        seconds = max(0.0, seconds)
+        if self._salvage_until is not None:
+            left = self._salvage_until - time.monotonic()
+            if seconds > left:
+                raise Interrupted("interrupted (the salvage's time for waiting is spent)")
+            time.sleep(seconds)
+        elif self._interrupt is None:
+            time.sleep(seconds)
+        elif self._interrupt.wait(seconds):
             raise Interrupted("interrupted")
 
 
@@ -69,6 +85,7 @@ class ManualClock:
         self.interrupt_after = interrupt_after
         self.interrupt = interrupt
         self.slept: list[float] = []
+        self.salvage_until: float | None = None
 
     def now(self) -> datetime:
         return self._start + timedelta(seconds=self.elapsed)
@@ -79,9 +96,16 @@ class ManualClock:
     def advance(self, seconds: float) -> None:
         self.elapsed += seconds
 
+    def salvaging(self, seconds: float) -> None:
+        self.salvage_until = self.elapsed + seconds
+
     def sleep(self, seconds: float) -> None:
         self.slept.append(seconds)
         self.elapsed += max(0.0, seconds)
+        if self.salvage_until is not None:
+            if self.elapsed > self.salvage_until:
+                raise Interrupted("interrupted (the salvage's time for waiting is spent)")
+            return
         if self.interrupt_after is not None and self.elapsed >= self.interrupt_after:
             if self.interrupt is not None:
                 self.interrupt.set()

@@ -124,6 +124,12 @@ class Settings(BaseSettings):
         description="Run agents without the bubblewrap sandbox. Unsafe: an agent can then read "
         "thirdshift's token from its process and its files.",
     )
+    salvage_wait_seconds: float = Field(
+        default=120,
+        ge=0,
+        description="After Ctrl-C or SIGTERM, how long the Failed run may wait in all for "
+        "GitHub's retries and rate limits while it saves the work.",
+    )
     min_free_disk_mb: int = Field(
         default=512, ge=0, description="Refuse to start a Run with less free disk in the home."
     )

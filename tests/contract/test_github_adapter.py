@@ -10,6 +10,7 @@ Over 500 lines on purpose: one test per adapter method and failure mode, sharing
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,8 @@ import pytest
 from github import GithubException
 
 from tests.contract.conftest import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
-from thirdshift.errors import GitHubError, MergeRefused, NotFound, RateLimited
+from thirdshift.clock import SystemClock
+from thirdshift.errors import GitHubError, Interrupted, MergeRefused, NotFound, RateLimited
 from thirdshift.github import GitHub
 from thirdshift.records import CheckRun, PullRequestInfo
 from thirdshift.scrub import Scrubber
@@ -53,6 +55,9 @@ class Seen:
 
     def sleep(self, seconds: float) -> None:
         self.waits.append(seconds)
+
+    def salvaging(self, seconds: float) -> None:
+        """Waits are instant here, so a salvage's bound never matters."""
 
 
 def adapter(
@@ -642,3 +647,22 @@ def test_labels_are_added_and_removed_one_at_a_time_keeping_the_others(sandbox: 
     github.remove_label(OWNER, NAME, number, "bug")
     github.remove_label(OWNER, NAME, number, "bug")
     assert github.issue(OWNER, NAME, number).labels == ("in-progress",)
+
+
+def test_after_an_interrupt_only_a_salvage_keeps_its_retries(faults: Sandbox) -> None:
+    """Interrupted, a wait for a retry ends the request at once; once the salvage starts, the
+    same 502s are retried again (within the salvage's bound) and the write goes through."""
+    interrupt = threading.Event()
+    interrupt.set()
+    clock = SystemClock(interrupt)
+    github = GitHub(
+        faults.stand_in.api_url, TOKENS["wes"], scrub=Scrubber([TOKENS["wes"]]), clock=clock
+    )
+    number = open_issue(faults, "Salvage")
+    faults.client.inject_faults(statuses=(502,), count=1)
+    with pytest.raises(Interrupted):
+        github.add_label(OWNER, NAME, number, "in-progress")
+    faults.client.inject_faults(statuses=(502,), count=2)
+    clock.salvaging(30)
+    github.add_label(OWNER, NAME, number, "in-progress")
+    assert "in-progress" in github.issue(OWNER, NAME, number).labels

@@ -54,3 +54,19 @@ def test_a_manual_clock_moves_only_when_slept_on_and_plays_the_interrupt() -> No
         clock.sleep(10)
     assert interrupt.is_set()
     assert clock.slept == [10, 10, 10]
+
+
+def test_salvaging_lets_waits_run_after_an_interrupt_within_a_bound() -> None:
+    """Once salvaging, an interrupt set no longer ends a wait; waiting past the bound does."""
+    interrupt = threading.Event()
+    interrupt.set()
+    clock = SystemClock(interrupt)
+    clock.salvaging(5)
+    clock.sleep(0.01)
+    with pytest.raises(Interrupted):
+        clock.sleep(10)
+    manual = ManualClock(interrupt_after=0)
+    manual.salvaging(30)
+    manual.sleep(20)
+    with pytest.raises(Interrupted):
+        manual.sleep(20)

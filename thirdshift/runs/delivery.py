@@ -249,6 +249,8 @@ class Delivery:
                 ).run()
                 pull = self._finish(ref, worktree, pull, result, gh)
         except Exception as error:  # whatever went wrong, the work is saved first
+            # An interrupt no longer cuts waits short: the salvage keeps GitHub's retries.
+            self._clock.salvaging(self._settings.salvage_wait_seconds)
             failure = self._as_failure(error, sessions, keeper)
             outcome = salvage.fail(
                 FailedRun(
