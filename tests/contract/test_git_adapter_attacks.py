@@ -4,61 +4,23 @@ pre-push check, and a Worktree whose .git file points at a git directory of the 
 
 from __future__ import annotations
 
-import http.server
 import os
 import subprocess
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.contract.conftest import TOKENS, Sandbox
 from tests.support.clones import FACTORY, plain_git, write_file
+from tests.support.recorder import Recorder, recording_server
 from thirdshift.git import ManagedClone
-
-
-@dataclass
-class Recorder:
-    """A loopback HTTP server that asks for credentials and records every Authorization it
-    is sent: an attacker's server that an agent points git at."""
-
-    url: str
-    authorizations: list[str]
 
 
 @pytest.fixture
 def recorder() -> Iterator[Recorder]:
-    seen: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self._answer()
-
-        def do_POST(self) -> None:
-            self._answer()
-
-        def _answer(self) -> None:
-            if self.headers.get("Authorization"):
-                seen.append(self.headers["Authorization"])
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", 'Basic realm="git"')
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield Recorder(f"http://127.0.0.1:{server.server_address[1]}/acme/widgets.git", seen)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with recording_server("acme/widgets.git") as made:
+        yield made
 
 
 @pytest.mark.parametrize(

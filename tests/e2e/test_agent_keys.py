@@ -3,21 +3,18 @@ with scripted turns, the GitHub stand-in, real git, and bubblewrap."""
 
 from __future__ import annotations
 
-import base64
-import http.server
 import json
 import os
 import signal
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.recorder import Recorder, recording_server
 from tests.support.run_world import (
     CALC_FIXED,
     NAME,
@@ -58,54 +55,10 @@ def fix_and_commit(extra: str = "") -> list[dict[str, Any]]:
     ]
 
 
-@dataclass
-class Recorder:
-    """An attacker's HTTP server: asks for credentials and records what it is sent."""
-
-    url: str
-    authorizations: list[str]
-
-    def credentials(self) -> list[str]:
-        decoded = []
-        for value in self.authorizations:
-            scheme, _, rest = value.partition(" ")
-            if scheme.lower() == "basic":
-                decoded.append(base64.b64decode(rest).decode(errors="replace"))
-            decoded.append(value)
-        return decoded
-
-
 @pytest.fixture
 def recorder() -> Iterator[Recorder]:
-    seen: list[str] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self._answer()
-
-        def do_POST(self) -> None:
-            self._answer()
-
-        def _answer(self) -> None:
-            if self.headers.get("Authorization"):
-                seen.append(self.headers["Authorization"])
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", 'Basic realm="git"')
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield Recorder(f"http://127.0.0.1:{server.server_address[1]}/acme/calculator.git", seen)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with recording_server("acme/calculator.git") as made:
+        yield made
 
 
 def hostile_script(world: RunWorld, evil: str) -> str:

@@ -78,6 +78,16 @@ class RunWorld:
         ref = IssueRef("github.test", "acme", "widgets", number)
         return self.delivery().run(RunRequest(issue=ref, merge=merge))
 
+    def push_branch(self, branch: str, name: str) -> None:
+        """A branch on origin with one commit of its own, as an earlier Run would leave it."""
+        work = self.root / f"push-{branch}"
+        git(self.root, "clone", "-q", str(self.origin), str(work))
+        git(work, "checkout", "-q", "-b", branch)
+        (work / name).write_text(f"{name}\n")
+        git(work, "add", name)
+        git(work, "commit", "-q", "-m", f"Add {name}")
+        git(work, "push", "-q", "origin", branch)
+
     def origin_log(self, branch: str) -> list[str]:
         return git(self.origin, "log", "--format=%s", branch).splitlines()
 

@@ -85,7 +85,7 @@ def test_a_continuation_updates_the_open_pull_request_it_finds(world: RunWorld) 
     """An open draft pull request from the Issue branch is updated and marked ready, not
     opened a second time."""
     number = world.github.add_issue("Add a widget", "", [BUSY])
-    _push_branch(world, "issue-1", "early.txt")
+    world.push_branch("issue-1", "early.txt")
     early = world.github.create_pull(
         "acme", "widgets", head="issue-1", base="main", title="WIP", body="", draft=True
     )
@@ -106,7 +106,7 @@ def test_a_failed_session_saves_the_work_and_reports_once(world: RunWorld) -> No
     """Every salvage step: failure commit with the uncommitted work, push, draft, record,
     one marked comment with the log tail and no planted token, cause and log path last."""
     number = world.github.add_issue("Add a widget", "", [READY])
-    _push_branch(world, "issue-1", "early.txt")
+    world.push_branch("issue-1", "early.txt")
     world.github.create_pull("acme", "widgets", head="issue-1", base="main", title="t", body="b")
 
     def leave_work_and_fail(worktree: Path, prompt: str) -> str:
@@ -397,24 +397,13 @@ def _fails_after(play: Play, cause: str) -> Play:
     return failing
 
 
-def _push_branch(world: RunWorld, branch: str, name: str) -> None:
-    """A branch on origin with one commit of its own, as an earlier Run would leave it."""
-    work = world.root / f"push-{branch}"
-    git(world.root, "clone", "-q", str(world.origin), str(work))
-    git(work, "checkout", "-q", "-b", branch)
-    (work / name).write_text(f"{name}\n")
-    git(work, "add", name)
-    git(work, "commit", "-q", "-m", f"Add {name}")
-    git(work, "push", "-q", "origin", branch)
-
-
 def test_a_continuation_that_writes_no_pull_request_file_keeps_the_pull_requests_text(
     world: RunWorld,
 ) -> None:
     """The open pull request's title and body were written by an earlier Run (or a person): a
     session that writes no Pull request file leaves them as they are."""
     number = world.github.add_issue("Add a widget", "", [BUSY])
-    _push_branch(world, "issue-1", "early.txt")
+    world.push_branch("issue-1", "early.txt")
     world.github.create_pull(
         "acme", "widgets", head="issue-1", base="main", title="The careful title", body="Closes #1"
     )

@@ -155,7 +155,7 @@ def test_a_run_that_lost_its_lease_pushes_drafts_labels_and_posts_nothing(
     the first Run, resumed, pushes nothing, leaves the successor's pull request ready, posts no
     comment, keeps its work in the Worktree and records the lost Lease."""
     number = world.github.add_issue("Add a widget", "", [BUSY])
-    _push_branch(world, "issue-1", "successor.txt")
+    world.push_branch("issue-1", "successor.txt")
     successor = world.github.create_pull(
         "acme", "widgets", head="issue-1", base="main", title="Successor's", body="b"
     )
@@ -220,16 +220,6 @@ def test_every_write_of_a_fenced_github_asks_the_fence_and_reads_do_not(
     assert world.github.calls == []
     assert gh.issue("acme", "widgets", number).title == "Add a widget"
     assert len(asked) == len(writes)  # reading asked nothing
-
-
-def _push_branch(world: RunWorld, branch: str, name: str) -> None:
-    work = world.root / f"push-{branch}"
-    git(world.root, "clone", "-q", str(world.origin), str(work))
-    git(work, "checkout", "-q", "-b", branch)
-    (work / name).write_text(f"{name}\n")
-    git(work, "add", name)
-    git(work, "commit", "-q", "-m", f"Add {name}")
-    git(work, "push", "-q", "origin", branch)
 
 
 def test_the_lease_keeper_notices_a_takeover_and_says_so_once(world: RunWorld) -> None:
