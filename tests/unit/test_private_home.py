@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from thirdshift.harnesses import ClaudeHarness, CodexHarness
+from thirdshift.harnesses import ClaudeHarness, CodexHarness, SealedPaths
+from thirdshift.harnesses.agent_sandbox import bwrap_options
 
 
 def test_claude_gets_its_login_and_nothing_else_of_the_users(tmp_path: Path) -> None:
@@ -95,3 +96,21 @@ def test_a_linked_directory_in_the_home_is_never_written_through(tmp_path: Path)
     CodexHarness().private_home({"CODEX_HOME": str(source)}, home)
 
     assert not (outside / "auth.json").exists()
+
+
+def test_a_hidden_directory_that_does_not_exist_is_left_out_of_the_seal(tmp_path: Path) -> None:
+    """bubblewrap cannot make a mount point on the read-only root: only existing directories
+    are hidden, each once, the outermost of nested ones."""
+    home = tmp_path / "home"
+    (home / "inner").mkdir(parents=True)
+    paths = SealedPaths(
+        worktree=tmp_path,
+        clone=tmp_path,
+        agent_home=tmp_path,
+        hidden=(home, home / "inner", tmp_path / "missing"),
+    )
+    options = bwrap_options(paths)
+    hidden = [options[i + 1] for i, option in enumerate(options) if option == "--tmpfs"]
+    assert str(home) in hidden
+    assert str(home / "inner") not in hidden
+    assert str(tmp_path / "missing") not in hidden

@@ -126,8 +126,11 @@ def bwrap_options(paths: SealedPaths) -> list[str]:
 
 
 def _outermost(paths: Sequence[Path]) -> list[Path]:
-    """The hidden directories, each once, a directory inside another left out."""
-    resolved = sorted({Path(os.path.realpath(p)) for p in paths if str(p) not in ("", "/")})
+    """The hidden directories that exist (bubblewrap cannot make a mount point on the read-only
+    root), each once, a directory inside another left out."""
+    resolved = sorted(
+        {Path(os.path.realpath(p)) for p in paths if str(p) not in ("", "/") and Path(p).is_dir()}
+    )
     kept: list[Path] = []
     for path in resolved:
         if not any(path.is_relative_to(outer) for outer in kept):
