@@ -99,6 +99,8 @@ def test_a_commit_adding_a_secret_is_never_pushed_even_if_a_later_commit_removes
     assert "Add settings" in git(kept, "log", "--format=%s")
     [comment] = world.github.comments_on(number)
     assert "settings.env:2" in comment
+    assert str(world.settings.home) not in comment  # public: no path of this machine
+    assert "$THIRDSHIFT_HOME/worktrees/acme-widgets-issue-1" in comment
     assert PLANTED_TOKEN not in "\n".join([*world.lines, comment])
     [run] = world.store.list_runs()
     assert run.state == "failed"

@@ -186,6 +186,7 @@ class Delivery:
             in_progress_label=self._settings.in_progress_label,
             branch_on_origin=lambda: clone.has_remote_branch(choice.branch),
             fence=keeper.check,
+            home=self._settings.home,
         )
         try:
             claim = claim_labels(

@@ -101,8 +101,10 @@ class Salvage:
         in_progress_label: str,
         branch_on_origin: Callable[[], bool],
         fence: Callable[[], None],
+        home: Path,
     ) -> None:
         self._fence = fence
+        self._home = home
         self._branch_on_origin_now = branch_on_origin
         self._gh = github
         self._store = store
@@ -266,7 +268,8 @@ class Salvage:
             parts.append(
                 f"**Last lines of the Session log** (`{failed.last_log.name}`):\n\n```\n{tail}\n```"
             )
-        body = self._scrub("\n\n".join(parts))
+        # The comment is public: this machine's paths stay on it.
+        body = self._scrub("\n\n".join(parts)).replace(str(self._home), "$THIRDSHIFT_HOME")
         self._gh.upsert_marked_comment(
             self._ref.owner, self._ref.repo, self._ref.number, COMMENT_MARKER, body
         )
