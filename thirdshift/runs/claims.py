@@ -91,10 +91,14 @@ class LeaseKeeper:
         lease = self._lease
         if self.lost or lease is None or not self._store.lease_held(lease):
             self._lose()
-            raise LeaseLost(
-                f"lost the Lease on #{self._issue_number}: another Run holds the issue now (this "
-                "one was paused or cut off past its Lease); it changed nothing more on GitHub"
-            )
+            raise self.lost_error()
+
+    def lost_error(self) -> LeaseLost:
+        """The cause of a Run that lost its Lease."""
+        return LeaseLost(
+            f"lost the Lease on #{self._issue_number}: another Run holds the issue now (this "
+            "one was paused or cut off past its Lease); it changed nothing more on GitHub"
+        )
 
     def _lose(self) -> None:
         if not self.lost:

@@ -494,7 +494,7 @@ class Delivery:
         except over a verdict of the Repair loop; killed work of earlier sessions is still
         named ahead of it."""
         if keeper.lost:
-            return error if isinstance(error, LeaseLost) else self._lost(keeper)
+            return error if isinstance(error, LeaseLost) else keeper.lost_error()
         original = error.original if isinstance(error, LaterStepFailed) else error
         if self._interrupt.is_set() and not isinstance(original, RunFailed):
             endings = sessions.endings if sessions else ()
@@ -511,14 +511,6 @@ class Delivery:
             f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift; the work was "
             "saved below, please report it with the lines above)"
         )
-
-    @staticmethod
-    def _lost(keeper: LeaseKeeper) -> LeaseLost:
-        try:
-            keeper.check()
-        except LeaseLost as lost:
-            return lost
-        return LeaseLost("lost the Lease")
 
     def _check_interrupt(self) -> None:
         if self._interrupt.is_set():

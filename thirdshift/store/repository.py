@@ -359,12 +359,7 @@ class Store:
         with self._session() as session:
             result = session.execute(
                 sa.update(ClaimRow)
-                .where(
-                    col(ClaimRow.repository_id) == lease.repository_id,
-                    col(ClaimRow.issue_number) == lease.issue_number,
-                    col(ClaimRow.owner) == lease.owner,
-                    col(ClaimRow.fencing_token) == lease.fencing_token,
-                )
+                .where(*_held_by(lease))
                 .values(expires_at=now + ttl)
                 .returning(*ClaimRow.__table__.c)  # type: ignore[attr-defined]
             )
@@ -375,14 +370,7 @@ class Store:
     def attach_run_to_lease(self, lease: Lease, run_id: int) -> bool:
         with self._session() as session:
             result = session.execute(
-                sa.update(ClaimRow)
-                .where(
-                    col(ClaimRow.repository_id) == lease.repository_id,
-                    col(ClaimRow.issue_number) == lease.issue_number,
-                    col(ClaimRow.owner) == lease.owner,
-                    col(ClaimRow.fencing_token) == lease.fencing_token,
-                )
-                .values(run_id=run_id)
+                sa.update(ClaimRow).where(*_held_by(lease)).values(run_id=run_id)
             )
             session.commit()
             return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -394,12 +382,7 @@ class Store:
         with self._session() as session:
             result = session.execute(
                 sa.update(ClaimRow)
-                .where(
-                    col(ClaimRow.repository_id) == lease.repository_id,
-                    col(ClaimRow.issue_number) == lease.issue_number,
-                    col(ClaimRow.owner) == lease.owner,
-                    col(ClaimRow.fencing_token) == lease.fencing_token,
-                )
+                .where(*_held_by(lease))
                 .values(owner=RELEASED, run_id=None, expires_at=_LONG_AGO)
             )
             session.commit()
@@ -410,13 +393,7 @@ class Store:
         now = now or self._clock.now()
         with self._session() as session:
             row = session.exec(
-                select(ClaimRow).where(
-                    ClaimRow.repository_id == lease.repository_id,
-                    ClaimRow.issue_number == lease.issue_number,
-                    ClaimRow.owner == lease.owner,
-                    ClaimRow.fencing_token == lease.fencing_token,
-                    col(ClaimRow.expires_at) > now,
-                )
+                select(ClaimRow).where(*_held_by(lease), col(ClaimRow.expires_at) > now)
             ).first()
             return row is not None
 
@@ -521,6 +498,17 @@ def _migration_lock(engine: Engine) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _held_by(lease: Lease) -> tuple[Any, ...]:
+    """The claims row of ``lease`` while its holder still has it: same owner, same fencing
+    token. Every write made under a Lease matches on both (ADR 0003)."""
+    return (
+        col(ClaimRow.repository_id) == lease.repository_id,
+        col(ClaimRow.issue_number) == lease.issue_number,
+        col(ClaimRow.owner) == lease.owner,
+        col(ClaimRow.fencing_token) == lease.fencing_token,
+    )
 
 
 def _insert(dialect: str, table: Any) -> Any:
