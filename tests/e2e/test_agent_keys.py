@@ -27,10 +27,9 @@ from tests.support.run_world import (
     start_world,
     write_file_command,
 )
-from tests.support.secret_corpus import SECRETS, pieces
+from tests.support.secret_corpus import SECRETS, traces
 from thirdshift.sandbox.model import ModelScript
 from thirdshift.sandbox.model.server import codex_config_args, codex_env
-from thirdshift.scrub import Scrubber
 
 pytestmark = pytest.mark.real_cli
 
@@ -290,17 +289,6 @@ def test_a_strangers_comment_never_reaches_the_prompt_and_a_maintainers_does(
     assert "1 comment(s) by people without triage or write permission" in seen
 
 
-def _traces(text: str) -> list[str]:
-    """The corpus secrets an 8-character piece of which is in ``text``, leaving out pieces
-    that scrubbed text keeps by right (``access_token`` is a key's name, not a secret)."""
-    kept = Scrubber()("\n".join(sample.text for sample in SECRETS))
-    return [
-        s.shape
-        for s in SECRETS
-        if any(piece in text and piece not in kept for piece in pieces(s.value))
-    ]
-
-
 def test_no_corpus_secret_reaches_any_outbound_path_of_a_real_session(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
@@ -365,7 +353,7 @@ def test_no_corpus_secret_reaches_any_outbound_path_of_a_real_session(
         "progress lines": result.stderr,
         "pull request title and body": pull["title"] + pull["body"],
     }
-    survivors = {place: _traces(text) for place, text in places.items() if _traces(text)}
+    survivors = {place: traces(text) for place, text in places.items() if traces(text)}
     print(
         f"{len(SECRETS)} secrets through {len(places)} outbound paths: "
         f"{sum(len(v) for v in survivors.values())} survivors"

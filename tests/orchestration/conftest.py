@@ -10,6 +10,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,9 @@ from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings
 from thirdshift.store import Store
 
+READY = "ready-for-agent"
+BUSY = "in-progress"
+PR_TEXT = "Add the widget\n\nIt adds the widget the issue asks for."
 PLANTED_TOKEN = "ghp_orchestrationPlantedToken0123456789AB"
 
 
@@ -87,6 +91,16 @@ class RunWorld:
         git(work, "add", name)
         git(work, "commit", "-q", "-m", f"Add {name}")
         git(work, "push", "-q", "origin", branch)
+
+    def take_lease_over(self, number: int) -> None:
+        """Another Run takes the issue's Lease, as it would once this one's expired while it
+        was paused."""
+        repository = self.store.ensure_repository("acme", "widgets")
+        later = self.clock.now() + timedelta(hours=1)
+        taken = self.store.acquire_lease(
+            repository, number, "successor", timedelta(hours=1), now=later
+        )
+        assert taken is not None
 
     def origin_log(self, branch: str) -> list[str]:
         return git(self.origin, "log", "--format=%s", branch).splitlines()

@@ -8,15 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.orchestration.conftest import PLANTED_TOKEN, RunWorld
+from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import Play, commit_file, git
 from thirdshift.errors import GitHubError
 from thirdshift.records import CheckRun
 from thirdshift.sessions import SessionFailed, SessionInterrupted
-
-READY = "ready-for-agent"
-BUSY = "in-progress"
-PR_TEXT = "Add the widget\n\nIt adds the widget the issue asks for."
 
 
 def test_a_fresh_issue_becomes_a_ready_pull_request_and_a_succeeded_run(world: RunWorld) -> None:
@@ -352,6 +348,34 @@ def test_a_red_check_gets_a_ci_fix_repair_whose_prompt_names_it(world: RunWorld)
     assert world.origin_file("issue-1", "fix.txt") == "fixed"
     [run] = world.store.list_runs()
     assert run.state == "succeeded"
+
+
+def test_a_run_that_loses_its_lease_during_a_repair_pushes_nothing_more(
+    world: RunWorld,
+) -> None:
+    """The Lease passes to a successor while a CI-fix Repair works: the Repair's commit is not
+    pushed, the pull request is not turned to draft, no comment is posted."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    fix = commit_file("fix.txt", "fixed\n", "Fix the tests")
+
+    def fix_while_paused(worktree: Path, prompt: str) -> str | None:
+        world.take_lease_over(number)
+        return fix(worktree, prompt)
+
+    world.sessions.plays["repair-1"] = fix_while_paused
+    red_ci(world, only_first_head=True)
+
+    assert world.run(number) == 1
+
+    assert "Fix the tests" not in world.origin_log("issue-1")
+    [pull] = world.github.pull_requests()
+    assert pull.draft is False
+    assert world.github.comments_on(number) == []
+    [run] = world.store.list_runs()
+    assert (run.cause or "").startswith("lost the Lease on #1")
 
 
 # -- helpers --------------------------------------------------------------------------------------

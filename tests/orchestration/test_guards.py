@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.orchestration.conftest import PLANTED_TOKEN, RunWorld
+from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import commit_file, git
 from thirdshift.errors import LeaseLost, ThirdshiftError
 from thirdshift.runs.claims import FencedGitHub, LeaseKeeper
-
-READY = "ready-for-agent"
-BUSY = "in-progress"
-PR_TEXT = "Add the widget\n\nIt adds the widget the issue asks for."
 
 
 def test_only_comments_by_people_who_may_triage_reach_the_prompt(world: RunWorld) -> None:
@@ -143,13 +138,6 @@ def test_a_worktree_an_earlier_runs_process_still_works_in_is_never_made_again(
     assert world.store.list_runs() == []
 
 
-def _taken_over(world: RunWorld, number: int) -> None:
-    """Another Run takes the issue's Lease, as it would once this one's expired while paused."""
-    repository = world.store.ensure_repository("acme", "widgets")
-    later = world.clock.now() + timedelta(hours=1)
-    assert world.store.acquire_lease(repository, number, "successor", timedelta(hours=1), now=later)
-
-
 def test_a_run_that_lost_its_lease_pushes_drafts_labels_and_posts_nothing(
     world: RunWorld,
 ) -> None:
@@ -165,7 +153,7 @@ def test_a_run_that_lost_its_lease_pushes_drafts_labels_and_posts_nothing(
 
     def paused_then_resumed(worktree: Path, prompt: str) -> str:
         commit_file("stale.txt", "stale\n", "Stale work", pull_request=PR_TEXT)(worktree, prompt)
-        _taken_over(world, number)
+        world.take_lease_over(number)
         return "done"
 
     world.sessions.plays["implement"] = paused_then_resumed
@@ -232,7 +220,7 @@ def test_the_lease_keeper_notices_a_takeover_and_says_so_once(world: RunWorld) -
     keeper = LeaseKeeper(world.store, repository, 3, 0.3, on_lost=lambda: lost.append("lost"))
     with keeper:
         keeper.check()
-        _taken_over(world, 3)
+        world.take_lease_over(3)
         deadline = time.monotonic() + 30
         while not lost and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -7,20 +7,10 @@ from pathlib import Path
 
 from tests.orchestration.conftest import RunWorld
 from tests.support.scripted_sessions import commit_file
-from tests.support.secret_corpus import SECRETS, pieces
-from thirdshift.scrub import Scrubber
+from tests.support.secret_corpus import SECRETS, traces
 from thirdshift.sessions import SessionFailed
 
 CORPUS = "\n".join(sample.text for sample in SECRETS)
-KEPT = Scrubber()(CORPUS)  # what scrubbed text keeps by right: key names, words
-
-
-def traces(text: str) -> list[str]:
-    return [
-        s.shape
-        for s in SECRETS
-        if any(piece in text and piece not in KEPT for piece in pieces(s.value))
-    ]
 
 
 def test_no_corpus_secret_reaches_a_failed_runs_comment_record_or_lines(world: RunWorld) -> None:

@@ -326,3 +326,23 @@ def contexts(sample: SecretSample) -> tuple[str, ...]:
         json.dumps({"type": "tool_result", "content": "$ ./deploy.sh\n" + sample.text}),
         f"$ ./deploy.sh\nstep 1 of 3\n{sample.text}\nstep 2 of 3\ndone\n",
     )
+
+
+def traces(text: str) -> list[str]:
+    """The shapes of the corpus secrets an 8-character piece of which is in ``text``, leaving
+    out pieces that scrubbed text keeps by right (``access_token`` is a key's name, not a
+    secret)."""
+    return [
+        s.shape
+        for s in SECRETS
+        if any(piece in text and piece not in _KEPT for piece in pieces(s.value))
+    ]
+
+
+def _kept() -> str:
+    from thirdshift.scrub import Scrubber
+
+    return Scrubber()("\n".join(sample.text for sample in SECRETS))
+
+
+_KEPT = _kept()
