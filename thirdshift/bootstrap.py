@@ -100,7 +100,7 @@ def run_issue(
         "GIT_COMMITTER_NAME": identity.name,
         "GIT_COMMITTER_EMAIL": identity.email,
     }
-    store = Store.open(settings.effective_database_url, clock=clock)
+    store = Store.open(settings.effective_database_url)
     try:
         delivery = Delivery(
             settings=settings,

@@ -175,6 +175,20 @@ class Lease:
     expires_at: datetime
 
 
+@dataclass(frozen=True)
+class Activity:
+    """One line of the Activity log: what a daemon did or decided, and when."""
+
+    id: int
+    kind: str  # pickup, pass-over, start, end, takeover, crash, sweep, poll, stop
+    daemon: str
+    message: str
+    created_at: datetime
+    repository: str | None = None  # owner/name
+    issue_number: int | None = None
+    run_id: int | None = None
+
+
 class SessionHistory(NamedTuple):
     """What one earlier session did, as a follow-up preamble takes it: its Session kind, its
     final message and the summaries of its last Session events, oldest first."""

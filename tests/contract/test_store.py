@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -25,13 +25,13 @@ def test_opening_migrates_to_the_newest_schema(store: Store, database_url: str) 
     """A fresh database gets every table and the Alembic head revision."""
     engine = sa.create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1))
     inspector = sa.inspect(engine)
-    assert {"repositories", "runs", "sessions", "session_events", "claims"} <= set(
+    assert {"repositories", "runs", "sessions", "session_events", "claims", "activity"} <= set(
         inspector.get_table_names()
     )
     with engine.connect() as connection:
         version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
     engine.dispose()
-    assert version == "0001"
+    assert version == "0002"
 
 
 def test_opening_twice_is_harmless(store: Store, database_url: str) -> None:
@@ -269,3 +269,100 @@ def test_several_processes_opening_one_new_database_at_once_all_work(database_ur
     finally:
         for store in opened:
             store.close()
+
+
+class _ClockAhead:
+    """A machine clock an hour fast, as on a host whose time drifted."""
+
+    def now(self) -> datetime:
+        return utcnow() + timedelta(hours=1)
+
+    def monotonic(self) -> float:
+        return 0.0
+
+    def sleep(self, seconds: float) -> None:
+        raise AssertionError("the store never waits")
+
+    def salvaging(self, seconds: float) -> None:
+        raise AssertionError("the store never salvages")
+
+
+@pytest.mark.postgres
+def test_a_host_whose_clock_runs_ahead_cannot_take_over_a_live_lease(
+    postgres_url: str,
+) -> None:
+    """Expiry is judged by the database server's clock: a host an hour fast still finds a
+    ten-minute Lease live; judged by its own clock it would have taken the issue over."""
+    honest = Store.open(postgres_url)
+    repository = honest.ensure_repository("octo", "widgets")
+    held = honest.acquire_lease(repository, 3, "run-a", timedelta(minutes=10))
+    assert held is not None
+    fast = Store.open(postgres_url, clock=_ClockAhead(), database_time=True, migrate=False)
+    naive = Store.open(postgres_url, clock=_ClockAhead(), database_time=False, migrate=False)
+    try:
+        assert fast.acquire_lease(repository, 3, "run-b", timedelta(minutes=10)) is None
+        assert fast.lease_held(held) is True
+        # The same host judging by its own clock would take a live Lease: what the fence stops.
+        assert naive.acquire_lease(repository, 3, "run-c", timedelta(minutes=10)) is not None
+    finally:
+        fast.close()
+        naive.close()
+        honest.close()
+
+
+def test_dead_runs_are_those_whose_lease_is_gone_or_held_by_a_later_run(store: Store) -> None:
+    """A running Run with an expired, released or taken-over Lease is dead; one whose Lease is
+    live (attached or not yet) is not; a crash is recorded once and never over an ending."""
+    repository = store.ensure_repository("octo", "widgets")
+    now = utcnow()
+    ttl = timedelta(minutes=5)
+    live = store.start_run(repository, 1)
+    lease = store.acquire_lease(repository, 1, "a", ttl, now=now)
+    assert lease is not None
+    store.attach_run_to_lease(lease, live.id)
+    starting = store.start_run(repository, 2)  # took its Lease, not attached yet
+    assert store.acquire_lease(repository, 2, "b", ttl, now=now) is not None
+    expired = store.start_run(repository, 3)
+    assert store.acquire_lease(repository, 3, "c", timedelta(seconds=1), now=now - ttl)
+    released = store.start_run(repository, 4)
+    gone = store.acquire_lease(repository, 4, "d", ttl, now=now)
+    assert gone is not None
+    store.release_lease(gone)
+    superseded = store.start_run(repository, 5)
+    old = store.acquire_lease(repository, 5, "e", timedelta(seconds=1), now=now - ttl)
+    assert old is not None
+    successor = store.start_run(repository, 5)
+    newer = store.acquire_lease(repository, 5, "f", ttl, now=now)
+    assert newer is not None
+    store.attach_run_to_lease(newer, successor.id)
+    never = store.start_run(repository, 6)  # no Lease row at all
+    finished = store.start_run(repository, 7)
+    store.finish_run(finished.id, "succeeded")
+
+    dead = [run.id for run in store.dead_runs(repository, now=now)]
+    assert dead == [expired.id, released.id, superseded.id, never.id]
+    assert live.id not in dead and starting.id not in dead and successor.id not in dead
+
+    assert store.record_crash(expired.id, "its Lease expired") is True
+    assert store.record_crash(expired.id, "again") is False
+    assert store.record_crash(finished.id, "too late") is False
+    crashed = store.get_run(expired.id)
+    assert crashed is not None and crashed.state == "crashed"
+    assert crashed.cause == "its Lease expired" and crashed.ended_at is not None
+    assert store.latest_run(repository, 5) == store.get_run(successor.id)
+
+
+def test_activity_lines_are_kept_per_repository_in_order(store: Store) -> None:
+    """The Activity log keeps each line with its repository, issue and Run."""
+    widgets = store.ensure_repository("octo", "widgets")
+    gadgets = store.ensure_repository("octo", "gadgets")
+    store.add_activity("pickup", "picked up #3", daemon="d1", repository=widgets, issue_number=3)
+    store.add_activity("poll", "gadgets failed", daemon="d1", repository=gadgets)
+    store.add_activity("stop", "stopping", daemon="d1")
+    lines = store.activity()
+    assert [(a.kind, a.repository, a.issue_number) for a in lines] == [
+        ("pickup", "octo/widgets", 3),
+        ("poll", "octo/gadgets", None),
+        ("stop", None, None),
+    ]
+    assert [a.message for a in store.activity(repository=widgets)] == ["picked up #3"]

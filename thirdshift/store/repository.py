@@ -21,11 +21,13 @@ from alembic.config import Config
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from thirdshift.clock import Clock, SystemClock
 from thirdshift.errors import StoreError
 from thirdshift.records import (
+    Activity,
     Lease,
     Repository,
     Run,
@@ -33,11 +35,19 @@ from thirdshift.records import (
     SessionHistory,
     SessionRecord,
 )
+from thirdshift.store.rows import activity_record as _activity
 from thirdshift.store.rows import lease_record as _lease
 from thirdshift.store.rows import repository_record as _repository
 from thirdshift.store.rows import run_record as _run
 from thirdshift.store.rows import session_record as _session_record
-from thirdshift.store.tables import ClaimRow, RepositoryRow, RunRow, SessionEventRow, SessionRow
+from thirdshift.store.tables import (
+    ActivityRow,
+    ClaimRow,
+    RepositoryRow,
+    RunRow,
+    SessionEventRow,
+    SessionRow,
+)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -60,16 +70,34 @@ class Store:
     """All persistence. Build one with ``Store.open(url)`` and ``close()`` it when done.
     Every time it writes comes from ``clock`` (the system's unless told otherwise)."""
 
-    def __init__(self, engine: Engine, clock: Clock | None = None) -> None:
+    def __init__(
+        self, engine: Engine, clock: Clock | None = None, *, database_time: bool | None = None
+    ) -> None:
         self._engine = engine
         self._clock: Clock = clock or SystemClock()
+        # Lease expiry is judged by the database server's clock unless a test drives time:
+        # daemons on several hosts share one PostgreSQL, and a host whose clock runs ahead must
+        # not take over live Leases. (SQLite runs in this process: its clock is the machine's.)
+        if database_time is None:
+            database_time = clock is None
+        self._database_time = database_time and engine.dialect.name == "postgresql"
 
     # -- opening -----------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, url: str, *, migrate: bool = True, clock: Clock | None = None) -> Store:
+    def open(
+        cls,
+        url: str,
+        *,
+        migrate: bool = True,
+        clock: Clock | None = None,
+        database_time: bool | None = None,
+    ) -> Store:
         """Connect to ``url`` and, unless told not to, upgrade the schema to the newest
-        migration. SQLite gets WAL, foreign keys and a busy timeout on every connection."""
+        migration. SQLite gets WAL, foreign keys and a busy timeout on every connection.
+        Without ``clock``, times come from the system and Lease expiry from the database
+        server's clock (``database_time``, default: when no ``clock`` is given); a test passes a
+        ``ManualClock`` to drive both."""
         try:
             engine = _engine(url)
             if migrate:
@@ -79,7 +107,7 @@ class Store:
                 f"cannot open the database {redact_url(url)}: {exc.__class__.__name__}: "
                 f"{_first_line(exc)}; check THIRDSHIFT_DATABASE_URL and that the server runs"
             ) from exc
-        return cls(engine, clock)
+        return cls(engine, clock, database_time=database_time)
 
     @property
     def dialect(self) -> str:
@@ -317,49 +345,52 @@ class Store:
         """Take the issue's Lease for ``owner`` in one conditional statement: granted when no
         Lease exists, when the existing one has expired (the fencing token goes up), or when
         ``owner`` already holds it (extended, same token). None when someone else holds it."""
-        now = now or self._clock.now()
         table = ClaimRow.__table__  # type: ignore[attr-defined]
-        insert = _insert(self.dialect, ClaimRow).values(
-            repository_id=repository.id,
-            issue_number=issue_number,
-            owner=owner,
-            fencing_token=1,
-            acquired_at=now,
-            expires_at=now + ttl,
-        )
-        same_owner = table.c.owner == insert.excluded.owner
-        statement = insert.on_conflict_do_update(
-            index_elements=["repository_id", "issue_number"],
-            set_={
-                "owner": insert.excluded.owner,
-                "expires_at": insert.excluded.expires_at,
-                "run_id": sa.case((same_owner, table.c.run_id), else_=None),
-                "acquired_at": sa.case(
-                    (same_owner, table.c.acquired_at), else_=insert.excluded.acquired_at
+
+        def statement(now: datetime) -> Any:
+            insert = _insert(self.dialect, ClaimRow).values(
+                repository_id=repository.id,
+                issue_number=issue_number,
+                owner=owner,
+                fencing_token=1,
+                acquired_at=now,
+                expires_at=now + ttl,
+            )
+            same_owner = table.c.owner == insert.excluded.owner
+            return insert.on_conflict_do_update(
+                index_elements=["repository_id", "issue_number"],
+                set_={
+                    "owner": insert.excluded.owner,
+                    "expires_at": insert.excluded.expires_at,
+                    "run_id": sa.case((same_owner, table.c.run_id), else_=None),
+                    "acquired_at": sa.case(
+                        (same_owner, table.c.acquired_at), else_=insert.excluded.acquired_at
+                    ),
+                    "fencing_token": sa.case(
+                        (same_owner, table.c.fencing_token), else_=table.c.fencing_token + 1
+                    ),
+                },
+                where=sa.or_(
+                    table.c.expires_at <= sa.bindparam("now_", now, type_=table.c.expires_at.type),
+                    same_owner,
                 ),
-                "fencing_token": sa.case(
-                    (same_owner, table.c.fencing_token), else_=table.c.fencing_token + 1
-                ),
-            },
-            where=sa.or_(
-                table.c.expires_at <= sa.bindparam("now_", now, type_=table.c.expires_at.type),
-                same_owner,
-            ),
-        ).returning(*table.c)
+            ).returning(*table.c)
+
         with self._session() as session:
-            row = session.execute(statement).mappings().first()
+            row = session.execute(statement(now or self._lease_now(session))).mappings().first()
             session.commit()
             return None if row is None else _lease(row)
 
     def renew_lease(
         self, lease: Lease, ttl: timedelta, *, now: datetime | None = None
     ) -> Lease | None:
-        """Extend a Lease still held under the same fencing token; None when it was lost."""
-        now = now or self._clock.now()
+        """Extend a Lease still held under the same fencing token and not expired; None when
+        it was lost."""
         with self._session() as session:
+            now = now or self._lease_now(session)
             result = session.execute(
                 sa.update(ClaimRow)
-                .where(*_held_by(lease))
+                .where(*_held_by(lease), col(ClaimRow.expires_at) > now)
                 .values(expires_at=now + ttl)
                 .returning(*ClaimRow.__table__.c)  # type: ignore[attr-defined]
             )
@@ -390,8 +421,8 @@ class Store:
 
     def lease_held(self, lease: Lease, *, now: datetime | None = None) -> bool:
         """Whether ``lease`` is still its holder's: same owner and fencing token, not expired."""
-        now = now or self._clock.now()
         with self._session() as session:
+            now = now or self._lease_now(session)
             row = session.exec(
                 select(ClaimRow).where(*_held_by(lease), col(ClaimRow.expires_at) > now)
             ).first()
@@ -423,7 +454,128 @@ class Store:
             ).all()
             return [_run(row, run.repository) for row in rows]
 
+    def latest_run(self, repository: Repository, issue_number: int) -> Run | None:
+        """The newest Run on the issue, or None."""
+        with self._session() as session:
+            row = session.exec(
+                select(RunRow)
+                .where(RunRow.repository_id == repository.id, RunRow.issue_number == issue_number)
+                .order_by(col(RunRow.id).desc())
+                .limit(1)
+            ).first()
+            return None if row is None else _run(row, repository)
+
+    # -- the daemon's view ---------------------------------------------------------------------
+
+    def dead_runs(self, repository: Repository, *, now: datetime | None = None) -> list[Run]:
+        """Runs still recorded ``running`` whose Claim is gone: the issue's Lease expired or
+        was given up, or a later Run holds it. Their process died (or is paused past its
+        Lease, and will find that out at its next write). A Run between taking its Lease and
+        attaching itself to it still has a live Lease, so it is never among them."""
+        with self._session() as session:
+            now = now or self._lease_now(session)
+            claim = aliased(ClaimRow)
+            rows = session.exec(
+                select(RunRow)
+                .outerjoin(
+                    claim,
+                    sa.and_(
+                        col(claim.repository_id) == RunRow.repository_id,
+                        col(claim.issue_number) == RunRow.issue_number,
+                    ),
+                )
+                .where(
+                    RunRow.repository_id == repository.id,
+                    RunRow.state == "running",
+                    sa.or_(
+                        col(claim.id).is_(None),
+                        col(claim.expires_at) <= now,
+                        col(claim.owner) == RELEASED,
+                        sa.and_(col(claim.run_id).is_not(None), col(claim.run_id) != RunRow.id),
+                    ),
+                )
+                .order_by(col(RunRow.id))
+            ).all()
+            return [_run(row, repository) for row in rows]
+
+    def record_crash(self, run_id: int, cause: str) -> bool:
+        """End a dead Run as ``crashed`` unless it recorded an ending meanwhile (only a Run
+        still ``running`` changes); True when this call ended it."""
+        with self._session() as session:
+            result = session.execute(
+                sa.update(RunRow)
+                .where(col(RunRow.id) == run_id, col(RunRow.state) == "running")
+                .values(state="crashed", cause=cause, ended_at=self._clock.now())
+            )
+            session.commit()
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def live_leases(self, repository: Repository, *, now: datetime | None = None) -> list[Lease]:
+        """The repository's Leases held now."""
+        with self._session() as session:
+            now = now or self._lease_now(session)
+            rows = session.exec(
+                select(ClaimRow).where(
+                    ClaimRow.repository_id == repository.id,
+                    ClaimRow.owner != RELEASED,
+                    col(ClaimRow.expires_at) > now,
+                )
+            ).all()
+            return [_lease(row.model_dump()) for row in rows]
+
+    def add_activity(
+        self,
+        kind: str,
+        message: str,
+        *,
+        daemon: str,
+        repository: Repository | None = None,
+        issue_number: int | None = None,
+        run_id: int | None = None,
+    ) -> Activity:
+        with self._session() as session:
+            row = ActivityRow(
+                repository_id=repository.id if repository else None,
+                issue_number=issue_number,
+                run_id=run_id,
+                kind=kind,
+                daemon=daemon,
+                message=message,
+                created_at=self._clock.now(),
+            )
+            session.add(row)
+            session.commit()
+            return _activity(row, repository.full_name if repository else None)
+
+    def activity(self, *, limit: int = 100, repository: Repository | None = None) -> list[Activity]:
+        """The newest Activity lines, oldest of them first."""
+        with self._session() as session:
+            query = select(ActivityRow).order_by(col(ActivityRow.id).desc()).limit(limit)
+            if repository is not None:
+                query = query.where(ActivityRow.repository_id == repository.id)
+            rows = list(reversed(session.exec(query).all()))
+            names = {
+                r.id: f"{r.owner}/{r.name}"
+                for r in session.exec(
+                    select(RepositoryRow).where(
+                        col(RepositoryRow.id).in_({row.repository_id for row in rows})
+                    )
+                )
+            }
+            return [
+                _activity(row, names.get(row.repository_id) if row.repository_id else None)
+                for row in rows
+            ]
+
     # -- helpers -----------------------------------------------------------------------------
+
+    def _lease_now(self, session: Session) -> datetime:
+        """The time Leases are judged by: the database server's, or this Store's clock."""
+        if not self._database_time:
+            return self._clock.now()
+        value = session.execute(sa.text("SELECT timezone('UTC', clock_timestamp())")).scalar()
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC)
 
     @staticmethod
     def _repository(session: Session, repository_id: int) -> Repository:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from thirdshift.records import Lease, Repository, Run, SessionRecord
-from thirdshift.store.tables import RepositoryRow, RunRow, SessionRow
+from thirdshift.records import Activity, Lease, Repository, Run, SessionRecord
+from thirdshift.store.tables import ActivityRow, RepositoryRow, RunRow, SessionRow
 
 
 def repository_record(row: RepositoryRow) -> Repository:
@@ -73,4 +73,18 @@ def lease_record(row: Any) -> Lease:
         run_id=row["run_id"],
         acquired_at=aware(row["acquired_at"]),
         expires_at=aware(row["expires_at"]),
+    )
+
+
+def activity_record(row: ActivityRow, repository: str | None) -> Activity:
+    assert row.id is not None
+    return Activity(
+        id=row.id,
+        kind=row.kind,
+        daemon=row.daemon,
+        message=row.message,
+        created_at=row.created_at,
+        repository=repository,
+        issue_number=row.issue_number,
+        run_id=row.run_id,
     )

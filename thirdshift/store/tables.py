@@ -122,3 +122,19 @@ class ClaimRow(SQLModel, table=True):
     run_id: int | None = Field(default=None, foreign_key="runs.id")
     acquired_at: datetime = _when()
     expires_at: datetime = _when()
+
+
+class ActivityRow(SQLModel, table=True):
+    """One line of the Activity log (a pickup, a pass-over, a Run's start or end, a takeover,
+    a sweep); ``daemon`` names the process that wrote it."""
+
+    __tablename__ = "activity"
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int | None = Field(default=None, foreign_key="repositories.id", index=True)
+    issue_number: int | None = None
+    run_id: int | None = Field(default=None, foreign_key="runs.id")
+    kind: str = Field(max_length=20)
+    daemon: str = Field(max_length=200)
+    message: str = Field(sa_type=sa.Text)
+    created_at: datetime = _when()
