@@ -10,22 +10,27 @@ from __future__ import annotations
 
 import os
 import pwd
+import socket
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 from thirdshift.clock import SystemClock
-from thirdshift.errors import ConfigError, ThirdshiftError
+from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
+from thirdshift.daemon.daemon import Limits
+from thirdshift.errors import ConfigError, GitHubError, ThirdshiftError, UsageError
 from thirdshift.git import Identity, ManagedClone
 from thirdshift.github import GitHub
 from thirdshift.harnesses import harness_named, probe
 from thirdshift.home import Home, check_home
-from thirdshift.issue_url import IssueRef, check_same_host
+from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
 from thirdshift.records import RepoInfo
 from thirdshift.runs import Delivery, RunRequest
+from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions
-from thirdshift.settings import Settings
+from thirdshift.settings import Settings, check_repository_name
 from thirdshift.store import Store
 
 
@@ -51,13 +56,20 @@ def run_issue(
     emit_url: Callable[[str], None],
     interrupt: threading.Event,
     agent_environ: Mapping[str, str] | None = None,
+    store: Store | None = None,
+    claimant: str = "thirdshift run",
+    stopped_because: Callable[[], str | None] = lambda: None,
 ) -> int:
     """Run one issue and return the exit status. Errors before the Run starts (pre-flight)
     are reported on ``progress`` and change nothing.
 
     ``environ`` is thirdshift's own process environment: its secrets are scrubbed and emptied
     for git. ``agent_environ`` (default: the same) is what the Harness's environment is built
-    from; the demo gives one pointing the CLI at the scripted model server."""
+    from; the demo gives one pointing the CLI at the scripted model server.
+
+    A daemon passes its ``store`` (shared by its Runs), its name as ``claimant`` and what says
+    why it stopped a Run (``stopped_because``); each Run still gets its own clock, GitHub
+    adapter and interrupt."""
     token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
     if not token:
         raise ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)")
@@ -100,7 +112,9 @@ def run_issue(
         "GIT_COMMITTER_NAME": identity.name,
         "GIT_COMMITTER_EMAIL": identity.email,
     }
-    store = Store.open(settings.effective_database_url)
+    own_store = store is None
+    if store is None:
+        store = Store.open(settings.effective_database_url)
     try:
         delivery = Delivery(
             settings=settings,
@@ -129,6 +143,8 @@ def run_issue(
             progress=say,
             interrupt=interrupt,
             emit_url=emit_url,
+            claimant=claimant,
+            stopped_because=stopped_because,
         )
         try:
             return delivery.run(request)
@@ -136,7 +152,140 @@ def run_issue(
             say(f"thirdshift: {error}")
             return error.exit_code
     finally:
+        if own_store:
+            store.close()
+
+
+def run_daemon(
+    settings: Settings,
+    *,
+    repositories: Sequence[str],
+    once: bool,
+    environ: Mapping[str, str],
+    progress: Callable[[str], None],
+    stop: threading.Event,
+) -> int:
+    """Watch ``repositories`` (with those of the settings) until ``stop`` is set, or for one
+    cycle with ``once``. Pre-flight problems (no token, a repository the token cannot push
+    to, an unusable home, no sandbox) stop it before it starts."""
+    token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
+    if not token:
+        raise ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)")
+    names = list(dict.fromkeys([*settings.repositories, *repositories]))
+    if not names:
+        raise UsageError(
+            "no repository to watch: pass --repo OWNER/NAME or set repositories in the config file"
+        )
+    agent_secrets = [value for name, value in environ.items() if looks_secret(name)]
+    scrub = Scrubber.from_environment(environ, [token, *agent_secrets])
+
+    def say(line: str) -> None:
+        progress(scrub(line))
+
+    home = Home(settings.home)
+    check_home(home, database_dir=settings.sqlite_directory, min_free_mb=settings.min_free_disk_mb)
+    sandbox = probe(environ.get("PATH"), unsafe_without=settings.unsafe_agent_without_sandbox)
+    if not sandbox.sealed:
+        say("warning: agents run without their sandbox (unsafe_agent_without_sandbox)")
+    clock = SystemClock(stop)
+    github = GitHub(settings.github_api_url, token, scrub=scrub, clock=clock, progress=say)
+    login = github.authenticated_login()
+    for full_name in names:
+        owner, name = check_repository_name(full_name)
+        try:
+            role = github.permission(owner, name, login)
+        except GitHubError as error:
+            if error.status not in (403, 404):
+                raise
+            role = "no push"
+        if role not in PERMISSIONS_THAT_PUSH:
+            raise ConfigError(
+                f"the token's user {login} has {role} permission on {full_name}; the daemon "
+                "needs write there, so use a token with write access or drop the repository"
+            )
+    daemon_name = settings.daemon_name or socket.gethostname()
+    store = Store.open(settings.effective_database_url)
+    try:
+        activity = ActivityLog(
+            store,
+            daemon=daemon_name,
+            directory=settings.home / "activity",
+            clock=clock,
+            scrub=scrub,
+            progress=say,
+        )
+
+        def start_run(
+            request: RunRequest,
+            interrupt: threading.Event,
+            stopped_because: Callable[[], str | None],
+            run_progress: Callable[[str], None],
+        ) -> int:
+            return run_issue(
+                settings,
+                request,
+                environ=environ,
+                progress=run_progress,
+                emit_url=lambda _url: None,  # the Activity log and the progress lines say it
+                interrupt=interrupt,
+                store=store,
+                claimant=f"daemon {daemon_name}",
+                stopped_because=stopped_because,
+            )
+
+        daemon = Daemon(
+            web_host=web_host_of(settings.github_api_url),
+            start_run=start_run,
+            store=store,
+            activity=activity,
+            limits=Limits(
+                max_runs=settings.max_runs,
+                max_runs_per_repository=settings.max_runs_per_repository,
+                poll_seconds=settings.poll_seconds,
+                poll_jitter_seconds=settings.poll_jitter_seconds,
+                reap_seconds=max(5.0, settings.lease_seconds / 4),
+                stop_seconds=stop_seconds(settings),
+            ),
+            clock=clock,
+            stop=stop,
+            progress=say,
+        )
+        rules = ReadyRules.of(
+            ready_label=settings.ready_label,
+            in_progress_label=settings.in_progress_label,
+            excluded_labels=settings.excluded_labels,
+            settle_seconds=settings.settle_seconds,
+        )
+        for full_name in names:
+            owner, name = check_repository_name(full_name)
+            daemon.watch(
+                RepositoryPoll(
+                    owner,
+                    name,
+                    github=github,
+                    store=store,
+                    rules=rules,
+                    activity=activity,
+                    clock=clock,
+                    running_here=partial(daemon.running_here, full_name),
+                    stop_here=partial(daemon.stop_here, full_name),
+                    kept_worktree=partial(_kept_worktree, settings.home, owner, name),
+                )
+            )
+        return daemon.once() if once else daemon.serve()
+    finally:
         store.close()
 
 
-__all__ = ["IssueRef", "RunRequest", "run_issue"]
+def stop_seconds(settings: Settings) -> float:
+    """How long a stopping daemon waits for its Runs: each stops its session (a grace period,
+    then a kill after another) and saves its work within the salvage's time, plus a margin for
+    git and the database."""
+    return settings.salvage_wait_seconds + 2 * settings.session_stop_grace_seconds + 60
+
+
+def _kept_worktree(home: Path, owner: str, name: str, branch: str) -> bool:
+    return (home / "worktrees" / f"{owner}-{name}-{branch}").is_dir()
+
+
+__all__ = ["IssueRef", "RunRequest", "run_daemon", "run_issue"]

@@ -92,6 +92,7 @@ def _signals_set(
     *,
     quiet: bool = False,
     until_exit: bool = False,
+    what: str = "the work will be saved",
 ) -> Iterator[None]:
     """Ctrl-C, SIGTERM and SIGHUP set ``interrupt`` instead of killing the process: a Run stops its
     session and ends as a Failed run that saves its work; a server stops cleanly. A second
@@ -100,7 +101,7 @@ def _signals_set(
 
     def _stop(signum: int, frame: FrameType | None) -> None:
         if not interrupt.is_set() and not quiet:
-            progress(f"{signal.Signals(signum).name}: stopping; the work will be saved")
+            progress(f"{signal.Signals(signum).name}: stopping; {what}")
         interrupt.set()
 
     if threading.current_thread() is not threading.main_thread():
@@ -167,6 +168,57 @@ def run_command(
                 progress=progress,
                 emit_url=_emit,
                 interrupt=interrupt,
+            )
+        except UsageError as error:
+            raise click.UsageError(str(error)) from None
+        except ThirdshiftError as error:
+            _fail(error)
+    sys.exit(status)
+
+
+@main.command("daemon")
+@click.option(
+    "--repo",
+    "repos",
+    multiple=True,
+    metavar="OWNER/NAME",
+    help="A repository to watch (repeatable; added to the repositories setting).",
+)
+@click.option(
+    "--once",
+    is_flag=True,
+    help="Poll each repository once, run what is Ready, wait for those Runs, and exit.",
+)
+def daemon_command(repos: tuple[str, ...], once: bool) -> None:
+    """Watch repositories for Ready issues and run each exactly once, side by side within the
+    limits, until SIGTERM or Ctrl-C (then the running Runs save their work and it exits 0).
+
+    Progress and the Activity log on stderr. With --once: exit 0 when every poll and Run
+    succeeded, 1 otherwise."""
+    import os
+
+    from thirdshift.bootstrap import run_daemon
+    from thirdshift.errors import UsageError
+    from thirdshift.settings import check_repository_name, load_settings
+
+    for repo in repos:
+        try:
+            check_repository_name(repo)
+        except ValueError as error:
+            raise click.UsageError(f"--repo: {error}") from None
+    environ = dict(os.environ)
+    settings = _guarded(lambda: load_settings(environ))
+    progress = Progress()
+    stop = threading.Event()
+    with _signals_set(stop, progress, until_exit=True, what="the running Runs will be saved"):
+        try:
+            status = run_daemon(
+                settings,
+                repositories=repos,
+                once=once,
+                environ=environ,
+                progress=progress,
+                stop=stop,
             )
         except UsageError as error:
             raise click.UsageError(str(error)) from None

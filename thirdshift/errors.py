@@ -47,6 +47,14 @@ class LeaseLost(ThirdshiftError):
     not be renewed): the Run stops and changes nothing more on GitHub or on origin."""
 
 
+class NotClaimed(ThirdshiftError):
+    """The Run did not claim the issue: another Run holds its Lease, or (for a daemon) the
+    issue stopped being Ready or was taken over before the Lease was won. Nothing changed
+    anywhere. Exit status 3, so a script or the daemon can tell it from a failure."""
+
+    exit_code = 3
+
+
 class GitError(ThirdshiftError):
     """A git command in the managed clone or a Worktree failed or timed out. The message names
     the command (never a credential), the clone or Worktree, and the fix."""

@@ -9,12 +9,13 @@ back to a default.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -31,6 +32,17 @@ ENV_PREFIX = "THIRDSHIFT_"
 PUBLIC_GITHUB_API = "https://api.github.com"
 # Variables outside the prefix that are still ours to read.
 _TOKEN_VARIABLES = ("THIRDSHIFT_GITHUB_TOKEN", "GITHUB_TOKEN")
+
+
+_REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+
+
+def check_repository_name(text: str) -> tuple[str, str]:
+    """``OWNER/NAME`` split in two, or a ValueError that shows the expected shape."""
+    if not _REPOSITORY.match(text) or text.split("/")[1] in (".", ".."):
+        raise ValueError(f"'{text}' is not OWNER/NAME (for example octo-org/widgets)")
+    owner, name = text.split("/")
+    return owner, name
 
 
 def default_home(environ: Mapping[str, str]) -> Path:
@@ -134,6 +146,42 @@ class Settings(BaseSettings):
         default=512, ge=0, description="Refuse to start a Run with less free disk in the home."
     )
 
+    # -- the daemon ------------------------------------------------------------------------------
+    repositories: list[str] = Field(
+        default_factory=list,
+        description="OWNER/NAME of each repository the daemon watches (thirdshift daemon --repo "
+        "adds more).",
+    )
+    daemon_name: str | None = Field(
+        default=None,
+        max_length=100,
+        description="How a daemon names itself in claim comments, Leases and the Activity log; "
+        "default: the host's name.",
+    )
+    poll_seconds: float = Field(
+        default=60, gt=0, description="Between two polls of one repository for Ready issues."
+    )
+    poll_jitter_seconds: float = Field(
+        default=10,
+        ge=0,
+        description="Up to this much is added at random to each poll, so repositories and "
+        "daemons do not all ask GitHub at once.",
+    )
+    settle_seconds: float = Field(
+        default=60,
+        ge=0,
+        description="An issue is picked up only once it has been unchanged this long (people "
+        "often label first and finish writing after).",
+    )
+    max_runs: int = Field(default=2, ge=1, description="Runs a daemon executes at once.")
+    max_runs_per_repository: int = Field(
+        default=1, ge=1, description="Runs a daemon executes at once in one repository."
+    )
+    excluded_labels: list[str] = Field(
+        default_factory=lambda: ["needs-triage", "needs-info", "ready-for-human", "wontfix"],
+        description="An issue carrying any of these is never picked up, Ready label or not.",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -154,6 +202,13 @@ class Settings(BaseSettings):
             wall_seconds=self.session_wall_seconds,
             post_result_seconds=self.session_post_result_seconds,
         )
+
+    @field_validator("repositories")
+    @classmethod
+    def _owner_slash_name(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            check_repository_name(entry)
+        return value
 
     @property
     def sqlite_directory(self) -> Path | None:

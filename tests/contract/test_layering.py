@@ -51,6 +51,9 @@ def test_the_package_keeps_every_import_contract(tree: Path) -> None:
         ("__init__.py", "import thirdshift.sandbox", "The package root"),
         ("runs/branches.py", "import thirdshift.store", "Rules never import adapters"),
         ("runs/delivery.py", "import thirdshift.github", "A Run reaches GitHub and the Harness"),
+        ("daemon/poll.py", "import thirdshift.github", "The daemon reaches GitHub, git"),
+        ("daemon/ready.py", "import thirdshift.store", "Rules never import adapters"),
+        ("daemon/daemon.py", "import thirdshift.bootstrap", "Layers: the CLI on top"),
         (
             "harnesses/stream.py",
             "import thirdshift.store",

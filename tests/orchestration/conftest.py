@@ -22,6 +22,7 @@ from thirdshift.git import Identity, ManagedClone
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import RepoInfo
 from thirdshift.runs import Delivery, RunRequest
+from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings
 from thirdshift.store import Store
@@ -101,6 +102,10 @@ class RunWorld:
             repository, number, "successor", timedelta(hours=1), now=later
         )
         assert taken is not None
+
+    def failure_comments(self, number: int) -> list[str]:
+        """The issue's comments but the Claim's own (posted by every Run that claims)."""
+        return [c for c in self.github.comments_on(number) if CLAIM_MARKER not in c]
 
     def origin_log(self, branch: str) -> list[str]:
         return git(self.origin, "log", "--format=%s", branch).splitlines()

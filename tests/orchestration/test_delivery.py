@@ -120,7 +120,7 @@ def test_a_failed_session_saves_the_work_and_reports_once(world: RunWorld) -> No
     assert world.origin_file("issue-1", "draft.txt") == "unfinished"
     [pull] = world.github.pull_requests()
     assert pull.draft is True
-    [comment] = world.github.comments_on(number)
+    [comment] = world.failure_comments(number)
     assert "thirdshift could not finish this issue" in comment
     assert "<!-- thirdshift:failed-run -->" in comment
     assert '"type": "failed"' in comment  # the tail of the Session log
@@ -176,7 +176,7 @@ def test_a_salvage_step_that_fails_is_a_warning_and_the_rest_still_happen(
     [run] = world.store.list_runs()
     assert run.state == "failed"
     assert world.origin_log("issue-1")[0].startswith("thirdshift: failed run (repairs exhausted")
-    comments = world.github.comments_on(number)
+    comments = world.failure_comments(number)
     assert len(comments) == (0 if method == "upsert_marked_comment" else 1)
     [pull] = world.github.pull_requests()
     assert pull.draft is (method != "convert_to_draft")
@@ -205,7 +205,7 @@ def test_a_push_that_fails_keeps_and_names_the_worktree(world: RunWorld) -> None
     assert world.lines[-2].startswith(f"keeping the worktree {kept} (branch issue-1 at ")
     assert world.github.branch_head("issue-1") is None
     assert world.github.labels_of(number) == [BUSY]
-    [comment] = world.github.comments_on(number)
+    [comment] = world.failure_comments(number)
     assert "`issue-1` at" in comment
 
 
@@ -225,7 +225,7 @@ def test_a_failed_database_write_does_not_cut_the_salvage_short(world: RunWorld)
 
     assert any(line.startswith("warning: recording the Failed run failed") for line in world.lines)
     assert world.origin_file("issue-1", "draft.txt") == "unfinished"
-    assert len(world.github.comments_on(number)) == 1
+    assert len(world.failure_comments(number)) == 1
     assert world.lines[-2] == "the model gave up"
 
 
@@ -373,7 +373,7 @@ def test_a_run_that_loses_its_lease_during_a_repair_pushes_nothing_more(
     assert "Fix the tests" not in world.origin_log("issue-1")
     [pull] = world.github.pull_requests()
     assert pull.draft is False
-    assert world.github.comments_on(number) == []
+    assert world.failure_comments(number) == []
     [run] = world.store.list_runs()
     assert (run.cause or "").startswith("lost the Lease on #1")
 

@@ -92,7 +92,7 @@ def test_a_commit_adding_a_secret_is_never_pushed_even_if_a_later_commit_removes
     kept = world.settings.home / "worktrees" / "acme-widgets-issue-1"
     assert world.lines[-2].startswith(f"keeping the worktree {kept}")
     assert "Add settings" in git(kept, "log", "--format=%s")
-    [comment] = world.github.comments_on(number)
+    [comment] = world.failure_comments(number)
     assert "settings.env:2" in comment
     assert str(world.settings.home) not in comment  # public: no path of this machine
     assert "$THIRDSHIFT_HOME/worktrees/acme-widgets-issue-1" in comment
@@ -163,7 +163,9 @@ def test_a_run_that_lost_its_lease_pushes_drafts_labels_and_posts_nothing(
     assert world.github.branch_head("issue-1") == head_before
     [pull] = world.github.pull_requests()
     assert (pull.number, pull.draft, pull.title) == (successor.number, False, "Successor's")
-    assert world.github.comments_on(number) == []
+    # Only its claim comment, posted while it held the Lease (a successor edits that one).
+    assert world.failure_comments(number) == []
+    assert len(world.github.comments_on(number)) == 1
     assert world.github.labels_of(number) == [BUSY]
     assert world.lines[-3].startswith("lost the Lease on #1: another Run holds the issue now")
     kept = world.settings.home / "worktrees" / "acme-widgets-issue-1"

@@ -31,7 +31,7 @@ def test_no_corpus_secret_reaches_a_failed_runs_comment_record_or_lines(world: R
 
     assert world.run(number) == 1
 
-    [comment] = world.github.comments_on(number)
+    [comment] = world.failure_comments(number)
     [run] = world.store.list_runs()
     places = {
         "progress lines": "\n".join(world.lines),

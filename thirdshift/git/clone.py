@@ -55,9 +55,11 @@ How git is run:
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,8 +127,23 @@ class ManagedClone:
     def sync(self) -> None:
         """Make the clone on first use, point ``origin`` at ``remote_url`` if it changed, and
         fetch every branch of ``origin`` (pruning branches deleted there)."""
-        git = self._git()
-        git.run("fetch", "--prune", "--quiet", REMOTE, ALL_BRANCHES, fix=self._remote_fix())
+        with self.locked():
+            git = self._git()
+            git.run("fetch", "--prune", "--quiet", REMOTE, ALL_BRANCHES, fix=self._remote_fix())
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the clone for one change to what its Worktrees share (fetch, push, adding or
+        removing a Worktree): Runs side by side in one repository, in one daemon or in
+        several on one home, would otherwise fail on each other's git locks."""
+        lock = self.path.parent / f"{self.name}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def remote_branches(self) -> dict[str, str]:
         """Every branch on ``origin`` and its sha, asked of the remote now (``ls-remote``)."""
@@ -146,37 +163,43 @@ class ManagedClone:
         """A Worktree at ``path`` on local branch ``branch``, (re)set to ``start`` (for example
         ``origin/main`` for a fresh Issue branch, ``origin/issue-7`` for a Continuation). The
         branch gets no upstream. Stale Worktree registrations are pruned first."""
-        git = self._git()
-        git.run("worktree", "prune")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        git.run(
-            "worktree",
-            "add",
-            "--quiet",
-            "--no-track",
-            "-B",
-            branch,
-            str(path),
-            start,
-            fix=f"check that {start} exists (sync the clone first) and that no other Worktree "
-            f"has {branch} checked out (remove it first)",
-        )
+        with self.locked():
+            git = self._git()
+            git.run("worktree", "prune")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            git.run(
+                "worktree",
+                "add",
+                "--quiet",
+                "--no-track",
+                "-B",
+                branch,
+                str(path),
+                start,
+                fix=f"check that {start} exists (sync the clone first) and that no other "
+                f"Worktree has {branch} checked out (remove it first)",
+            )
+        return self._open_worktree(path, branch)
+
+    def kept_worktree(self, path: Path, branch: str) -> Worktree:
+        """The Worktree an earlier Run left at ``path`` on ``branch``, to adopt its work."""
         return self._open_worktree(path, branch)
 
     def detached_worktree(self, path: Path, start: str) -> Worktree:
         """A Worktree at ``path`` with a detached HEAD at ``start`` (for Architect runs)."""
-        git = self._git()
-        git.run("worktree", "prune")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        git.run(
-            "worktree",
-            "add",
-            "--quiet",
-            "--detach",
-            str(path),
-            start,
-            fix=f"check that {start} exists (sync the clone first)",
-        )
+        with self.locked():
+            git = self._git()
+            git.run("worktree", "prune")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            git.run(
+                "worktree",
+                "add",
+                "--quiet",
+                "--detach",
+                str(path),
+                start,
+                fix=f"check that {start} exists (sync the clone first)",
+            )
         return self._open_worktree(path, None)
 
     def unpushed_work(self, path: Path) -> str | None:
@@ -198,17 +221,18 @@ class ManagedClone:
     def remove_worktree(self, path: Path) -> None:
         """Remove the Worktree at ``path`` (uncommitted work in it is lost) and prune its
         registration. A path that is already gone is fine."""
-        git = self._git()
-        if path.exists() and _resolved(path) in self._registered_worktrees(git):
-            git.run(
-                "worktree",
-                "remove",
-                "--force",
-                "--force",
-                str(path),
-                fix=f"remove the directory {path} by hand, then run git worktree prune",
-            )
-        git.run("worktree", "prune")
+        with self.locked():
+            git = self._git()
+            if path.exists() and _resolved(path) in self._registered_worktrees(git):
+                git.run(
+                    "worktree",
+                    "remove",
+                    "--force",
+                    "--force",
+                    str(path),
+                    fix=f"remove the directory {path} by hand, then run git worktree prune",
+                )
+            git.run("worktree", "prune")
 
     # -- inside ------------------------------------------------------------------------------
 
@@ -251,7 +275,7 @@ class ManagedClone:
             )
         dirs = (admin, self.path, path)
         git = make_git(gitpython.Git(path), f"the Worktree {path}", *self._settings(dirs))
-        return Worktree(path, branch, git, self._remote_fix())
+        return Worktree(path, branch, git, self._remote_fix(), self.locked)
 
     def _admin_dir(self, path: Path) -> Path | None:
         """The directory under the clone's ``worktrees/`` registered for ``path``: a real
@@ -307,11 +331,19 @@ class ManagedClone:
 class Worktree:
     """One Worktree of a managed clone, on ``branch`` (``None`` when HEAD is detached)."""
 
-    def __init__(self, path: Path, branch: str | None, git: GitRunner, remote_fix: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        branch: str | None,
+        git: GitRunner,
+        remote_fix: str,
+        locked: Callable[[], AbstractContextManager[None]],
+    ) -> None:
         self.path = path
         self.branch = branch
         self._git = git
         self._remote_fix = remote_fix
+        self._locked = locked
 
     def __repr__(self) -> str:
         return f"Worktree({str(self.path)!r}, branch={self.branch!r})"
@@ -345,6 +377,10 @@ class Worktree:
 
     def fetch(self, *refs: str) -> None:
         """Fetch ``origin``: the given branches only, or every branch (pruning) when none."""
+        with self._locked():
+            self._fetch(*refs)
+
+    def _fetch(self, *refs: str) -> None:
         if refs:
             specs = [f"+refs/heads/{ref}:refs/remotes/{REMOTE}/{ref}" for ref in refs]
             self._git.run(
@@ -439,7 +475,8 @@ class Worktree:
             REMOTE,
             f"HEAD:refs/heads/{branch}",
         )
-        result = self._git.run(*args, check=False)
+        with self._locked():
+            result = self._git.run(*args, check=False)
         if result.status == 0:
             return
         refused = [line for line in result.stdout.splitlines() if line.startswith("!")]

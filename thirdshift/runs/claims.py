@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from thirdshift.errors import LeaseLost, ThirdshiftError
+from thirdshift.errors import LeaseLost, NotClaimed, ThirdshiftError
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import (
     CheckRun,
@@ -58,7 +58,9 @@ class LeaseKeeper:
         seconds: float,
         *,
         on_lost: Callable[[], None] = lambda: None,
+        owner: str = "",
     ) -> None:
+        self._owner_name = owner
         self._store = store
         self._repository = repository
         self._issue_number = issue_number
@@ -71,12 +73,13 @@ class LeaseKeeper:
 
     def __enter__(self) -> Lease:
         # One owner per Run: two Runs in one process must never share a Lease.
-        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        who = self._owner_name or "thirdshift"
+        owner = f"{who}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         lease = self._store.acquire_lease(self._repository, self._issue_number, owner, self._ttl)
         if lease is None:
             held = self._store.lease_of(self._repository, self._issue_number)
             holder = f"{held.owner} until {held.expires_at:%H:%M:%S} UTC" if held else "another Run"
-            raise ThirdshiftError(
+            raise NotClaimed(
                 f"issue #{self._issue_number} is claimed by {holder}; wait for that Run to end "
                 "(or for its Lease to expire if it died)"
             )
@@ -279,3 +282,32 @@ def claim_labels(
         github.remove_label(ref.owner, ref.repo, ref.number, ready_name)
     say(f"labelling #{ref.number} {busy}" + (f", in place of {ready}" if had_ready else ""))
     return Claim(had_ready_label=had_ready, added_label=not had_busy)
+
+
+CLAIM_MARKER = "<!-- thirdshift:claim -->"
+
+
+def claim_comment(
+    github: GitHubPort,
+    ref: IssueRef,
+    *,
+    run_id: int,
+    branch: str,
+    claimant: str,
+    continuation: bool,
+    rescue_of: int | None,
+) -> None:
+    """The Claim's one marked comment: who works on the issue, as which Run, on which branch.
+    A later Run edits it, so an issue never collects one per Run."""
+    if rescue_of is not None:
+        how = f", taking over from Run {rescue_of}, which crashed"
+    elif continuation:
+        how = ", continuing the work already on that branch"
+    else:
+        how = ""
+    body = (
+        f"{CLAIM_MARKER}\nthirdshift is working on this issue as Run {run_id} ({claimant}), on "
+        f"branch `{branch}`{how}. It ends with a pull request ready for review, or with a "
+        "comment here saying what stopped it and where the work is."
+    )
+    github.upsert_marked_comment(ref.owner, ref.repo, ref.number, CLAIM_MARKER, body)

@@ -19,17 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.clock import Clock
-from thirdshift.errors import GitHubError, Interrupted, LeaseLost, ThirdshiftError
+from thirdshift.errors import GitHubError, Interrupted, LeaseLost, NotClaimed, ThirdshiftError
 from thirdshift.git import ManagedClone, Worktree, tracking
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import Comment, IssueInfo, PullRequestInfo, RepoInfo, Run
+from thirdshift.records import Comment, IssueInfo, PullRequestInfo, RepoInfo, Repository, Run
 from thirdshift.runs.branches import (
     BranchChoice,
     branch_name,
     branch_number,
     choose_issue_branch,
 )
-from thirdshift.runs.claims import Claim, FencedGitHub, LeaseKeeper, claim_labels
+from thirdshift.runs.claims import Claim, FencedGitHub, LeaseKeeper, claim_comment, claim_labels
 from thirdshift.runs.failed_run import FailedRun, Salvage
 from thirdshift.runs.loop_outside import RunLoopOutside
 from thirdshift.runs.ports import CloneSource, GitHubPort, SessionSource
@@ -46,9 +46,16 @@ PERMISSIONS_THAT_PUSH = frozenset({"admin", "maintain", "write"})
 
 @dataclass(frozen=True)
 class RunRequest:
+    """What to run. A daemon's request also says what it saw when it chose the issue, checked
+    again under the Lease: ``expect_ready`` (the issue still carries the Ready label) or
+    ``rescue_of`` (that crashed Run is still the issue's newest); otherwise the Run ends
+    with ``NotClaimed`` having changed nothing."""
+
     issue: IssueRef
     merge: bool = False
     base: str | None = None
+    expect_ready: bool = False
+    rescue_of: int | None = None
 
 
 class Delivery:
@@ -72,7 +79,11 @@ class Delivery:
         progress: Callable[[str], None],
         interrupt: threading.Event,
         emit_url: Callable[[str], None],
+        claimant: str = "thirdshift run",
+        stopped_because: Callable[[], str | None] = lambda: None,
     ) -> None:
+        self._claimant = claimant
+        self._stopped_because = stopped_because
         self._settings = settings
         self._github = github
         self._store = store
@@ -122,8 +133,10 @@ class Delivery:
             number,
             self._settings.lease_seconds,
             on_lost=self._interrupt.set,  # its session stops at once
+            owner=self._claimant,
         )
         with keeper as lease:
+            issue = self._still_wanted(request, repository, issue)
             # Under the Lease: a live Run's Worktree is that Run's business, not left-overs.
             busy = self._session_source.still_working_in(worktree_path)
             if busy:
@@ -133,10 +146,10 @@ class Delivery:
                 )
             left = clone.unpushed_work(worktree_path)
             if left is not None:
-                raise ThirdshiftError(
-                    f"the worktree {worktree_path} from an earlier Run holds work that is not on "
-                    f"origin ({left}); push it, or remove the worktree if it is not wanted"
-                )
+                self._adopt(clone, worktree_path, choice.branch, base, left, keeper.check)
+                clone.sync()
+                remote = clone.remote_branches()
+                choice = choose_issue_branch(number, remote, self._issue_pulls(ref, remote))
             # An interrupt before the Claim changes nothing: no record, no label, no comment.
             self._check_interrupt()
             if choice.continuation:
@@ -152,6 +165,8 @@ class Delivery:
             )
             self._store.attach_run_to_lease(lease, record.id)
             self.say(f"Run {record.id} on {ref}: {issue.title}")
+            if request.rescue_of is not None:
+                self.say(f"taking over from Run {request.rescue_of}, which crashed")
             return self._deliver(request, record, clone, issue, choice, base, worktree_path, keeper)
 
     def _deliver(
@@ -196,6 +211,15 @@ class Delivery:
                 ready_label=self._settings.ready_label,
                 in_progress_label=self._settings.in_progress_label,
                 say=self.say,
+            )
+            claim_comment(
+                gh,
+                ref,
+                run_id=record.id,
+                branch=choice.branch,
+                claimant=self._claimant,
+                continuation=choice.continuation,
+                rescue_of=request.rescue_of,
             )
             start = tracking(choice.branch) if choice.continuation else tracking(base)
             clone.remove_worktree(worktree_path)
@@ -287,6 +311,49 @@ class Delivery:
         self._emit_url(pull.html_url)
         return 0
 
+    def _still_wanted(
+        self, request: RunRequest, repository: Repository, seen: IssueInfo
+    ) -> IssueInfo:
+        """Under the Lease, the issue as the daemon chose it, or ``NotClaimed``: between its
+        poll and this Lease another daemon may have run the issue to its end."""
+        if not request.expect_ready and request.rescue_of is None:
+            return seen
+        ref = request.issue
+        if request.rescue_of is not None:
+            latest = self._store.latest_run(repository, ref.number)
+            if latest is None or latest.id != request.rescue_of:
+                raise NotClaimed(
+                    f"{ref} was taken over by Run {latest.id if latest else '?'} meanwhile"
+                )
+            return seen
+        issue = self._github.issue(ref.owner, ref.repo, ref.number)
+        ready = self._settings.ready_label.lower()
+        if issue.state != "open" or ready not in {label.lower() for label in issue.labels}:
+            raise NotClaimed(f"{ref} is no longer open with {self._settings.ready_label}")
+        return issue
+
+    def _adopt(
+        self,
+        clone: ManagedClone,
+        path: Path,
+        branch: str,
+        base: str,
+        left: str,
+        fence: Callable[[], None],
+    ) -> None:
+        """Push what an earlier Run left in its Worktree (it died before saving it): committed
+        as it is, secret-checked like every push. A Continuation then starts from it."""
+        self.say(f"the worktree {path} from an earlier Run holds {left}; pushing it to {branch}")
+        kept = clone.kept_worktree(path, branch)
+        kept.commit_all("thirdshift: work an earlier Run left in its Worktree")
+        try:
+            push_checked(kept, branch, base, self._scrub.findings, fence)
+        except ThirdshiftError as error:
+            raise ThirdshiftError(
+                f"the worktree {path} from an earlier Run holds work that is not on origin "
+                f"({left}) and thirdshift could not push it: {error}"
+            ) from error
+
     def _remove_worktree(self, clone: ManagedClone, path: Path) -> None:
         try:
             clone.remove_worktree(path)
@@ -300,7 +367,7 @@ class Delivery:
         if not earlier:
             return ""
         last = earlier[0]
-        if last.state == "running":  # it never recorded an ending: its process died
+        if last.state in ("running", "crashed"):  # it never recorded an ending itself
             ending = "The earlier Run stopped without recording how it ended (its process died)"
         else:
             ending = f"The earlier Run ended {last.state}" + (
@@ -497,13 +564,13 @@ class Delivery:
             return error if isinstance(error, LeaseLost) else keeper.lost_error()
         original = error.original if isinstance(error, LaterStepFailed) else error
         if self._interrupt.is_set() and not isinstance(original, RunFailed):
+            why = self._stopped_because() or "interrupted"
             endings = sessions.endings if sessions else ()
             if endings:
                 return LaterStepFailed(
-                    f"{'; '.join(endings)} and a later step failed: interrupted",
-                    Interrupted("interrupted"),
+                    f"{'; '.join(endings)} and a later step failed: {why}", Interrupted(why)
                 )
-            return Interrupted("interrupted")
+            return Interrupted(why)
         if isinstance(error, ThirdshiftError):
             return error
         self.say("".join(traceback.format_exception(error)).rstrip())

@@ -1,0 +1,388 @@
+"""The daemon in process: real polls, the real ``Delivery`` of each Run, the GitHub fake on the
+stand-in's state model, real git and SQLite, scripted sessions. ``Daemon.once`` is one cycle."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
+from tests.support.scripted_sessions import commit_file, git
+from thirdshift.clock import ManualClock
+from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
+from thirdshift.daemon.daemon import Limits
+from thirdshift.errors import GitHubError
+from thirdshift.issue_url import IssueRef
+from thirdshift.runs import Delivery, RunRequest
+from thirdshift.runs.claims import CLAIM_MARKER
+from thirdshift.scrub import Scrubber
+
+MAINTAINER = "maintainer"
+READER = "drive-by"
+
+
+@dataclass
+class DaemonWorld:
+    world: RunWorld
+    max_runs: int = 2
+    max_runs_per_repository: int = 1
+    start_run: Callable[..., int] | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.world.github.add_user(MAINTAINER, "maintain")
+        self.world.github.add_user(READER, "read")
+        # The rules judge settling by a clock ahead of the fake's real-time stamps.
+        self.poll_clock = ManualClock(datetime.now(UTC) + timedelta(minutes=10))
+        self.activity = ActivityLog(
+            self.world.store,
+            daemon="d1",
+            directory=self.world.settings.home / "activity",
+            clock=self.poll_clock,
+            scrub=Scrubber([PLANTED_TOKEN]),
+            progress=self.world.lines.append,
+        )
+        self.daemon = Daemon(
+            web_host="github.test",
+            start_run=self.start_run or self._run,
+            store=self.world.store,
+            activity=self.activity,
+            limits=Limits(
+                max_runs=self.max_runs,
+                max_runs_per_repository=self.max_runs_per_repository,
+                poll_seconds=60,
+                poll_jitter_seconds=0,
+                reap_seconds=60,
+                stop_seconds=60,
+            ),
+            clock=self.poll_clock,
+            stop=self.stop,
+            progress=self.world.lines.append,
+        )
+        self.poll = RepositoryPoll(
+            "acme",
+            "widgets",
+            github=self.world.github,
+            store=self.world.store,
+            rules=ReadyRules.of(
+                ready_label=READY,
+                in_progress_label=BUSY,
+                excluded_labels=["needs-triage", "wontfix"],
+                settle_seconds=60,
+            ),
+            activity=self.activity,
+            clock=self.poll_clock,
+            running_here=lambda n: self.daemon.running_here("acme/widgets", n),
+            stop_here=lambda n, why: self.daemon.stop_here("acme/widgets", n, why),
+            kept_worktree=lambda b: (self.world.settings.home / "worktrees" / f"acme-widgets-{b}")
+            .is_dir(),
+        )
+        self.daemon.watch(self.poll)
+
+    def _run(
+        self,
+        request: RunRequest,
+        interrupt: threading.Event,
+        stopped_because: Callable[[], str | None],
+        progress: Callable[[str], None],
+    ) -> int:
+        return Delivery(
+            settings=self.world.settings,
+            github=self.world.github,
+            store=self.world.store,
+            session_source=self.world.sessions,
+            clones=self.world.clone_of,
+            environ=self.world.environ,
+            scrub=Scrubber([PLANTED_TOKEN]),
+            clock=self.world.clock,
+            progress=progress,
+            interrupt=interrupt,
+            emit_url=self.world.urls.append,
+            claimant="daemon d1",
+            stopped_because=stopped_because,
+        ).run(request)
+
+    def ready_issue(self, title: str, labeller: str = MAINTAINER) -> int:
+        number = self.world.github.add_issue(title, f"Please do: {title}")
+        self.label(number, READY, labeller)
+        return number
+
+    def label(self, number: int, label: str, actor: str) -> None:
+        gh = self.world.github
+        gh.world.add_labels(gh.repo_state, gh.repo_state.issue(number), [label], actor)
+
+    def unlabel(self, number: int, label: str, actor: str) -> None:
+        gh = self.world.github
+        gh.world.remove_label(gh.repo_state, gh.repo_state.issue(number), label, actor)
+
+    def close(self, number: int) -> None:
+        gh = self.world.github
+        gh.world.set_state(gh.repo_state, gh.repo_state.issue(number), "closed", None, MAINTAINER)
+
+    def lines(self, kind: str) -> list[str]:
+        return [a.message for a in self.world.store.activity() if a.kind == kind]
+
+    def claim_comments(self, number: int) -> list[str]:
+        return [c for c in self.world.github.comments_on(number) if CLAIM_MARKER in c]
+
+    def crashed_run(self, number: int, *, branch: str | None) -> int:
+        """A Run that died mid-session: recorded running, its Lease long expired, the issue
+        labelled in-progress by the factory."""
+        store = self.world.store
+        repository = store.ensure_repository("acme", "widgets")
+        run = store.start_run(repository, number, issue_branch=branch, base_branch="main")
+        past = self.world.clock.now() - timedelta(hours=2)
+        lease = store.acquire_lease(repository, number, "dead:1", timedelta(minutes=10), now=past)
+        assert lease is not None
+        store.attach_run_to_lease(lease, run.id)
+        self.unlabel(number, READY, self.world.github.login)
+        self.label(number, BUSY, self.world.github.login)
+        return run.id
+
+
+@pytest.fixture
+def dw(world: RunWorld) -> DaemonWorld:
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    return DaemonWorld(world)
+
+
+def test_each_ready_issue_runs_once_lowest_first_with_one_claim_comment(dw: DaemonWorld) -> None:
+    """Three Ready issues: one cycle runs all three, lowest number first, each to a ready pull
+    request with exactly one claim comment; the next cycle finds nothing to do."""
+    numbers = [dw.ready_issue(f"Widget {n}") for n in range(3)]
+
+    assert dw.daemon.once() == 0
+
+    runs = sorted(dw.world.store.list_runs(), key=lambda run: run.id)
+    assert [run.issue_number for run in runs] == numbers
+    assert all(run.state == "succeeded" for run in runs)
+    assert len(dw.world.github.pull_requests()) == 3
+    for number, run in zip(numbers, runs, strict=True):
+        [claim] = dw.claim_comments(number)
+        assert f"Run {run.id} (daemon d1)" in claim
+        assert BUSY in dw.world.github.labels_of(number)
+    assert len(dw.lines("pickup")) == 3
+    assert len(dw.lines("end")) == 3
+
+    assert dw.daemon.once() == 0
+    assert len(dw.world.store.list_runs()) == 3
+
+
+def test_a_readers_label_is_passed_over_once_and_a_maintainers_label_is_taken(
+    dw: DaemonWorld,
+) -> None:
+    """A label added by a reader gives one pass-over line naming them, not one per cycle; the
+    same label added again by a maintainer is picked up on the next cycle."""
+    number = dw.ready_issue("From a reader", labeller=READER)
+
+    assert dw.daemon.once() == 0
+    assert dw.daemon.once() == 0
+    [line] = dw.lines("pass-over")
+    assert f"{READER} added {READY} with read permission" in line
+    assert dw.world.store.list_runs() == []
+    assert dw.world.github.comments_on(number) == []
+
+    dw.unlabel(number, READY, MAINTAINER)
+    dw.label(number, READY, MAINTAINER)
+    assert dw.daemon.once() == 0
+    [run] = dw.world.store.list_runs()
+    assert (run.issue_number, run.state) == (number, "succeeded")
+
+
+def test_a_blocked_issue_is_taken_on_the_first_poll_after_its_blocker_closes(
+    dw: DaemonWorld,
+) -> None:
+    gh = dw.world.github
+    blocker = gh.add_issue("Groundwork")
+    blocked = dw.ready_issue("Build on it")
+    gh.world.add_blocked_by(
+        gh.repo_state, gh.repo_state.issue(blocked), gh.repo_state.issue(blocker).id, MAINTAINER
+    )
+
+    assert dw.daemon.once() == 0
+    assert dw.world.store.list_runs() == []
+    assert f"blocked by #{blocker}, still open" in dw.lines("pass-over")[0]
+
+    dw.close(blocker)
+    assert dw.daemon.once() == 0
+    [run] = dw.world.store.list_runs()
+    assert run.issue_number == blocked
+
+
+def test_excluded_labels_and_unsettled_issues_wait(dw: DaemonWorld) -> None:
+    triage = dw.ready_issue("Needs a look")
+    dw.label(triage, "needs-triage", MAINTAINER)
+    fresh = dw.ready_issue("Just written")
+    dw.poll_clock.advance(-600)  # back to the time the issues were written
+
+    assert dw.daemon.once() == 0
+    assert dw.world.store.list_runs() == []
+    reasons = dict(
+        (a.issue_number, a.message) for a in dw.world.store.activity() if a.kind == "pass-over"
+    )
+    assert "needs-triage" in reasons[triage]
+    assert "changed recently" in reasons[fresh]
+
+
+def test_a_crashed_run_is_recorded_and_rescued_from_what_reached_origin(dw: DaemonWorld) -> None:
+    """A Run died mid-session after pushing issue-1: the reaper records the crash, the poll
+    starts a Rescue with the next fencing token, and it finishes on the same branch with one
+    pull request and one claim comment."""
+    number = dw.ready_issue("Half done")
+    dw.world.push_branch("issue-1", "half.txt")
+    dead = dw.crashed_run(number, branch="issue-1")
+
+    assert dw.daemon.once() == 0
+
+    crashed = dw.world.store.get_run(dead)
+    assert crashed is not None and crashed.state == "crashed"
+    rescue = dw.world.store.latest_run(crashed.repository, number)
+    assert rescue is not None and rescue.id != dead and rescue.state == "succeeded"
+    assert dw.world.origin_file("issue-1", "half.txt") == "half.txt"
+    assert dw.world.origin_file("issue-1", "widget.txt") == "widget"
+    [pull] = dw.world.github.pull_requests()
+    assert pull.head_ref == "issue-1"
+    [claim] = dw.claim_comments(number)
+    assert f"taking over from Run {dead}, which crashed" in claim
+    lease = dw.world.store.lease_of(crashed.repository, number)
+    assert lease is None  # released at the end, after token 2 did the work
+    assert any(f"Run {dead} ended by a crash" in line for line in dw.lines("crash"))
+    assert any(f"from Run {dead}" in line for line in dw.lines("rescue"))
+    assert "stopped without recording how it ended" in dw.world.sessions.prompts["implement"]
+
+
+def test_a_rescue_pushes_what_the_crashed_runs_worktree_kept(dw: DaemonWorld) -> None:
+    """The crashed Run's Worktree holds a commit that never reached origin: the Rescue commits
+    and pushes it first, and builds on it."""
+    number = dw.ready_issue("Kept work")
+    ref = IssueRef("github.test", "acme", "widgets", number)
+    clone = dw.world.clone_of(ref, dw.world.github.repo("acme", "widgets"))
+    clone.sync()
+    path = dw.world.settings.home / "worktrees" / "acme-widgets-issue-1"
+    kept = clone.add_worktree(path, "issue-1", "refs/remotes/origin/main")
+    (path / "kept.txt").write_text("kept\n")
+    git(path, "add", "kept.txt")
+    git(path, "commit", "-q", "-m", "Work that never reached origin")
+    (path / "loose.txt").write_text("uncommitted\n")
+    assert kept.is_dirty()
+    dw.crashed_run(number, branch="issue-1")
+
+    assert dw.daemon.once() == 0
+
+    log = dw.world.origin_log("issue-1")
+    assert "Work that never reached origin" in log
+    assert "thirdshift: work an earlier Run left in its Worktree" in log
+    assert dw.world.origin_file("issue-1", "loose.txt") == "uncommitted"
+    assert len(dw.world.github.pull_requests()) == 1
+
+
+def test_a_crashed_run_that_left_nothing_gives_the_issue_back_to_ready(dw: DaemonWorld) -> None:
+    """Killed right after its Claim, nothing on origin: the issue gets ready-for-agent back in
+    place of in-progress, and is then picked up like any Ready issue."""
+    number = dw.ready_issue("Claimed and lost")
+    dead = dw.crashed_run(number, branch="issue-1")
+
+    assert dw.daemon.once() == 0
+
+    assert any("crashed before anything reached origin" in line for line in dw.lines("sweep"))
+    latest = dw.world.store.latest_run(dw.world.store.ensure_repository("acme", "widgets"), number)
+    assert latest is not None and latest.id != dead and latest.state == "succeeded"
+    assert len(dw.world.github.pull_requests()) == 1
+
+
+def test_in_progress_is_swept_off_a_closed_issue_no_lease_holds(dw: DaemonWorld) -> None:
+    number = dw.world.github.add_issue("Done by hand")
+    dw.label(number, BUSY, MAINTAINER)
+    dw.close(number)
+
+    assert dw.daemon.once() == 0
+
+    assert BUSY not in dw.world.github.labels_of(number)
+    assert any("closed issue" in line for line in dw.lines("sweep"))
+
+
+def test_an_issue_no_longer_ready_under_the_lease_is_not_claimed(dw: DaemonWorld) -> None:
+    """Between the poll and the Lease another daemon ran the issue: the Run ends with exit 3
+    having recorded, labelled and posted nothing."""
+    number = dw.world.github.add_issue("Taken meanwhile")
+    dw.label(number, BUSY, MAINTAINER)
+    ref = IssueRef("github.test", "acme", "widgets", number)
+
+    status = dw._run(
+        RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, print
+    )
+
+    assert status == 3
+    assert dw.world.store.list_runs() == []
+    assert dw.world.github.comments_on(number) == []
+    assert dw.world.github.labels_of(number) == [BUSY]
+
+
+def test_runs_go_side_by_side_within_the_limits(world: RunWorld) -> None:
+    """Five Ready issues, two Runs per repository at most: never more than two at once, and
+    every issue runs."""
+    lock = threading.Lock()
+    running: list[int] = []
+    most = 0
+
+    def start_run(request: RunRequest, *_: object) -> int:
+        nonlocal most
+        with lock:
+            running.append(request.issue.number)
+            most = max(most, len(running))
+        time.sleep(0.05)
+        with lock:
+            running.remove(request.issue.number)
+        return 0
+
+    dw = DaemonWorld(world, max_runs=3, max_runs_per_repository=2, start_run=start_run)
+    for n in range(5):
+        dw.ready_issue(f"Widget {n}")
+
+    assert dw.daemon.once() == 0
+    assert most == 2
+    assert len(dw.lines("end")) == 5
+
+
+def test_a_poll_that_fails_is_logged_and_tried_again_next_cycle(dw: DaemonWorld) -> None:
+    number = dw.ready_issue("After the outage")
+    dw.world.github.fail_next("issues_labelled", GitHubError("GitHub answered 502", 502))
+
+    assert dw.daemon.once() == 1
+    [line] = dw.lines("poll")
+    assert "tried again next cycle: GitHub answered 502" in line
+    assert dw.world.store.list_runs() == []
+
+    assert dw.daemon.once() == 0
+    [run] = dw.world.store.list_runs()
+    assert run.issue_number == number
+
+
+def test_an_issue_closed_during_its_run_stops_that_run(dw: DaemonWorld) -> None:
+    """Someone closes the issue while its session works: the next poll stops the Run, which
+    saves its work and records why."""
+    number = dw.ready_issue("Closed midway")
+
+    def closes_then_polls(worktree: Path, prompt: str) -> str:
+        commit_file("widget.txt", "widget\n", "Add the widget")(worktree, prompt)
+        dw.close(number)
+        dw.daemon._poll(dw.poll)
+        return "done"
+
+    dw.world.sessions.plays["implement"] = closes_then_polls
+
+    assert dw.daemon.once() == 1
+
+    [run] = dw.world.store.list_runs()
+    assert run.state == "failed"
+    assert run.cause is not None and "the issue was closed during the Run" in run.cause
+    assert "Add the widget" in dw.world.origin_log("issue-1")
+    assert any("the issue was closed during the Run" in line for line in dw.lines("stop"))

@@ -1,0 +1,319 @@
+"""The daemon: polls each repository on a schedule, starts Runs side by side within the limits,
+and stops cleanly.
+
+A Run executes in a thread of its own with its own interrupt, its own clock (so its salvage
+keeps its own time for GitHub's retries) and its own Worktree and process tree; the Lease in the
+database decides which daemon runs an issue, so any number of daemons may share one database.
+APScheduler drives the polls (one job per repository, with jitter) and the reaper; ``once``
+runs a single cycle without it, for cron and tests.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from thirdshift.clock import Clock
+from thirdshift.daemon.activity import ActivityLog
+from thirdshift.daemon.poll import Pickup, RepositoryPoll
+from thirdshift.errors import NotClaimed, ThirdshiftError
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import Repository
+from thirdshift.runs import RunRequest
+from thirdshift.store import Store
+
+RunStarter = Callable[
+    [RunRequest, threading.Event, Callable[[], str | None], Callable[[str], None]], int
+]
+"""Runs one issue to its end and returns the exit status: given the request, the Run's own
+interrupt, what says why it was stopped (None: a signal), and where its progress lines go."""
+
+
+@dataclass
+class _Active:
+    """A Run this daemon executes now."""
+
+    poll: RepositoryPoll
+    pickup: Pickup
+    interrupt: threading.Event = field(default_factory=threading.Event)
+    reason: str | None = None
+    thread: threading.Thread | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_runs: int
+    max_runs_per_repository: int
+    poll_seconds: float
+    poll_jitter_seconds: float
+    reap_seconds: float
+    stop_seconds: float
+    """How long a stopping daemon waits for its Runs to save their work."""
+
+
+class Daemon:
+    def __init__(
+        self,
+        *,
+        web_host: str,
+        start_run: RunStarter,
+        store: Store,
+        activity: ActivityLog,
+        limits: Limits,
+        clock: Clock,
+        stop: threading.Event,
+        progress: Callable[[str], None],
+    ) -> None:
+        self._polls: list[RepositoryPoll] = []
+        self._web_host = web_host
+        self._start_run = start_run
+        self._store = store
+        self._activity = activity
+        self._limits = limits
+        self._clock = clock
+        self._stop = stop
+        self._progress = progress
+        self._lock = threading.Lock()
+        self._active: dict[tuple[str, int], _Active] = {}
+        self._queue: deque[tuple[RepositoryPoll, Pickup]] = deque()
+        self._failures = 0
+
+    def watch(self, poll: RepositoryPoll) -> None:
+        """Poll this repository too (before ``once`` or ``serve``)."""
+        self._polls.append(poll)
+
+    # -- what polls ask --------------------------------------------------------------------
+
+    def running_here(self, full_name: str, number: int) -> bool:
+        with self._lock:
+            return (full_name, number) in self._active
+
+    def stop_here(self, full_name: str, number: int, reason: str) -> None:
+        with self._lock:
+            active = self._active.get((full_name, number))
+        if active is not None and not active.interrupt.is_set():
+            active.reason = reason
+            self._activity.line(
+                "stop",
+                f"stopping its Run: {reason}",
+                repository=active.poll.repository(),
+                issue_number=number,
+            )
+            active.interrupt.set()
+
+    # -- one cycle (cron, tests) -----------------------------------------------------------
+
+    def once(self) -> int:
+        """Poll every repository once, run everything found (within the limits, queued), wait
+        for those Runs, and return 0, or 1 when a poll or a Run failed."""
+        for poll in self._polls:
+            self._poll(poll)
+        while True:
+            self._start_queued()
+            with self._lock:
+                threads = [a.thread for a in self._active.values() if a.thread is not None]
+                waiting = bool(self._queue)
+            if not threads and not waiting:
+                break
+            for thread in threads:
+                thread.join(timeout=1)
+            if self._stop.is_set():
+                self._stop_runs()
+                break
+        return 1 if self._failures else 0
+
+    # -- for ever --------------------------------------------------------------------------
+
+    def serve(self) -> int:
+        """Poll on a schedule until ``stop`` is set; then take no new work, stop the Runs (each
+        saves its work as a Failed run) and return 0."""
+        scheduler = BackgroundScheduler(timezone="UTC")
+        now = datetime.now().astimezone()
+        for index, poll in enumerate(self._polls):
+            scheduler.add_job(
+                self._poll,
+                IntervalTrigger(
+                    seconds=self._limits.poll_seconds, jitter=self._limits.poll_jitter_seconds
+                ),
+                args=(poll,),
+                id=f"poll:{poll.full_name}",
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=None,
+                # The first polls are spread a little, not all at once.
+                next_run_time=now + timedelta(seconds=min(index * 0.2, 5)),
+            )
+        scheduler.add_job(
+            self._reap,
+            IntervalTrigger(seconds=self._limits.reap_seconds, jitter=1),
+            id="reaper",
+            max_instances=1,
+            coalesce=True,
+        )
+        scheduler.start()
+        self._activity.line(
+            "start",
+            f"daemon watching {', '.join(p.full_name for p in self._polls)}",
+        )
+        try:
+            while not self._stop.wait(1):
+                pass
+        finally:
+            self._activity.line("stop", "daemon stopping: no new work; saving the running Runs")
+            scheduler.shutdown(wait=True)
+            self._stop_runs()
+        return 0
+
+    # -- jobs ------------------------------------------------------------------------------
+
+    def _reap(self) -> None:
+        for poll in self._polls:
+            try:
+                poll.reap()
+            except ThirdshiftError as error:
+                self._progress(f"{poll.full_name}: could not look for crashed Runs: {error}")
+
+    def _poll(self, poll: RepositoryPoll) -> None:
+        """One poll; a failure is logged and the next poll tries again: never fatal. What it
+        finds replaces what an earlier poll of the repository left queued; a Run under its
+        Lease checks again that the issue is still what the poll saw."""
+        if self._stop.is_set():
+            return
+        try:
+            pickups = poll()
+        except Exception as error:  # a poll must never take the daemon down
+            with self._lock:
+                self._failures += 1
+            self._activity.line(
+                "poll",
+                f"the poll failed and is tried again next cycle: {error}",
+                repository=_repository_or_none(poll),
+            )
+            return
+        with self._lock:
+            kept = [entry for entry in self._queue if entry[0] is not poll]
+            self._queue = deque(kept + [(poll, pickup) for pickup in pickups])
+        self._start_queued()
+
+    def _start_queued(self) -> None:
+        with self._lock:
+            while self._queue and not self._stop.is_set():
+                index = self._fits()
+                if index is None:
+                    return
+                poll, pickup = self._queue[index]
+                del self._queue[index]
+                if (poll.full_name, pickup.number) in self._active:
+                    continue
+                active = _Active(poll, pickup)
+                active.thread = threading.Thread(
+                    target=self._run,
+                    args=(active,),
+                    name=f"run {poll.full_name}#{pickup.number}",
+                    daemon=True,
+                )
+                self._active[(poll.full_name, pickup.number)] = active
+                active.thread.start()
+
+    def _fits(self) -> int | None:
+        """The first queued pickup the limits allow now (called with the lock held)."""
+        if len(self._active) >= self._limits.max_runs:
+            return None
+        per_repository: dict[str, int] = {}
+        for key in self._active:
+            per_repository[key[0]] = per_repository.get(key[0], 0) + 1
+        for index, (poll, _) in enumerate(self._queue):
+            if per_repository.get(poll.full_name, 0) < self._limits.max_runs_per_repository:
+                return index
+        return None
+
+    def _run(self, active: _Active) -> None:
+        poll, pickup = active.poll, active.pickup
+        ref = IssueRef(self._web_host, poll.owner, poll.name, pickup.number)
+        repository = poll.repository()
+        what = f"a Rescue of crashed Run {pickup.rescue_of}" if pickup.rescue_of else "picked up"
+        self._activity.line(
+            "pickup", f"{what}; starting a Run", repository=repository, issue_number=ref.number
+        )
+        prefix = f"[{ref}] "
+        status = 1
+        try:
+            status = self._start_run(
+                RunRequest(
+                    issue=ref,
+                    expect_ready=pickup.rescue_of is None,
+                    rescue_of=pickup.rescue_of,
+                ),
+                active.interrupt,
+                lambda: active.reason,
+                lambda line: self._progress(prefix + line),
+            )
+        except Exception as error:  # one Run's bug must not stop the others
+            self._progress(f"{prefix}the Run stopped on an unexpected error: {error!r}")
+        finally:
+            with self._lock:
+                self._active.pop((poll.full_name, pickup.number), None)
+        self._ended(poll, ref, status)
+        self._start_queued()  # a slot is free
+
+    def _ended(self, poll: RepositoryPoll, ref: IssueRef, status: int) -> None:
+        repository = poll.repository()
+        if status == NotClaimed.exit_code:
+            self._activity.line(
+                "skip",
+                "not claimed: another Run holds it, or it stopped being Ready meanwhile",
+                repository=repository,
+                issue_number=ref.number,
+            )
+            return
+        run = self._store.latest_run(repository, ref.number)
+        if status != 0:
+            with self._lock:
+                self._failures += 1
+        if run is None:
+            message = f"the Run ended before it was recorded (exit {status})"
+        else:
+            message = f"Run {run.id} ended {run.state}" + (f": {run.cause}" if run.cause else "")
+        self._activity.line(
+            "end",
+            message,
+            repository=repository,
+            issue_number=ref.number,
+            run_id=run.id if run else None,
+        )
+
+    def _stop_runs(self) -> None:
+        """Interrupt every Run and wait (bounded) for each to save its work."""
+        with self._lock:
+            self._queue.clear()
+            actives = list(self._active.values())
+        for active in actives:
+            active.interrupt.set()
+        deadline = self._clock.monotonic() + self._limits.stop_seconds
+        for active in actives:
+            if active.thread is not None:
+                active.thread.join(timeout=max(0.0, deadline - self._clock.monotonic()))
+        with self._lock:
+            left = [
+                f"{p.full_name}#{k.number}"
+                for p, k in ((a.poll, a.pickup) for a in self._active.values())
+            ]
+        if left:
+            self._progress(
+                f"warning: {', '.join(left)} did not finish saving within "
+                f"{self._limits.stop_seconds:g}s; their Leases expire and another daemon takes "
+                "them over"
+            )
+
+
+def _repository_or_none(poll: RepositoryPoll) -> Repository | None:
+    try:
+        return poll.repository()
+    except ThirdshiftError:
+        return None

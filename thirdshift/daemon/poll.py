@@ -1,0 +1,198 @@
+"""One poll of one repository: record the Runs that died, sweep ``in-progress`` off issues
+nobody works on, and decide which issues to take (Rescues first, then Ready issues lowest
+number first), writing each pass-over reason to the Activity log.
+
+Everything here asks GitHub through ``DaemonGitHub`` and the database through the store; the
+rules themselves are in ``thirdshift.daemon.ready``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from thirdshift.clock import Clock
+from thirdshift.daemon.activity import ActivityLog
+from thirdshift.daemon.ports import DaemonGitHub
+from thirdshift.daemon.ready import (
+    ReadyRules,
+    blocker_reason,
+    first_look,
+    labeller_reason,
+    lowest_first,
+)
+from thirdshift.errors import GitHubError
+from thirdshift.records import IssueSummary, Repository
+from thirdshift.store import Store
+
+
+@dataclass(frozen=True)
+class Pickup:
+    """An issue to run: a Ready one, or (``rescue_of``) a Rescue of the issue of a crashed Run."""
+
+    number: int
+    rescue_of: int | None = None
+
+
+class RepositoryPoll:
+    """Polls ``owner/name``. ``running_here`` says whether this daemon runs the issue now;
+    ``stop_here`` stops that Run with a reason (its issue was closed)."""
+
+    def __init__(
+        self,
+        owner: str,
+        name: str,
+        *,
+        github: DaemonGitHub,
+        store: Store,
+        rules: ReadyRules,
+        activity: ActivityLog,
+        clock: Clock,
+        running_here: Callable[[int], bool],
+        stop_here: Callable[[int, str], None],
+        kept_worktree: Callable[[str], bool],
+    ) -> None:
+        self.owner = owner
+        self.name = name
+        self._gh = github
+        self._store = store
+        self._rules = rules
+        self._activity = activity
+        self._clock = clock
+        self._running_here = running_here
+        self._stop_here = stop_here
+        self._kept_worktree = kept_worktree
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    def repository(self) -> Repository:
+        return self._store.ensure_repository(self.owner, self.name)
+
+    def reap(self) -> None:
+        """Record as crashed each Run whose Lease is gone while it still says ``running``."""
+        repository = self.repository()
+        for run in self._store.dead_runs(repository):
+            if self._running_here(run.issue_number):
+                continue  # alive in this process: its keeper finds the lost Lease itself
+            cause = (
+                "the Run stopped without recording an ending: its process or host died (or "
+                "was paused) and its Lease ran out"
+            )
+            if self._store.record_crash(run.id, cause):
+                self._activity.line(
+                    "crash",
+                    f"Run {run.id} ended by a crash ({cause})",
+                    repository=repository,
+                    issue_number=run.issue_number,
+                    run_id=run.id,
+                )
+
+    def __call__(self) -> list[Pickup]:
+        """One poll: reap, sweep, and the issues to run now, in order."""
+        self.reap()
+        repository = self.repository()
+        leased = {lease.issue_number for lease in self._store.live_leases(repository)}
+        busy = self._gh.issues_labelled(
+            self.owner, self.name, self._rules.in_progress_label, state="all"
+        )
+        rescues = [
+            pickup
+            for issue in busy
+            if not issue.is_pull_request
+            and issue.number not in leased
+            and (pickup := self._sweep(repository, issue)) is not None
+        ]
+        ready = self._gh.issues_labelled(self.owner, self.name, self._rules.ready_label)
+        roles: dict[str, str] = {}
+        pickups: list[Pickup] = []
+        for issue in lowest_first(ready):
+            if issue.number in leased or self._running_here(issue.number):
+                continue
+            reason = self._pass_over_reason(issue, roles)
+            if reason is not None:
+                self._activity.pass_over(repository, issue.number, reason)
+                continue
+            self._activity.forget(repository, issue.number)
+            pickups.append(Pickup(issue.number))
+        taken = {pickup.number for pickup in rescues}
+        return rescues + [pickup for pickup in pickups if pickup.number not in taken]
+
+    def _pass_over_reason(self, issue: IssueSummary, roles: dict[str, str]) -> str | None:
+        reason = first_look(issue, self._rules, self._clock.now())
+        if reason is not None:
+            return reason
+        login = self._gh.labelled_by(self.owner, self.name, issue.number, self._rules.ready_label)
+        role = None
+        if login is not None:
+            if login not in roles:
+                roles[login] = self._role(login)
+            role = roles[login]
+        reason = labeller_reason(login, role, self._rules)
+        if reason is not None:
+            return reason
+        return blocker_reason(self._gh.open_blockers(self.owner, self.name, issue.number))
+
+    def _role(self, login: str) -> str:
+        try:
+            return self._gh.permission(self.owner, self.name, login)
+        except GitHubError as error:
+            if error.status in (403, 404):
+                return "none"
+            raise
+
+    def _sweep(self, repository: Repository, issue: IssueSummary) -> Pickup | None:
+        """An issue labelled ``in-progress`` that no live Lease holds: stop our Run on it if it
+        was closed; otherwise take the label off a closed issue, start a Rescue of the issue of a
+        crashed Run that left work (on origin, or in a Worktree here), or give back the Ready
+        label of one that left nothing. An issue whose last Run ended (or that no Run of ours
+        touched) is left to people."""
+        number = issue.number
+        if self._running_here(number):
+            if issue.state == "closed":
+                self._stop_here(number, "the issue was closed during the Run")
+            return None
+        busy = self._label_named(issue, self._rules.in_progress_label)
+        if issue.state == "closed":
+            self._gh.remove_label(self.owner, self.name, number, busy)
+            self._activity.line(
+                "sweep",
+                f"took {busy} off the closed issue",
+                repository=repository,
+                issue_number=number,
+            )
+            return None
+        latest = self._store.latest_run(repository, number)
+        if latest is None or latest.state != "crashed":
+            return None
+        branch = latest.issue_branch
+        if branch is not None and (
+            self._gh.branch_exists(self.owner, self.name, branch) or self._kept_worktree(branch)
+        ):
+            self._activity.line(
+                "rescue",
+                f"taking over from Run {latest.id}, which crashed; its work on {branch} is "
+                "continued",
+                repository=repository,
+                issue_number=number,
+                run_id=latest.id,
+            )
+            return Pickup(number, rescue_of=latest.id)
+        # Nothing reached origin: the issue is Ready again, for whoever polls first.
+        self._gh.add_label(self.owner, self.name, number, self._rules.ready_label)
+        self._gh.remove_label(self.owner, self.name, number, busy)
+        self._activity.line(
+            "sweep",
+            f"Run {latest.id} crashed before anything reached origin; {busy} replaced by "
+            f"{self._rules.ready_label}",
+            repository=repository,
+            issue_number=number,
+            run_id=latest.id,
+        )
+        return None
+
+    @staticmethod
+    def _label_named(issue: IssueSummary, label: str) -> str:
+        """The label as the issue spells it (labels match without regard to case)."""
+        return next((lb for lb in issue.labels if lb.lower() == label.lower()), label)

@@ -1,0 +1,38 @@
+"""The seam through which the daemon reaches GitHub: what a poll reads and the two label writes
+of a sweep. The real adapter (``thirdshift.github.GitHub``) satisfies it; so does the in-process
+fake of the tests (``tests/support/fake_github.py``)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from thirdshift.records import IssueSummary
+
+
+class DaemonGitHub(Protocol):
+    def issues_labelled(
+        self, owner: str, name: str, label: str, state: str = "open"
+    ) -> tuple[IssueSummary, ...]:
+        """Issues (pull requests too, marked) carrying ``label`` in ``state``, lowest first.
+        Asked conditionally: an unchanged answer costs no rate limit."""
+        ...
+
+    def labelled_by(self, owner: str, name: str, number: int, label: str) -> str | None:
+        """Who added ``label`` to the issue last, from its events; None if nobody did."""
+        ...
+
+    def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
+        """The open issues that block this one (GitHub's blocked-by dependencies)."""
+        ...
+
+    def permission(self, owner: str, name: str, login: str) -> str:
+        """``login``'s role on the repository."""
+        ...
+
+    def branch_exists(self, owner: str, name: str, branch: str) -> bool:
+        """Whether ``branch`` is on the repository now."""
+        ...
+
+    def add_label(self, owner: str, name: str, number: int, label: str) -> None: ...
+
+    def remove_label(self, owner: str, name: str, number: int, label: str) -> None: ...

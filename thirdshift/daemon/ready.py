@@ -1,0 +1,90 @@
+"""Which issue is Ready: the rules of a pickup, as pure functions of what GitHub said.
+
+An issue is Ready when it is an open issue (not a pull request) carrying the Ready label,
+labelled by someone with write or triage permission, carrying none of the excluded labels,
+blocked by no open issue, and unchanged for the settle time. Ready issues are taken lowest
+number first. Each rule that fails gives one pass-over reason, worded for the Activity log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from thirdshift.records import IssueSummary
+
+ROLES_THAT_LABEL = frozenset({"admin", "maintain", "write", "triage"})
+
+
+@dataclass(frozen=True)
+class ReadyRules:
+    ready_label: str
+    in_progress_label: str
+    excluded_labels: frozenset[str]  # lower case
+    settle: timedelta
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        ready_label: str,
+        in_progress_label: str,
+        excluded_labels: Sequence[str],
+        settle_seconds: float,
+    ) -> ReadyRules:
+        return cls(
+            ready_label,
+            in_progress_label,
+            frozenset(label.lower() for label in excluded_labels),
+            timedelta(seconds=settle_seconds),
+        )
+
+
+def first_look(issue: IssueSummary, rules: ReadyRules, now: datetime) -> str | None:
+    """Why ``issue`` is passed over by what the list of issues shows, or None. These rules
+    cost no request, so they run before the ones that ask GitHub."""
+    labels = {label.lower() for label in issue.labels}
+    if issue.is_pull_request:
+        return f"it is a pull request; {rules.ready_label} applies to issues only"
+    if issue.state != "open":
+        return "it is closed"
+    if rules.ready_label.lower() not in labels:
+        return f"it no longer carries {rules.ready_label}"
+    if rules.in_progress_label.lower() in labels:
+        return f"it already carries {rules.in_progress_label}"
+    excluded = sorted(labels & rules.excluded_labels)
+    if excluded:
+        return f"it carries {', '.join(excluded)}; remove that label to let thirdshift take it"
+    if issue.updated_at + rules.settle > now:
+        ready_at = issue.updated_at + rules.settle
+        return f"it changed recently; it is taken once unchanged until {ready_at:%H:%M:%S} UTC"
+    return None
+
+
+def labeller_reason(labeller: str | None, role: str | None, rules: ReadyRules) -> str | None:
+    """Why the labeller's word is not enough, or None: only people who may triage or write
+    decide what the factory works on."""
+    if labeller is None:
+        return (
+            f"GitHub shows no one adding {rules.ready_label}; remove it and add it again to "
+            "have it taken"
+        )
+    if role not in ROLES_THAT_LABEL:
+        return (
+            f"{labeller} added {rules.ready_label} with {role or 'no'} permission; someone with "
+            "triage or write permission must add it"
+        )
+    return None
+
+
+def blocker_reason(open_blockers: Sequence[int]) -> str | None:
+    """Why a blocked issue waits, or None."""
+    if not open_blockers:
+        return None
+    listed = ", ".join(f"#{number}" for number in sorted(open_blockers))
+    return f"it is blocked by {listed}, still open; it is taken once they close"
+
+
+def lowest_first(issues: Sequence[IssueSummary]) -> list[IssueSummary]:
+    return sorted(issues, key=lambda issue: issue.number)
