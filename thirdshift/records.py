@@ -48,6 +48,19 @@ class IssueInfo:
 
 
 @dataclass(frozen=True)
+class IssueSummary:
+    """An issue as a list shows it: enough for the daemon to decide whether it is Ready."""
+
+    number: int
+    title: str
+    state: str  # "open" or "closed"
+    labels: tuple[str, ...]
+    is_pull_request: bool
+    updated_at: datetime
+    html_url: str
+
+
+@dataclass(frozen=True)
 class PullRequestInfo:
     number: int
     html_url: str

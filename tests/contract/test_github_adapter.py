@@ -12,19 +12,22 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from github import GithubException
 
 from tests.contract.conftest import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
+from tests.support.fake_github import FakeGitHub
 from thirdshift.clock import SystemClock
 from thirdshift.errors import GitHubError, Interrupted, MergeRefused, NotFound, RateLimited
-from thirdshift.github import GitHub
+from thirdshift.github import GitHub, RequestCounts
 from thirdshift.records import CheckRun, PullRequestInfo
+from thirdshift.sandbox.github.limits import Faults
 from thirdshift.scrub import Scrubber
 
 MARKER = "<!-- thirdshift:failed-run -->"
@@ -666,3 +669,286 @@ def test_after_an_interrupt_only_a_salvage_keeps_its_retries(faults: Sandbox) ->
     clock.salvaging(30)
     github.add_label(OWNER, NAME, number, "in-progress")
     assert "in-progress" in github.issue(OWNER, NAME, number).labels
+
+
+# -- the daemon's reads: issues by label, who labelled, open blockers -------------------------
+
+
+def block(sandbox: Sandbox, number: int, blocker: int) -> None:
+    """Issue ``blocker`` blocks issue ``number`` (PyGithub has no method for dependencies)."""
+    gh = sandbox.github("ada")
+    repo = gh.get_repo(FULL_NAME)
+    gh.requester.requestJsonAndCheck(
+        "POST",
+        f"{repo.url}/issues/{number}/dependencies/blocked_by",
+        input={"issue_id": repo.get_issue(blocker).id},
+    )
+
+
+def test_issues_labelled_lists_the_labelled_issues_lowest_first_pulls_marked(
+    sandbox: Sandbox,
+) -> None:
+    """Only issues carrying the label, in the state asked, lowest number first; a labelled pull
+    request is listed and marked as one."""
+    first = open_issue(sandbox, "First", ("ready-for-agent", "bug"))
+    open_issue(sandbox, "Unlabelled")
+    closed = open_issue(sandbox, "Closed", ("ready-for-agent",))
+    sandbox.github("ada").get_repo(FULL_NAME).get_issue(closed).edit(state="closed")
+    pull, _ = open_pull(sandbox, "issue-40", {"o.txt": "o\n"})
+    sandbox.github("ada").get_repo(FULL_NAME).get_issue(pull.number).add_to_labels(
+        "ready-for-agent"
+    )
+    last = open_issue(sandbox, "Last", ("Ready-For-Agent",))
+    github, _ = adapter(sandbox)
+    listed = github.issues_labelled(OWNER, NAME, "ready-for-agent")
+    assert [(i.number, i.title, i.is_pull_request) for i in listed] == [
+        (first, "First", False),
+        (pull.number, pull.title, True),
+        (last, "Last", False),
+    ]
+    assert listed[0].labels == ("ready-for-agent", "bug")
+    assert listed[0].state == "open"
+    assert listed[0].html_url == f"{sandbox.stand_in.web_url}/{FULL_NAME}/issues/{first}"
+    assert listed[0].updated_at.tzinfo is not None
+    closed_ones = github.issues_labelled(OWNER, NAME, "ready-for-agent", state="closed")
+    assert [(i.number, i.state) for i in closed_ones] == [(closed, "closed")]
+    assert github.issues_labelled(OWNER, NAME, "no-such-label") == ()
+
+
+def test_issues_labelled_over_several_pages_is_complete_and_read_whole_each_time(
+    sandbox: Sandbox,
+) -> None:
+    """Five labelled issues at two per page come back whole; such an answer is not kept, so
+    asking again reads every page again (no 304 could vouch for the pages after the first)."""
+    numbers = [open_issue(sandbox, f"Issue {i}", ("ready-for-agent",)) for i in range(5)]
+    github, _ = adapter(sandbox, per_page=2)
+    assert [i.number for i in github.issues_labelled(OWNER, NAME, "ready-for-agent")] == numbers
+    assert github.request_counts().sent == 3
+    assert [i.number for i in github.issues_labelled(OWNER, NAME, "ready-for-agent")] == numbers
+    assert github.request_counts() == RequestCounts(sent=6, not_modified=0)
+
+
+def test_labelled_by_names_who_added_the_label_last(sandbox: Sandbox) -> None:
+    """The labeller is read from the issue's events: relabelled by another user, that user
+    is named; other labels do not count; a label never added gives None."""
+    number = open_issue(sandbox, "Labelled", ("ready-for-agent",))
+    github, _ = adapter(sandbox)
+    assert github.labelled_by(OWNER, NAME, number, "ready-for-agent") == "ada"
+    issue = sandbox.github("tia").get_repo(FULL_NAME).get_issue(number)
+    issue.remove_from_labels("ready-for-agent")
+    issue.add_to_labels("ready-for-agent")
+    sandbox.github("wes").get_repo(FULL_NAME).get_issue(number).add_to_labels("bug")
+    assert github.labelled_by(OWNER, NAME, number, "ready-for-agent") == "tia"
+    assert github.labelled_by(OWNER, NAME, number, "READY-for-agent") == "tia"
+    assert github.labelled_by(OWNER, NAME, number, "bug") == "wes"
+    assert github.labelled_by(OWNER, NAME, number, "wontfix") is None
+
+
+def test_open_blockers_lists_open_blockers_and_drops_a_closed_one(sandbox: Sandbox) -> None:
+    """The blocked-by dependencies that are open, ascending; closing one takes it off."""
+    blocked = open_issue(sandbox, "Blocked")
+    late, early = open_issue(sandbox, "Blocker one"), open_issue(sandbox, "Blocker two")
+    github, _ = adapter(sandbox)
+    assert github.open_blockers(OWNER, NAME, blocked) == ()
+    block(sandbox, blocked, early)
+    block(sandbox, blocked, late)
+    assert github.open_blockers(OWNER, NAME, blocked) == (late, early)
+    sandbox.github("ada").get_repo(FULL_NAME).get_issue(late).edit(state="closed")
+    assert github.open_blockers(OWNER, NAME, blocked) == (early,)
+
+
+def test_the_fake_answers_the_daemons_reads_as_the_adapter_does(tmp_path: Path) -> None:
+    """FakeGitHub, on the stand-in's own state, lists labelled issues lowest first, names the
+    last labeller and keeps only open blockers."""
+    fake = FakeGitHub(tmp_path)
+    ready = fake.add_issue("Ready", labels=("ready-for-agent",))
+    other = fake.add_issue("Other")
+    blocker = fake.add_issue("Blocker", labels=("Ready-For-Agent",))
+    fake.unlabel_issue(ready, "ready-for-agent")
+    fake.label_issue(ready, "ready-for-agent", by="bob")
+    fake.block(ready, blocker)
+    fake.block(ready, other)
+    assert [i.number for i in fake.issues_labelled("acme", "widgets", "ready-for-agent")] == [
+        ready,
+        blocker,
+    ]
+    assert fake.labelled_by("acme", "widgets", ready, "READY-FOR-AGENT") == "bob"
+    assert fake.labelled_by("acme", "widgets", other, "ready-for-agent") is None
+    assert fake.open_blockers("acme", "widgets", ready) == (other, blocker)
+    fake.close_issue("acme", "widgets", other)
+    assert fake.open_blockers("acme", "widgets", ready) == (blocker,)
+
+
+# -- conditional requests -------------------------------------------------------------------
+
+
+def test_an_unchanged_list_is_answered_304_at_no_cost_and_a_change_is_seen_at_once(
+    sandbox: Sandbox,
+) -> None:
+    """Asked again with nothing changed, the list is a 304 that spends no rate-limit point and
+    gives the same records; a label added meanwhile shows on the very next ask."""
+    first = open_issue(sandbox, "First", ("ready-for-agent",))
+    github, _ = adapter(sandbox)
+    listed = github.issues_labelled(OWNER, NAME, "ready-for-agent")
+    left = github.rate_limit_remaining()
+    before = len(sandbox.client.requests())
+    assert github.issues_labelled(OWNER, NAME, "ready-for-agent") == listed
+    asked = sandbox.client.requests()[before:]
+    assert [(r["path"], r["status"]) for r in asked] == [(f"/api/v3/repos/{FULL_NAME}/issues", 304)]
+    assert github.rate_limit_remaining() == left
+    second = open_issue(sandbox, "Second")
+    sandbox.github("tia").get_repo(FULL_NAME).get_issue(second).add_to_labels("ready-for-agent")
+    after = github.issues_labelled(OWNER, NAME, "ready-for-agent")
+    assert [i.number for i in after] == [first, second]
+    assert github.request_counts().not_modified == 1
+
+
+def test_check_runs_polled_twice_cost_one_rate_limit_point(sandbox: Sandbox) -> None:
+    """A CI watch polling a settled head pays for the first answer only."""
+    sha = sandbox.push("issue-41", {"p.txt": "p\n"})
+    sandbox.client.wait_for_checks(OWNER, NAME, sha, timeout=60)
+    github, _ = adapter(sandbox, "rex")
+    left = github.rate_limit_remaining()
+    assert left is not None
+    runs = github.check_runs(OWNER, NAME, sha)
+    assert github.check_runs(OWNER, NAME, sha) == runs
+    assert {r.name for r in runs} == {"lint", "test"}
+    assert github.rate_limit_remaining() == left - 1
+
+
+def test_every_repeated_read_is_conditional(sandbox: Sandbox) -> None:
+    """issue, pull, check runs, commit statuses, who labelled, open blockers and branch
+    existence, each read twice unchanged: every second read is a 304 giving the same record."""
+    number = open_issue(sandbox, "Read twice", ("ready-for-agent",))
+    pull, sha = open_pull(sandbox, "issue-42", {"q.txt": "q\n"})
+    sandbox.client.wait_for_checks(OWNER, NAME, sha, timeout=60)
+    github, _ = adapter(sandbox)
+    reads: list[Callable[[], object]] = [
+        lambda: github.issue(OWNER, NAME, number),
+        lambda: github.pull(OWNER, NAME, pull.number),
+        lambda: github.check_runs(OWNER, NAME, sha),
+        lambda: github.commit_statuses(OWNER, NAME, sha),
+        lambda: github.labelled_by(OWNER, NAME, number, "ready-for-agent"),
+        lambda: github.open_blockers(OWNER, NAME, number),
+        lambda: github.branch_exists(OWNER, NAME, "issue-42"),
+    ]
+    for read in reads:
+        assert read() == read()
+    assert github.request_counts() == RequestCounts(sent=2 * len(reads), not_modified=len(reads))
+
+
+def test_branch_exists_follows_the_branch_being_deleted(sandbox: Sandbox) -> None:
+    """A kept answer never outlives the branch: after the delete, it is gone."""
+    sandbox.push("issue-43", {"r.txt": "r\n"})
+    github, _ = adapter(sandbox)
+    assert github.branch_exists(OWNER, NAME, "issue-43") is True
+    github.delete_branch(OWNER, NAME, "issue-43")
+    assert github.branch_exists(OWNER, NAME, "issue-43") is False
+    assert github.branch_exists(OWNER, NAME, "main") is True
+
+
+def test_the_kept_answers_are_bounded_least_recently_used_first(sandbox: Sandbox) -> None:
+    """With room for one answer, reading two issues in turn keeps neither for the other."""
+    one, two = open_issue(sandbox, "One"), open_issue(sandbox, "Two")
+    github, _ = adapter(sandbox, cache_size=1)
+    for number in (one, two, one, two):
+        github.issue(OWNER, NAME, number)
+    assert github.request_counts().not_modified == 0
+    github.issue(OWNER, NAME, two)
+    assert github.request_counts().not_modified == 1
+
+
+def test_request_counts_include_retries(faults: Sandbox) -> None:
+    """Two 502s then an answer: three requests sent."""
+    github, _ = adapter(faults)
+    faults.client.inject_faults(statuses=(502,), count=2)
+    github.repo(OWNER, NAME)
+    assert github.request_counts() == RequestCounts(sent=3, not_modified=0)
+
+
+# -- Retry-After, rate-limit windows, lost answers --------------------------------------------
+
+
+def test_a_503_with_retry_after_waits_as_asked(faults: Sandbox) -> None:
+    """The wait is the one GitHub asks for, not the backoff, and says so."""
+    github, seen = adapter(faults)
+    faults.stand_in.set_faults(Faults(error_rate=1.0, statuses=(503,), retry_after=7, count=1))
+    assert github.repo(OWNER, NAME).name == NAME
+    assert seen.waits == [7.0]
+    assert seen.lines == [
+        "GitHub answered 503 to GET /repos/acme/widgets; retrying in 7s, as its Retry-After "
+        "asks (1 of 4)"
+    ]
+
+
+def test_a_retry_after_longer_than_the_longest_wait_is_cut_to_it(faults: Sandbox) -> None:
+    """A 502 asking for an hour waits ``max_rate_limit_wait`` at most."""
+    number = open_issue(faults)
+    github, seen = adapter(faults, max_rate_limit_wait=120)
+    faults.stand_in.set_faults(Faults(error_rate=1.0, statuses=(502,), retry_after=3600, count=1))
+    github.issue(OWNER, NAME, number)
+    assert seen.waits == [120.0]
+
+
+@dataclass
+class RealSleep(Seen):
+    """Waits that really pass, for a stand-in window measured in real time."""
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        time.sleep(seconds)
+
+
+def test_a_rate_limit_window_is_waited_out_until_its_reset(faults: Sandbox) -> None:
+    """For a scripted second, every request is refused with a reset at its end; the adapter
+    waits until then, and the same request is served."""
+    clock = RealSleep()
+    github = GitHub(
+        faults.stand_in.api_url,
+        TOKENS["wes"],
+        scrub=Scrubber([TOKENS["wes"]]),
+        clock=clock,
+        progress=clock.progress,
+    )
+    faults.stand_in.limit_for(1.0)
+    assert github.repo(OWNER, NAME).name == NAME
+    assert len(clock.waits) == 1
+    assert 1.0 <= clock.waits[0] <= 2.0
+    made = [r["status"] for r in faults.client.requests() if r["path"].endswith("/widgets")]
+    assert made == [403, 200]
+
+
+def test_a_label_whose_answer_was_lost_is_checked_not_added_again(faults: Sandbox) -> None:
+    """Every write answered 502 after being made: add_label reads the labels, finds its label
+    there, and stops; the issue carries it once."""
+    number = open_issue(faults, "Lost label")
+    github, _ = adapter(faults)
+    faults.stand_in.set_faults(Faults(lost_answers=1.0))
+    before = len(faults.client.requests())
+    github.add_label(OWNER, NAME, number, "in-progress")
+    made = [(r["method"], r["status"]) for r in faults.client.requests()[before:]]
+    assert made == [("POST", 502), ("GET", 200)]
+    assert github.issue(OWNER, NAME, number).labels == ("in-progress",)
+
+
+def test_a_comment_whose_answer_was_lost_is_posted_once(faults: Sandbox) -> None:
+    """The marked comment is found after the lost answer, not posted twice."""
+    number = open_issue(faults, "Lost comment")
+    github, _ = adapter(faults)
+    github.authenticated_login()
+    faults.stand_in.set_faults(Faults(lost_answers=1.0))
+    comment = github.upsert_marked_comment(OWNER, NAME, number, MARKER, "The Run failed.")
+    faults.client.clear_faults()
+    comments = github.issue_comments(OWNER, NAME, number)
+    assert [(c.id, c.body) for c in comments] == [(comment.id, f"The Run failed.\n\n{MARKER}")]
+
+
+def test_a_pull_request_whose_answer_was_lost_is_opened_once(faults: Sandbox) -> None:
+    """create_pull finds the pull request its lost answer opened and returns it."""
+    faults.push("issue-44", {"s.txt": "s\n"})
+    github, _ = adapter(faults)
+    faults.stand_in.set_faults(Faults(lost_answers=1.0))
+    pull = github.create_pull(OWNER, NAME, head="issue-44", base="main", title="S", body="")
+    faults.client.clear_faults()
+    assert (pull.head_ref, pull.title) == ("issue-44", "S")
+    assert [p.number for p in github.pulls_for_head(OWNER, NAME, "issue-44")] == [pull.number]

@@ -4,6 +4,7 @@ injected faults."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 
 import pytest
@@ -138,3 +139,51 @@ def test_scenario_control_records_who_made_each_request(sandbox: Sandbox) -> Non
         "status": 200,
         "login": "tia",
     } in sandbox.client.requests()
+
+
+def _set_faults(sandbox: Sandbox, **payload: object) -> None:
+    """Scenario control's ``POST /_sandbox/faults``, with fields the client has no words for."""
+    request = urllib.request.Request(
+        f"{sandbox.stand_in.web_url}/_sandbox/faults",
+        data=json.dumps(payload).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 201
+
+
+def test_injected_server_errors_carry_the_retry_after_asked(sandbox: Sandbox) -> None:
+    """``retry_after`` puts GitHub's ``Retry-After`` on the injected 503."""
+    _set_faults(sandbox, error_rate=1.0, statuses=[503], retry_after=5, count=1)
+    status, headers, _ = _get(sandbox, f"/repos/{FULL_NAME}")
+    assert (status, headers.get("Retry-After")) == (503, "5")
+    assert _get(sandbox, f"/repos/{FULL_NAME}")[0] == 200
+
+
+def test_a_rate_limit_window_refuses_until_its_reset_then_serves(sandbox: Sandbox) -> None:
+    """For the scripted window every request is GitHub's rate-limit 403, its reset naming the
+    window's end, and the hourly budget is left alone; after the reset, requests are served."""
+    used = json.loads(_get(sandbox, "/rate_limit")[2])["resources"]["core"]["used"]
+    _set_faults(sandbox, rate_limited_for_seconds=1)
+    status, headers, body = _get(sandbox, f"/repos/{FULL_NAME}")
+    assert status == 403
+    assert headers["X-RateLimit-Remaining"] == "0"
+    assert "rate limit exceeded" in json.loads(body)["message"]
+    reset = int(headers["X-RateLimit-Reset"])
+    assert time.time() < reset <= time.time() + 2
+    assert json.loads(_get(sandbox, "/rate_limit")[2])["resources"]["core"]["used"] == used
+    time.sleep(max(reset - time.time(), 0) + 0.05)
+    assert _get(sandbox, f"/repos/{FULL_NAME}")[0] == 200
+
+
+def test_a_lost_answer_makes_the_write_and_answers_502(sandbox: Sandbox) -> None:
+    """``lost_answers``: the write is applied, its answer is a 502; reads are untouched."""
+    repo = sandbox.github().get_repo(FULL_NAME)
+    _set_faults(sandbox, lost_answers=1.0, count=1)
+    assert _get(sandbox, f"/repos/{FULL_NAME}/issues")[0] == 200
+    with pytest.raises(GithubException) as caught:
+        repo.create_issue("Made anyway")
+    assert caught.value.status == 502
+    assert [i.title for i in repo.get_issues()] == ["Made anyway"]
+    assert repo.create_issue("Answered").title == "Answered"

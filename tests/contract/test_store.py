@@ -341,14 +341,18 @@ def test_dead_runs_are_those_whose_lease_is_gone_or_held_by_a_later_run(store: S
 
     dead = [run.id for run in store.dead_runs(repository, now=now)]
     assert dead == [expired.id, released.id, superseded.id, never.id]
-    assert live.id not in dead and starting.id not in dead and successor.id not in dead
+    assert live.id not in dead
+    assert starting.id not in dead
+    assert successor.id not in dead
 
     assert store.record_crash(expired.id, "its Lease expired") is True
     assert store.record_crash(expired.id, "again") is False
     assert store.record_crash(finished.id, "too late") is False
     crashed = store.get_run(expired.id)
-    assert crashed is not None and crashed.state == "crashed"
-    assert crashed.cause == "its Lease expired" and crashed.ended_at is not None
+    assert crashed is not None
+    assert crashed.state == "crashed"
+    assert crashed.cause == "its Lease expired"
+    assert crashed.ended_at is not None
     assert store.latest_run(repository, 5) == store.get_run(successor.id)
 
 

@@ -17,7 +17,7 @@ from tests.support.scripted_sessions import commit_file, git
 from thirdshift.clock import ManualClock
 from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
-from thirdshift.errors import GitHubError
+from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.issue_url import IssueRef
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.claims import CLAIM_MARKER
@@ -80,8 +80,9 @@ class DaemonWorld:
             clock=self.poll_clock,
             running_here=lambda n: self.daemon.running_here("acme/widgets", n),
             stop_here=lambda n, why: self.daemon.stop_here("acme/widgets", n, why),
-            kept_worktree=lambda b: (self.world.settings.home / "worktrees" / f"acme-widgets-{b}")
-            .is_dir(),
+            kept_worktree=lambda b: (
+                self.world.settings.home / "worktrees" / f"acme-widgets-{b}"
+            ).is_dir(),
         )
         self.daemon.watch(self.poll)
 
@@ -92,7 +93,7 @@ class DaemonWorld:
         stopped_because: Callable[[], str | None],
         progress: Callable[[str], None],
     ) -> int:
-        return Delivery(
+        delivery = Delivery(
             settings=self.world.settings,
             github=self.world.github,
             store=self.world.store,
@@ -106,7 +107,12 @@ class DaemonWorld:
             emit_url=self.world.urls.append,
             claimant="daemon d1",
             stopped_because=stopped_because,
-        ).run(request)
+        )
+        try:  # as the composition root does
+            return delivery.run(request)
+        except ThirdshiftError as error:
+            progress(f"thirdshift: {error}")
+            return error.exit_code
 
     def ready_issue(self, title: str, labeller: str = MAINTAINER) -> int:
         number = self.world.github.add_issue(title, f"Please do: {title}")
@@ -243,9 +249,12 @@ def test_a_crashed_run_is_recorded_and_rescued_from_what_reached_origin(dw: Daem
     assert dw.daemon.once() == 0
 
     crashed = dw.world.store.get_run(dead)
-    assert crashed is not None and crashed.state == "crashed"
+    assert crashed is not None
+    assert crashed.state == "crashed"
     rescue = dw.world.store.latest_run(crashed.repository, number)
-    assert rescue is not None and rescue.id != dead and rescue.state == "succeeded"
+    assert rescue is not None
+    assert rescue.id != dead
+    assert rescue.state == "succeeded"
     assert dw.world.origin_file("issue-1", "half.txt") == "half.txt"
     assert dw.world.origin_file("issue-1", "widget.txt") == "widget"
     [pull] = dw.world.github.pull_requests()
@@ -294,7 +303,9 @@ def test_a_crashed_run_that_left_nothing_gives_the_issue_back_to_ready(dw: Daemo
 
     assert any("crashed before anything reached origin" in line for line in dw.lines("sweep"))
     latest = dw.world.store.latest_run(dw.world.store.ensure_repository("acme", "widgets"), number)
-    assert latest is not None and latest.id != dead and latest.state == "succeeded"
+    assert latest is not None
+    assert latest.id != dead
+    assert latest.state == "succeeded"
     assert len(dw.world.github.pull_requests()) == 1
 
 
@@ -383,6 +394,7 @@ def test_an_issue_closed_during_its_run_stops_that_run(dw: DaemonWorld) -> None:
 
     [run] = dw.world.store.list_runs()
     assert run.state == "failed"
-    assert run.cause is not None and "the issue was closed during the Run" in run.cause
+    assert run.cause is not None
+    assert "the issue was closed during the Run" in run.cause
     assert "Add the widget" in dw.world.origin_log("issue-1")
     assert any("the issue was closed during the Run" in line for line in dw.lines("stop"))

@@ -22,6 +22,7 @@ from thirdshift.records import (
     Comment,
     CommitStatus,
     IssueInfo,
+    IssueSummary,
     MergeResult,
     PullRequestInfo,
     RepoInfo,
@@ -70,6 +71,18 @@ class FakeGitHub:
 
     def add_comment(self, number: int, body: str, author: str = "alice") -> None:
         self.world.add_comment(self.repo_state, self.repo_state.issue(number), body, author)
+
+    def label_issue(self, number: int, label: str, by: str = "alice") -> None:
+        """``by`` adds ``label`` to the issue (a ``labeled`` event, as on GitHub)."""
+        self.world.add_labels(self.repo_state, self.repo_state.issue(number), [label], by)
+
+    def unlabel_issue(self, number: int, label: str, by: str = "alice") -> None:
+        self.world.remove_label(self.repo_state, self.repo_state.issue(number), label, by)
+
+    def block(self, number: int, blocker: int, by: str = "alice") -> None:
+        """Issue ``blocker`` blocks issue ``number`` (GitHub's blocked-by dependency)."""
+        blocked = self.repo_state.issue(number)
+        self.world.add_blocked_by(self.repo_state, blocked, self.repo_state.issue(blocker).id, by)
 
     def fail_next(self, method: str, error: Exception) -> None:
         """The next call of ``method`` raises ``error`` (before doing anything)."""
@@ -170,6 +183,51 @@ class FakeGitHub:
         issue = self._api(lambda: self.repo_state.issue(number))
         self.world.set_state(self.repo_state, issue, "closed", "completed", self.login)
 
+    def issues_labelled(
+        self, owner: str, name: str, label: str, state: str = "open"
+    ) -> tuple[IssueSummary, ...]:
+        self._enter("issues_labelled", label, state)
+        found = sorted(
+            (
+                issue
+                for issue in self.repo_state.issues.values()
+                if state in ("all", issue.state)
+                and any(have.name.lower() == label.lower() for have in issue.labels)
+            ),
+            key=lambda issue: issue.number,
+        )
+        return tuple(
+            IssueSummary(
+                number=issue.number,
+                title=issue.title,
+                state=issue.state,
+                labels=tuple(have.name for have in issue.labels),
+                is_pull_request=issue.pull is not None,
+                updated_at=issue.updated_at,
+                html_url=self._url(issue),
+            )
+            for issue in found
+        )
+
+    def labelled_by(self, owner: str, name: str, number: int, label: str) -> str | None:
+        self._enter("labelled_by", number, label)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        labelled = [
+            event.actor
+            for event in self.repo_state.events
+            if event.issue_number == issue.number
+            and event.event == "labeled"
+            and event.label is not None
+            and event.label.name.lower() == label.lower()
+        ]
+        return labelled[-1] if labelled else None
+
+    def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
+        self._enter("open_blockers", number)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        blockers = self.world.blocked_by(self.repo_state, issue)
+        return tuple(sorted(b.number for b in blockers if b.state == "open"))
+
     def pulls_for_head(
         self, owner: str, name: str, head_branch: str, state: str = "all"
     ) -> tuple[PullRequestInfo, ...]:
@@ -257,6 +315,10 @@ class FakeGitHub:
             raise MergeRefused(f"head of pull request #{number} moved", 409)
         self.world.record_merge(self.repo_state, issue, sha, self.login)
         return MergeResult(merged=True, sha=sha, message="Pull Request successfully merged")
+
+    def branch_exists(self, owner: str, name: str, branch: str) -> bool:
+        self._enter("branch_exists", branch)
+        return self.branch_head(branch) is not None
 
     def delete_branch(self, owner: str, name: str, branch: str) -> None:
         self._enter("delete_branch", branch)

@@ -41,7 +41,8 @@ def test_an_open_settled_issue_with_the_ready_label_passes_the_first_look() -> N
 def test_labels_match_without_regard_to_case() -> None:
     assert first_look(replace(ISSUE, labels=("Ready-For-Agent",)), RULES, NOW) is None
     reason = first_look(replace(ISSUE, labels=("Ready-For-Agent", "WontFix")), RULES, NOW)
-    assert reason is not None and "wontfix" in reason
+    assert reason is not None
+    assert "wontfix" in reason
 
 
 @pytest.mark.parametrize(
@@ -57,7 +58,8 @@ def test_labels_match_without_regard_to_case() -> None:
 )
 def test_each_first_look_rule_names_its_reason(change: dict[str, object], expected: str) -> None:
     reason = first_look(replace(ISSUE, **change), RULES, NOW)  # type: ignore[arg-type]
-    assert reason is not None and expected in reason
+    assert reason is not None
+    assert expected in reason
 
 
 def test_an_issue_unchanged_for_exactly_the_settle_time_is_taken() -> None:
@@ -79,12 +81,16 @@ def test_a_label_from_a_reader_is_passed_over_naming_who_added_it(role: str | No
 
 def test_a_label_nobody_is_shown_adding_is_passed_over() -> None:
     reason = labeller_reason(None, None, RULES)
-    assert reason is not None and "no one adding ready-for-agent" in reason
+    assert reason is not None
+    assert "no one adding ready-for-agent" in reason
 
 
 def test_an_issue_with_open_blockers_waits_naming_them() -> None:
     assert blocker_reason(()) is None
-    assert blocker_reason((12, 3)) == "it is blocked by #3, #12, still open; it is taken once they close"
+    assert (
+        blocker_reason((12, 3))
+        == "it is blocked by #3, #12, still open; it is taken once they close"
+    )
 
 
 def test_ready_issues_are_taken_lowest_number_first() -> None:

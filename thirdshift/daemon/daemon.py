@@ -112,6 +112,8 @@ class Daemon:
     def once(self) -> int:
         """Poll every repository once, run everything found (within the limits, queued), wait
         for those Runs, and return 0, or 1 when a poll or a Run failed."""
+        with self._lock:
+            self._failures = 0
         for poll in self._polls:
             self._poll(poll)
         while True:

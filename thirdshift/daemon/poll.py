@@ -101,7 +101,7 @@ class RepositoryPoll:
             pickup
             for issue in busy
             if not issue.is_pull_request
-            and issue.number not in leased
+            and (issue.number not in leased or self._running_here(issue.number))
             and (pickup := self._sweep(repository, issue)) is not None
         ]
         ready = self._gh.issues_labelled(self.owner, self.name, self._rules.ready_label)

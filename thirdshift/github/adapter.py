@@ -7,9 +7,14 @@ returning, so no PyGithub object, which fetches lazily when read, ever leaves th
 PyGithub runs lazily here: an object is fetched only when a method reads it, so each method
 makes exactly the requests it names.
 
-A little over 500 lines: one method per request a Run needs, each with its retry rule,
-which a reader compares side by side; the request machinery is in ``requests`` and the
-conversions in ``convert``.
+The reads a daemon and a CI watch repeat (issues by label, who labelled, open blockers, an
+issue, a pull request, check runs, commit statuses) are conditional: they send the ETag of the
+last answer and a 304, which costs no rate-limit point, answers the record made from it (see
+``conditional``). ``request_counts`` tells how many requests were sent and how many were 304s.
+
+About 700 lines: one method per request a Run or the daemon needs, each with its retry rule,
+which a reader compares side by side; the request machinery is in ``requests``, the
+conditional reads in ``conditional`` and the conversions in ``convert``.
 """
 
 from __future__ import annotations
@@ -17,14 +22,35 @@ from __future__ import annotations
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from github import Auth, Github
-from github.GithubObject import NotSet
+from github import Github
+from github.CheckRun import CheckRun as GhCheckRun
+from github.CommitStatus import CommitStatus as GhCommitStatus
+from github.GithubObject import GithubObject, NotSet
+from github.Issue import Issue
 from github.IssueComment import IssueComment
+from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from thirdshift.clock import Clock
-from thirdshift.github.convert import check_run_record, comment_record, log_tail, pull_record
+from thirdshift.github.conditional import (
+    DEFAULT_SIZE,
+    ConditionalReads,
+    CountingToken,
+    RequestCounter,
+    RequestCounts,
+    Validators,
+)
+from thirdshift.github.convert import (
+    check_run_record,
+    comment_record,
+    issue_record,
+    issue_summary_record,
+    log_tail,
+    pull_record,
+    status_record,
+)
 from thirdshift.github.requests import (
     Calls,
     GitHubError,
@@ -38,13 +64,23 @@ from thirdshift.records import (
     Comment,
     CommitStatus,
     IssueInfo,
+    IssueSummary,
     MergeResult,
     PullRequestInfo,
     RepoInfo,
 )
 from thirdshift.scrub import Scrubber
 
-__all__ = ["GitHub", "GitHubError", "MergeRefused", "NotFound", "RateLimited"]
+__all__ = [
+    "GitHub",
+    "GitHubError",
+    "MergeRefused",
+    "NotFound",
+    "RateLimited",
+    "RequestCounts",
+]
+
+G = TypeVar("G", bound=GithubObject)
 
 ROLES = ("admin", "maintain", "write", "triage", "read", "none")
 _MERGE_REFUSALS = (405, 409, 422)
@@ -64,6 +100,9 @@ class GitHub:
     (between retries: 0.5 s, 1 s, 2 s, ...; for a rate limit: until it resets, at most
     ``max_rate_limit_wait`` seconds per request). Every failure raises :class:`GitHubError` or
     one of its subclasses.
+
+    One adapter may serve several threads (the Runs of a daemon): its cache of ETags
+    (``cache_size`` answers at most) and its request counts are shared and locked.
     """
 
     def __init__(
@@ -77,15 +116,20 @@ class GitHub:
         retries: int = 4,
         max_rate_limit_wait: float = 900.0,
         per_page: int = 100,
+        cache_size: int = DEFAULT_SIZE,
     ) -> None:
+        self._counter = RequestCounter()
         self._gh = Github(
             base_url=api_url.rstrip("/"),
-            auth=Auth.Token(token),
+            auth=CountingToken(token, self._counter.sent),
             per_page=per_page,
             retry=None,
             seconds_between_requests=None,
             seconds_between_writes=None,
             lazy=True,
+        )
+        self._reads = ConditionalReads(
+            self._gh.requester, self._counter, Validators(cache_size), per_page
         )
         self._clock = clock
         self._calls = Calls(
@@ -97,6 +141,11 @@ class GitHub:
             max_rate_limit_wait=max_rate_limit_wait,
         )
         self._login: str | None = None
+
+    def request_counts(self) -> RequestCounts:
+        """The requests this adapter has sent to GitHub's API so far (every page and retry),
+        and how many GitHub answered 304 Not Modified."""
+        return self._counter.counts()
 
     # -- the token and repositories -------------------------------------------------------
 
@@ -143,22 +192,77 @@ class GitHub:
 
     def issue(self, owner: str, name: str, number: int) -> IssueInfo:
         """Issue ``number`` (a pull request answers too, with ``is_pull_request``)."""
+        path = f"/repos/{owner}/{name}/issues/{number}"
 
         def send() -> IssueInfo:
-            issue = self._repo(owner, name).get_issue(number).complete()
-            return IssueInfo(
-                number=issue.number,
-                title=issue.title,
-                body=issue.body or "",
-                state=issue.state,
-                labels=tuple(label.name for label in issue.labels),
-                html_url=issue.html_url,
-                author=issue.user.login,
-                is_pull_request=issue.pull_request is not None,
-            )
+            return self._reads.one(path, lambda data: issue_record(self._make(Issue, data)))
 
-        path = f"/repos/{owner}/{name}/issues/{number}"
         return self._calls.call(Request("GET", path, f"issue #{number} of {owner}/{name}"), send)
+
+    def issues_labelled(
+        self, owner: str, name: str, label: str, state: str = "open"
+    ) -> tuple[IssueSummary, ...]:
+        """Issues (pull requests too, marked) carrying ``label`` in ``state`` (open, closed or
+        all), lowest number first, all pages."""
+        path = f"/repos/{owner}/{name}/issues"
+        query = {"labels": label, "state": state, "sort": "created", "direction": "asc"}
+
+        def convert(found: list[Any]) -> tuple[IssueSummary, ...]:
+            summaries = (issue_summary_record(self._make(Issue, item)) for item in found)
+            return tuple(sorted(summaries, key=lambda issue: issue.number))
+
+        def send() -> tuple[IssueSummary, ...]:
+            return self._reads.pages(path, query, lambda page: list(page), convert)
+
+        request = Request(
+            "GET",
+            f"{path}?labels={label}&state={state}",
+            f"the {state} issues labelled '{label}' in {owner}/{name}",
+        )
+        return self._calls.call(request, send)
+
+    def labelled_by(self, owner: str, name: str, number: int, label: str) -> str | None:
+        """The login that added ``label`` to the issue most recently (the last ``labeled``
+        event of that label name, in any case), or None: never labelled so, or by a deleted
+        account."""
+        path = f"/repos/{owner}/{name}/issues/{number}/events"
+        wanted = label.lower()
+
+        def convert(events: list[Any]) -> str | None:
+            labelled = [
+                event
+                for event in events
+                if event.get("event") == "labeled"
+                and str((event.get("label") or {}).get("name", "")).lower() == wanted
+            ]
+            if not labelled:
+                return None
+            # Events come oldest first; ordering by time and id does not rely on it.
+            last = max(labelled, key=lambda event: (str(event.get("created_at")), event["id"]))
+            actor = last.get("actor") or {}
+            login = actor.get("login")
+            return str(login) if login else None
+
+        def send() -> str | None:
+            # One events answer makes a different record per label asked about.
+            return self._reads.pages(path, {}, lambda page: list(page), convert, view=wanted)
+
+        what = f"the events of issue #{number} of {owner}/{name}"
+        return self._calls.call(Request("GET", path, what), send)
+
+    def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
+        """Numbers of the open issues that block this one (GitHub's issue dependencies),
+        ascending. A blocker in another repository counts too, with its own number."""
+        path = f"/repos/{owner}/{name}/issues/{number}/dependencies/blocked_by"
+
+        def convert(found: list[Any]) -> tuple[int, ...]:
+            return tuple(sorted(int(i["number"]) for i in found if i.get("state") == "open"))
+
+        def send() -> tuple[int, ...]:
+            return self._reads.pages(path, {}, lambda page: list(page), convert)
+
+        what = f"the issues blocking issue #{number} of {owner}/{name}"
+        return self._calls.call(Request("GET", path, what), send)
 
     def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]:
         """Every comment on the issue, oldest first (all pages)."""
@@ -204,13 +308,23 @@ class GitHub:
         )
 
     def add_label(self, owner: str, name: str, number: int, label: str) -> None:
-        """Add ``label`` to the issue and leave every other label as it is (adding one the
-        issue has is fine, so asking again after a lost answer is too)."""
+        """Add ``label`` to the issue and leave every other label as it is. After a server
+        error it reads the issue's labels first: a label that is there needs no second ask."""
         path = f"/repos/{owner}/{name}/issues/{number}/labels"
+
+        def send() -> bool:
+            self._repo(owner, name).get_issue(number).add_to_labels(label)
+            return True
+
+        def happened() -> bool | None:
+            labels = self.issue(owner, name, number).labels
+            return True if any(have.lower() == label.lower() for have in labels) else None
+
         self._calls.call(
             Request("POST", path, f"the labels of issue #{number} of {owner}/{name}"),
-            lambda: self._repo(owner, name).get_issue(number).add_to_labels(label),
-            repeatable=True,
+            send,
+            repeatable=False,
+            happened=happened,
         )
 
     def remove_label(self, owner: str, name: str, number: int, label: str) -> None:
@@ -299,10 +413,12 @@ class GitHub:
     def pull(self, owner: str, name: str, number: int) -> PullRequestInfo:
         """Pull request ``number``, with its mergeability (None while GitHub computes it)."""
         path = f"/repos/{owner}/{name}/pulls/{number}"
-        return self._calls.call(
-            Request("GET", path, f"pull request #{number} of {owner}/{name}"),
-            lambda: pull_record(self._repo(owner, name).get_pull(number).complete()),
-        )
+
+        def send() -> PullRequestInfo:
+            return self._reads.one(path, lambda data: pull_record(self._make(PullRequest, data)))
+
+        what = f"pull request #{number} of {owner}/{name}"
+        return self._calls.call(Request("GET", path, what), send)
 
     def wait_for_mergeable(
         self, owner: str, name: str, number: int, timeout: float
@@ -443,6 +559,15 @@ class GitHub:
                 exc.detail,
             ) from exc
 
+    def branch_exists(self, owner: str, name: str, branch: str) -> bool:
+        """Whether ``branch`` is on the repository now (its ref, asked conditionally)."""
+        path = f"/repos/{owner}/{name}/git/ref/heads/{urllib.parse.quote(branch)}"
+        request = Request("GET", path, f"branch {branch} of {owner}/{name}")
+        try:
+            return self._calls.call(request, lambda: self._reads.one(path, lambda _: True))
+        except NotFound:
+            return False
+
     def delete_branch(self, owner: str, name: str, branch: str) -> None:
         """Delete the branch; one already gone (404 or 422) is fine."""
         path = f"/repos/{owner}/{name}/git/refs/heads/{branch}"
@@ -464,25 +589,28 @@ class GitHub:
         workflow run ids, read from its ``details_url`` (``.../actions/runs/<run>/job/<job>``,
         the same on GitHub and the stand-in)."""
 
-        def send() -> tuple[CheckRun, ...]:
-            runs = self._repo(owner, name).get_commit(sha).get_check_runs()
-            return tuple(check_run_record(run) for run in runs)
-
         path = f"/repos/{owner}/{name}/commits/{sha}/check-runs"
+
+        def convert(found: list[Any]) -> tuple[CheckRun, ...]:
+            return tuple(check_run_record(self._make(GhCheckRun, run)) for run in found)
+
+        def send() -> tuple[CheckRun, ...]:
+            return self._reads.pages(path, {}, lambda page: list(page["check_runs"]), convert)
+
         what = f"the check runs of {sha[:12]} in {owner}/{name}"
         return self._calls.call(Request("GET", path, what), send)
 
     def commit_statuses(self, owner: str, name: str, sha: str) -> tuple[CommitStatus, ...]:
         """The latest commit status of each context on ``sha`` (the combined status)."""
 
-        def send() -> tuple[CommitStatus, ...]:
-            combined = self._repo(owner, name).get_commit(sha).get_combined_status()
-            return tuple(
-                CommitStatus(context=s.context, state=s.state, target_url=s.target_url)
-                for s in combined.statuses
-            )
-
         path = f"/repos/{owner}/{name}/commits/{sha}/status"
+
+        def convert(found: list[Any]) -> tuple[CommitStatus, ...]:
+            return tuple(status_record(self._make(GhCommitStatus, status)) for status in found)
+
+        def send() -> tuple[CommitStatus, ...]:
+            return self._reads.pages(path, {}, lambda page: list(page["statuses"]), convert)
+
         what = f"the commit statuses of {sha[:12]} in {owner}/{name}"
         return self._calls.call(Request("GET", path, what), send)
 
@@ -543,6 +671,11 @@ class GitHub:
             return None
 
     # -- helpers --------------------------------------------------------------------------
+
+    def _make(self, klass: type[G], data: Any) -> G:
+        """A complete PyGithub object from an answer's JSON, for the converters; reading it
+        fetches nothing."""
+        return self._gh.create_from_raw_data(klass, data)
 
     def _repo(self, owner: str, name: str) -> Repository:
         """The repository as a lazy PyGithub object: no request until something is read."""

@@ -7,12 +7,29 @@ from __future__ import annotations
 import re
 
 from github.CheckRun import CheckRun as GhCheckRun
+from github.CommitStatus import CommitStatus as GhCommitStatus
+from github.Issue import Issue
 from github.IssueComment import IssueComment
 from github.PullRequest import PullRequest
 
-from thirdshift.records import CheckRun, Comment, PullRequestInfo
+from thirdshift.records import (
+    CheckRun,
+    Comment,
+    CommitStatus,
+    IssueInfo,
+    IssueSummary,
+    PullRequestInfo,
+)
 
-__all__ = ["check_run_record", "comment_record", "log_tail", "pull_record"]
+__all__ = [
+    "check_run_record",
+    "comment_record",
+    "issue_record",
+    "issue_summary_record",
+    "log_tail",
+    "pull_record",
+    "status_record",
+]
 
 _ACTIONS_JOB_URL = re.compile(r"/actions/runs/(\d+)/job/(\d+)(?:[/?#]|$)")
 
@@ -24,6 +41,35 @@ def comment_record(comment: IssueComment) -> Comment:
         body=comment.body,
         created_at=comment.created_at,
     )
+
+
+def issue_record(issue: Issue) -> IssueInfo:
+    return IssueInfo(
+        number=issue.number,
+        title=issue.title,
+        body=issue.body or "",
+        state=issue.state,
+        labels=tuple(label.name for label in issue.labels),
+        html_url=issue.html_url,
+        author=issue.user.login,
+        is_pull_request=issue.pull_request is not None,
+    )
+
+
+def issue_summary_record(issue: Issue) -> IssueSummary:
+    return IssueSummary(
+        number=issue.number,
+        title=issue.title,
+        state=issue.state,
+        labels=tuple(label.name for label in issue.labels),
+        is_pull_request=issue.pull_request is not None,
+        updated_at=issue.updated_at,
+        html_url=issue.html_url,
+    )
+
+
+def status_record(status: GhCommitStatus) -> CommitStatus:
+    return CommitStatus(context=status.context, state=status.state, target_url=status.target_url)
 
 
 def pull_record(pull: PullRequest, *, listed: bool = False) -> PullRequestInfo:

@@ -93,7 +93,8 @@ class Calls:
     ) -> T:
         """Run ``send`` (which makes the request and converts its answer) until it succeeds.
 
-        A 5xx or a lost connection is retried with exponential backoff when the request is
+        A 5xx or a lost connection is retried with exponential backoff (or after the wait a
+        5xx's ``Retry-After`` asks, up to ``max_rate_limit_wait``) when the request is
         idempotent (GET, PUT, PATCH, DELETE, or ``repeatable``). A POST that may have been
         applied is only repeated after ``happened`` looked and found nothing (it returns the
         result when the POST did take effect); without either, it fails at once. A rate limit is
@@ -117,9 +118,10 @@ class Calls:
                 failure = f"GitHub answered {exc.status} to {request}"
                 status: int | None = exc.status
                 cause: Exception = exc
+                asked = self._retry_after(exc)
             except OSError as exc:  # requests' and urllib's connection errors are OSErrors
                 failure = f"could not reach GitHub for {request} ({type(exc).__name__})"
-                status, cause = None, exc
+                status, cause, asked = None, exc, None
             if not repeatable:
                 if happened is None:
                     raise GitHubError(
@@ -135,9 +137,12 @@ class Calls:
             if attempt >= self._retries:
                 raise GitHubError(self._scrub(self._gave_up(failure, status)), status) from cause
             attempt += 1
-            delay = 0.5 * 2 ** (attempt - 1)
+            delay = 0.5 * 2 ** (attempt - 1) if asked is None else asked
+            how = "" if asked is None else ", as its Retry-After asks"
             self._progress(
-                self._scrub(f"{failure}; retrying in {delay:g}s ({attempt} of {self._retries})")
+                self._scrub(
+                    f"{failure}; retrying in {delay:g}s{how} ({attempt} of {self._retries})"
+                )
             )
             self._clock.sleep(delay)
 
@@ -188,6 +193,12 @@ class Calls:
             "try again later (https://www.githubstatus.com)"
         )
 
+    def _retry_after(self, exc: GithubException) -> float | None:
+        """The wait a server error's ``Retry-After`` asks for (GitHub sends one on some 502s
+        and 503s), at most ``max_rate_limit_wait``; None without a usable one."""
+        asked = _seconds_after(_lower(exc.headers).get("retry-after"))
+        return None if asked is None else min(asked, self._max_rate_limit_wait)
+
     # -- rate limits ----------------------------------------------------------------------
 
     def _rate_limit_wait(self, exc: GithubException) -> float | None:
@@ -198,10 +209,8 @@ class Calls:
         headers = _lower(exc.headers)
         retry_after = headers.get("retry-after")
         if retry_after is not None:
-            try:
-                return max(float(retry_after), 1.0)
-            except ValueError:
-                return _SECONDARY_LIMIT_WAIT
+            asked = _seconds_after(retry_after)
+            return _SECONDARY_LIMIT_WAIT if asked is None else max(asked, 1.0)
         if headers.get("x-ratelimit-remaining") == "0":
             reset = _reset_time(headers)
             if reset is None:
@@ -234,6 +243,14 @@ class Calls:
 
 def _lower(headers: Mapping[str, Any] | None) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in (headers or {}).items()}
+
+
+def _seconds_after(retry_after: str | None) -> float | None:
+    """A ``Retry-After`` in seconds (GitHub sends a number of seconds), or None."""
+    try:
+        return None if retry_after is None else max(float(retry_after), 0.0)
+    except ValueError:
+        return None
 
 
 def _reset_time(headers: Mapping[str, str]) -> float | None:

@@ -23,6 +23,7 @@ from thirdshift.records import (
     Comment,
     CommitStatus,
     IssueInfo,
+    IssueSummary,
     Lease,
     MergeResult,
     PullRequestInfo,
@@ -179,6 +180,17 @@ class FencedGitHub:
     def close_issue(self, owner: str, name: str, number: int) -> None:
         self._fence()
         return self._gh.close_issue(owner, name, number)
+
+    def issues_labelled(
+        self, owner: str, name: str, label: str, state: str = "open"
+    ) -> tuple[IssueSummary, ...]:
+        return self._gh.issues_labelled(owner, name, label, state)
+
+    def labelled_by(self, owner: str, name: str, number: int, label: str) -> str | None:
+        return self._gh.labelled_by(owner, name, number, label)
+
+    def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
+        return self._gh.open_blockers(owner, name, number)
 
     def pulls_for_head(
         self, owner: str, name: str, head_branch: str, state: str = "all"

@@ -26,6 +26,7 @@ from thirdshift.records import (
     Comment,
     CommitStatus,
     IssueInfo,
+    IssueSummary,
     MergeResult,
     PullRequestInfo,
     RepoInfo,
@@ -117,6 +118,23 @@ class GitHubPort(Protocol):
 
     def close_issue(self, owner: str, name: str, number: int) -> None:
         """Close the issue; closing a closed issue is fine."""
+        ...
+
+    def issues_labelled(
+        self, owner: str, name: str, label: str, state: str = "open"
+    ) -> tuple[IssueSummary, ...]:
+        """Issues (pull requests too, marked) carrying ``label`` in ``state``, lowest number
+        first, all pages."""
+        ...
+
+    def labelled_by(self, owner: str, name: str, number: int, label: str) -> str | None:
+        """The login that added ``label`` to the issue most recently (its last ``labeled``
+        event for that name, in any case), or None."""
+        ...
+
+    def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
+        """Numbers of the open issues that block this one (GitHub's blocked-by issue
+        dependencies), ascending."""
         ...
 
     # -- pull requests -------------------------------------------------------------------------

@@ -34,8 +34,15 @@ class Exchange:
 
 @dataclass
 class Faults:
-    """Injected misbehaviour of the REST API: random error statuses (or rate-limit 403s) and
-    a delay. ``count`` caps how many errors are injected; None means no cap."""
+    """Injected misbehaviour of the REST API: random error statuses (or rate-limit 403s), a
+    delay, and writes whose answer is lost. ``count`` caps how many errors (lost answers
+    included) are injected; None means no cap.
+
+    ``retry_after`` puts that ``Retry-After`` header (seconds) on the injected server errors.
+    ``lost_answers`` is the chance that a REST write which succeeded is answered 502 anyway:
+    the change is made, the caller cannot know it, as when GitHub's answer is lost on the way.
+    ``rate_limited_until`` (a Unix time) answers every REST request with GitHub's rate-limit
+    403 until then, its reset header naming that time."""
 
     error_rate: float = 0.0
     statuses: tuple[int, ...] = (500,)
@@ -43,16 +50,34 @@ class Faults:
     delay_ms: int = 0
     count: int | None = None
     rng: random.Random = field(default_factory=random.Random)
+    retry_after: int | None = None
+    lost_answers: float = 0.0
+    rate_limited_until: float = 0.0
 
     def draw(self) -> int | None:
         """The status to fail this request with, or None to serve it."""
-        if self.count is not None and self.count <= 0:
+        if self._spent() or self.error_rate <= 0 or self.rng.random() >= self.error_rate:
             return None
-        if self.error_rate <= 0 or self.rng.random() >= self.error_rate:
-            return None
+        self._spend()
+        return 403 if self.rate_limit_403 else self.rng.choice(self.statuses)
+
+    def draw_lost(self) -> bool:
+        """Whether to lose the answer of the write just made."""
+        if self._spent() or self.lost_answers <= 0 or self.rng.random() >= self.lost_answers:
+            return False
+        self._spend()
+        return True
+
+    def limited(self, now: float) -> bool:
+        """Whether the rate-limit window set by ``rate_limited_until`` is still open."""
+        return now < self.rate_limited_until
+
+    def _spent(self) -> bool:
+        return self.count is not None and self.count <= 0
+
+    def _spend(self) -> None:
         if self.count is not None:
             self.count -= 1
-        return 403 if self.rate_limit_403 else self.rng.choice(self.statuses)
 
 
 @dataclass

@@ -23,6 +23,7 @@ import base64
 import ipaddress
 import json
 import logging
+import math
 import random
 import re
 import socket
@@ -208,6 +209,13 @@ class GitHubStandIn:
         with self.faults_lock:
             self.faults = faults
 
+    def limit_for(self, seconds: float) -> None:
+        """Answer every API request with GitHub's rate-limit 403 for the next ``seconds``, its
+        ``X-RateLimit-Reset`` naming the end of that window; then serve again. The other
+        injected faults stay as they are."""
+        with self.faults_lock:
+            self.faults.rate_limited_until = time.time() + seconds
+
     def _pushed(self, event: PushEvent) -> None:
         with self.world.lock:
             repo = self.world.repos.get((event.owner, event.name))
@@ -223,6 +231,9 @@ class GitHubStandIn:
         with self.faults_lock:
             delay = self.faults.delay_ms
             fault = self.faults.draw()
+            retry_after = self.faults.retry_after
+            until = self.faults.rate_limited_until
+            limited = self.faults.limited(time.time())
         if delay:
             time.sleep(delay / 1000)
         login, who, bad_token = self._authenticate(request.headers.get("authorization"))
@@ -238,7 +249,7 @@ class GitHubStandIn:
             reply = error_reply(ApiError(401, "Bad credentials"))
         elif path == "/rate_limit" and request.method == "GET" and not is_graphql:
             reply = Reply(200, self._rate_limit_body(who, limit))
-        elif fault == 403 or window.used >= window.limit:
+        elif fault == 403 or limited or window.used >= window.limit:
             uid = self.world.users[login].id if login else 0
             reply = error_reply(
                 ApiError(
@@ -251,13 +262,25 @@ class GitHubStandIn:
             reply.body["documentation_url"] = (
                 "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
             )
-            self.rate_limits.spend(who, resource, limit)
-            return self._finish(reply, base | rate_headers(window, resource, 0), request)
+            headers = base | rate_headers(window, resource, 0)
+            if limited:
+                # A scripted window: its end is the reset; the hourly budget is left alone.
+                headers["X-RateLimit-Reset"] = str(math.ceil(until))
+            else:
+                self.rate_limits.spend(who, resource, limit)
+            return self._finish(reply, headers, request)
         elif fault is not None:
             reply = error_reply(ApiError(fault, "Server Error" if fault == 500 else "Bad Gateway"))
+            if retry_after is not None:
+                reply.headers["Retry-After"] = str(retry_after)
         else:
             call = Call(self.backend, request.method, path, request.query, request.body, login)
             reply = graphql(call) if is_graphql else self.router.dispatch(call)
+            if not is_graphql and request.method != "GET" and reply.status < 400:
+                with self.faults_lock:
+                    lost = self.faults.draw_lost()
+                if lost:  # the write is made; only its answer goes missing
+                    reply = error_reply(ApiError(502, "Bad Gateway"))
         body = self._encode(reply)
         if (
             request.method == "GET"
@@ -448,8 +471,14 @@ class GitHubStandIn:
                     delay_ms=int(data.get("delay_ms", 0)),
                     count=int(data["count"]) if data.get("count") is not None else None,
                     rng=random.Random(data.get("seed")),  # noqa: S311 - fault injection, not crypto
+                    retry_after=(
+                        int(data["retry_after"]) if data.get("retry_after") is not None else None
+                    ),
+                    lost_answers=float(data.get("lost_answers", 0.0)),
                 )
             )
+            if data.get("rate_limited_for_seconds") is not None:
+                self.limit_for(float(data["rate_limited_for_seconds"]))
             return 201, {"faults": "set"}
         if request.method == "DELETE" and path == "/faults":
             self.set_faults(Faults())

@@ -1,0 +1,343 @@
+"""`thirdshift daemon` end to end: the command (two of them at once), the GitHub stand-in with
+three repositories, real git, the real claude CLI with scripted turns, and PostgreSQL shared by
+the daemons."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.real_cli import BIN_DIR, cli_path
+from tests.support.run_world import TOKEN, bash, pull_request_file
+from thirdshift.runs.claims import CLAIM_MARKER
+from thirdshift.sandbox.client import SandboxClient
+from thirdshift.sandbox.github import GitHubStandIn
+from thirdshift.sandbox.model.server import ModelScript, ScriptedModelServer, claude_env
+from thirdshift.store import Store
+
+pytestmark = [pytest.mark.real_cli, pytest.mark.postgres]
+
+OWNER = "acme"
+REPOS = ("alpha", "beta", "gamma")
+
+
+def marker(repo: str, number: int) -> str:
+    return f"DAEMON-TASK-{repo}-{number}"
+
+
+def work_turns(repo: str, number: int, *, hang: bool = False) -> list[dict[str, Any]]:
+    """Write a file and commit it (again if a crash lost it), then the Pull request file. With
+    ``hang``, the session hangs after the commit, for a kill."""
+    name = f"done-{number}.txt"
+    commit = bash(
+        f"echo {marker(repo, number)} > {name} && git add {name} && "
+        f"(git diff --cached --quiet || git commit -qm 'Do task {number}')",
+        "commit",
+    )
+    pr = bash(pull_request_file(f"Do task {number}", f"Does it.\n\nCloses #{number}"), "pr")
+    turns: list[dict[str, Any]] = [{"tool_calls": [commit]}]
+    if hang:
+        turns.append({"hang": True})
+        turns.append({"tool_calls": [commit]})
+    turns += [{"tool_calls": [pr]}, {"text": f"Task {number} is done."}]
+    return turns
+
+
+@dataclass
+class DaemonWorld:
+    tmp: Path
+    stand_in: GitHubStandIn
+    model: ScriptedModelServer
+    database_url: str
+    processes: list[subprocess.Popen[str]] = field(default_factory=list)
+    issues: dict[str, list[int]] = field(default_factory=dict)
+
+    def env(self, home: str, **settings: str) -> dict[str, str]:
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("THIRDSHIFT_", "ANTHROPIC", "CLAUDE", "CODEX", "OPENAI"))
+        }
+        agent_home = self.tmp / f"agent-{home}"
+        agent_home.mkdir(exist_ok=True)
+        base.update(claude_env(self.model.url, agent_home))
+        base["PATH"] = (
+            f"{BIN_DIR}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{base['PATH']}"
+        )
+        base.update(
+            {
+                "THIRDSHIFT_HOME": str(self.tmp / home),
+                "THIRDSHIFT_GITHUB_API_URL": self.stand_in.api_url,
+                "GITHUB_TOKEN": TOKEN,
+                "THIRDSHIFT_DATABASE_URL": self.database_url,
+                "THIRDSHIFT_REPOSITORIES": '["' + '","'.join(f"{OWNER}/{r}" for r in REPOS) + '"]',
+                "THIRDSHIFT_CI_GRACE_SECONDS": "1",
+                "THIRDSHIFT_CI_POLL_SECONDS": "0.2",
+                "THIRDSHIFT_SESSION_POST_RESULT_SECONDS": "5",
+                "THIRDSHIFT_SESSION_STOP_GRACE_SECONDS": "3",
+                "THIRDSHIFT_POLL_SECONDS": "1",
+                "THIRDSHIFT_POLL_JITTER_SECONDS": "0.5",
+                "THIRDSHIFT_SETTLE_SECONDS": "0",
+                "THIRDSHIFT_MAX_RUNS": "2",
+                "THIRDSHIFT_MAX_RUNS_PER_REPOSITORY": "1",
+                "THIRDSHIFT_DAEMON_NAME": home,
+                "THIRDSHIFT_SALVAGE_WAIT_SECONDS": "20",
+                "THIRDSHIFT_MIN_FREE_DISK_MB": "0",
+            }
+        )
+        base.update({f"THIRDSHIFT_{k.upper()}": v for k, v in settings.items()})
+        return base
+
+    def daemon(self, home: str, *args: str, **settings: str) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "thirdshift.cli", "daemon", *args],
+            env=self.env(home, **settings),
+            cwd=self.tmp,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.processes.append(process)
+        return process
+
+    def rest(self, method: str, path: str, payload: dict[str, Any] | None = None) -> Any:
+        import json
+        import urllib.request
+
+        data = json.dumps(payload).encode() if payload is not None else None
+        request = urllib.request.Request(
+            self.stand_in.api_url + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def ready_issue(self, repo: str, title: str) -> int:
+        number = len(self.issues.setdefault(repo, [])) + 1
+        body = f"Do the task. {marker(repo, number)}"
+        issue = self.rest(
+            "POST",
+            f"/repos/{OWNER}/{repo}/issues",
+            {"title": title, "body": body, "labels": ["ready-for-agent"]},
+        )
+        assert int(issue["number"]) == number
+        self.issues[repo].append(number)
+        return number
+
+    def ready_pulls(self, repo: str) -> list[Any]:
+        pulls = self.rest("GET", f"/repos/{OWNER}/{repo}/pulls?state=all&per_page=100")
+        return [p for p in pulls if not p["draft"]]
+
+    def comments(self, repo: str, number: int) -> list[str]:
+        found = self.rest("GET", f"/repos/{OWNER}/{repo}/issues/{number}/comments")
+        return [str(c["body"]) for c in found]
+
+    def wait_until(self, done: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if done():
+                return
+            for process in self.processes:
+                if process.poll() is not None and process.returncode != 0:
+                    _, err = process.communicate()
+                    raise AssertionError(f"a daemon exited {process.returncode}:\n{err[-4000:]}")
+            time.sleep(0.5)
+        raise AssertionError(f"{what} did not happen within {timeout}s")
+
+
+@pytest.fixture
+def make_world(tmp_path: Path, postgres_url: str) -> Iterator[Any]:
+    made: list[DaemonWorld] = []
+
+    def make(sessions: list[dict[str, Any]]) -> DaemonWorld:
+        cli_path("claude")
+        stand_in = GitHubStandIn(tmp_path / "github")
+        stand_in.start()
+        model = ScriptedModelServer(
+            ModelScript.from_dict({"sessions": sessions}), tmp_path / "model.jsonl"
+        )
+        model.start()
+        client = SandboxClient(stand_in.api_url)
+        client.add_user("maintainer", TOKEN, {f"{OWNER}/{r}": "admin" for r in REPOS})
+        for repo in REPOS:
+            source = tmp_path / f"source-{repo}"
+            source.mkdir()
+            (source / "README.md").write_text(f"# {repo}\n")
+            client.add_repo(OWNER, repo, source, {})
+        world = DaemonWorld(tmp_path, stand_in, model, postgres_url)
+        made.append(world)
+        return world
+
+    yield make
+    for world in made:
+        for process in world.processes:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+        world.model.stop()
+        world.stand_in.stop()
+
+
+def stop(process: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=timeout)
+    return process.returncode, err
+
+
+def test_two_daemons_on_one_database_run_each_of_twenty_issues_exactly_once(
+    make_world: Any,
+) -> None:
+    """Twenty Ready issues across three repositories, two daemons with their own homes on one
+    PostgreSQL: every issue gets exactly one ready pull request and one claim comment, and each
+    daemon stops on SIGTERM with exit 0."""
+    counts = {"alpha": 7, "beta": 7, "gamma": 6}
+    sessions = [
+        {"name": f"{repo}-{n}", "marker": marker(repo, n), "turns": work_turns(repo, n)}
+        for repo, count in counts.items()
+        for n in range(1, count + 1)
+    ]
+    world = make_world(sessions)
+    for repo, count in counts.items():
+        for n in range(1, count + 1):
+            world.ready_issue(repo, f"Task {n} of {repo}")
+
+    first = world.daemon("home-a")
+    second = world.daemon("home-b")
+    world.wait_until(
+        lambda: all(len(world.ready_pulls(repo)) == counts[repo] for repo in REPOS),
+        timeout=600,
+        what="twenty ready pull requests",
+    )
+    status_a, err_a = stop(first)
+    status_b, err_b = stop(second)
+    assert (status_a, status_b) == (0, 0), err_a[-3000:] + err_b[-3000:]
+
+    for repo in REPOS:
+        pulls = world.ready_pulls(repo)
+        assert sorted(p["head"]["ref"] for p in pulls) == sorted(
+            f"issue-{n}" for n in world.issues[repo]
+        )
+        for number in world.issues[repo]:
+            assert len([c for c in world.comments(repo, number) if CLAIM_MARKER in c]) == 1
+            assert len(world.comments(repo, number)) == 1
+    store = Store.open(world.database_url)
+    try:
+        runs = store.list_runs(limit=200)
+        activity = store.activity(limit=1000)
+    finally:
+        store.close()
+    assert len(runs) == 20
+    assert all(run.state == "succeeded" for run in runs)
+    assert len({(run.repository.name, run.issue_number) for run in runs}) == 20
+    assert {a.daemon for a in activity if a.kind == "pickup"} <= {"home-a", "home-b"}
+    assert "daemon stopping" in err_a
+    assert "daemon stopping" in err_b
+
+
+def test_a_daemon_killed_mid_session_is_rescued_after_a_restart(make_world: Any) -> None:
+    """kill -9 while the session works (its commit not pushed): the restarted daemon records
+    the crash, rescues the issue with the next fencing token, pushes the kept Worktree's commit
+    and ends with one ready pull request and one claim comment."""
+    sessions = [
+        {
+            "name": "alpha-1",
+            "marker": marker("alpha", 1),
+            "turns": work_turns("alpha", 1, hang=True),
+        }
+    ]
+    world = make_world(sessions)
+    world.ready_issue("alpha", "Task 1")
+    settings = {"lease_seconds": "4", "repositories": f'["{OWNER}/alpha"]'}
+
+    first = world.daemon("home", **settings)
+    world.wait_until(
+        lambda: any(
+            r.get("session") == "alpha-1" and r.get("turn") == 1 for r in world.model.requests()
+        ),
+        timeout=120,
+        what="the session reaching its hang",
+    )
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+
+    second = world.daemon("home", **settings)
+    world.wait_until(lambda: len(world.ready_pulls("alpha")) == 1, timeout=240, what="the rescue")
+    status, err = stop(second)
+    assert status == 0, err[-3000:]
+
+    [pull] = world.ready_pulls("alpha")
+    assert pull["head"]["ref"] == "issue-1"
+    comments = world.comments("alpha", 1)
+    assert len(comments) == 1
+    assert CLAIM_MARKER in comments[0]
+    assert "taking over from Run 1, which crashed" in comments[0]
+    store = Store.open(world.database_url)
+    try:
+        runs = sorted(store.list_runs(), key=lambda run: run.id)
+        lease = store.lease_of(runs[0].repository, 1)
+        kinds = [a.kind for a in store.activity()]
+    finally:
+        store.close()
+    assert [run.state for run in runs] == ["crashed", "succeeded"]
+    assert lease is None
+    assert "crash" in kinds
+    assert "rescue" in kinds
+    log = (world.tmp / "home" / "activity" / "acme-alpha.log").read_text()
+    assert "rescue #1" in log
+    assert "Run 1 ended by a crash" in log
+
+
+def test_sigterm_during_a_session_saves_the_run_and_exits_0(make_world: Any) -> None:
+    """SIGTERM while a session works: the Run is saved as a Failed run (its commit pushed with
+    the failure commit, one comment besides the claim's), the Lease released, and the daemon
+    exits 0 within its documented bound."""
+    sessions = [
+        {
+            "name": "alpha-1",
+            "marker": marker("alpha", 1),
+            "turns": work_turns("alpha", 1, hang=True),
+        }
+    ]
+    world = make_world(sessions)
+    world.ready_issue("alpha", "Task 1")
+    daemon = world.daemon("home", repositories=f'["{OWNER}/alpha"]')
+    world.wait_until(
+        lambda: any(
+            r.get("session") == "alpha-1" and r.get("turn") == 1 for r in world.model.requests()
+        ),
+        timeout=120,
+        what="the session reaching its hang",
+    )
+    started = time.monotonic()
+    status, err = stop(daemon)
+    elapsed = time.monotonic() - started
+
+    assert status == 0, err[-3000:]
+    assert elapsed < 20 + 2 * 3 + 60  # salvage wait + two stop graces + margin (README)
+    store = Store.open(world.database_url)
+    try:
+        [run] = store.list_runs()
+        lease = store.lease_of(run.repository, 1)
+    finally:
+        store.close()
+    assert run.state == "failed"
+    assert run.cause == "interrupted"
+    assert lease is None
+    ref = world.rest("GET", f"/repos/{OWNER}/alpha/git/ref/heads/issue-1")
+    assert ref["ref"] == "refs/heads/issue-1"  # the work and its failure commit were pushed
+    comments = world.comments("alpha", 1)
+    assert len(comments) == 2
+    assert CLAIM_MARKER in comments[0]
