@@ -179,11 +179,13 @@ class GitHub:
         Asking needs write access to the repository."""
         path = f"/repos/{owner}/{name}/collaborators/{_q(login)}/permission"
 
-        def send() -> str:
-            url = f"{self._repo(owner, name).url}/collaborators/{_q(login)}/permission"
-            _, data = self._gh.requester.requestJsonAndCheck("GET", url)
+        def convert(data: Any) -> str:
             role = str(data.get("role_name") or "")
             return role if role in ROLES else str(data.get("permission") or "none")
+
+        def send() -> str:
+            # Asked for every labeller on every poll: conditional, so it costs nothing idle.
+            return self._reads.one(path, convert)
 
         request = Request("GET", path, f"the permission of {login} on {owner}/{name}")
         return self._calls.call(request, send)
