@@ -140,6 +140,9 @@ class DaemonWorld:
         self.issues[repo].append(number)
         return number
 
+    def issue_url(self, repo: str, number: int) -> str:
+        return f"{self.stand_in.web_url}/{OWNER}/{repo}/issues/{number}"
+
     def ready_pulls(self, repo: str) -> list[Any]:
         pulls = self.rest("GET", f"/repos/{OWNER}/{repo}/pulls?state=all&per_page=100")
         return [p for p in pulls if not p["draft"]]
@@ -362,3 +365,95 @@ def test_sigterm_during_a_session_saves_the_run_and_exits_0(make_world: Any) -> 
     comments = world.comments("alpha", 1)
     assert len(comments) == 2
     assert CLAIM_MARKER in comments[0]
+
+
+@pytest.mark.parametrize("paused", ["daemon", "run"])
+def test_a_run_paused_past_its_lease_changes_nothing_after_another_finished_the_issue(
+    make_world: Any, paused: str
+) -> None:
+    """A (a daemon, or `thirdshift run`) is stopped with SIGSTOP mid-session and its Lease runs
+    out; daemon B (another home, the same database) records A's Run as crashed, takes the issue
+    with the next fencing token and ends with a ready pull request. After SIGCONT, A pushes,
+    drafts, labels and posts nothing, and records that it lost the Lease."""
+    sessions = [
+        {
+            "name": "alpha-1",
+            "marker": marker("alpha", 1),
+            "turns": work_turns("alpha", 1, hang=True),
+        }
+    ]
+    world = make_world(sessions)
+    world.ready_issue("alpha", "Task 1")
+    only_alpha = {"repositories": f'["{OWNER}/alpha"]'}
+    if paused == "daemon":
+        a = world.daemon("home-a", lease_seconds="3", **only_alpha)
+    else:
+        a = subprocess.Popen(
+            [sys.executable, "-m", "thirdshift.cli", "run", world.issue_url("alpha", 1)],
+            env=world.env("home-a", lease_seconds="3"),
+            cwd=world.tmp,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        world.processes.append(a)
+    world.wait_until(
+        lambda: any(
+            r.get("session") == "alpha-1" and r.get("turn") == 1 for r in world.model.requests()
+        ),
+        timeout=120,
+        what="A's session reaching its hang",
+    )
+    a.send_signal(signal.SIGSTOP)
+    try:
+        b = world.daemon("home-b", **only_alpha)
+        world.wait_until(lambda: world.succeeded() == 1, timeout=240, what="B finishing")
+        labels_before = [
+            x["name"] for x in world.rest("GET", f"/repos/{OWNER}/alpha/issues/1")["labels"]
+        ]
+        head_before = world.rest("GET", f"/repos/{OWNER}/alpha/git/ref/heads/issue-1")["object"][
+            "sha"
+        ]
+    finally:
+        a.send_signal(signal.SIGCONT)
+
+    def a_recorded_the_loss() -> bool:
+        store = Store.open(world.database_url, migrate=False)
+        try:
+            first = store.get_run(1)
+        finally:
+            store.close()
+        return first is not None and first.state == "failed"
+
+    if paused == "daemon":
+        world.wait_until(a_recorded_the_loss, timeout=120, what="A recording the lost Lease")
+        status_a, err_a = stop(a)
+    else:
+        world.processes.remove(a)  # it ends by itself, exit 1
+        _, err_a = a.communicate(timeout=120)
+        status_a = 0 if a.returncode == 1 else a.returncode
+    status_b, err_b = stop(b)
+    assert (status_a, status_b) == (0, 0), err_a[-3000:] + err_b[-3000:]
+    assert "lost the Lease on #1" in err_a
+
+    store = Store.open(world.database_url)
+    try:
+        first, second = sorted(store.list_runs(), key=lambda run: run.id)
+        lease = store.lease_of(first.repository, 1)
+    finally:
+        store.close()
+    assert first.cause is not None and first.cause.startswith("lost the Lease on #1")
+    assert second.state == "succeeded"
+    assert lease is None
+    [pull] = world.rest("GET", f"/repos/{OWNER}/alpha/pulls?state=all")
+    assert pull["draft"] is False and pull["state"] == "open"
+    assert (
+        world.rest("GET", f"/repos/{OWNER}/alpha/git/ref/heads/issue-1")["object"]["sha"]
+        == head_before
+    )
+    assert [
+        x["name"] for x in world.rest("GET", f"/repos/{OWNER}/alpha/issues/1")["labels"]
+    ] == labels_before
+    comments = world.comments("alpha", 1)
+    assert len(comments) == 1 and f"Run {second.id} (daemon home-b)" in comments[0]
