@@ -324,47 +324,53 @@ def test_a_daemon_killed_mid_session_is_rescued_after_a_restart(make_world: Any)
     assert "Run 1 ended by a crash" in log
 
 
-def test_sigterm_during_a_session_saves_the_run_and_exits_0(make_world: Any) -> None:
-    """SIGTERM while a session works: the Run is saved as a Failed run (its commit pushed with
-    the failure commit, one comment besides the claim's), the Lease released, and the daemon
+def test_sigterm_during_three_sessions_with_a_failing_github_saves_every_run_and_exits_0(
+    make_world: Any,
+) -> None:
+    """SIGTERM while three sessions work, GitHub answering 20% of requests with a 502: every
+    Run is still saved whole as a Failed run (its commit pushed with the failure commit, the
+    Failed-run comment besides the claim's, the record), every Lease released, and the daemon
     exits 0 within its documented bound."""
     sessions = [
-        {
-            "name": "alpha-1",
-            "marker": marker("alpha", 1),
-            "turns": work_turns("alpha", 1, hang=True),
-        }
+        {"name": repo, "marker": marker(repo, 1), "turns": work_turns(repo, 1, hang=True)}
+        for repo in REPOS
     ]
     world = make_world(sessions)
-    world.ready_issue("alpha", "Task 1")
-    daemon = world.daemon("home", repositories=f'["{OWNER}/alpha"]')
-    world.wait_until(
-        lambda: any(
-            r.get("session") == "alpha-1" and r.get("turn") == 1 for r in world.model.requests()
-        ),
-        timeout=120,
-        what="the session reaching its hang",
-    )
+    for repo in REPOS:
+        world.ready_issue(repo, "Task 1")
+    daemon = world.daemon("home", max_runs="3")
+
+    def hanging() -> bool:
+        sessions_hanging = {r.get("session") for r in world.model.requests() if r.get("turn") == 1}
+        return sessions_hanging >= set(REPOS)
+
+    world.wait_until(hanging, timeout=180, what="three sessions reaching their hang")
+    world.stand_in.set_faults(Faults(error_rate=0.2, statuses=(502,), rng=random.Random(3)))
     started = time.monotonic()
     status, err = stop(daemon)
     elapsed = time.monotonic() - started
+    world.stand_in.set_faults(Faults())
 
     assert status == 0, err[-3000:]
     assert elapsed < 20 + 2 * 3 + 60  # salvage wait + two stop graces + margin (README)
+    assert "GitHub answered 502" in err
     store = Store.open(world.database_url)
     try:
-        [run] = store.list_runs()
-        lease = store.lease_of(run.repository, 1)
+        runs = store.list_runs()
+        leases = [store.lease_of(run.repository, 1) for run in runs]
     finally:
         store.close()
-    assert run.state == "failed"
-    assert run.cause == "interrupted"
-    assert lease is None
-    ref = world.rest("GET", f"/repos/{OWNER}/alpha/git/ref/heads/issue-1")
-    assert ref["ref"] == "refs/heads/issue-1"  # the work and its failure commit were pushed
-    comments = world.comments("alpha", 1)
-    assert len(comments) == 2
-    assert CLAIM_MARKER in comments[0]
+    assert sorted(run.repository.name for run in runs) == sorted(REPOS)
+    assert all((run.state, run.cause) == ("failed", "interrupted") for run in runs)
+    assert leases == [None, None, None]
+    for repo in REPOS:
+        ref = world.rest("GET", f"/repos/{OWNER}/{repo}/git/ref/heads/issue-1")
+        assert ref["ref"] == "refs/heads/issue-1"  # the work and its failure commit
+        comments = world.comments(repo, 1)
+        assert len(comments) == 2
+        assert CLAIM_MARKER in comments[0]
+        assert "thirdshift could not finish this issue" in comments[1]
+        assert "**Cause:** interrupted" in comments[1]
 
 
 @pytest.mark.parametrize("paused", ["daemon", "run"])
