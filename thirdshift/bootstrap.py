@@ -171,7 +171,10 @@ def run_daemon(
     token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
     if not token:
         raise ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)")
-    names = list(dict.fromkeys([*settings.repositories, *repositories]))
+    spelled: dict[str, str] = {}
+    for full_name in [*settings.repositories, *repositories]:
+        spelled.setdefault(full_name.lower(), full_name)  # GitHub ignores case: one poll each
+    names = list(spelled.values())
     if not names:
         raise UsageError(
             "no repository to watch: pass --repo OWNER/NAME or set repositories in the config file"
@@ -195,7 +198,12 @@ def run_daemon(
         try:
             role = github.permission(owner, name, login)
         except GitHubError as error:
-            if error.status not in (403, 404):
+            if error.status == 404:
+                raise ConfigError(
+                    f"GitHub has no repository {full_name}, or the token's user {login} cannot "
+                    "see it; check the name (--repo or the repositories setting) and the token"
+                ) from error
+            if error.status != 403:
                 raise
             role = "no push"
         if role not in PERMISSIONS_THAT_PUSH:
@@ -270,6 +278,7 @@ def run_daemon(
                     running_here=partial(daemon.running_here, full_name),
                     stop_here=partial(daemon.stop_here, full_name),
                     kept_worktree=partial(_kept_worktree, settings.home, owner, name),
+                    sweeper=f"daemon {daemon_name}",
                 )
             )
         return daemon.once() if once else daemon.serve()

@@ -21,6 +21,7 @@ from pydantic_settings import (
     EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 from pydantic_settings.sources.utils import parse_env_vars
@@ -292,6 +293,14 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         return Settings(**{**from_file, **from_environment, "home": home})
     except ValidationError as exc:
         raise _explain(exc, path, file_values, environ) from exc
+    except SettingsError as exc:
+        # A list or table given as plain text in the environment: name the variable and the
+        # form it takes, never the value.
+        field = str(exc).split('"')[1] if '"' in str(exc) else "?"
+        raise ConfigError(
+            f"environment variable {ENV_PREFIX}{field.upper()}: not valid JSON; a list is "
+            f'written as JSON, for example {ENV_PREFIX}{field.upper()}=\'["a", "b"]\''
+        ) from exc
 
 
 def _explain(

@@ -370,3 +370,37 @@ def test_activity_lines_are_kept_per_repository_in_order(store: Store) -> None:
         ("stop", None, None),
     ]
     assert [a.message for a in store.activity(repository=widgets)] == ["picked up #3"]
+
+
+def test_a_run_is_recorded_under_its_lease_only_while_the_lease_is_held(store: Store) -> None:
+    """A Run paused between taking its Lease and recording itself, past the Lease, records
+    nothing: its successor's Run stays the issue's newest."""
+    repository = store.ensure_repository("octo", "widgets")
+    now = utcnow()
+    paused = store.acquire_lease(repository, 8, "run-a", timedelta(seconds=30), now=now)
+    assert paused is not None
+    successor = store.acquire_lease(
+        repository, 8, "run-b", timedelta(minutes=5), now=now + timedelta(minutes=1)
+    )
+    assert successor is not None
+    newest = store.start_run_under(successor, repository, 8, issue_branch="issue-8")
+    assert newest is not None
+
+    assert store.start_run_under(paused, repository, 8, issue_branch="issue-8") is None
+
+    assert store.latest_run(repository, 8) == newest
+    assert [run.id for run in store.list_runs()] == [newest.id]
+    lease = store.lease_of(repository, 8)
+    assert lease is not None
+    assert lease.run_id == newest.id
+
+
+def test_a_repository_is_one_whatever_the_case_of_its_name(store: Store) -> None:
+    """GitHub ignores case in owner and name: two spellings are one repository, so one issue
+    has one Lease however a daemon or a URL spells it."""
+    first = store.ensure_repository("Octo-Org", "Widgets")
+    assert store.ensure_repository("octo-org", "widgets") == first
+    lease = store.acquire_lease(first, 1, "run-a", timedelta(minutes=5))
+    assert lease is not None
+    other = store.ensure_repository("OCTO-ORG", "WIDGETS")
+    assert store.acquire_lease(other, 1, "run-b", timedelta(minutes=5)) is None

@@ -28,6 +28,7 @@ from tests.support.run_world import (
     write_file_command,
 )
 from tests.support.secret_corpus import SECRETS, traces
+from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.sandbox.model import ModelScript
 from thirdshift.sandbox.model.server import codex_config_args, codex_env
 
@@ -185,10 +186,11 @@ def test_a_committed_secret_is_never_pushed_and_the_run_names_its_line(
     assert "keeping the worktree" in result.stderr
     assert "issue-1" not in world.git("ls-remote", "--heads", world.remote_url)
     assert world.pulls() == []
-    comments = world.comments()
+    claim, *comments = world.comments()
+    assert CLAIM_MARKER in claim["body"]
     assert len(comments) == 1
     assert ".env:1" in comments[0]["body"]
-    everything = result.stdout + result.stderr + comments[0]["body"]
+    everything = result.stdout + result.stderr + comments[0]["body"] + claim["body"]
     for path in (world.home / "logs").iterdir():
         everything += path.read_text()
     everything += (world.home / "thirdshift.db").read_bytes().decode(errors="replace")

@@ -449,11 +449,13 @@ def test_a_run_paused_past_its_lease_changes_nothing_after_another_finished_the_
         lease = store.lease_of(first.repository, 1)
     finally:
         store.close()
-    assert first.cause is not None and first.cause.startswith("lost the Lease on #1")
+    assert first.cause is not None
+    assert first.cause.startswith("lost the Lease on #1")
     assert second.state == "succeeded"
     assert lease is None
     [pull] = world.rest("GET", f"/repos/{OWNER}/alpha/pulls?state=all")
-    assert pull["draft"] is False and pull["state"] == "open"
+    assert pull["draft"] is False
+    assert pull["state"] == "open"
     assert (
         world.rest("GET", f"/repos/{OWNER}/alpha/git/ref/heads/issue-1")["object"]["sha"]
         == head_before
@@ -462,4 +464,5 @@ def test_a_run_paused_past_its_lease_changes_nothing_after_another_finished_the_
         x["name"] for x in world.rest("GET", f"/repos/{OWNER}/alpha/issues/1")["labels"]
     ] == labels_before
     comments = world.comments("alpha", 1)
-    assert len(comments) == 1 and f"Run {second.id} (daemon home-b)" in comments[0]
+    assert len(comments) == 1
+    assert f"Run {second.id} (daemon home-b)" in comments[0]

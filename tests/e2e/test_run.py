@@ -24,6 +24,7 @@ from tests.support.run_world import (
     start_world,
     write_file_command,
 )
+from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.sandbox.model.server import codex_config_args, codex_env
 
 pytestmark = pytest.mark.real_cli
@@ -324,7 +325,8 @@ def test_sigterm_mid_session_is_a_failed_run_that_saves_the_work_and_a_second_ru
         "thirdshift: failed run (interrupted)"
     )
     assert world.git("show", "origin/issue-1:WIP.md", cwd=clone) == "half done"
-    comments = world.comments()
+    claim, *comments = world.comments()
+    assert CLAIM_MARKER in claim["body"]
     assert len(comments) == 1
     assert "interrupted" in comments[0]["body"]
     assert "Last lines of the Session log" in comments[0]["body"]
@@ -349,7 +351,11 @@ def test_sigterm_mid_session_is_a_failed_run_that_saves_the_work_and_a_second_ru
     subjects = world.git("log", "--format=%s", "origin/issue-1", cwd=world.clone())
     assert "thirdshift: failed run (interrupted)" in subjects
     assert "Add subtract()" in subjects
-    assert len(world.comments()) == 1  # the marked comment was not duplicated
+    # Neither marked comment was duplicated: the second Run edited the claim comment.
+    claim, failure = world.comments()
+    assert "Run 2 (thirdshift run)" in claim["body"]
+    assert "continuing the work already on that branch" in claim["body"]
+    assert "interrupted" in failure["body"]
 
 
 def test_after_a_merged_pull_request_a_new_run_uses_the_next_branch(

@@ -96,7 +96,7 @@ def test_a_token_that_cannot_push_is_refused(tmp_path: Path, worlds: list[RunWor
 
 def test_a_second_run_on_a_claimed_issue_is_refused(tmp_path: Path, worlds: list[RunWorld]) -> None:
     """While one Run holds the issue's Lease, another on the same database stops before
-    changing anything, naming the holder."""
+    changing anything, naming the holder: exit 3, Not claimed."""
     stall = [{"tool_calls": [bash("python3 -c 'import time; time.sleep(30)'", "wait")]}]
     world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": stall}])
     worlds.append(world)
@@ -105,8 +105,8 @@ def test_a_second_run_on_a_claimed_issue_is_refused(tmp_path: Path, worlds: list
 
     second = world.thirdshift("run", world.issue_url)
 
-    assert second.returncode == 1
-    assert "issue #1 is claimed by " in second.stderr
+    assert second.returncode == 3
+    assert "issue #1 is claimed by thirdshift run:" in second.stderr
     assert first.poll() is None  # the first Run goes on undisturbed
     first.terminate()
     first.communicate(timeout=120)
@@ -144,8 +144,8 @@ def test_work_that_cannot_be_pushed_keeps_its_worktree_and_says_where(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
     """Write access is lost during the session: the push fails, the Worktree stays, the last
-    lines name the worktree, the branch and its head, the Claim is kept, and the next Run
-    refuses to start over it."""
+    lines name the worktree, the branch and its head, and the Claim is kept. Once access is
+    back, the next Run adopts the kept work: it pushes it first and goes on to a pull request."""
     turns = [
         {
             "tool_calls": [
@@ -180,11 +180,14 @@ def test_work_that_cannot_be_pushed_keeps_its_worktree_and_says_where(
     world.client.add_user("maintainer", TOKEN, {f"{OWNER}/{NAME}": "admin"})
     again = world.thirdshift("run", world.issue_url)
 
-    assert again.returncode == 1
-    assert f"the worktree {worktree} from an earlier Run holds work that is not on origin" in (
-        again.stderr
-    )
-    assert (worktree / "calc.py").read_text() == CALC_FIXED
+    assert again.returncode == 0, again.stderr
+    assert f"the worktree {worktree} from an earlier Run holds" in again.stderr
+    assert "pushing it to issue-1" in again.stderr
+    [pull] = world.pulls()
+    assert pull["head"]["ref"] == "issue-1"
+    inspect = world.clone()
+    world.git("checkout", "-q", "origin/issue-1", cwd=inspect)
+    assert (inspect / "calc.py").read_text() == CALC_FIXED
 
 
 def test_red_checks_that_also_fail_on_the_base_get_no_repair(

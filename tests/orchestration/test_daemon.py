@@ -9,19 +9,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import commit_file, git
 from thirdshift.clock import ManualClock
-from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
+from thirdshift.daemon import ActivityLog, Daemon, Pickup, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
 from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.issue_url import IssueRef
+from thirdshift.records import Repository
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.scrub import Scrubber
+from thirdshift.store import Store
 
 MAINTAINER = "maintainer"
 READER = "drive-by"
@@ -32,14 +35,14 @@ class DaemonWorld:
     world: RunWorld
     max_runs: int = 2
     max_runs_per_repository: int = 1
+    settle_seconds: float = 0
     start_run: Callable[..., int] | None = None
     stop: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         self.world.github.add_user(MAINTAINER, "maintain")
         self.world.github.add_user(READER, "read")
-        # The rules judge settling by a clock ahead of the fake's real-time stamps.
-        self.poll_clock = ManualClock(datetime.now(UTC) + timedelta(minutes=10))
+        self.poll_clock = ManualClock(datetime.now(UTC))
         self.activity = ActivityLog(
             self.world.store,
             daemon="d1",
@@ -74,7 +77,7 @@ class DaemonWorld:
                 ready_label=READY,
                 in_progress_label=BUSY,
                 excluded_labels=["needs-triage", "wontfix"],
-                settle_seconds=60,
+                settle_seconds=self.settle_seconds,
             ),
             activity=self.activity,
             clock=self.poll_clock,
@@ -160,9 +163,9 @@ def dw(world: RunWorld) -> DaemonWorld:
     return DaemonWorld(world)
 
 
-def test_each_ready_issue_runs_once_lowest_first_with_one_claim_comment(dw: DaemonWorld) -> None:
-    """Three Ready issues: one cycle runs all three, lowest number first, each to a ready pull
-    request with exactly one claim comment; the next cycle finds nothing to do."""
+def test_each_ready_issue_runs_once_with_one_claim_comment(dw: DaemonWorld) -> None:
+    """Three Ready issues: one cycle runs all three, each to a ready pull request with exactly
+    one claim comment; the next cycle finds nothing to do."""
     numbers = [dw.ready_issue(f"Widget {n}") for n in range(3)]
 
     assert dw.daemon.once() == 0
@@ -223,19 +226,58 @@ def test_a_blocked_issue_is_taken_on_the_first_poll_after_its_blocker_closes(
     assert run.issue_number == blocked
 
 
-def test_excluded_labels_and_unsettled_issues_wait(dw: DaemonWorld) -> None:
+def test_excluded_labels_wait_and_a_fresh_issue_waits_until_it_settles(world: RunWorld) -> None:
+    """An excluded label passes an issue over; an issue is taken only once this daemon has seen
+    it unchanged for the settle time (by its own clock, whatever GitHub's says), and an edit
+    starts the wait again."""
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    dw = DaemonWorld(world, settle_seconds=60)
     triage = dw.ready_issue("Needs a look")
     dw.label(triage, "needs-triage", MAINTAINER)
     fresh = dw.ready_issue("Just written")
-    dw.poll_clock.advance(-600)  # back to the time the issues were written
 
     assert dw.daemon.once() == 0
+    dw.poll_clock.advance(45)
+    gh = dw.world.github
+    gh.repo_state.issue(fresh).updated_at += timedelta(seconds=1)  # edited meanwhile
+    assert dw.daemon.once() == 0
     assert dw.world.store.list_runs() == []
-    reasons = dict(
-        (a.issue_number, a.message) for a in dw.world.store.activity() if a.kind == "pass-over"
-    )
-    assert "needs-triage" in reasons[triage]
-    assert "changed recently" in reasons[fresh]
+    reasons = [(a.issue_number, a.message) for a in dw.world.store.activity()]
+    assert any(n == triage and "needs-triage" in m for n, m in reasons)
+    assert (
+        fresh,
+        "passed over: it changed recently; it is taken once unchanged for 60s (60s to go)",
+    ) in reasons
+
+    dw.poll_clock.advance(60)
+    assert dw.daemon.once() == 0
+    [run] = dw.world.store.list_runs()
+    assert run.issue_number == fresh
+
+
+def test_a_failure_that_gave_the_label_back_is_not_run_again_until_a_person_asks(
+    dw: DaemonWorld,
+) -> None:
+    """A Run that fails leaving nothing gives ready-for-agent back; the daemon does not run it
+    again on every poll, and does once a person adds the label again."""
+    number = dw.ready_issue("Always fails")
+    dw.world.sessions.plays["implement"] = lambda worktree, prompt: "did nothing"
+
+    assert dw.daemon.once() == 1
+    assert READY in dw.world.github.labels_of(number)
+    assert dw.daemon.once() == 0
+    assert dw.daemon.once() == 0
+    [run] = dw.world.store.list_runs()
+    assert run.state == "failed"
+    [line] = dw.lines("pass-over")
+    assert f"its last Run ({run.id}) ended failed and thirdshift gave the label back" in line
+
+    dw.unlabel(number, READY, MAINTAINER)
+    dw.label(number, READY, MAINTAINER)
+    assert dw.daemon.once() == 1
+    assert len(dw.world.store.list_runs()) == 2
 
 
 def test_a_crashed_run_is_recorded_and_rescued_from_what_reached_origin(dw: DaemonWorld) -> None:
@@ -264,7 +306,7 @@ def test_a_crashed_run_is_recorded_and_rescued_from_what_reached_origin(dw: Daem
     lease = dw.world.store.lease_of(crashed.repository, number)
     assert lease is None  # released at the end, after token 2 did the work
     assert any(f"Run {dead} ended by a crash" in line for line in dw.lines("crash"))
-    assert any(f"from Run {dead}" in line for line in dw.lines("rescue"))
+    assert dw.lines("rescue") == [f"Run {dead} crashed; starting a Rescue that continues its work"]
     assert "stopped without recording how it ended" in dw.world.sessions.prompts["implement"]
 
 
@@ -309,15 +351,47 @@ def test_a_crashed_run_that_left_nothing_gives_the_issue_back_to_ready(dw: Daemo
     assert len(dw.world.github.pull_requests()) == 1
 
 
-def test_in_progress_is_swept_off_a_closed_issue_no_lease_holds(dw: DaemonWorld) -> None:
-    number = dw.world.github.add_issue("Done by hand")
-    dw.label(number, BUSY, MAINTAINER)
+def test_in_progress_is_swept_off_a_closed_issue_a_run_worked_on(dw: DaemonWorld) -> None:
+    """A Run left its pull request ready and a person merged it (closing the issue): the next
+    poll takes in-progress off. A person's own in-progress on an issue no Run touched stays."""
+    number = dw.world.github.add_issue("Done and merged")
+    dw.label(number, BUSY, dw.world.github.login)
+    store = dw.world.store
+    run = store.start_run(store.ensure_repository("acme", "widgets"), number)
+    store.finish_run(run.id, "succeeded")
     dw.close(number)
+    theirs = dw.world.github.add_issue("A person's own work")
+    dw.label(theirs, BUSY, MAINTAINER)
+    dw.close(theirs)
 
     assert dw.daemon.once() == 0
 
     assert BUSY not in dw.world.github.labels_of(number)
-    assert any("closed issue" in line for line in dw.lines("sweep"))
+    assert dw.world.github.labels_of(theirs) == [BUSY]
+    assert dw.lines("sweep") == [f"took {BUSY} off the closed issue"]
+
+
+def test_a_sweep_never_writes_over_a_run_that_took_the_issue_after_the_poll_looked(
+    dw: DaemonWorld,
+) -> None:
+    """A crashed Run left nothing; right after the poll looked, another daemon's Run takes the
+    issue's Lease. The sweep, which would give the Ready label back, writes nothing."""
+    number = dw.ready_issue("Raced")
+    dw.crashed_run(number, branch="issue-1")
+    store = dw.world.store
+    repository = store.ensure_repository("acme", "widgets")
+
+    def another_daemon_claims(method: str) -> None:
+        if method == "branch_exists":
+            assert store.acquire_lease(repository, number, "d2:run", timedelta(hours=3))
+
+    dw.world.github.on_call = another_daemon_claims
+
+    assert dw.poll() == []
+
+    assert dw.world.github.labels_of(number) == [BUSY]
+    assert dw.lines("sweep") == []
+    assert dw.world.github.called("add_label") == []
 
 
 def test_an_issue_no_longer_ready_under_the_lease_is_not_claimed(dw: DaemonWorld) -> None:
@@ -337,30 +411,63 @@ def test_an_issue_no_longer_ready_under_the_lease_is_not_claimed(dw: DaemonWorld
     assert dw.world.github.labels_of(number) == [BUSY]
 
 
-def test_runs_go_side_by_side_within_the_limits(world: RunWorld) -> None:
-    """Five Ready issues, two Runs per repository at most: never more than two at once, and
-    every issue runs."""
+class _ListedPoll:
+    """A repository whose poll always proposes the same issues (the limits are the subject)."""
+
+    def __init__(self, store: Store, owner: str, name: str, numbers: list[int]) -> None:
+        self.owner, self.name, self._store, self._numbers = owner, name, store, numbers
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    def repository(self) -> Repository:
+        return self._store.ensure_repository(self.owner, self.name)
+
+    def reap(self) -> None:
+        pass
+
+    def __call__(self) -> list[Pickup]:
+        return [Pickup(number) for number in self._numbers]
+
+
+def test_runs_go_side_by_side_within_both_limits(world: RunWorld) -> None:
+    """Three repositories with three issues each, at most three Runs at once and two per
+    repository: never more than that, and every issue runs."""
     lock = threading.Lock()
-    running: list[int] = []
-    most = 0
+    running: list[str] = []
+    most = {"all": 0, "per repository": 0}
 
     def start_run(request: RunRequest, *_: object) -> int:
-        nonlocal most
+        key = request.issue.full_name
         with lock:
-            running.append(request.issue.number)
-            most = max(most, len(running))
+            running.append(key)
+            most["all"] = max(most["all"], len(running))
+            most["per repository"] = max(most["per repository"], running.count(key))
         time.sleep(0.05)
         with lock:
-            running.remove(request.issue.number)
+            running.remove(key)
         return 0
 
     dw = DaemonWorld(world, max_runs=3, max_runs_per_repository=2, start_run=start_run)
-    for n in range(5):
-        dw.ready_issue(f"Widget {n}")
+    dw.daemon = Daemon(
+        web_host="github.test",
+        start_run=start_run,
+        store=world.store,
+        activity=dw.activity,
+        limits=Limits(
+            3, 2, poll_seconds=60, poll_jitter_seconds=0, reap_seconds=60, stop_seconds=60
+        ),
+        clock=dw.poll_clock,
+        stop=dw.stop,
+        progress=world.lines.append,
+    )
+    for name in ("widgets", "gadgets", "gizmos"):
+        dw.daemon.watch(cast(RepositoryPoll, _ListedPoll(world.store, "acme", name, [1, 2, 3])))
 
     assert dw.daemon.once() == 0
-    assert most == 2
-    assert len(dw.lines("end")) == 5
+    assert most == {"all": 3, "per repository": 2}
+    assert len(dw.lines("end")) == 9
 
 
 def test_a_poll_that_fails_is_logged_and_tried_again_next_cycle(dw: DaemonWorld) -> None:

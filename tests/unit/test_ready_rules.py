@@ -13,10 +13,12 @@ from thirdshift.daemon.ready import (
     first_look,
     labeller_reason,
     lowest_first,
+    retry_reason,
 )
 from thirdshift.records import IssueSummary
 
 NOW = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+SETTLED = timedelta(minutes=5)
 RULES = ReadyRules.of(
     ready_label="ready-for-agent",
     in_progress_label="in-progress",
@@ -35,12 +37,12 @@ ISSUE = IssueSummary(
 
 
 def test_an_open_settled_issue_with_the_ready_label_passes_the_first_look() -> None:
-    assert first_look(ISSUE, RULES, NOW) is None
+    assert first_look(ISSUE, RULES, SETTLED) is None
 
 
 def test_labels_match_without_regard_to_case() -> None:
-    assert first_look(replace(ISSUE, labels=("Ready-For-Agent",)), RULES, NOW) is None
-    reason = first_look(replace(ISSUE, labels=("Ready-For-Agent", "WontFix")), RULES, NOW)
+    assert first_look(replace(ISSUE, labels=("Ready-For-Agent",)), RULES, SETTLED) is None
+    reason = first_look(replace(ISSUE, labels=("Ready-For-Agent", "WontFix")), RULES, SETTLED)
     assert reason is not None
     assert "wontfix" in reason
 
@@ -51,19 +53,44 @@ def test_labels_match_without_regard_to_case() -> None:
         ({"is_pull_request": True}, "is a pull request"),
         ({"state": "closed"}, "is closed"),
         ({"labels": ("enhancement",)}, "no longer carries ready-for-agent"),
-        ({"labels": ("ready-for-agent", "in-progress")}, "already carries in-progress"),
         ({"labels": ("ready-for-agent", "needs-info")}, "carries needs-info; remove that label"),
-        ({"updated_at": NOW - timedelta(seconds=30)}, "unchanged until 08:00:30 UTC"),
     ],
 )
 def test_each_first_look_rule_names_its_reason(change: dict[str, object], expected: str) -> None:
-    reason = first_look(replace(ISSUE, **change), RULES, NOW)  # type: ignore[arg-type]
+    reason = first_look(replace(ISSUE, **change), RULES, SETTLED)  # type: ignore[arg-type]
     assert reason is not None
     assert expected in reason
 
 
+def test_an_issue_seen_unchanged_for_less_than_the_settle_time_waits() -> None:
+    reason = first_look(ISSUE, RULES, timedelta(seconds=45))
+    assert reason == "it changed recently; it is taken once unchanged for 60s (15s to go)"
+
+
 def test_an_issue_unchanged_for_exactly_the_settle_time_is_taken() -> None:
-    assert first_look(replace(ISSUE, updated_at=NOW - timedelta(seconds=60)), RULES, NOW) is None
+    assert first_look(ISSUE, RULES, timedelta(seconds=60)) is None
+
+
+def test_an_issue_a_person_handed_back_after_a_failed_run_is_ready_despite_in_progress() -> None:
+    both = replace(ISSUE, labels=("ready-for-agent", "in-progress"))
+    assert first_look(both, RULES, SETTLED) is None
+
+
+def test_a_label_thirdshift_gave_back_after_a_failure_waits_for_a_person() -> None:
+    reason = retry_reason("factory", "factory", "failed", 4, RULES)
+    assert reason is not None
+    assert reason.startswith("its last Run (4) ended failed and thirdshift gave the label back")
+    assert "a person removes ready-for-agent and adds it again" in reason
+
+
+@pytest.mark.parametrize(
+    ("labeller", "last_state"),
+    [("maintainer", "failed"), ("factory", "crashed"), ("factory", "succeeded"), ("factory", None)],
+)
+def test_a_person_s_label_or_a_crash_s_hand_back_is_taken(
+    labeller: str, last_state: str | None
+) -> None:
+    assert retry_reason(labeller, "factory", last_state, 4, RULES) is None
 
 
 @pytest.mark.parametrize("role", ["admin", "maintain", "write", "triage"])

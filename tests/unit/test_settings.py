@@ -113,3 +113,23 @@ def test_only_the_environment_given_is_read(home: Path, monkeypatch: pytest.Monk
     settings = load_settings(given)
     assert settings.github_api_url == "http://given.example/api"
     assert settings.github_token is None
+
+
+def test_watched_repositories_must_be_owner_slash_name(home: Path) -> None:
+    (home / "config.toml").write_text('repositories = ["octo-org/widgets", "widgets"]\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"THIRDSHIFT_HOME": str(home)})
+    assert "'widgets' is not OWNER/NAME (for example octo-org/widgets)" in str(caught.value)
+    assert "config.toml: key 'repositories'" in str(caught.value)
+
+
+def test_a_list_setting_given_as_plain_text_names_the_variable_and_the_json_form(
+    home: Path,
+) -> None:
+    """A list in the environment is JSON; plain text is a clear error, not a traceback."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"THIRDSHIFT_HOME": str(home), "THIRDSHIFT_REPOSITORIES": "octo/widgets"})
+    assert str(caught.value) == (
+        "environment variable THIRDSHIFT_REPOSITORIES: not valid JSON; a list is written as "
+        """JSON, for example THIRDSHIFT_REPOSITORIES='["a", "b"]'"""
+    )

@@ -35,7 +35,7 @@ HARNESSES: dict[str, Callable[[], Harness]] = {"claude": ClaudeHarness, "codex":
 
 def garbage(seed: int, count: int = 50) -> list[bytes]:
     """Random byte lines, invalid UTF-8 and NUL bytes included."""
-    rng = random.Random(seed)  # noqa: S311 - reproducible garbage, not secrets
+    rng = random.Random(seed)
     return [rng.randbytes(rng.randint(1, 400)) for _ in range(count)] + [
         b"\xff\xfe\x00{\x80",
         b'{"type": "result", "result": "\xc3\x28"}',
@@ -221,7 +221,7 @@ def naive_head(text: str) -> tuple[str, bool]:
 @pytest.mark.parametrize("seed", range(40))
 def test_first_line_of_large_texts_matches_reading_them_whole(seed: int) -> None:
     """The windowed first-line search agrees with splitting the whole text, across windows."""
-    rng = random.Random(seed)  # noqa: S311 - reproducible texts, not secrets
+    rng = random.Random(seed)
     pieces = ["\n", " ", "\r\n", "x", "word ", "\n\n\n", "y" * rng.randint(1, 9000)]
     text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 60)))
     line, more = naive_head(text)

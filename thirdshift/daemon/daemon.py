@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -24,7 +25,7 @@ from thirdshift.daemon.activity import ActivityLog
 from thirdshift.daemon.poll import Pickup, RepositoryPoll
 from thirdshift.errors import NotClaimed, ThirdshiftError
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import Repository
+from thirdshift.records import Repository, Run
 from thirdshift.runs import RunRequest
 from thirdshift.store import Store
 
@@ -83,6 +84,8 @@ class Daemon:
         self._active: dict[tuple[str, int], _Active] = {}
         self._queue: deque[tuple[RepositoryPoll, Pickup]] = deque()
         self._failures = 0
+        # (repository, issue) -> (failures before a record, not before this monotonic time)
+        self._cooling: dict[tuple[str, int], tuple[int, float]] = {}
 
     def watch(self, poll: RepositoryPoll) -> None:
         """Poll this repository too (before ``once`` or ``serve``)."""
@@ -135,7 +138,11 @@ class Daemon:
     def serve(self) -> int:
         """Poll on a schedule until ``stop`` is set; then take no new work, stop the Runs (each
         saves its work as a Failed run) and return 0."""
-        scheduler = BackgroundScheduler(timezone="UTC")
+        # One worker: the polls share one GitHub adapter, and PyGithub's connection is not
+        # thread-safe. A poll is a handful of (mostly 304) requests, so they queue briefly.
+        scheduler = BackgroundScheduler(
+            timezone="UTC", executors={"default": ThreadPoolExecutor(max_workers=1)}
+        )
         now = datetime.now().astimezone()
         for index, poll in enumerate(self._polls):
             scheduler.add_job(
@@ -211,7 +218,11 @@ class Daemon:
                     return
                 poll, pickup = self._queue[index]
                 del self._queue[index]
-                if (poll.full_name, pickup.number) in self._active:
+                key = (poll.full_name, pickup.number)
+                if key in self._active:
+                    continue
+                cooling = self._cooling.get(key)
+                if cooling is not None and cooling[1] > self._clock.monotonic():
                     continue
                 active = _Active(poll, pickup)
                 active.thread = threading.Thread(
@@ -239,55 +250,93 @@ class Daemon:
         poll, pickup = active.poll, active.pickup
         ref = IssueRef(self._web_host, poll.owner, poll.name, pickup.number)
         repository = poll.repository()
-        what = f"a Rescue of crashed Run {pickup.rescue_of}" if pickup.rescue_of else "picked up"
-        self._activity.line(
-            "pickup", f"{what}; starting a Run", repository=repository, issue_number=ref.number
-        )
+        before = self._store.latest_run(repository, ref.number)
+        if pickup.rescue_of is not None:
+            self._activity.line(
+                "rescue",
+                f"Run {pickup.rescue_of} crashed; starting a Rescue that continues its work",
+                repository=repository,
+                issue_number=ref.number,
+                run_id=pickup.rescue_of,
+            )
+        else:
+            self._activity.line(
+                "pickup",
+                "picked up; starting a Run",
+                repository=repository,
+                issue_number=ref.number,
+            )
         prefix = f"[{ref}] "
+        last_error: list[str] = []
+
+        def progress(line: str) -> None:
+            if line.startswith("thirdshift: "):  # how the composition root reports an error
+                last_error[:] = [line.removeprefix("thirdshift: ")]
+            self._progress(prefix + line)
+
         status = 1
         try:
             status = self._start_run(
                 RunRequest(
-                    issue=ref,
-                    expect_ready=pickup.rescue_of is None,
-                    rescue_of=pickup.rescue_of,
+                    issue=ref, expect_ready=pickup.rescue_of is None, rescue_of=pickup.rescue_of
                 ),
                 active.interrupt,
                 lambda: active.reason,
-                lambda line: self._progress(prefix + line),
+                progress,
             )
         except Exception as error:  # one Run's bug must not stop the others
+            last_error[:] = [
+                f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift)"
+            ]
             self._progress(f"{prefix}the Run stopped on an unexpected error: {error!r}")
         finally:
             with self._lock:
                 self._active.pop((poll.full_name, pickup.number), None)
-        self._ended(poll, ref, status)
+        self._ended(poll, ref, status, before, last_error[0] if last_error else None)
         self._start_queued()  # a slot is free
 
-    def _ended(self, poll: RepositoryPoll, ref: IssueRef, status: int) -> None:
+    def _ended(
+        self,
+        poll: RepositoryPoll,
+        ref: IssueRef,
+        status: int,
+        before: Run | None,
+        error: str | None,
+    ) -> None:
         repository = poll.repository()
+        key = (poll.full_name, ref.number)
         if status == NotClaimed.exit_code:
             self._activity.line(
                 "skip",
-                "not claimed: another Run holds it, or it stopped being Ready meanwhile",
+                f"not claimed: {error or 'another Run holds it'}",
                 repository=repository,
                 issue_number=ref.number,
             )
             return
-        run = self._store.latest_run(repository, ref.number)
         if status != 0:
             with self._lock:
                 self._failures += 1
-        if run is None:
-            message = f"the Run ended before it was recorded (exit {status})"
-        else:
-            message = f"Run {run.id} ended {run.state}" + (f": {run.cause}" if run.cause else "")
+        run = self._store.latest_run(repository, ref.number)
+        if run is None or (before is not None and run.id == before.id):
+            # It stopped before it was recorded (pre-flight, an adoption it could not push):
+            # trying again at once would fail the same way, so the issue waits a while.
+            with self._lock:
+                tries = self._cooling.get(key, (0, 0.0))[0] + 1
+                wait = min(self._limits.poll_seconds * 2**tries, 3600.0)
+                self._cooling[key] = (tries, self._clock.monotonic() + wait)
+            self._activity.line(
+                "end",
+                f"the Run stopped before it was recorded: {error or f'exit {status}'}; the "
+                f"issue is tried again in {wait:.0f}s",
+                repository=repository,
+                issue_number=ref.number,
+            )
+            return
+        with self._lock:
+            self._cooling.pop(key, None)
+        message = f"Run {run.id} ended {run.state}" + (f": {run.cause}" if run.cause else "")
         self._activity.line(
-            "end",
-            message,
-            repository=repository,
-            issue_number=ref.number,
-            run_id=run.id if run else None,
+            "end", message, repository=repository, issue_number=ref.number, run_id=run.id
         )
 
     def _stop_runs(self) -> None:

@@ -8,8 +8,11 @@ rules themselves are in ``thirdshift.daemon.ready``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from thirdshift.clock import Clock
 from thirdshift.daemon.activity import ActivityLog
@@ -20,9 +23,10 @@ from thirdshift.daemon.ready import (
     first_look,
     labeller_reason,
     lowest_first,
+    retry_reason,
 )
 from thirdshift.errors import GitHubError
-from thirdshift.records import IssueSummary, Repository
+from thirdshift.records import IssueSummary, Repository, Run
 from thirdshift.store import Store
 
 
@@ -51,7 +55,12 @@ class RepositoryPoll:
         running_here: Callable[[int], bool],
         stop_here: Callable[[int, str], None],
         kept_worktree: Callable[[str], bool],
+        sweeper: str = "thirdshift",
     ) -> None:
+        self._sweeper = sweeper
+        # number -> (GitHub's updated_at as last seen, when this daemon first saw it so)
+        self._seen: dict[int, tuple[datetime, float]] = {}
+        self._factory: str | None = None
         self.owner = owner
         self.name = name
         self._gh = github
@@ -97,30 +106,51 @@ class RepositoryPoll:
         busy = self._gh.issues_labelled(
             self.owner, self.name, self._rules.in_progress_label, state="all"
         )
-        rescues = [
-            pickup
-            for issue in busy
-            if not issue.is_pull_request
-            and (issue.number not in leased or self._running_here(issue.number))
-            and (pickup := self._sweep(repository, issue)) is not None
-        ]
+        rescues: list[Pickup] = []
+        for issue in busy:
+            if issue.is_pull_request:
+                continue
+            if issue.number in leased and not self._running_here(issue.number):
+                continue  # another Run holds it; that Run's daemon looks after it
+            try:
+                pickup = self._sweep(repository, issue)
+            except GitHubError as error:  # one issue's failing write must not starve the rest
+                self._activity.line(
+                    "sweep",
+                    f"could not sweep: {error}; tried again next poll",
+                    repository=repository,
+                    issue_number=issue.number,
+                )
+                continue
+            if pickup is not None:
+                rescues.append(pickup)
         ready = self._gh.issues_labelled(self.owner, self.name, self._rules.ready_label)
         roles: dict[str, str] = {}
         pickups: list[Pickup] = []
+        now = self._clock.monotonic()
         for issue in lowest_first(ready):
             if issue.number in leased or self._running_here(issue.number):
                 continue
-            reason = self._pass_over_reason(issue, roles)
+            reason = self._pass_over_reason(repository, issue, roles, now)
             if reason is not None:
                 self._activity.pass_over(repository, issue.number, reason)
                 continue
             self._activity.forget(repository, issue.number)
             pickups.append(Pickup(issue.number))
+        listed = {issue.number for issue in ready}
+        self._seen = {n: seen for n, seen in self._seen.items() if n in listed}
         taken = {pickup.number for pickup in rescues}
         return rescues + [pickup for pickup in pickups if pickup.number not in taken]
 
-    def _pass_over_reason(self, issue: IssueSummary, roles: dict[str, str]) -> str | None:
-        reason = first_look(issue, self._rules, self._clock.now())
+    def _pass_over_reason(
+        self, repository: Repository, issue: IssueSummary, roles: dict[str, str], now: float
+    ) -> str | None:
+        seen = self._seen.get(issue.number)
+        if seen is None or seen[0] != issue.updated_at:
+            seen = (issue.updated_at, now)
+            self._seen[issue.number] = seen
+        unchanged_for = timedelta(seconds=now - seen[1])
+        reason = first_look(issue, self._rules, unchanged_for)
         if reason is not None:
             return reason
         login = self._gh.labelled_by(self.owner, self.name, issue.number, self._rules.ready_label)
@@ -132,7 +162,23 @@ class RepositoryPoll:
         reason = labeller_reason(login, role, self._rules)
         if reason is not None:
             return reason
+        assert login is not None
+        latest = self._store.latest_run(repository, issue.number)
+        reason = retry_reason(
+            login,
+            self._factory_login(),
+            latest.state if latest else None,
+            latest.id if latest else None,
+            self._rules,
+        )
+        if reason is not None:
+            return reason
         return blocker_reason(self._gh.open_blockers(self.owner, self.name, issue.number))
+
+    def _factory_login(self) -> str:
+        if self._factory is None:
+            self._factory = self._gh.authenticated_login()
+        return self._factory
 
     def _role(self, login: str) -> str:
         try:
@@ -144,53 +190,67 @@ class RepositoryPoll:
 
     def _sweep(self, repository: Repository, issue: IssueSummary) -> Pickup | None:
         """An issue labelled ``in-progress`` that no live Lease holds: stop our Run on it if it
-        was closed; otherwise take the label off a closed issue, start a Rescue of the issue of a
-        crashed Run that left work (on origin, or in a Worktree here), or give back the Ready
-        label of one that left nothing. An issue whose last Run ended (or that no Run of ours
-        touched) is left to people."""
+        was closed; otherwise take the label off a closed issue a Run of ours worked on, start
+        a Rescue of the issue of a crashed Run that left work (on origin, or in a Worktree
+        here), or give back the Ready label of one that left nothing. An issue whose last Run
+        ended (or that no Run of ours touched) is left to people. Label writes are made under
+        the issue's Lease, so they never cross a Run another daemon starts meanwhile."""
         number = issue.number
         if self._running_here(number):
             if issue.state == "closed":
                 self._stop_here(number, "the issue was closed during the Run")
             return None
+        latest = self._store.latest_run(repository, number)
+        if latest is None:
+            return None
         busy = self._label_named(issue, self._rules.in_progress_label)
         if issue.state == "closed":
-            self._gh.remove_label(self.owner, self.name, number, busy)
-            self._activity.line(
-                "sweep",
-                f"took {busy} off the closed issue",
-                repository=repository,
-                issue_number=number,
-            )
+            with self._holding(repository, number, latest) as held:
+                if held:
+                    self._gh.remove_label(self.owner, self.name, number, busy)
+                    self._activity.line(
+                        "sweep",
+                        f"took {busy} off the closed issue",
+                        repository=repository,
+                        issue_number=number,
+                    )
             return None
-        latest = self._store.latest_run(repository, number)
-        if latest is None or latest.state != "crashed":
+        if latest.state != "crashed":
             return None
         branch = latest.issue_branch
         if branch is not None and (
             self._gh.branch_exists(self.owner, self.name, branch) or self._kept_worktree(branch)
         ):
-            self._activity.line(
-                "rescue",
-                f"taking over from Run {latest.id}, which crashed; its work on {branch} is "
-                "continued",
-                repository=repository,
-                issue_number=number,
-                run_id=latest.id,
-            )
             return Pickup(number, rescue_of=latest.id)
         # Nothing reached origin: the issue is Ready again, for whoever polls first.
-        self._gh.add_label(self.owner, self.name, number, self._rules.ready_label)
-        self._gh.remove_label(self.owner, self.name, number, busy)
-        self._activity.line(
-            "sweep",
-            f"Run {latest.id} crashed before anything reached origin; {busy} replaced by "
-            f"{self._rules.ready_label}",
-            repository=repository,
-            issue_number=number,
-            run_id=latest.id,
-        )
+        with self._holding(repository, number, latest) as held:
+            if held:
+                self._gh.add_label(self.owner, self.name, number, self._rules.ready_label)
+                self._gh.remove_label(self.owner, self.name, number, busy)
+                self._activity.line(
+                    "sweep",
+                    f"Run {latest.id} crashed before anything reached origin; {busy} replaced "
+                    f"by {self._rules.ready_label}",
+                    repository=repository,
+                    issue_number=number,
+                    run_id=latest.id,
+                )
         return None
+
+    @contextmanager
+    def _holding(self, repository: Repository, number: int, latest: Run) -> Iterator[bool]:
+        """The issue's Lease for one sweep, if nobody holds it and ``latest`` is still the
+        issue's newest Run (no Run started since the poll looked)."""
+        owner = f"{self._sweeper}:sweep:{uuid.uuid4().hex[:8]}"
+        lease = self._store.acquire_lease(repository, number, owner, timedelta(seconds=120))
+        if lease is None:
+            yield False
+            return
+        try:
+            newest = self._store.latest_run(repository, number)
+            yield newest is not None and newest.id == latest.id
+        finally:
+            self._store.release_lease(lease)
 
     @staticmethod
     def _label_named(issue: IssueSummary, label: str) -> str:

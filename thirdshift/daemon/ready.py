@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from thirdshift.records import IssueSummary
 
@@ -41,9 +41,12 @@ class ReadyRules:
         )
 
 
-def first_look(issue: IssueSummary, rules: ReadyRules, now: datetime) -> str | None:
+def first_look(issue: IssueSummary, rules: ReadyRules, unchanged_for: timedelta) -> str | None:
     """Why ``issue`` is passed over by what the list of issues shows, or None. These rules
-    cost no request, so they run before the ones that ask GitHub."""
+    cost no request, so they run before the ones that ask GitHub. ``unchanged_for`` is how long
+    the daemon has seen the issue as it is now (by its own clock, never compared with
+    GitHub's). An issue that also carries ``in-progress`` with no live Claim is one a person
+    handed back after a Failed run: it is Ready."""
     labels = {label.lower() for label in issue.labels}
     if issue.is_pull_request:
         return f"it is a pull request; {rules.ready_label} applies to issues only"
@@ -51,15 +54,30 @@ def first_look(issue: IssueSummary, rules: ReadyRules, now: datetime) -> str | N
         return "it is closed"
     if rules.ready_label.lower() not in labels:
         return f"it no longer carries {rules.ready_label}"
-    if rules.in_progress_label.lower() in labels:
-        return f"it already carries {rules.in_progress_label}"
     excluded = sorted(labels & rules.excluded_labels)
     if excluded:
         return f"it carries {', '.join(excluded)}; remove that label to let thirdshift take it"
-    if issue.updated_at + rules.settle > now:
-        ready_at = issue.updated_at + rules.settle
-        return f"it changed recently; it is taken once unchanged until {ready_at:%H:%M:%S} UTC"
+    if unchanged_for < rules.settle:
+        left = (rules.settle - unchanged_for).total_seconds()
+        return (
+            f"it changed recently; it is taken once unchanged for "
+            f"{rules.settle.total_seconds():g}s ({left:.0f}s to go)"
+        )
     return None
+
+
+def retry_reason(
+    labeller: str, factory: str, last_state: str | None, last_id: int | None, rules: ReadyRules
+) -> str | None:
+    """Why an issue thirdshift itself labelled Ready again after a Failed run waits for a
+    person, or None: a failure that left nothing behind gives the label back, and without this
+    rule a failure that always happens would run again every poll."""
+    if labeller != factory or last_state not in ("failed", "refused"):
+        return None
+    return (
+        f"its last Run ({last_id}) ended {last_state} and thirdshift gave the label back itself; "
+        f"to run it again, a person removes {rules.ready_label} and adds it again"
+    )
 
 
 def labeller_reason(labeller: str | None, role: str | None, rules: ReadyRules) -> str | None:

@@ -101,8 +101,10 @@ class GitHub:
     ``max_rate_limit_wait`` seconds per request). Every failure raises :class:`GitHubError` or
     one of its subclasses.
 
-    One adapter may serve several threads (the Runs of a daemon): its cache of ETags
-    (``cache_size`` answers at most) and its request counts are shared and locked.
+    One adapter serves one thread at a time: PyGithub's connection is not thread-safe (a
+    request's method, URL and headers are kept on it until the answer is read), so each Run
+    gets an adapter of its own and a daemon's polls run one after another. Its cache of ETags
+    (``cache_size`` answers at most) and its request counts are locked all the same.
     """
 
     def __init__(

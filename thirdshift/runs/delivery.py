@@ -154,7 +154,8 @@ class Delivery:
             self._check_interrupt()
             if choice.continuation:
                 self.say(f"continuing {choice.branch}, which an earlier Run left on origin")
-            record = self._store.start_run(
+            record = self._store.start_run_under(
+                lease,
                 repository,
                 number,
                 kind="merge" if request.merge else "run",
@@ -163,7 +164,8 @@ class Delivery:
                 harness=self._session_source.harness_name,
                 model=self._session_source.model,
             )
-            self._store.attach_run_to_lease(lease, record.id)
+            if record is None:  # paused past the Lease before this Run was even recorded
+                raise keeper.lost_error()
             self.say(f"Run {record.id} on {ref}: {issue.title}")
             if request.rescue_of is not None:
                 self.say(f"taking over from Run {request.rescue_of}, which crashed")

@@ -127,33 +127,52 @@ class Store:
     # -- repositories ------------------------------------------------------------------------
 
     def ensure_repository(self, owner: str, name: str) -> Repository:
-        """The repository's record, created on first sight. Safe under concurrent callers."""
+        """The repository's record, created on first sight, found whatever the case of
+        ``owner`` and ``name`` (as GitHub finds it). Safe under concurrent callers."""
         with self._session() as session:
             statement = _insert(self.dialect, RepositoryRow).values(
                 owner=owner, name=name, created_at=self._clock.now()
             )
-            session.execute(statement.on_conflict_do_nothing(index_elements=["owner", "name"]))
+            # Any uniqueness conflict (the exact spelling, or another case of it) means found.
+            session.execute(statement.on_conflict_do_nothing())
             session.commit()
             row = session.exec(
                 select(RepositoryRow).where(
-                    RepositoryRow.owner == owner, RepositoryRow.name == name
+                    sa.func.lower(RepositoryRow.owner) == owner.lower(),
+                    sa.func.lower(RepositoryRow.name) == name.lower(),
                 )
             ).one()
             return _repository(row)
 
     # -- runs --------------------------------------------------------------------------------
 
-    def start_run(
+    def start_run(self, repository: Repository, issue_number: int, **fields: Any) -> Run:
+        """Record a new Run (``kind``, ``base_branch``, ``issue_branch``, ``harness``,
+        ``model``) with no Lease."""
+        started = self._start_run(repository, issue_number, None, **fields)
+        assert started is not None
+        return started
+
+    def start_run_under(
+        self, lease: Lease, repository: Repository, issue_number: int, **fields: Any
+    ) -> Run | None:
+        """Record a new Run and attach it to ``lease`` in one transaction, only while the
+        Lease is still held: None (nothing recorded) when it was lost, so a Run paused past
+        its Lease never leaves a record newer than its successor's."""
+        return self._start_run(repository, issue_number, lease, **fields)
+
+    def _start_run(
         self,
         repository: Repository,
         issue_number: int,
+        lease: Lease | None,
         *,
         kind: str = "run",
         base_branch: str | None = None,
         issue_branch: str | None = None,
         harness: str | None = None,
         model: str | None = None,
-    ) -> Run:
+    ) -> Run | None:
         with self._session() as session:
             row = RunRow(
                 repository_id=repository.id,
@@ -167,6 +186,17 @@ class Store:
                 started_at=self._clock.now(),
             )
             session.add(row)
+            session.flush()
+            if lease is not None:
+                now = self._lease_now(session)
+                attached = session.execute(
+                    sa.update(ClaimRow)
+                    .where(*_held_by(lease), col(ClaimRow.expires_at) > now)
+                    .values(run_id=row.id)
+                )
+                if not attached.rowcount:  # type: ignore[attr-defined]
+                    session.rollback()
+                    return None
             session.commit()
             return _run(row, repository)
 
