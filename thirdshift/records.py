@@ -193,7 +193,7 @@ class Activity:
     """One line of the Activity log: what a daemon did or decided, and when."""
 
     id: int
-    kind: str  # pickup, pass-over, start, end, takeover, crash, sweep, poll, stop
+    kind: str  # start, pickup, rescue, pass-over, skip, end, crash, sweep, poll, stop
     daemon: str
     message: str
     created_at: datetime

@@ -890,6 +890,17 @@ def test_a_retry_after_longer_than_the_longest_wait_is_cut_to_it(faults: Sandbox
     assert seen.waits == [120.0]
 
 
+def test_retry_after_waits_share_one_budget_and_then_give_up_naming_it(faults: Sandbox) -> None:
+    """Every answer a 503 asking for 50s, at most 120s of waiting in all: two waits, then an
+    error that says why, never four waits of up to the whole budget each."""
+    github, seen = adapter(faults, max_rate_limit_wait=120)
+    faults.stand_in.set_faults(Faults(error_rate=1.0, statuses=(503,), retry_after=50))
+    with pytest.raises(GitHubError) as caught:
+        github.repo(OWNER, NAME)
+    assert seen.waits == [50.0, 50.0]
+    assert "which asks for 50s more, past the 120s thirdshift waits in all" in str(caught.value)
+
+
 @dataclass
 class RealSleep(Seen):
     """Waits that really pass, for a stand-in window measured in real time."""

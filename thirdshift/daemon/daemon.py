@@ -284,6 +284,9 @@ class Daemon:
                 lambda: active.reason,
                 progress,
             )
+        except ThirdshiftError as error:  # a local problem before the Run (disk, sandbox)
+            status = error.exit_code
+            progress(f"thirdshift: {error}")
         except Exception as error:  # one Run's bug must not stop the others
             last_error[:] = [
                 f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift)"

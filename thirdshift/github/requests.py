@@ -137,6 +137,18 @@ class Calls:
             if attempt >= self._retries:
                 raise GitHubError(self._scrub(self._gave_up(failure, status)), status) from cause
             attempt += 1
+            if asked is not None:
+                # Retry-After waits share the rate limit's budget: in all, never longer.
+                if waited + asked > self._max_rate_limit_wait:
+                    raise GitHubError(
+                        self._scrub(
+                            f"{failure}, which asks for {asked:g}s more, past the "
+                            f"{self._max_rate_limit_wait:g}s thirdshift waits in all; GitHub is "
+                            "having trouble: try again later (https://www.githubstatus.com)"
+                        ),
+                        status,
+                    ) from cause
+                waited += asked
             delay = 0.5 * 2 ** (attempt - 1) if asked is None else asked
             how = "" if asked is None else ", as its Retry-After asks"
             self._progress(

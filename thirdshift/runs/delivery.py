@@ -219,7 +219,7 @@ class Delivery:
                 ref,
                 run_id=record.id,
                 branch=choice.branch,
-                claimant=self._claimant,
+                claimant=self._scrub(self._claimant),
                 continuation=choice.continuation,
                 rescue_of=request.rescue_of,
             )

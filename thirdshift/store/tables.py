@@ -125,8 +125,8 @@ class ClaimRow(SQLModel, table=True):
 
 
 class ActivityRow(SQLModel, table=True):
-    """One line of the Activity log (a pickup, a pass-over, a Run's start or end, a takeover,
-    a sweep); ``daemon`` names the process that wrote it."""
+    """One line of the Activity log (a pickup, a pass-over, a Run's end, a crash, a Rescue, a
+    sweep, a failed poll); ``daemon`` names the daemon that wrote it."""
 
     __tablename__ = "activity"
 
