@@ -270,10 +270,16 @@ def test_two_daemons_on_one_database_run_each_of_twenty_issues_exactly_once(
     assert "daemon stopping" in err_b
 
 
-def test_a_daemon_killed_mid_session_is_rescued_after_a_restart(make_world: Any) -> None:
-    """kill -9 while the session works (its commit not pushed): the restarted daemon records
-    the crash, rescues the issue with the next fencing token, pushes the kept Worktree's commit
-    and ends with one ready pull request and one claim comment."""
+@pytest.mark.parametrize("restart", ["same home", "fresh home"])
+def test_a_daemon_killed_mid_session_is_continued_after_a_restart(
+    make_world: Any, restart: str
+) -> None:
+    """kill -9 while the session works (its commit not pushed). Restarted on the same home, the
+    daemon records the crash and rescues the issue with the next fencing token, pushing the
+    kept Worktree's commit first. A daemon with a fresh home on the same database cannot see
+    that Worktree and nothing reached origin: it gives the issue back to Ready and runs it
+    again. Either way: one ready pull request, one claim comment, and the Activity log says
+    what happened."""
     sessions = [
         {
             "name": "alpha-1",
@@ -297,8 +303,9 @@ def test_a_daemon_killed_mid_session_is_rescued_after_a_restart(make_world: Any)
     first.communicate()
     world.processes.remove(first)
 
-    second = world.daemon("home", **settings)
-    world.wait_until(lambda: world.succeeded() == 1, timeout=240, what="the rescue")
+    home = "home" if restart == "same home" else "home-2"
+    second = world.daemon(home, **settings)
+    world.wait_until(lambda: world.succeeded() == 1, timeout=240, what="the continuation")
     status, err = stop(second)
     assert status == 0, err[-3000:]
 
@@ -307,7 +314,6 @@ def test_a_daemon_killed_mid_session_is_rescued_after_a_restart(make_world: Any)
     comments = world.comments("alpha", 1)
     assert len(comments) == 1
     assert CLAIM_MARKER in comments[0]
-    assert "taking over from Run 1, which crashed" in comments[0]
     store = Store.open(world.database_url)
     try:
         runs = sorted(store.list_runs(), key=lambda run: run.id)
@@ -317,11 +323,16 @@ def test_a_daemon_killed_mid_session_is_rescued_after_a_restart(make_world: Any)
         store.close()
     assert [run.state for run in runs] == ["crashed", "succeeded"]
     assert lease is None
-    assert "crash" in kinds
-    assert "rescue" in kinds
-    log = (world.tmp / "home" / "activity" / "acme-alpha.log").read_text()
-    assert "rescue #1" in log
+    log = (world.tmp / home / "activity" / "acme-alpha.log").read_text()
     assert "Run 1 ended by a crash" in log
+    if restart == "same home":
+        assert "taking over from Run 1, which crashed" in comments[0]
+        assert "rescue #1" in log
+        assert "rescue" in kinds
+    else:
+        assert "Run 2 (daemon home-2)" in comments[0]
+        assert "crashed before anything reached origin" in log
+        assert "rescue" not in kinds
 
 
 def test_sigterm_during_three_sessions_with_a_failing_github_saves_every_run_and_exits_0(
