@@ -31,7 +31,7 @@ def test_opening_migrates_to_the_newest_schema(store: Store, database_url: str) 
     with engine.connect() as connection:
         version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
     engine.dispose()
-    assert version == "0002"
+    assert version == "0003"
 
 
 def test_opening_twice_is_harmless(store: Store, database_url: str) -> None:
@@ -404,3 +404,19 @@ def test_a_repository_is_one_whatever_the_case_of_its_name(store: Store) -> None
     assert lease is not None
     other = store.ensure_repository("OCTO-ORG", "WIDGETS")
     assert store.acquire_lease(other, 1, "run-b", timedelta(minutes=5)) is None
+
+
+@pytest.mark.postgres
+def test_a_run_is_not_recorded_under_a_lease_that_expired_untaken(postgres_url: str) -> None:
+    """The Lease ran out and nobody took it yet: a Run is still not recorded under it (judged
+    by the database's clock)."""
+    store = Store.open(postgres_url)
+    try:
+        repository = store.ensure_repository("octo", "widgets")
+        past = utcnow() - timedelta(hours=1)
+        lapsed = store.acquire_lease(repository, 9, "run-a", timedelta(minutes=5), now=past)
+        assert lapsed is not None
+        assert store.start_run_under(lapsed, repository, 9) is None
+        assert store.list_runs() == []
+    finally:
+        store.close()

@@ -122,11 +122,11 @@ def test_no_token_is_a_configuration_error(tmp_path: Path, worlds: list[RunWorld
     assert "GITHUB_TOKEN" in result.stderr
 
 
-def test_a_run_that_pushed_nothing_gives_the_claim_back(
+def test_a_run_that_pushed_nothing_releases_the_claim(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
-    """The session commits nothing: a Failed run, nothing on origin, so ready-for-agent is
-    back in place of in-progress."""
+    """The session commits nothing: a Failed run, nothing on origin, so in-progress comes off;
+    ready-for-agent waits for a person to add it again."""
     world = start_world(
         tmp_path, [{"name": "implement", "marker": MARKER, "turns": [{"text": "I could not."}]}]
     )
@@ -135,7 +135,7 @@ def test_a_run_that_pushed_nothing_gives_the_claim_back(
     assert result.returncode == 1
     assert "made no commits" in result.stderr
     assert "released the Claim on #1" in result.stderr
-    assert labels(world) == ["ready-for-agent"]
+    assert labels(world) == []
     assert world.pulls() == []
     assert not any((world.home / "worktrees").iterdir())
 

@@ -229,8 +229,12 @@ def test_a_failed_database_write_does_not_cut_the_salvage_short(world: RunWorld)
     assert world.lines[-2] == "the model gave up"
 
 
-def test_a_session_that_commits_nothing_gives_the_claim_back(world: RunWorld) -> None:
-    """Nothing reached origin: the failure says so and ready-for-agent is put back."""
+def test_a_session_that_commits_nothing_releases_the_claim_and_asks_for_the_label(
+    world: RunWorld,
+) -> None:
+    """Nothing reached origin: in-progress comes off, but ready-for-agent is not put back (the
+    same failure would happen again, and a daemon would run it again and again); the comment
+    says how to run it again."""
     number = world.github.add_issue("Add a widget", "", [READY, "bug"])
     world.sessions.plays["implement"] = lambda worktree, prompt: "I only looked around"
 
@@ -240,10 +244,38 @@ def test_a_session_that_commits_nothing_gives_the_claim_back(world: RunWorld) ->
         "the implement session made no commits on issue-1; there is nothing to open a pull "
         "request for"
     )
-    assert f"released the Claim on #{number}: nothing reached origin" in world.lines
-    assert world.github.labels_of(number) == ["bug", READY]
+    assert (
+        f"released the Claim on #{number}: nothing reached origin; add {READY} again to run it "
+        "again"
+    ) in world.lines
+    assert world.github.labels_of(number) == ["bug"]
+    [comment] = world.failure_comments(number)
+    assert f"Nothing reached origin. To run it again, add `{READY}` again." in comment
     assert world.github.branch_head("issue-1") is None
     assert world.github.pull_requests() == []
+
+
+def test_a_run_stopped_before_anything_reached_origin_gives_the_ready_label_back(
+    world: RunWorld,
+) -> None:
+    """Ctrl-C (or a daemon stopping) mid-session with nothing pushed: the stop is no reason
+    not to run the issue, so ready-for-agent is back in place of in-progress."""
+    number = world.github.add_issue("Add a widget", "", [READY, "bug"])
+
+    def stopped(worktree: Path, prompt: str) -> str:
+        world.interrupt.set()
+        raise SessionInterrupted("interrupted")
+
+    world.sessions.plays["implement"] = stopped
+
+    assert world.run(number) == 1
+
+    assert f"released the Claim on #{number}: nothing reached origin; {READY} is back" in (
+        world.lines
+    )
+    assert world.github.labels_of(number) == ["bug", READY]
+    [comment] = world.failure_comments(number)
+    assert "To run it again" not in comment
 
 
 def test_a_refused_merge_with_nothing_to_fix_is_a_policy_refusal(world: RunWorld) -> None:

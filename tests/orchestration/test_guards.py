@@ -262,5 +262,5 @@ def test_a_label_a_person_adds_during_the_run_is_kept(world: RunWorld) -> None:
 
     assert world.run(number) == 1
 
-    assert sorted(world.github.labels_of(number)) == ["bug", "priority", READY]
+    assert sorted(world.github.labels_of(number)) == ["bug", "priority"]  # in-progress off
     assert world.github.called("set_issue_labels") == []

@@ -13,7 +13,6 @@ from thirdshift.daemon.ready import (
     first_look,
     labeller_reason,
     lowest_first,
-    retry_reason,
 )
 from thirdshift.records import IssueSummary
 
@@ -64,7 +63,7 @@ def test_each_first_look_rule_names_its_reason(change: dict[str, object], expect
 
 def test_an_issue_seen_unchanged_for_less_than_the_settle_time_waits() -> None:
     reason = first_look(ISSUE, RULES, timedelta(seconds=45))
-    assert reason == "it changed recently; it is taken once unchanged for 60s (15s to go)"
+    assert reason == "it changed recently; it is taken once unchanged for 60s"
 
 
 def test_an_issue_unchanged_for_exactly_the_settle_time_is_taken() -> None:
@@ -74,23 +73,6 @@ def test_an_issue_unchanged_for_exactly_the_settle_time_is_taken() -> None:
 def test_an_issue_a_person_handed_back_after_a_failed_run_is_ready_despite_in_progress() -> None:
     both = replace(ISSUE, labels=("ready-for-agent", "in-progress"))
     assert first_look(both, RULES, SETTLED) is None
-
-
-def test_a_label_thirdshift_gave_back_after_a_failure_waits_for_a_person() -> None:
-    reason = retry_reason("factory", "factory", "failed", 4, RULES)
-    assert reason is not None
-    assert reason.startswith("its last Run (4) ended failed and thirdshift gave the label back")
-    assert "a person removes ready-for-agent and adds it again" in reason
-
-
-@pytest.mark.parametrize(
-    ("labeller", "last_state"),
-    [("maintainer", "failed"), ("factory", "crashed"), ("factory", "succeeded"), ("factory", None)],
-)
-def test_a_person_s_label_or_a_crash_s_hand_back_is_taken(
-    labeller: str, last_state: str | None
-) -> None:
-    assert retry_reason(labeller, "factory", last_state, 4, RULES) is None
 
 
 @pytest.mark.parametrize("role", ["admin", "maintain", "write", "triage"])

@@ -10,6 +10,7 @@ runs a single cycle without it, for cron and tests.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -25,9 +26,12 @@ from thirdshift.daemon.activity import ActivityLog
 from thirdshift.daemon.poll import Pickup, RepositoryPoll
 from thirdshift.errors import NotClaimed, ThirdshiftError
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import Repository, Run
+from thirdshift.records import Repository
 from thirdshift.runs import RunRequest
 from thirdshift.store import Store
+
+_RECORDED = re.compile(r"^Run (\d+) on ")
+"""The line a Run says once it is recorded (``Run 12 on octo/widgets#7: ...``)."""
 
 RunStarter = Callable[
     [RunRequest, threading.Event, Callable[[], str | None], Callable[[str], None]], int
@@ -164,6 +168,7 @@ class Daemon:
             id="reaper",
             max_instances=1,
             coalesce=True,
+            misfire_grace_time=None,  # it may wait behind a poll on the one worker
         )
         scheduler.start()
         self._activity.line(
@@ -249,33 +254,36 @@ class Daemon:
     def _run(self, active: _Active) -> None:
         poll, pickup = active.poll, active.pickup
         ref = IssueRef(self._web_host, poll.owner, poll.name, pickup.number)
-        repository = poll.repository()
-        before = self._store.latest_run(repository, ref.number)
-        if pickup.rescue_of is not None:
-            self._activity.line(
-                "rescue",
-                f"Run {pickup.rescue_of} crashed; starting a Rescue that continues its work",
-                repository=repository,
-                issue_number=ref.number,
-                run_id=pickup.rescue_of,
-            )
-        else:
-            self._activity.line(
-                "pickup",
-                "picked up; starting a Run",
-                repository=repository,
-                issue_number=ref.number,
-            )
         prefix = f"[{ref}] "
         last_error: list[str] = []
+        recorded: list[int] = []
 
         def progress(line: str) -> None:
             if line.startswith("thirdshift: "):  # how the composition root reports an error
                 last_error[:] = [line.removeprefix("thirdshift: ")]
+            found = _RECORDED.match(line)
+            if found:  # the Run's own id, never another daemon's newer Run on the issue
+                recorded[:] = [int(found.group(1))]
             self._progress(prefix + line)
 
         status = 1
         try:
+            repository = poll.repository()
+            if pickup.rescue_of is not None:
+                self._activity.line(
+                    "rescue",
+                    f"Run {pickup.rescue_of} crashed; starting a Rescue that continues its work",
+                    repository=repository,
+                    issue_number=ref.number,
+                    run_id=pickup.rescue_of,
+                )
+            else:
+                self._activity.line(
+                    "pickup",
+                    "picked up; starting a Run",
+                    repository=repository,
+                    issue_number=ref.number,
+                )
             status = self._start_run(
                 RunRequest(
                     issue=ref, expect_ready=pickup.rescue_of is None, rescue_of=pickup.rescue_of
@@ -284,7 +292,7 @@ class Daemon:
                 lambda: active.reason,
                 progress,
             )
-        except ThirdshiftError as error:  # a local problem before the Run (disk, sandbox)
+        except ThirdshiftError as error:  # a local problem before the Run (disk, database)
             status = error.exit_code
             progress(f"thirdshift: {error}")
         except Exception as error:  # one Run's bug must not stop the others
@@ -295,7 +303,16 @@ class Daemon:
         finally:
             with self._lock:
                 self._active.pop((poll.full_name, pickup.number), None)
-        self._ended(poll, ref, status, before, last_error[0] if last_error else None)
+        try:
+            self._ended(
+                poll,
+                ref,
+                status,
+                recorded[0] if recorded else None,
+                last_error[0] if last_error else None,
+            )
+        except ThirdshiftError as error:
+            self._progress(f"{prefix}warning: could not write the Run's end: {error}")
         self._start_queued()  # a slot is free
 
     def _ended(
@@ -303,7 +320,7 @@ class Daemon:
         poll: RepositoryPoll,
         ref: IssueRef,
         status: int,
-        before: Run | None,
+        run_id: int | None,
         error: str | None,
     ) -> None:
         repository = poll.repository()
@@ -319,21 +336,22 @@ class Daemon:
         if status != 0:
             with self._lock:
                 self._failures += 1
-        run = self._store.latest_run(repository, ref.number)
-        if run is None or (before is not None and run.id == before.id):
-            # It stopped before it was recorded (pre-flight, an adoption it could not push):
-            # trying again at once would fail the same way, so the issue waits a while.
-            with self._lock:
-                tries = self._cooling.get(key, (0, 0.0))[0] + 1
-                wait = min(self._limits.poll_seconds * 2**tries, 3600.0)
-                self._cooling[key] = (tries, self._clock.monotonic() + wait)
-            self._activity.line(
-                "end",
-                f"the Run stopped before it was recorded: {error or f'exit {status}'}; the "
-                f"issue is tried again in {wait:.0f}s",
-                repository=repository,
-                issue_number=ref.number,
-            )
+        run = self._store.get_run(run_id) if run_id is not None else None
+        if run is None:
+            if self._stop.is_set():
+                message = f"the Run stopped before it was recorded: {error or 'interrupted'}"
+            else:
+                # A pre-flight problem, kept work it cannot push: trying again at once would
+                # fail the same way, so the issue waits a while.
+                with self._lock:
+                    tries = self._cooling.get(key, (0, 0.0))[0] + 1
+                    wait = min(self._limits.poll_seconds * 2**tries, 3600.0)
+                    self._cooling[key] = (tries, self._clock.monotonic() + wait)
+                message = (
+                    f"the Run stopped before it was recorded: {error or f'exit {status}'}; "
+                    f"the issue is tried again in {wait:.0f}s"
+                )
+            self._activity.line("end", message, repository=repository, issue_number=ref.number)
             return
         with self._lock:
             self._cooling.pop(key, None)

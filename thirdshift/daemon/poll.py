@@ -23,9 +23,8 @@ from thirdshift.daemon.ready import (
     first_look,
     labeller_reason,
     lowest_first,
-    retry_reason,
 )
-from thirdshift.errors import GitHubError
+from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.records import IssueSummary, Repository, Run
 from thirdshift.store import Store
 
@@ -60,7 +59,6 @@ class RepositoryPoll:
         self._sweeper = sweeper
         # number -> (GitHub's updated_at as last seen, when this daemon first saw it so)
         self._seen: dict[int, tuple[datetime, float]] = {}
-        self._factory: str | None = None
         self.owner = owner
         self.name = name
         self._gh = github
@@ -114,7 +112,7 @@ class RepositoryPoll:
                 continue  # another Run holds it; that Run's daemon looks after it
             try:
                 pickup = self._sweep(repository, issue)
-            except GitHubError as error:  # one issue's failing write must not starve the rest
+            except ThirdshiftError as error:  # one issue's failure must not starve the rest
                 self._activity.line(
                     "sweep",
                     f"could not sweep: {error}; tried again next poll",
@@ -149,7 +147,10 @@ class RepositoryPoll:
         if seen is None or seen[0] != issue.updated_at:
             seen = (issue.updated_at, now)
             self._seen[issue.number] = seen
-        unchanged_for = timedelta(seconds=now - seen[1])
+        # The longer of what this daemon saw and what GitHub's stamp says by this host's
+        # clock: a daemon that runs on (or a host whose clock lags) still settles by its own
+        # watch, and `--once` from cron, which sees each issue once, by the stamp.
+        unchanged_for = max(timedelta(seconds=now - seen[1]), self._clock.now() - issue.updated_at)
         reason = first_look(issue, self._rules, unchanged_for)
         if reason is not None:
             return reason
@@ -162,23 +163,7 @@ class RepositoryPoll:
         reason = labeller_reason(login, role, self._rules)
         if reason is not None:
             return reason
-        assert login is not None
-        latest = self._store.latest_run(repository, issue.number)
-        reason = retry_reason(
-            login,
-            self._factory_login(),
-            latest.state if latest else None,
-            latest.id if latest else None,
-            self._rules,
-        )
-        if reason is not None:
-            return reason
         return blocker_reason(self._gh.open_blockers(self.owner, self.name, issue.number))
-
-    def _factory_login(self) -> str:
-        if self._factory is None:
-            self._factory = self._gh.authenticated_login()
-        return self._factory
 
     def _role(self, login: str) -> str:
         try:
@@ -242,7 +227,9 @@ class RepositoryPoll:
         """The issue's Lease for one sweep, if nobody holds it and ``latest`` is still the
         issue's newest Run (no Run started since the poll looked)."""
         owner = f"{self._sweeper}:sweep:{uuid.uuid4().hex[:8]}"
-        lease = self._store.acquire_lease(repository, number, owner, timedelta(seconds=120))
+        # Longer than any wait of the poll's GitHub adapter (a rate limit, 900 s at most), so
+        # the Lease cannot lapse between the sweep's two label writes.
+        lease = self._store.acquire_lease(repository, number, owner, timedelta(seconds=1200))
         if lease is None:
             yield False
             return

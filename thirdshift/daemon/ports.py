@@ -10,10 +10,6 @@ from thirdshift.records import IssueSummary
 
 
 class DaemonGitHub(Protocol):
-    def authenticated_login(self) -> str:
-        """The token's user: thirdshift itself, as GitHub names it."""
-        ...
-
     def issues_labelled(
         self, owner: str, name: str, label: str, state: str = "open"
     ) -> tuple[IssueSummary, ...]:

@@ -44,9 +44,9 @@ class ReadyRules:
 def first_look(issue: IssueSummary, rules: ReadyRules, unchanged_for: timedelta) -> str | None:
     """Why ``issue`` is passed over by what the list of issues shows, or None. These rules
     cost no request, so they run before the ones that ask GitHub. ``unchanged_for`` is how long
-    the daemon has seen the issue as it is now (by its own clock, never compared with
-    GitHub's). An issue that also carries ``in-progress`` with no live Claim is one a person
-    handed back after a Failed run: it is Ready."""
+    the issue has been as it is now, as far as the daemon knows. An issue that also carries
+    ``in-progress`` with no live Claim is one a person handed back after a Failed run: it is
+    Ready."""
     labels = {label.lower() for label in issue.labels}
     if issue.is_pull_request:
         return f"it is a pull request; {rules.ready_label} applies to issues only"
@@ -58,26 +58,11 @@ def first_look(issue: IssueSummary, rules: ReadyRules, unchanged_for: timedelta)
     if excluded:
         return f"it carries {', '.join(excluded)}; remove that label to let thirdshift take it"
     if unchanged_for < rules.settle:
-        left = (rules.settle - unchanged_for).total_seconds()
+        # No countdown: the reason must read the same on every poll until it changes.
         return (
-            f"it changed recently; it is taken once unchanged for "
-            f"{rules.settle.total_seconds():g}s ({left:.0f}s to go)"
+            f"it changed recently; it is taken once unchanged for {rules.settle.total_seconds():g}s"
         )
     return None
-
-
-def retry_reason(
-    labeller: str, factory: str, last_state: str | None, last_id: int | None, rules: ReadyRules
-) -> str | None:
-    """Why an issue thirdshift itself labelled Ready again after a Failed run waits for a
-    person, or None: a failure that left nothing behind gives the label back, and without this
-    rule a failure that always happens would run again every poll."""
-    if labeller != factory or last_state not in ("failed", "refused"):
-        return None
-    return (
-        f"its last Run ({last_id}) ended {last_state} and thirdshift gave the label back itself; "
-        f"to run it again, a person removes {rules.ready_label} and adds it again"
-    )
 
 
 def labeller_reason(labeller: str | None, role: str | None, rules: ReadyRules) -> str | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.clock import Clock
-from thirdshift.errors import LeaseLost, ThirdshiftError
+from thirdshift.errors import Interrupted, LeaseLost, ThirdshiftError
 from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo, Run
@@ -133,11 +133,18 @@ class Salvage:
             "recording the Failed run",
             lambda: self._record(failed, cause, policy, head, pull),
         )
-        self._attempt("commenting on the issue", lambda: self._comment(failed, cause, head, pull))
         # Work kept only in the Worktree must not invite another Run on top of it.
         nothing_anywhere = not pushed and kept is None and pull is None
-        if nothing_anywhere and failed.claim_added_label and not self._branch_on_origin():
-            self._release_claim(failed.claim_had_ready_label)
+        releasing = nothing_anywhere and failed.claim_added_label and not self._branch_on_origin()
+        # Only a Run that was stopped gets the Ready label back: any other failure would
+        # happen again, and a daemon would run the issue again and again. A person asks.
+        give_back = releasing and failed.claim_had_ready_label and _stopped(failed.error)
+        ask = releasing and failed.claim_had_ready_label and not give_back
+        self._attempt(
+            "commenting on the issue", lambda: self._comment(failed, cause, head, pull, ask=ask)
+        )
+        if releasing:
+            self._release_claim(give_back)
         lines = [cause]
         if kept is not None:
             lines.append(kept)
@@ -256,7 +263,13 @@ class Salvage:
             return True  # unsure: keep the Claim rather than release it wrongly
 
     def _comment(
-        self, failed: FailedRun, cause: str, head: str | None, pull: PullRequestInfo | None
+        self,
+        failed: FailedRun,
+        cause: str,
+        head: str | None,
+        pull: PullRequestInfo | None,
+        *,
+        ask: bool = False,
     ) -> None:
         parts = [f"thirdshift could not finish this issue.\n\n**Cause:** {cause}"]
         if failed.killed_work:
@@ -268,25 +281,36 @@ class Salvage:
             parts.append(
                 f"**Last lines of the Session log** (`{failed.last_log.name}`):\n\n```\n{tail}\n```"
             )
+        if ask:
+            parts.append(
+                f"Nothing reached origin. To run it again, add `{self._ready_label}` again."
+            )
         # The comment is public: this machine's paths stay on it.
         body = self._scrub("\n\n".join(parts)).replace(str(self._home), "$THIRDSHIFT_HOME")
         self._gh.upsert_marked_comment(
             self._ref.owner, self._ref.repo, self._ref.number, COMMENT_MARKER, body
         )
 
-    def _release_claim(self, had_ready: bool) -> None:
+    def _release_claim(self, give_back: bool) -> None:
         def release() -> None:
             # One label at a time: a label a person added meanwhile stays.
             owner, repo, number = self._ref.owner, self._ref.repo, self._ref.number
             issue = self._gh.issue(owner, repo, number)
             busy = self._in_progress_label.lower()
-            if had_ready and self._ready_label.lower() not in [x.lower() for x in issue.labels]:
+            if give_back and self._ready_label.lower() not in [x.lower() for x in issue.labels]:
                 self._gh.add_label(owner, repo, number, self._ready_label)
             for label in [label for label in issue.labels if label.lower() == busy]:
                 self._gh.remove_label(owner, repo, number, label)
 
         if self._attempt("releasing the Claim", release):
-            self._progress(f"released the Claim on #{self._ref.number}: nothing reached origin")
+            after = (
+                f"{self._ready_label} is back"
+                if give_back
+                else f"add {self._ready_label} again to run it again"
+            )
+            self._progress(
+                f"released the Claim on #{self._ref.number}: nothing reached origin; {after}"
+            )
 
     def _to_draft(self, pull: PullRequestInfo) -> bool:
         return self._attempt(
@@ -303,3 +327,10 @@ class Salvage:
             self._progress(f"warning: {what} failed: {self._scrub(str(problem))}")
             return False
         return True
+
+
+def _stopped(error: BaseException) -> bool:
+    """Whether the Run ended because it was stopped (Ctrl-C, SIGTERM, a daemon stopping), not
+    because something failed that would fail again."""
+    original = getattr(error, "original", None)
+    return isinstance(error, Interrupted) or isinstance(original, Interrupted)

@@ -1,6 +1,4 @@
-"""The Activity log: one row per thing the daemon did or decided; repositories unique whatever
-the case of their owner and name (GitHub ignores it, and one repository must have one Lease
-per issue however it is spelled).
+"""The Activity log: one row per thing the daemon did or decided.
 
 Revision ID: 0002
 Revises: 0001
@@ -33,15 +31,8 @@ def upgrade() -> None:
         sa.Column("created_at", UTCDateTime(), nullable=False),
     )
     op.create_index("ix_activity_repository_id", "activity", ["repository_id"])
-    op.create_index(
-        "uq_repositories_lower_owner_name",
-        "repositories",
-        [sa.text("lower(owner)"), sa.text("lower(name)")],
-        unique=True,
-    )
 
 
 def downgrade() -> None:
-    op.drop_index("uq_repositories_lower_owner_name", "repositories")
     op.drop_index("ix_activity_repository_id", "activity")
     op.drop_table("activity")
