@@ -95,8 +95,8 @@ def run_issue(
     def clone_of(ref: IssueRef, repo: RepoInfo) -> ManagedClone:
         return ManagedClone(
             settings.home,
-            ref.owner,
-            ref.repo,
+            repo.owner,  # GitHub's spelling, whatever the Issue URL's case
+            repo.name,
             repo.clone_url,
             token,
             identity,
@@ -193,6 +193,7 @@ def run_daemon(
     clock = SystemClock(stop)
     github = GitHub(settings.github_api_url, token, scrub=scrub, clock=clock, progress=say)
     login = github.authenticated_login()
+    canonical: list[tuple[str, str]] = []
     for full_name in names:
         owner, name = check_repository_name(full_name)
         try:
@@ -211,6 +212,8 @@ def run_daemon(
                 f"the token's user {login} has {role} permission on {full_name}; the daemon "
                 "needs write there, so use a token with write access or drop the repository"
             )
+        found = github.repo(owner, name)
+        canonical.append((found.owner, found.name))  # GitHub's spelling, for paths and records
     daemon_name = settings.daemon_name or socket.gethostname()
     store = Store.open(settings.effective_database_url)
     try:
@@ -264,8 +267,8 @@ def run_daemon(
             excluded_labels=settings.excluded_labels,
             settle_seconds=settings.settle_seconds,
         )
-        for full_name in names:
-            owner, name = check_repository_name(full_name)
+        for owner, name in canonical:
+            full_name = f"{owner}/{name}"
             daemon.watch(
                 RepositoryPoll(
                     owner,

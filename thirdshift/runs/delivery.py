@@ -104,7 +104,7 @@ class Delivery:
     def run(self, request: RunRequest) -> int:
         """Run the issue; return the exit status (0 success, 1 failure)."""
         ref = request.issue
-        owner, name, number = ref.owner, ref.repo, ref.number
+        number = ref.number
         repo, issue = self._preflight(ref)
         self._check_interrupt()
         base = request.base or repo.default_branch
@@ -125,8 +125,12 @@ class Delivery:
                     "--base"
                 )
             base = choice.open_pull.base_ref
-        worktree_path = self._settings.home / "worktrees" / f"{owner}-{name}-{choice.branch}"
-        repository = self._store.ensure_repository(owner, name)
+        # GitHub's own spelling: an Issue URL in another case is the same repository, with the
+        # same Worktrees (a daemon looks for kept ones by that spelling too).
+        worktree_path = (
+            self._settings.home / "worktrees" / f"{repo.owner}-{repo.name}-{choice.branch}"
+        )
+        repository = self._store.ensure_repository(repo.owner, repo.name)
         keeper = LeaseKeeper(
             self._store,
             repository,
