@@ -10,22 +10,25 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
+from thirdshift.actions import Runner, decide, read_event
 from thirdshift.clock import SystemClock
 from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
-from thirdshift.errors import ConfigError, GitHubError, ThirdshiftError, UsageError
+from thirdshift.daemon.ready import labeller_reason
+from thirdshift.errors import ConfigError, GitHubError, NotClaimed, ThirdshiftError, UsageError
 from thirdshift.git import Identity, ManagedClone
 from thirdshift.github import GitHub
 from thirdshift.harnesses import harness_named, probe
 from thirdshift.home import Home, check_home
 from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
-from thirdshift.records import RepoInfo
+from thirdshift.records import RepoInfo, Run
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH
 from thirdshift.scrub import Scrubber, looks_secret
@@ -289,6 +292,137 @@ def run_daemon(
         store.close()
 
 
+def run_event(
+    settings: Settings,
+    event_path: Path,
+    *,
+    environ: Mapping[str, str],
+    progress: Callable[[str], None],
+    write: Callable[[str], None],
+    emit_url: Callable[[str], None],
+    interrupt: threading.Event,
+) -> int:
+    """Run the issue an ``issues`` event payload names (``thirdshift run --event``, on GitHub
+    Actions), or say in one line why there is none and return 0. On a runner, the Run's
+    lines are a log group, its errors workflow commands, its outcome the job summary and
+    step outputs (``write`` puts a line where the runner reads commands)."""
+    try:
+        text = event_path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"--event {event_path}: cannot be read ({error.strerror})") from error
+    decision = decide(read_event(text, str(event_path)), settings.ready_label)
+    if not decision.runs:
+        progress(f"nothing to run: {decision.why}")
+        return 0
+    if "THIRDSHIFT_GITHUB_API_URL" not in environ and environ.get("GITHUB_API_URL"):
+        # The runner names the GitHub it serves: GitHub Enterprise works as github.com does.
+        settings = settings.model_copy(update={"github_api_url": environ["GITHUB_API_URL"]})
+    token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
+    if not token:
+        raise ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)")
+    runner = Runner(environ, write) if Runner.detected(environ) else None
+    scrub = Scrubber.from_environment(environ, [token])
+    github = GitHub(
+        settings.github_api_url, token, scrub=scrub, clock=SystemClock(interrupt), progress=progress
+    )
+    try:
+        role = github.permission(decision.owner, decision.name, decision.sender)
+    except GitHubError as error:
+        if error.status not in (403, 404):
+            raise
+        role = "none"
+    reason = labeller_reason(decision.sender, role, _rules(settings))
+    if reason is not None:
+        progress(f"nothing to run: {reason}")
+        return 0
+    ref = IssueRef(
+        web_host_of(settings.github_api_url), decision.owner, decision.name, decision.number
+    )
+    urls: list[str] = []
+    recorded: list[int] = []
+
+    def emit(url: str) -> None:
+        urls.append(url)
+        emit_url(url)
+
+    def say(line: str) -> None:
+        progress(line)
+        found = re.match(r"Run (\d+) on ", line)
+        if found:
+            recorded[:] = [int(found.group(1))]
+        if runner is not None and line.startswith("thirdshift: "):
+            runner.error(scrub(line.removeprefix("thirdshift: ")))
+        elif runner is not None and line.startswith("warning: "):
+            runner.warning(scrub(line.removeprefix("warning: ")))
+
+    store = Store.open(settings.effective_database_url)
+    try:
+        if runner is not None:
+            runner.group(f"thirdshift: a Run on {ref}")
+        try:
+            status = run_issue(
+                settings,
+                RunRequest(
+                    issue=ref, expect_ready=True, job_url=runner.job_url if runner else None
+                ),
+                environ=environ,
+                progress=say,
+                emit_url=emit,
+                interrupt=interrupt,
+                store=store,
+                claimant=f"GitHub Actions, labelled by {decision.sender}",
+            )
+        finally:
+            if runner is not None:
+                runner.end_group()
+        if status == NotClaimed.exit_code:
+            progress(f"nothing to run: {ref} is already being worked on")
+            return 0
+        if runner is not None:
+            run = store.get_run(recorded[0]) if recorded else None
+            _report(runner, store, run, ref, status, urls)
+        return status
+    finally:
+        store.close()
+
+
+def _rules(settings: Settings) -> ReadyRules:
+    return ReadyRules.of(
+        ready_label=settings.ready_label,
+        in_progress_label=settings.in_progress_label,
+        excluded_labels=settings.excluded_labels,
+        settle_seconds=settings.settle_seconds,
+    )
+
+
+def _report(
+    runner: Runner, store: Store, run: Run | None, ref: IssueRef, status: int, urls: list[str]
+) -> None:
+    """The job summary and step outputs of a Run that started (``run``: its record, None when
+    it stopped before it was recorded)."""
+    state = run.state if run else "not recorded"
+    url = urls[-1] if urls else ""
+    rows = [
+        ("Issue", f"{ref}"),
+        ("Pull request", url or "none"),
+        ("State", state),
+    ]
+    if run is not None and run.cause:
+        rows.append(("Cause", run.cause.replace("|", "\\|").replace("\n", " ")))
+    if run is not None:
+        for session in store.run_sessions(run.id):
+            rows.append(
+                (f"Session {session.kind}", f"{session.state}, log `{Path(session.log_path).name}`")
+            )
+    table = "\n".join(f"| {key} | {value} |" for key, value in rows)
+    runner.summary(f"### thirdshift: {ref}\n\n| | |\n|---|---|\n{table}\n")
+    runner.output("state", state)
+    if url:
+        runner.output("pull-request-url", url)
+    if status != 0 and run is not None and run.cause:
+        runner.error(run.cause, title=f"thirdshift could not finish {ref}")
+
+
 def stop_seconds(settings: Settings) -> float:
     """How long a stopping daemon waits for its Runs: each stops its session (a grace period,
     then a kill after another) and saves its work within the salvage's time, plus a margin for
@@ -300,4 +434,4 @@ def _kept_worktree(home: Path, owner: str, name: str, branch: str) -> bool:
     return (home / "worktrees" / f"{owner}-{name}-{branch}").is_dir()
 
 
-__all__ = ["IssueRef", "RunRequest", "run_daemon", "run_issue"]
+__all__ = ["IssueRef", "RunRequest", "run_daemon", "run_event", "run_issue"]

@@ -124,7 +124,15 @@ def _signals_set(
 
 
 @main.command("run")
-@click.argument("issue_url")
+@click.argument("issue_url", required=False)
+@click.option(
+    "--event",
+    "event_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Run the issue an issues event payload names (GitHub Actions: $GITHUB_EVENT_PATH), "
+    "instead of an Issue URL.",
+)
 @click.option("--merge", is_flag=True, help="Self-merge the pull request once it is green.")
 @click.option(
     "--harness",
@@ -135,23 +143,33 @@ def _signals_set(
 @click.option("--model", default=None, help="The Model the Harness uses.")
 @click.option("--base", default=None, help="Base branch (default: the repository's default).")
 def run_command(
-    issue_url: str, merge: bool, harness: str | None, model: str | None, base: str | None
+    issue_url: str | None,
+    event_path: Path | None,
+    merge: bool,
+    harness: str | None,
+    model: str | None,
+    base: str | None,
 ) -> None:
     """Take one issue to a ready (with --merge: merged) pull request, or end as a Failed run.
 
     Prints the pull request URL on stdout; progress on stderr. Exit 0 on success, 1 on failure,
-    2 on a usage error."""
+    2 on a usage error, 3 when another Run holds the issue. With --event, an event that asks
+    for no Run (another label, a reader's label, ...) ends with exit 0 and one line why."""
     import os
 
-    from thirdshift.bootstrap import RunRequest, run_issue
+    from thirdshift.bootstrap import RunRequest, run_event, run_issue
     from thirdshift.errors import UsageError
     from thirdshift.issue_url import parse_issue_url
     from thirdshift.settings import load_settings
 
-    try:
-        ref = parse_issue_url(issue_url)
-    except UsageError as error:
-        raise click.UsageError(str(error)) from None
+    if (issue_url is None) == (event_path is None):
+        raise click.UsageError("give an Issue URL or --event PATH (one of them)")
+    ref = None
+    if issue_url is not None:
+        try:
+            ref = parse_issue_url(issue_url)
+        except UsageError as error:
+            raise click.UsageError(str(error)) from None
     environ = dict(os.environ)
     settings = _guarded(lambda: load_settings(environ))
     overrides = {key: value for key, value in {"harness": harness, "model": model}.items() if value}
@@ -161,19 +179,85 @@ def run_command(
     interrupt = threading.Event()
     with _signals_set(interrupt, progress, until_exit=True):
         try:
-            status = run_issue(
-                settings,
-                RunRequest(issue=ref, merge=merge, base=base),
-                environ=environ,
-                progress=progress,
-                emit_url=_emit,
-                interrupt=interrupt,
-            )
+            if ref is not None:
+                status = run_issue(
+                    settings,
+                    RunRequest(issue=ref, merge=merge, base=base),
+                    environ=environ,
+                    progress=progress,
+                    emit_url=_emit,
+                    interrupt=interrupt,
+                )
+            else:
+                assert event_path is not None
+                status = run_event(
+                    settings,
+                    event_path,
+                    environ=environ,
+                    progress=progress,
+                    write=_command_line,
+                    emit_url=_emit,
+                    interrupt=interrupt,
+                )
         except UsageError as error:
             raise click.UsageError(str(error)) from None
         except ThirdshiftError as error:
             _fail(error)
     sys.exit(status)
+
+
+def _command_line(line: str) -> None:
+    """A workflow command for the Actions runner, on stderr beside the progress lines."""
+    with suppress(OSError, ValueError):
+        click.echo(line, err=True)
+
+
+@main.group()
+def actions() -> None:
+    """GitHub Actions: a labelled issue starts a Run on a runner."""
+
+
+@actions.command("init")
+@click.option(
+    "--path",
+    "root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="The repository's checkout; the workflow goes to .github/workflows/thirdshift.yml.",
+)
+@click.option(
+    "--install",
+    default=None,
+    help="What the workflow gives pip to install thirdshift (default: thirdshift at this version).",
+)
+@click.option("--harness", type=click.Choice(["claude", "codex"]), default="claude")
+@click.option("--force", is_flag=True, help="Replace a workflow file that is already there.")
+def actions_init(root: Path, install: str | None, harness: str, force: bool) -> None:
+    """Write the workflow that runs thirdshift on each issue labelled ready-for-agent. Prints
+    the file's path on stdout."""
+    import os
+
+    from thirdshift.actions.workflow import WorkflowChoices, workflow_text
+    from thirdshift.settings import load_settings
+
+    settings = _guarded(lambda: load_settings(dict(os.environ)))
+    target = root / ".github" / "workflows" / "thirdshift.yml"
+    if target.exists() and not force:
+        _fail(ThirdshiftError(f"{target} already exists; pass --force to replace it"))
+    choices = WorkflowChoices(
+        install=install or f"thirdshift=={__version__}",
+        harness=harness,
+        ready_label=settings.ready_label,
+        session_wall_seconds=settings.session_wall_seconds,
+        ci_timeout_seconds=settings.ci_timeout_seconds,
+    )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(workflow_text(choices), encoding="utf-8")
+    except OSError as error:
+        _fail(ThirdshiftError(f"cannot write {target}: {error.strerror}"))
+    click.echo(str(target))
 
 
 @main.command("daemon")

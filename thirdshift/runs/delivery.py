@@ -56,6 +56,7 @@ class RunRequest:
     base: str | None = None
     expect_ready: bool = False
     rescue_of: int | None = None
+    job_url: str | None = None  # on GitHub Actions: the workflow run's page, for the comment
 
 
 class Delivery:
@@ -208,6 +209,7 @@ class Delivery:
             branch_on_origin=lambda: clone.has_remote_branch(choice.branch),
             fence=keeper.check,
             home=self._settings.home,
+            job_url=request.job_url,
         )
         try:
             claim = claim_labels(

@@ -102,7 +102,9 @@ class Salvage:
         branch_on_origin: Callable[[], bool],
         fence: Callable[[], None],
         home: Path,
+        job_url: str | None = None,
     ) -> None:
+        self._job_url = job_url
         self._fence = fence
         self._home = home
         self._branch_on_origin_now = branch_on_origin
@@ -281,6 +283,8 @@ class Salvage:
             parts.append(
                 f"**Last lines of the Session log** (`{failed.last_log.name}`):\n\n```\n{tail}\n```"
             )
+        if self._job_url:
+            parts.append(f"**Job:** {self._job_url} (its log, and the Session logs as an artifact)")
         if ask:
             parts.append(
                 f"Nothing reached origin. To run it again, add `{self._ready_label}` again."

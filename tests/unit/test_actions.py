@@ -1,0 +1,166 @@
+"""GitHub Actions: which events start a Run, the runner's language, and the workflow file,
+checked against GitHub's published payloads and schemas and against actionlint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.support.actions_tools import actionlint, check_issues_payload, labelled
+from thirdshift.actions import Runner, decide
+from thirdshift.actions.workflow import WorkflowChoices, timeout_minutes, workflow_text
+
+READY = "ready-for-agent"
+WEB = "https://github.example"
+
+
+def payload(**changes: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "label": READY,
+        "sender": "maintainer",
+        "owner": "acme",
+        "name": "calculator",
+        "number": 7,
+        "web_url": WEB,
+    }
+    return labelled(**{**fields, **changes})
+
+
+# -- events -------------------------------------------------------------------------------
+
+
+def test_the_ready_label_added_to_an_issue_asks_for_a_run() -> None:
+    decision = decide(payload(), READY)
+    assert decision.runs
+    assert (decision.owner, decision.name, decision.number, decision.sender) == (
+        "acme",
+        "calculator",
+        7,
+        "maintainer",
+    )
+    assert decision.html_url == f"{WEB}/acme/calculator/issues/7"
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({"label": "bug"}, "the label added is 'bug', not 'ready-for-agent'"),
+        ({"action": "unlabeled"}, "the event's action is 'unlabeled'; only 'labeled' starts a Run"),
+        ({"pull_request": True}, "#7 is a pull request, not an issue"),
+    ],
+)
+def test_other_events_start_nothing_and_say_why(changes: dict[str, Any], why: str) -> None:
+    decision = decide(payload(**changes), READY)
+    assert not decision.runs
+    assert decision.why == why
+
+
+def test_an_event_that_is_not_about_an_issue_starts_nothing() -> None:
+    push = {"ref": "refs/heads/main", "repository": {"full_name": "acme/calculator"}}
+    assert (
+        decide(push, READY).why
+        == "the event is not about an issue; thirdshift runs on issues events"
+    )
+
+
+def test_the_payloads_the_tests_use_keep_github_s_shape() -> None:
+    """The schema check is real: a payload without its sender is refused."""
+    broken = payload()
+    del broken["sender"]
+    with pytest.raises(jsonschema.ValidationError):
+        check_issues_payload(broken)
+
+
+# -- the runner ---------------------------------------------------------------------------
+
+
+def test_workflow_commands_escape_what_could_start_another_command(tmp_path: Path) -> None:
+    lines: list[str] = []
+    runner = Runner({}, lines.append)
+    runner.error("bad\n::add-mask::secret 100%", title="a: b, c")
+    runner.group("Run on acme/calculator#7")
+    runner.end_group()
+    assert lines == [
+        "::error title=a%3A b%2C c::bad%0A::add-mask::secret 100%25",
+        "::group::Run on acme/calculator#7",
+        "::endgroup::",
+    ]
+
+
+def test_the_summary_and_outputs_go_to_the_files_the_runner_names(tmp_path: Path) -> None:
+    summary, output = tmp_path / "summary.md", tmp_path / "output"
+    runner = Runner(
+        {
+            "GITHUB_STEP_SUMMARY": str(summary),
+            "GITHUB_OUTPUT": str(output),
+            "GITHUB_SERVER_URL": WEB,
+            "GITHUB_REPOSITORY": "acme/calculator",
+            "GITHUB_RUN_ID": "42",
+        },
+        lambda line: None,
+    )
+    runner.summary("### done")
+    runner.output("pull-request-url", "https://x/pull/2\ninjected=1")
+    assert summary.read_text() == "### done\n"
+    assert output.read_text() == "pull-request-url=https://x/pull/2 injected=1\n"
+    assert runner.job_url == f"{WEB}/acme/calculator/actions/runs/42"
+
+
+def test_off_a_runner_there_is_no_job_and_nothing_is_written(tmp_path: Path) -> None:
+    runner = Runner({}, lambda line: None)
+    runner.summary("x")
+    runner.output("a", "b")
+    assert runner.job_url is None
+    assert not Runner.detected({})
+    assert Runner.detected({"GITHUB_ACTIONS": "true"})
+
+
+# -- the workflow file --------------------------------------------------------------------
+
+CHOICES = WorkflowChoices(install="thirdshift==0.1.0")
+
+
+def test_the_workflow_passes_actionlint() -> None:
+    assert actionlint(workflow_text(CHOICES)) == []
+
+
+def test_actionlint_does_find_a_broken_workflow() -> None:
+    """The check can fail: an expression on an unknown context is reported."""
+    broken = workflow_text(CHOICES).replace("secrets.GITHUB_TOKEN", "secret.GITHUB_TOKEN")
+    found = actionlint(broken)
+    assert found
+    assert any("secret" in problem["message"] for problem in found)
+
+
+def test_the_workflow_queues_a_second_run_on_an_issue_and_covers_a_whole_run() -> None:
+    parsed = yaml.safe_load(workflow_text(CHOICES))
+    assert parsed["concurrency"] == {
+        "group": "thirdshift-issue-${{ github.event.issue.number || inputs.issue }}",
+        "cancel-in-progress": False,
+    }
+    job = parsed["jobs"]["run"]
+    assert job["timeout-minutes"] == timeout_minutes(CHOICES) >= (4 * 3600 + 3 * 3600) // 60
+    assert parsed["permissions"] == {
+        "contents": "write",
+        "issues": "write",
+        "pull-requests": "write",
+        "checks": "read",
+        "statuses": "read",
+        "actions": "read",
+    }
+    upload = job["steps"][-1]
+    assert upload["uses"].startswith("actions/upload-artifact@")
+    assert upload["if"] == "always()"
+
+
+def test_no_expression_reaches_a_shell_script_directly() -> None:
+    """Every value reaches a run: script through its environment, so an issue's text can
+    never become shell code."""
+    steps = yaml.safe_load(workflow_text(CHOICES))["jobs"]["run"]["steps"]
+    scripts = [step["run"] for step in steps if "run" in step]
+    assert len(scripts) == 2
+    assert all("${{" not in script for script in scripts)

@@ -1,0 +1,82 @@
+"""Which ``issues`` events start a Run: the rules, as pure functions of the payload.
+
+Only a ``labeled`` action whose label is the Ready label, on an issue (not a pull request),
+starts one; whether the labeller (the payload's ``sender``) may ask for it is decided with
+GitHub's answer about their permission, as the daemon decides it. Anything else is a one-line
+reason and exit 0: a workflow that runs on every label must not fail on the others.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from thirdshift.errors import UsageError
+
+
+@dataclass(frozen=True)
+class EventDecision:
+    """The Run an event asks for (``owner``/``name``/``number``, labelled by ``sender``), or
+    None with ``why`` not."""
+
+    why: str
+    owner: str = ""
+    name: str = ""
+    number: int = 0
+    sender: str = ""
+    html_url: str = ""
+
+    @property
+    def runs(self) -> bool:
+        return self.number > 0
+
+
+def read_event(text: str, where: str) -> dict[str, Any]:
+    """The payload in ``text`` (the file ``where``), or a UsageError saying what is expected."""
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(
+            f"{where} is not JSON ({error.msg}, line {error.lineno}); --event takes the file "
+            "GitHub Actions names in GITHUB_EVENT_PATH"
+        ) from error
+    if not isinstance(payload, dict):
+        raise UsageError(f"{where} is not a GitHub event payload (an object is expected)")
+    return payload
+
+
+def decide(payload: dict[str, Any], ready_label: str) -> EventDecision:
+    """Whether ``payload`` asks for a Run, by its shape alone."""
+    action = payload.get("action")
+    issue = payload.get("issue")
+    label = payload.get("label")
+    repository = payload.get("repository")
+    sender = payload.get("sender")
+    if not isinstance(issue, dict) or not isinstance(repository, dict):
+        return EventDecision("the event is not about an issue; thirdshift runs on issues events")
+    if action != "labeled":
+        return EventDecision(f"the event's action is {action!r}; only 'labeled' starts a Run")
+    name = label.get("name") if isinstance(label, dict) else None
+    if not isinstance(name, str) or name.lower() != ready_label.lower():
+        return EventDecision(f"the label added is {name!r}, not {ready_label!r}")
+    if issue.get("pull_request") is not None:
+        return EventDecision(f"#{issue.get('number')} is a pull request, not an issue")
+    if issue.get("state") not in (None, "open"):
+        return EventDecision(f"issue #{issue.get('number')} is {issue.get('state')}")
+    full_name = repository.get("full_name")
+    number = issue.get("number")
+    login = sender.get("login") if isinstance(sender, dict) else None
+    if not isinstance(full_name, str) or "/" not in full_name or not isinstance(number, int):
+        return EventDecision("the event names no repository or issue number")
+    if not isinstance(login, str):
+        return EventDecision("the event names no sender")
+    owner, _, repo = full_name.partition("/")
+    return EventDecision(
+        why="",
+        owner=owner,
+        name=repo,
+        number=number,
+        sender=login,
+        html_url=str(issue.get("html_url") or ""),
+    )

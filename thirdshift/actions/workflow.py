@@ -1,0 +1,135 @@
+"""The workflow ``thirdshift actions init`` writes into a repository.
+
+Decisions a reader of the file would otherwise question, each kept here with its reason:
+
+- ``concurrency`` is keyed by the issue and never cancels: a second label on the same issue
+  queues behind the first run instead of killing it mid-salvage.
+- ``timeout-minutes`` covers a whole Run: the session's wall-clock limit, then CI's timeout,
+  plus a margin for the install and the Repairs.
+- No ``${{ }}`` expression appears inside a ``run:`` script: every value reaches the shell as an
+  environment variable, so an issue title can never become shell code.
+- With a GitHub App (``THIRDSHIFT_APP_ID`` and ``THIRDSHIFT_APP_PRIVATE_KEY`` secrets)
+  thirdshift acts with an installation token, whose pushes start the repository's CI; pushes
+  made with ``GITHUB_TOKEN`` start no workflow, so the pull request would wait for checks that
+  never come.
+- On cancellation GitHub sends SIGINT, SIGTERM 7.5 s later and kills 2.5 s after that: the stop
+  grace and the salvage's time for GitHub's retries are set short enough to save the work first.
+- The Session logs are uploaded whatever happened (``if: always()``), cancellation included.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+CLI_PACKAGES = {
+    "claude": ("@anthropic-ai/claude-code", "2.1.328", "ANTHROPIC_API_KEY"),
+    "codex": ("@openai/codex", "0.169.0", "OPENAI_API_KEY"),
+}
+
+
+@dataclass(frozen=True)
+class WorkflowChoices:
+    install: str  # what ``pip install`` is given for thirdshift
+    harness: str = "claude"
+    ready_label: str = "ready-for-agent"
+    session_wall_seconds: float = 4 * 3600
+    ci_timeout_seconds: float = 3 * 3600
+
+
+def timeout_minutes(choices: WorkflowChoices) -> int:
+    """A whole Run: the session's limit, CI's, and 30 minutes for the install and Repairs."""
+    return int((choices.session_wall_seconds + choices.ci_timeout_seconds) // 60) + 30
+
+
+def workflow_text(choices: WorkflowChoices) -> str:
+    package, version, key = CLI_PACKAGES[choices.harness]
+    label = choices.ready_label.replace("'", "''")
+    return f"""# Written by `thirdshift actions init`: a Run for each issue labelled
+# {choices.ready_label}.
+# The reasons for each choice are in the README, "Running on GitHub Actions".
+name: thirdshift
+
+on:
+  issues:
+    types: [labeled]
+  workflow_dispatch:
+    inputs:
+      issue:
+        description: The number of the issue to run
+        required: true
+        type: string
+
+concurrency:
+  group: thirdshift-issue-${{{{ github.event.issue.number || inputs.issue }}}}
+  cancel-in-progress: false
+
+permissions:
+  contents: write
+  issues: write
+  pull-requests: write
+  checks: read
+  statuses: read
+  actions: read
+
+jobs:
+  run:
+    if: github.event_name == 'workflow_dispatch' || github.event.label.name == '{label}'
+    runs-on: ubuntu-latest
+    timeout-minutes: {timeout_minutes(choices)}
+    env:
+      THIRDSHIFT_APP_ID: ${{{{ secrets.THIRDSHIFT_APP_ID }}}}
+    steps:
+      - name: Make an installation token of the GitHub App, if there is one
+        id: app
+        if: env.THIRDSHIFT_APP_ID != ''
+        uses: actions/create-github-app-token@v2
+        with:
+          app-id: ${{{{ env.THIRDSHIFT_APP_ID }}}}
+          private-key: ${{{{ secrets.THIRDSHIFT_APP_PRIVATE_KEY }}}}
+
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+
+      - uses: actions/setup-node@v4
+        with:
+          node-version: "20"
+
+      - name: Install thirdshift, the {choices.harness} CLI and bubblewrap
+        env:
+          THIRDSHIFT_INSTALL: {json.dumps(choices.install)}
+          HARNESS_PACKAGE: "{package}@{version}"
+        run: |
+          sudo apt-get update -q
+          sudo apt-get install -y -q bubblewrap
+          # Ubuntu runners restrict unprivileged user namespaces, which bubblewrap needs.
+          sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 || true
+          python -m pip install --quiet "$THIRDSHIFT_INSTALL"
+          npm install --global --silent "$HARNESS_PACKAGE"
+
+      - name: Run thirdshift
+        env:
+          GITHUB_TOKEN: ${{{{ steps.app.outputs.token || secrets.GITHUB_TOKEN }}}}
+          {key}: ${{{{ secrets.{key} }}}}
+          THIRDSHIFT_HOME: ${{{{ runner.temp }}}}/thirdshift
+          THIRDSHIFT_HARNESS: {choices.harness}
+          THIRDSHIFT_SESSION_STOP_GRACE_SECONDS: "2"
+          THIRDSHIFT_SALVAGE_WAIT_SECONDS: "4"
+          EVENT_NAME: ${{{{ github.event_name }}}}
+          ISSUE_NUMBER: ${{{{ inputs.issue }}}}
+        run: |
+          if [ "$EVENT_NAME" = workflow_dispatch ]; then
+            thirdshift run "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/issues/$ISSUE_NUMBER"
+          else
+            thirdshift run --event "$GITHUB_EVENT_PATH"
+          fi
+
+      - name: Keep the Session logs
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: thirdshift-session-logs-${{{{ github.run_id }}}}
+          path: ${{{{ runner.temp }}}}/thirdshift/logs
+          if-no-files-found: ignore
+"""
