@@ -1,0 +1,198 @@
+"""`thirdshift run --event` as a GitHub Actions runner runs it: the "Run thirdshift" step of the
+workflow `thirdshift actions init` writes, taken from the parsed file and run with bash, with
+the runner's environment, against the stand-in, real git and the real claude CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.actions_tools import labelled
+from tests.support.run_world import (
+    CALC_FIXED,
+    NAME,
+    OWNER,
+    TOKEN,
+    RunWorld,
+    bash,
+    pull_request_file,
+    start_world,
+    write_file_command,
+)
+from thirdshift.actions.workflow import WorkflowChoices, workflow_text
+from thirdshift.runs.claims import CLAIM_MARKER
+
+pytestmark = pytest.mark.real_cli
+
+MARKER = "calc.add(2, 3) returns -1"
+FIX = [
+    {"tool_calls": [bash(write_file_command("calc.py", CALC_FIXED), "fix")]},
+    {"tool_calls": [bash("git add calc.py && git commit -qm 'Make add() add'", "commit")]},
+    {
+        "tool_calls": [
+            bash(pull_request_file("Make add() add", "It added wrong.\n\nCloses #1"), "pr")
+        ]
+    },
+    {"text": "Fixed."},
+]
+
+
+def run_step() -> dict[str, Any]:
+    """The workflow's "Run thirdshift" step, as parsed from the file actions init writes."""
+    steps = yaml.safe_load(workflow_text(WorkflowChoices(install="thirdshift")))["jobs"]["run"][
+        "steps"
+    ]
+    [step] = [s for s in steps if s.get("name") == "Run thirdshift"]
+    return dict(step)
+
+
+def on_runner(
+    world: RunWorld, payload: dict[str, Any], job: str, **extra: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run the step with bash as a runner would: the step's env (its expressions given the
+    values GitHub would), the runner's GITHUB_* variables, the event file."""
+    runner_dir = world.tmp / job
+    runner_dir.mkdir()
+    event = runner_dir / "event.json"
+    event.write_text(json.dumps(payload))
+    step = run_step()
+    resolved = {
+        "GITHUB_TOKEN": TOKEN,
+        "ANTHROPIC_API_KEY": world.env()["ANTHROPIC_API_KEY"],
+        "THIRDSHIFT_HOME": str(runner_dir / "thirdshift"),
+        "EVENT_NAME": "issues",
+        "ISSUE_NUMBER": "",
+    }
+    env = {
+        key: resolved[key] if "${{" in str(value) else str(value)
+        for key, value in step["env"].items()
+    }
+    base = {k: v for k, v in world.env().items() if k != "THIRDSHIFT_GITHUB_API_URL"}
+    base.update(env)
+    base.update(
+        {
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_EVENT_NAME": "issues",
+            "GITHUB_API_URL": world.api_url,
+            "GITHUB_SERVER_URL": world.stand_in.web_url,
+            "GITHUB_REPOSITORY": f"{OWNER}/{NAME}",
+            "GITHUB_RUN_ID": "4242",
+            "GITHUB_STEP_SUMMARY": str(runner_dir / "summary.md"),
+            "GITHUB_OUTPUT": str(runner_dir / "output"),
+            "RUNNER_TEMP": str(runner_dir),
+        }
+    )
+    base.update(extra)
+    done = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        env=base,
+        cwd=world.tmp,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    return done, runner_dir
+
+
+def event(world: RunWorld, **changes: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "label": "ready-for-agent",
+        "sender": "maintainer",
+        "owner": OWNER,
+        "name": NAME,
+        "number": world.issue_number,
+        "web_url": world.stand_in.web_url,
+    }
+    return labelled(**{**fields, **changes})
+
+
+def labels(world: RunWorld) -> list[str]:
+    return sorted(label["name"] for label in world.issue()["labels"])
+
+
+def test_a_maintainer_s_label_gives_a_ready_pull_request_a_job_summary_and_outputs(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": FIX}])
+    worlds.append(world)
+
+    done, runner = on_runner(world, event(world), "job-1")
+
+    assert done.returncode == 0, done.stderr
+    [pull] = world.pulls()
+    assert pull["draft"] is False
+    assert done.stdout == pull["html_url"] + "\n"
+    assert f"::group::thirdshift: a Run on {OWNER}/{NAME}#1" in done.stderr
+    assert "::endgroup::" in done.stderr
+    summary = (runner / "summary.md").read_text()
+    assert f"| Pull request | {pull['html_url']} |" in summary
+    assert "| State | succeeded |" in summary
+    assert "| Session implement | ended, log `" in summary
+    outputs = (runner / "output").read_text().splitlines()
+    assert f"pull-request-url={pull['html_url']}" in outputs
+    assert "state=succeeded" in outputs
+    [claim] = world.comments()
+    assert CLAIM_MARKER in claim["body"]
+    assert "GitHub Actions, labelled by maintainer" in claim["body"]
+
+    # The same event again (the workflow run re-run, say): the issue is worked on, so nothing.
+    again, _ = on_runner(world, event(world), "job-2")
+    assert again.returncode == 0, again.stderr
+    assert f"nothing to run: {OWNER}/{NAME}#1 is already being worked on" in again.stderr
+    assert len(world.pulls()) == 1
+    assert len(world.comments()) == 1
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({"sender": "reader"}, "reader added ready-for-agent with read permission"),
+        ({"label": "bug"}, "the label added is 'bug', not 'ready-for-agent'"),
+        ({"action": "unlabeled"}, "the event's action is 'unlabeled'"),
+        ({"pull_request": True}, "#1 is a pull request, not an issue"),
+    ],
+)
+def test_events_that_ask_for_no_run_end_with_one_line_and_change_nothing(
+    tmp_path: Path, worlds: list[RunWorld], changes: dict[str, Any], why: str
+) -> None:
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": FIX}])
+    worlds.append(world)
+    world.client.add_user("reader", "reader_token_0123456789abcdef", {f"{OWNER}/{NAME}": "read"})
+
+    done, _ = on_runner(world, event(world, **changes), "job")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "nothing to run: " in lines[0]
+    assert why in lines[0]
+    assert labels(world) == ["ready-for-agent"]
+    assert world.comments() == []
+    assert world.pulls() == []
+    assert world.model.requests() == []
+
+
+def test_a_failed_run_shows_as_an_error_on_the_job_page_and_its_comment_links_the_job(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    nothing = [{"text": "I could not."}]
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": nothing}])
+    worlds.append(world)
+
+    done, runner = on_runner(world, event(world), "job")
+
+    assert done.returncode == 1
+    assert "::error title=thirdshift could not finish acme/calculator#1::" in done.stderr
+    assert "made no commits" in done.stderr
+    assert "| State | failed |" in (runner / "summary.md").read_text()
+    assert "state=failed" in (runner / "output").read_text()
+    failure = [c["body"] for c in world.comments() if CLAIM_MARKER not in c["body"]]
+    assert len(failure) == 1
+    assert f"**Job:** {world.stand_in.web_url}/{OWNER}/{NAME}/actions/runs/4242" in failure[0]
