@@ -5,7 +5,10 @@ the runner's environment, against the stand-in, real git and the real claude CLI
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +199,71 @@ def test_a_failed_run_shows_as_an_error_on_the_job_page_and_its_comment_links_th
     failure = [c["body"] for c in world.comments() if CLAIM_MARKER not in c["body"]]
     assert len(failure) == 1
     assert f"**Job:** {world.stand_in.web_url}/{OWNER}/{NAME}/actions/runs/4242" in failure[0]
+
+
+def test_a_cancelled_job_saves_the_work_inside_github_s_cancellation_window(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """GitHub cancels a job with SIGINT, SIGTERM 7.5 s later and a kill 2.5 s after that: with
+    the workflow's settings the Run pushes its work, comments and records it before the kill."""
+    hang = [
+        {"tool_calls": [bash(write_file_command("calc.py", CALC_FIXED), "fix")]},
+        {"tool_calls": [bash("git add calc.py && git commit -qm 'Make add() add'", "commit")]},
+        {"hang": True},
+    ]
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": hang}])
+    worlds.append(world)
+    runner_dir = world.tmp / "job"
+    runner_dir.mkdir()
+    (runner_dir / "event.json").write_text(json.dumps(event(world)))
+    step = run_step()
+    env = {k: v for k, v in world.env().items() if k != "THIRDSHIFT_GITHUB_API_URL"}
+    env.update({k: str(v) for k, v in step["env"].items() if "${{" not in str(v)})
+    env.update(
+        {
+            "GITHUB_TOKEN": TOKEN,
+            "THIRDSHIFT_HOME": str(runner_dir / "thirdshift"),
+            "EVENT_NAME": "issues",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_PATH": str(runner_dir / "event.json"),
+            "GITHUB_API_URL": world.api_url,
+            "GITHUB_SERVER_URL": world.stand_in.web_url,
+            "GITHUB_REPOSITORY": f"{OWNER}/{NAME}",
+            "GITHUB_RUN_ID": "77",
+        }
+    )
+    job = subprocess.Popen(
+        ["bash", "-e", "-c", step["run"]],
+        env=env,
+        cwd=world.tmp,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        process_group=0,
+    )
+    world.processes.append(job)
+    deadline = time.monotonic() + 120
+    while not any(r.get("turn") == 2 for r in world.model.requests()):
+        assert time.monotonic() < deadline, "the session never reached its hang"
+        time.sleep(0.2)
+
+    os.killpg(job.pid, signal.SIGINT)
+    try:
+        job.wait(timeout=7.5)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGTERM)
+        try:
+            job.wait(timeout=2.5)
+        except subprocess.TimeoutExpired:
+            os.killpg(job.pid, signal.SIGKILL)
+    _, stderr = job.communicate()
+
+    assert job.returncode == 1, stderr  # ended by itself, before any kill
+    assert "the Run failed: interrupted" in stderr
+    inspect = world.clone()
+    world.git("checkout", "-q", "origin/issue-1", cwd=inspect)
+    assert (inspect / "calc.py").read_text() == CALC_FIXED
+    failure = [c["body"] for c in world.comments() if CLAIM_MARKER not in c["body"]]
+    assert len(failure) == 1
+    assert "**Cause:** interrupted" in failure[0]
+    assert f"/{OWNER}/{NAME}/actions/runs/77" in failure[0]
