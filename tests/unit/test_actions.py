@@ -150,7 +150,7 @@ def test_the_workflow_queues_a_second_run_on_an_issue_and_covers_a_whole_run() -
         "pull-requests": "write",
         "checks": "read",
         "statuses": "read",
-        "actions": "read",
+        "actions": "write",  # a Check re-run re-runs an Actions job's failed jobs
     }
     upload = job["steps"][-1]
     assert upload["uses"].startswith("actions/upload-artifact@")

@@ -70,7 +70,7 @@ permissions:
   pull-requests: write
   checks: read
   statuses: read
-  actions: read
+  actions: write  # a Check re-run re-runs failed jobs
 
 jobs:
   run:
