@@ -21,8 +21,15 @@ from thirdshift.actions import Runner, decide, read_event
 from thirdshift.clock import SystemClock
 from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
-from thirdshift.daemon.ready import labeller_reason
-from thirdshift.errors import ConfigError, GitHubError, NotClaimed, ThirdshiftError, UsageError
+from thirdshift.daemon.ready import blocker_reason, labeller_reason
+from thirdshift.errors import (
+    ConfigError,
+    GitHubError,
+    NotClaimed,
+    NotFound,
+    ThirdshiftError,
+    UsageError,
+)
 from thirdshift.git import Identity, ManagedClone
 from thirdshift.github import GitHub
 from thirdshift.harnesses import harness_named, probe
@@ -314,7 +321,7 @@ def run_event(
     if not decision.runs:
         progress(f"nothing to run: {decision.why}")
         return 0
-    if "THIRDSHIFT_GITHUB_API_URL" not in environ and environ.get("GITHUB_API_URL"):
+    if "github_api_url" not in settings.model_fields_set and environ.get("GITHUB_API_URL"):
         # The runner names the GitHub it serves: GitHub Enterprise works as github.com does.
         settings = settings.model_copy(update={"github_api_url": environ["GITHUB_API_URL"]})
     token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
@@ -325,21 +332,30 @@ def run_event(
     github = GitHub(
         settings.github_api_url, token, scrub=scrub, clock=SystemClock(interrupt), progress=progress
     )
+    owner, name, number = decision.owner, decision.name, decision.number
     try:
-        role = github.permission(decision.owner, decision.name, decision.sender)
-    except GitHubError as error:
-        if error.status not in (403, 404):
-            raise
-        role = "none"
+        role = github.permission(owner, name, decision.sender)
+    except NotFound:
+        role = "none"  # not a collaborator at all
     reason = labeller_reason(decision.sender, role, _rules(settings))
+    if reason is None:
+        # The daemon's other rules hold here too: an excluded label or an open blocker waits.
+        issue = github.issue(owner, name, number)
+        excluded = sorted(
+            {label.lower() for label in issue.labels}
+            & {x.lower() for x in settings.excluded_labels}
+        )
+        if excluded:
+            reason = f"#{number} carries {', '.join(excluded)}; remove that label to run it"
+        else:
+            reason = blocker_reason(github.open_blockers(owner, name, number))
     if reason is not None:
         progress(f"nothing to run: {reason}")
         return 0
-    ref = IssueRef(
-        web_host_of(settings.github_api_url), decision.owner, decision.name, decision.number
-    )
+    ref = IssueRef(web_host_of(settings.github_api_url), owner, name, number)
     urls: list[str] = []
     recorded: list[int] = []
+    errors: list[tuple[str, str]] = []
 
     def emit(url: str) -> None:
         urls.append(url)
@@ -350,10 +366,11 @@ def run_event(
         found = re.match(r"Run (\d+) on ", line)
         if found:
             recorded[:] = [int(found.group(1))]
-        if runner is not None and line.startswith("thirdshift: "):
-            runner.error(scrub(line.removeprefix("thirdshift: ")))
-        elif runner is not None and line.startswith("warning: "):
-            runner.warning(scrub(line.removeprefix("warning: ")))
+        # Held until the outcome is known: a Run that was not claimed is no error.
+        if line.startswith("thirdshift: "):
+            errors.append(("error", scrub(line.removeprefix("thirdshift: "))))
+        elif line.startswith("warning: "):
+            errors.append(("warning", scrub(line.removeprefix("warning: "))))
 
     store = Store.open(settings.effective_database_url)
     try:
@@ -363,14 +380,20 @@ def run_event(
             status = run_issue(
                 settings,
                 RunRequest(
-                    issue=ref, expect_ready=True, job_url=runner.job_url if runner else None
+                    issue=ref,
+                    expect_ready=decision.labelled,
+                    job_url=runner.job_url if runner else None,
                 ),
                 environ=environ,
                 progress=say,
                 emit_url=emit,
                 interrupt=interrupt,
                 store=store,
-                claimant=f"GitHub Actions, labelled by {decision.sender}",
+                claimant=(
+                    f"GitHub Actions, labelled by {decision.sender}"
+                    if decision.labelled
+                    else f"GitHub Actions, started by {decision.sender}"
+                ),
             )
         finally:
             if runner is not None:
@@ -379,8 +402,10 @@ def run_event(
             progress(f"nothing to run: {ref} is already being worked on")
             return 0
         if runner is not None:
+            for kind, message in errors:
+                (runner.error if kind == "error" else runner.warning)(message)
             run = store.get_run(recorded[0]) if recorded else None
-            _report(runner, store, run, ref, status, urls)
+            _report(runner, run, ref, status, urls)
         return status
     finally:
         store.close()
@@ -395,9 +420,7 @@ def _rules(settings: Settings) -> ReadyRules:
     )
 
 
-def _report(
-    runner: Runner, store: Store, run: Run | None, ref: IssueRef, status: int, urls: list[str]
-) -> None:
+def _report(runner: Runner, run: Run | None, ref: IssueRef, status: int, urls: list[str]) -> None:
     """The job summary and step outputs of a Run that started (``run``: its record, None when
     it stopped before it was recorded)."""
     state = run.state if run else "not recorded"
@@ -408,12 +431,9 @@ def _report(
         ("State", state),
     ]
     if run is not None and run.cause:
-        rows.append(("Cause", run.cause.replace("|", "\\|").replace("\n", " ")))
-    if run is not None:
-        for session in store.run_sessions(run.id):
-            rows.append(
-                (f"Session {session.kind}", f"{session.state}, log `{Path(session.log_path).name}`")
-            )
+        rows.append(("Cause", _code_span(run.cause)))
+    if run is not None and run.last_session_log:
+        rows.append(("Last Session log", _code_span(Path(run.last_session_log).name)))
     table = "\n".join(f"| {key} | {value} |" for key, value in rows)
     runner.summary(f"### thirdshift: {ref}\n\n| | |\n|---|---|\n{table}\n")
     runner.output("state", state)
@@ -421,6 +441,12 @@ def _report(
         runner.output("pull-request-url", url)
     if status != 0 and run is not None and run.cause:
         runner.error(run.cause, title=f"thirdshift could not finish {ref}")
+
+
+def _code_span(text: str) -> str:
+    """``text`` as inline code in a table cell: no markup, link or line break of its own."""
+    flat = " ".join(text.split()).replace("`", "'").replace("|", "/")
+    return f"`{flat}`"
 
 
 def stop_seconds(settings: Settings) -> float:

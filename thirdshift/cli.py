@@ -175,7 +175,8 @@ def run_command(
     overrides = {key: value for key, value in {"harness": harness, "model": model}.items() if value}
     if overrides:
         settings = settings.model_copy(update=overrides)
-    progress = Progress()
+    # On an Actions runner every line is read for workflow commands: none may hold a newline.
+    progress = Progress(one_line=environ.get("GITHUB_ACTIONS") == "true")
     interrupt = threading.Event()
     with _signals_set(interrupt, progress, until_exit=True):
         try:
@@ -238,7 +239,12 @@ def actions_init(root: Path, install: str | None, harness: str, force: bool) -> 
     the file's path on stdout."""
     import os
 
-    from thirdshift.actions.workflow import WorkflowChoices, workflow_text
+    from thirdshift.actions.workflow import (
+        WorkflowChoices,
+        timeout_minutes,
+        wanted_minutes,
+        workflow_text,
+    )
     from thirdshift.settings import load_settings
 
     settings = _guarded(lambda: load_settings(dict(os.environ)))
@@ -249,9 +255,17 @@ def actions_init(root: Path, install: str | None, harness: str, force: bool) -> 
         install=install or f"thirdshift=={__version__}",
         harness=harness,
         ready_label=settings.ready_label,
+        in_progress_label=settings.in_progress_label,
         session_wall_seconds=settings.session_wall_seconds,
         ci_timeout_seconds=settings.ci_timeout_seconds,
     )
+    if wanted_minutes(choices) > timeout_minutes(choices):
+        click.echo(
+            f"warning: a whole Run may take {wanted_minutes(choices)} minutes, but a job on a "
+            f"GitHub-hosted runner stops after {timeout_minutes(choices)}; lower "
+            "session_wall_seconds or ci_timeout_seconds, or use a self-hosted runner",
+            err=True,
+        )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(workflow_text(choices), encoding="utf-8")

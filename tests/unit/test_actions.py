@@ -3,6 +3,7 @@ checked against GitHub's published payloads and schemas and against actionlint."
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import yaml
 from tests.support.actions_tools import actionlint, check_issues_payload, labelled
 from thirdshift.actions import Runner, decide
 from thirdshift.actions.workflow import WorkflowChoices, timeout_minutes, workflow_text
+from thirdshift.console import Progress
 
 READY = "ready-for-agent"
 WEB = "https://github.example"
@@ -59,8 +61,30 @@ def test_other_events_start_nothing_and_say_why(changes: dict[str, Any], why: st
     assert decision.why == why
 
 
+def test_a_run_asked_for_by_hand_names_its_issue_and_needs_no_label() -> None:
+    dispatch = {
+        "inputs": {"issue": " 12 "},
+        "repository": {"full_name": "acme/calculator"},
+        "sender": {"login": "maintainer"},
+    }
+    decision = decide(dispatch, READY)
+    assert (decision.number, decision.sender, decision.labelled) == (12, "maintainer", False)
+    dispatch["inputs"] = {"issue": "12; rm -rf /"}
+    assert decide(dispatch, READY).why == "the input issue is '12; rm -rf /', not a number"
+
+
+def test_an_issue_number_that_is_not_a_number_starts_nothing() -> None:
+    odd = payload()
+    odd["issue"]["number"] = True
+    assert decide(odd, READY).why == "the event names no issue number"
+
+
 def test_an_event_that_is_not_about_an_issue_starts_nothing() -> None:
-    push = {"ref": "refs/heads/main", "repository": {"full_name": "acme/calculator"}}
+    push = {
+        "ref": "refs/heads/main",
+        "repository": {"full_name": "acme/calculator"},
+        "sender": {"login": "maintainer"},
+    }
     assert (
         decide(push, READY).why
         == "the event is not about an issue; thirdshift runs on issues events"
@@ -138,12 +162,14 @@ def test_actionlint_does_find_a_broken_workflow() -> None:
 
 def test_the_workflow_queues_a_second_run_on_an_issue_and_covers_a_whole_run() -> None:
     parsed = yaml.safe_load(workflow_text(CHOICES))
-    assert parsed["concurrency"] == {
+    job = parsed["jobs"]["run"]
+    # On the job: runs other labels start are skipped before joining the group.
+    assert "concurrency" not in parsed
+    assert job["concurrency"] == {
         "group": "thirdshift-issue-${{ github.event.issue.number || inputs.issue }}",
         "cancel-in-progress": False,
     }
-    job = parsed["jobs"]["run"]
-    assert job["timeout-minutes"] == timeout_minutes(CHOICES) >= (4 * 3600 + 3 * 3600) // 60
+    assert job["timeout-minutes"] == timeout_minutes(CHOICES) == 360  # a hosted job's most
     assert parsed["permissions"] == {
         "contents": "write",
         "issues": "write",
@@ -164,3 +190,28 @@ def test_no_expression_reaches_a_shell_script_directly() -> None:
     scripts = [step["run"] for step in steps if "run" in step]
     assert len(scripts) == 2
     assert all("${{" not in script for script in scripts)
+
+
+def test_the_runner_gets_the_labels_and_limits_the_file_was_written_for() -> None:
+    """A label with YAML's own punctuation stays one string, the job's condition and the
+    Run's settings agree, and the file still passes actionlint."""
+    choices = WorkflowChoices(
+        install="thirdshift", ready_label="status: ready #now", in_progress_label="wip"
+    )
+    text = workflow_text(choices)
+    job = yaml.safe_load(text)["jobs"]["run"]
+    assert job["if"].endswith("github.event.label.name == 'status: ready #now'")
+    [step] = [step for step in job["steps"] if step.get("id") == "thirdshift"]
+    assert step["env"]["THIRDSHIFT_READY_LABEL"] == "status: ready #now"
+    assert step["env"]["THIRDSHIFT_IN_PROGRESS_LABEL"] == "wip"
+    assert step["env"]["THIRDSHIFT_SESSION_WALL_SECONDS"] == "14400"
+    assert step["run"].startswith("exec thirdshift run --event")
+    assert actionlint(text) == []
+
+
+def test_on_a_runner_no_progress_line_can_start_another_line() -> None:
+    stream = io.StringIO()
+    Progress(stream, one_line=True)("read a\n::add-mask::x\rb\u2028c")
+    [line] = stream.getvalue().splitlines()
+    assert "::add-mask::" in line
+    assert not line.split("] ", 1)[1].startswith("::")

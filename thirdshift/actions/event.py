@@ -26,6 +26,7 @@ class EventDecision:
     number: int = 0
     sender: str = ""
     html_url: str = ""
+    labelled: bool = True  # False: asked for by hand (workflow_dispatch), no label involved
 
     @property
     def runs(self) -> bool:
@@ -47,36 +48,50 @@ def read_event(text: str, where: str) -> dict[str, Any]:
 
 
 def decide(payload: dict[str, Any], ready_label: str) -> EventDecision:
-    """Whether ``payload`` asks for a Run, by its shape alone."""
+    """Whether ``payload`` asks for a Run, by its shape alone: an ``issues`` event that added
+    the Ready label to an issue, or a ``workflow_dispatch`` naming an issue (``inputs.issue``:
+    someone who may run workflows asked for that issue by hand)."""
+    repository = payload.get("repository")
+    sender = payload.get("sender")
+    full_name = repository.get("full_name") if isinstance(repository, dict) else None
+    login = sender.get("login") if isinstance(sender, dict) else None
+    if not isinstance(full_name, str) or full_name.count("/") != 1:
+        return EventDecision("the event names no repository")
+    if not isinstance(login, str):
+        return EventDecision("the event names no sender")
+    owner, _, repo = full_name.partition("/")
+    inputs = payload.get("inputs")
+    if isinstance(inputs, dict) and "issue" in inputs:
+        number = _number(inputs.get("issue"))
+        if number is None:
+            return EventDecision(f"the input issue is {inputs.get('issue')!r}, not a number")
+        return EventDecision("", owner, repo, number, login, labelled=False)
     action = payload.get("action")
     issue = payload.get("issue")
     label = payload.get("label")
-    repository = payload.get("repository")
-    sender = payload.get("sender")
-    if not isinstance(issue, dict) or not isinstance(repository, dict):
+    if not isinstance(issue, dict):
         return EventDecision("the event is not about an issue; thirdshift runs on issues events")
     if action != "labeled":
         return EventDecision(f"the event's action is {action!r}; only 'labeled' starts a Run")
     name = label.get("name") if isinstance(label, dict) else None
-    if not isinstance(name, str) or name.lower() != ready_label.lower():
+    if not isinstance(name, str):
+        return EventDecision("the event names no label")
+    if name.lower() != ready_label.lower():
         return EventDecision(f"the label added is {name!r}, not {ready_label!r}")
     if issue.get("pull_request") is not None:
         return EventDecision(f"#{issue.get('number')} is a pull request, not an issue")
     if issue.get("state") not in (None, "open"):
         return EventDecision(f"issue #{issue.get('number')} is {issue.get('state')}")
-    full_name = repository.get("full_name")
-    number = issue.get("number")
-    login = sender.get("login") if isinstance(sender, dict) else None
-    if not isinstance(full_name, str) or "/" not in full_name or not isinstance(number, int):
-        return EventDecision("the event names no repository or issue number")
-    if not isinstance(login, str):
-        return EventDecision("the event names no sender")
-    owner, _, repo = full_name.partition("/")
-    return EventDecision(
-        why="",
-        owner=owner,
-        name=repo,
-        number=number,
-        sender=login,
-        html_url=str(issue.get("html_url") or ""),
-    )
+    number = _number(issue.get("number"))
+    if number is None:
+        return EventDecision("the event names no issue number")
+    return EventDecision("", owner, repo, number, login, str(issue.get("html_url") or ""))
+
+
+def _number(value: object) -> int | None:
+    """A positive issue number from JSON (a string too, as workflow inputs are), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    return value if isinstance(value, int) and value > 0 else None

@@ -2,10 +2,15 @@
 
 Decisions a reader of the file would otherwise question, each kept here with its reason:
 
-- ``concurrency`` is keyed by the issue and never cancels: a second label on the same issue
-  queues behind the first run instead of killing it mid-salvage.
+- ``concurrency`` is on the job, keyed by the issue, and never cancels: a second Ready label on
+  the same issue queues behind the first run instead of killing it mid-salvage, and runs that
+  other labels start are skipped before they join the group (GitHub keeps one waiting run per
+  group; a newer one would push the waiting Run out).
 - ``timeout-minutes`` covers a whole Run: the session's wall-clock limit, then CI's timeout,
-  plus a margin for the install and the Repairs.
+  plus a margin for the install and the Repairs, within a hosted job's 6 hours.
+- The settings a Run needs to agree with this file (the labels, the limits) are written into
+  the step's environment: the runner has no config file.
+- The Run step ``exec``s thirdshift: on cancel the runner signals the step's own process.
 - No ``${{ }}`` expression appears inside a ``run:`` script: every value reaches the shell as an
   environment variable, so an issue title can never become shell code.
 - With a GitHub App (``THIRDSHIFT_APP_ID`` and ``THIRDSHIFT_APP_PRIVATE_KEY`` secrets)
@@ -33,18 +38,29 @@ class WorkflowChoices:
     install: str  # what ``pip install`` is given for thirdshift
     harness: str = "claude"
     ready_label: str = "ready-for-agent"
+    in_progress_label: str = "in-progress"
     session_wall_seconds: float = 4 * 3600
     ci_timeout_seconds: float = 3 * 3600
 
 
+HOSTED_JOB_LIMIT_MINUTES = 360
+
+
 def timeout_minutes(choices: WorkflowChoices) -> int:
-    """A whole Run: the session's limit, CI's, and 30 minutes for the install and Repairs."""
+    """A whole Run: the session's limit, CI's, and 30 minutes for the install and Repairs, at
+    most the 6 hours a GitHub-hosted job may last (``thirdshift actions init`` warns then)."""
+    wanted = int((choices.session_wall_seconds + choices.ci_timeout_seconds) // 60) + 30
+    return min(wanted, HOSTED_JOB_LIMIT_MINUTES)
+
+
+def wanted_minutes(choices: WorkflowChoices) -> int:
     return int((choices.session_wall_seconds + choices.ci_timeout_seconds) // 60) + 30
 
 
 def workflow_text(choices: WorkflowChoices) -> str:
     package, version, key = CLI_PACKAGES[choices.harness]
     label = choices.ready_label.replace("'", "''")
+    condition = f"github.event_name == 'workflow_dispatch' || github.event.label.name == '{label}'"
     return f"""# Written by `thirdshift actions init`: a Run for each issue labelled
 # {choices.ready_label}.
 # The reasons for each choice are in the README, "Running on GitHub Actions".
@@ -60,10 +76,6 @@ on:
         required: true
         type: string
 
-concurrency:
-  group: thirdshift-issue-${{{{ github.event.issue.number || inputs.issue }}}}
-  cancel-in-progress: false
-
 permissions:
   contents: write
   issues: write
@@ -74,7 +86,12 @@ permissions:
 
 jobs:
   run:
-    if: github.event_name == 'workflow_dispatch' || github.event.label.name == '{label}'
+    if: {json.dumps(condition)}
+    # On the job, not the workflow: runs that other labels start (and skip) never join the
+    # group, so they cannot push a waiting Run out of it.
+    concurrency:
+      group: thirdshift-issue-${{{{ github.event.issue.number || inputs.issue }}}}
+      cancel-in-progress: false
     runs-on: ubuntu-latest
     timeout-minutes: {timeout_minutes(choices)}
     env:
@@ -94,7 +111,7 @@ jobs:
 
       - uses: actions/setup-node@v4
         with:
-          node-version: "20"
+          node-version: "22"
 
       - name: Install thirdshift, the {choices.harness} CLI and bubblewrap
         env:
@@ -109,27 +126,27 @@ jobs:
           npm install --global --silent "$HARNESS_PACKAGE"
 
       - name: Run thirdshift
+        id: thirdshift
         env:
           GITHUB_TOKEN: ${{{{ steps.app.outputs.token || secrets.GITHUB_TOKEN }}}}
           {key}: ${{{{ secrets.{key} }}}}
           THIRDSHIFT_HOME: ${{{{ runner.temp }}}}/thirdshift
           THIRDSHIFT_HARNESS: {choices.harness}
+          THIRDSHIFT_READY_LABEL: {json.dumps(choices.ready_label)}
+          THIRDSHIFT_IN_PROGRESS_LABEL: {json.dumps(choices.in_progress_label)}
+          THIRDSHIFT_SESSION_WALL_SECONDS: "{choices.session_wall_seconds:g}"
+          THIRDSHIFT_CI_TIMEOUT_SECONDS: "{choices.ci_timeout_seconds:g}"
           THIRDSHIFT_SESSION_STOP_GRACE_SECONDS: "2"
           THIRDSHIFT_SALVAGE_WAIT_SECONDS: "4"
-          EVENT_NAME: ${{{{ github.event_name }}}}
-          ISSUE_NUMBER: ${{{{ inputs.issue }}}}
-        run: |
-          if [ "$EVENT_NAME" = workflow_dispatch ]; then
-            thirdshift run "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/issues/$ISSUE_NUMBER"
-          else
-            thirdshift run --event "$GITHUB_EVENT_PATH"
-          fi
+        # exec: on cancel the runner signals the step's process, which must be thirdshift
+        # itself (a shell would not pass SIGINT on).
+        run: exec thirdshift run --event "$GITHUB_EVENT_PATH"
 
       - name: Keep the Session logs
         if: always()
         uses: actions/upload-artifact@v4
         with:
-          name: thirdshift-session-logs-${{{{ github.run_id }}}}
+          name: thirdshift-session-logs-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}
           path: ${{{{ runner.temp }}}}/thirdshift/logs
           if-no-files-found: ignore
 """
