@@ -59,6 +59,15 @@ def on_runner(
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     """Run the step with bash as a runner would: the step's env (its expressions given the
     values GitHub would), the runner's GITHUB_* variables, the event file."""
+    process, runner_dir = start_on_runner(world, payload, job, **extra)
+    stdout, stderr = process.communicate(timeout=240)
+    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    return done, runner_dir
+
+
+def start_on_runner(
+    world: RunWorld, payload: dict[str, Any], job: str, **extra: str
+) -> tuple[subprocess.Popen[str], Path]:
     runner_dir = world.tmp / job
     runner_dir.mkdir()
     event = runner_dir / "event.json"
@@ -90,15 +99,16 @@ def on_runner(
         }
     )
     base.update(extra)
-    done = subprocess.run(
+    process = subprocess.Popen(
         ["bash", "-e", "-c", step["run"]],
         env=base,
         cwd=world.tmp,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=240,
     )
-    return done, runner_dir
+    world.processes.append(process)
+    return process, runner_dir
 
 
 def event(world: RunWorld, **changes: Any) -> dict[str, Any]:
@@ -147,6 +157,30 @@ def test_a_maintainer_s_label_gives_a_ready_pull_request_a_job_summary_and_outpu
     assert again.returncode == 0, again.stderr
     assert f"nothing to run: {OWNER}/{NAME}#1 is already being worked on" in again.stderr
     assert "::error" not in again.stderr  # a green job carries no error annotation
+    assert len(world.pulls()) == 1
+    assert len(world.comments()) == 1
+
+
+@pytest.mark.postgres
+def test_two_runs_on_one_issue_sharing_a_database_run_it_once(
+    tmp_path: Path, worlds: list[RunWorld], postgres_url: str
+) -> None:
+    """The same event delivered to two runners at once (two workflows, say), both on one
+    PostgreSQL: one Run takes the issue to a pull request, the other ends with one line."""
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": FIX}])
+    worlds.append(world)
+    shared = {"THIRDSHIFT_DATABASE_URL": postgres_url}
+
+    first, _ = start_on_runner(world, event(world), "job-a", **shared)
+    second, _ = start_on_runner(world, event(world), "job-b", **shared)
+    outcomes = [process.communicate(timeout=240) for process in (first, second)]
+
+    assert (first.returncode, second.returncode) == (0, 0), outcomes
+    stderrs = [stderr for _, stderr in outcomes]
+    assert (
+        sum("nothing to run: acme/calculator#1 is already being worked on" in e for e in stderrs)
+        == 1
+    )
     assert len(world.pulls()) == 1
     assert len(world.comments()) == 1
 
