@@ -29,11 +29,23 @@ from thirdshift.runs.branches import (
     branch_number,
     choose_issue_branch,
 )
-from thirdshift.runs.claims import Claim, FencedGitHub, LeaseKeeper, claim_comment, claim_labels
-from thirdshift.runs.failed_run import FailedRun, Salvage
+from thirdshift.runs.claims import (
+    CLAIM_MARKER,
+    Claim,
+    FencedGitHub,
+    LeaseKeeper,
+    claim_comment,
+    claim_labels,
+)
+from thirdshift.runs.failed_run import COMMENT_MARKER, FailedRun, Salvage
 from thirdshift.runs.loop_outside import RunLoopOutside
 from thirdshift.runs.ports import CloneSource, GitHubPort, SessionSource
-from thirdshift.runs.prompts import PULL_REQUEST_FILE, implement_prompt, trusted_comments
+from thirdshift.runs.prompts import (
+    PULL_REQUEST_FILE,
+    cut_bytes,
+    implement_prompt,
+    trusted_comments,
+)
 from thirdshift.runs.repair_loop import Budgets, LoopResult, RepairLoop, RunFailed
 from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber
@@ -42,6 +54,7 @@ from thirdshift.settings import Settings
 from thirdshift.store import Store
 
 PERMISSIONS_THAT_PUSH = frozenset({"admin", "maintain", "write"})
+EARLIER_REPORT_BYTES = 6000
 
 
 @dataclass(frozen=True)
@@ -238,7 +251,15 @@ class Delivery:
             sessions = self._session_source.sessions(record.id, worktree.path, ref)
             with sessions.failures_name_killed_work():
                 self._check_interrupt()
-                comments = gh.issue_comments(owner, name, number)
+                everything = gh.issue_comments(owner, name, number)
+                # thirdshift's own marked comments are not the discussion: the claim says
+                # nothing, and a Failed-run report reaches the prompt as the earlier Run's.
+                reports = [c for c in everything if COMMENT_MARKER in c.body]
+                comments = [
+                    c
+                    for c in everything
+                    if COMMENT_MARKER not in c.body and CLAIM_MARKER not in c.body
+                ]
                 trusted, left_out = trusted_comments(comments, self._roles(ref, comments))
                 if left_out:
                     self.say(
@@ -253,7 +274,7 @@ class Delivery:
                     issue_branch=choice.branch,
                     continuation=choice.continuation,
                     pull_request_url=pull.html_url if pull else None,
-                    earlier=self._earlier_run(record) if choice.continuation else "",
+                    earlier=self._earlier_run(record, reports) if choice.continuation else "",
                 )
                 sessions.run("implement", self._scrub(prompt))
                 self._check_interrupt()
@@ -368,12 +389,23 @@ class Delivery:
         except ThirdshiftError as problem:
             self.say(f"warning: could not remove the worktree {path}: {problem}")
 
-    def _earlier_run(self, record: Run) -> str:
+    def _earlier_run(self, record: Run, reports: Sequence[Comment] = ()) -> str:
         """What the last Run on this issue did and why it ended, for a Continuation's prompt,
-        from the database (never from a Harness transcript)."""
+        from the database (never from a Harness transcript); when the database knows no earlier
+        Run (it ran on another machine, a runner whose database died with its job), from the
+        Failed-run report that Run left on the issue, if it was thirdshift's own."""
         earlier = self._store.earlier_runs(record, limit=1)
         if not earlier:
-            return ""
+            ours = [c for c in reports if c.author == self._github.authenticated_login()]
+            if not ours:
+                return ""
+            report = ours[-1].body.replace(COMMENT_MARKER, "").strip()
+            return self._scrub(
+                "The earlier Run ran elsewhere and left no record here; its report on the "
+                "issue:\n"
+                + cut_bytes(report, EARLIER_REPORT_BYTES, "[the rest of the report is left out]")
+                + "\n"
+            )
         last = earlier[0]
         if last.state in ("running", "crashed"):  # it never recorded an ending itself
             ending = "The earlier Run stopped without recording how it ended (its process died)"
