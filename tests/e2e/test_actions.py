@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.actions_tools import labelled
+from tests.support.actions_tools import dispatched, labelled
 from tests.support.run_world import (
     CALC_FIXED,
     NAME,
@@ -238,11 +238,14 @@ def test_a_cancelled_job_saves_the_work_inside_github_s_cancellation_window(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
     """GitHub cancels a job with SIGINT, SIGTERM 7.5 s later and a kill 2.5 s after that: with
-    the workflow's settings the Run pushes its work, comments and records it before the kill."""
+    the workflow's settings the Run pushes its work, comments and records it before the kill,
+    and a Run started by hand afterwards (on a fresh runner) continues it to a pull request."""
     hang = [
         {"tool_calls": [bash(write_file_command("calc.py", CALC_FIXED), "fix")]},
         {"tool_calls": [bash("git add calc.py && git commit -qm 'Make add() add'", "commit")]},
         {"hang": True},
+        {"tool_calls": [bash(pull_request_file("Make add() add", "Closes #1"), "pr")]},
+        {"text": "Finished what the earlier Run started."},
     ]
     world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": hang}])
     worlds.append(world)
@@ -300,3 +303,18 @@ def test_a_cancelled_job_saves_the_work_inside_github_s_cancellation_window(
     assert len(failure) == 1
     assert "**Cause:** interrupted" in failure[0]
     assert f"/{OWNER}/{NAME}/actions/runs/77" in failure[0]
+
+    by_hand = dispatched(issue="1", sender="maintainer", owner=OWNER, name=NAME)
+    again, _ = on_runner(world, by_hand, "job-2")
+
+    assert again.returncode == 0, again.stderr
+    assert "continuing issue-1" in again.stderr
+    [pull] = world.pulls()
+    assert pull["draft"] is False
+    claim = [c["body"] for c in world.comments() if CLAIM_MARKER in c["body"]]
+    assert len(claim) == 1
+    assert "GitHub Actions, started by maintainer" in claim[0]
+    [continuation] = [r for r in world.model.requests() if r.get("turn") == 3]
+    assert "The earlier Run ran elsewhere and left no record here" in json.dumps(
+        continuation["body"]
+    )
