@@ -17,9 +17,11 @@ import yaml
 
 from tests.support.actions_tools import dispatched, labelled
 from tests.support.run_world import (
+    CALC_BROKEN,
     CALC_FIXED,
     NAME,
     OWNER,
+    TEST_CALC,
     TOKEN,
     RunWorld,
     bash,
@@ -33,6 +35,7 @@ from thirdshift.runs.claims import CLAIM_MARKER
 pytestmark = pytest.mark.real_cli
 
 MARKER = "calc.add(2, 3) returns -1"
+REPAIRED = CALC_FIXED + "\n\ndef twice(a: int) -> int:\n    return add(a, a)\n"
 FIX = [
     {"tool_calls": [bash(write_file_command("calc.py", CALC_FIXED), "fix")]},
     {"tool_calls": [bash("git add calc.py && git commit -qm 'Make add() add'", "commit")]},
@@ -318,3 +321,66 @@ def test_a_cancelled_job_saves_the_work_inside_github_s_cancellation_window(
     assert "The earlier Run ran elsewhere and left no record here" in json.dumps(
         continuation["body"]
     )
+
+
+def test_a_job_cancelled_during_a_repair_leaves_a_draft_that_the_next_run_finishes(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """The pull request is open and CI red; GitHub cancels the job while the Repair works:
+    within the window the fix is pushed and the pull request turned back to a draft; a Run
+    started by hand afterwards, on a fresh runner, marks it ready once CI is green."""
+    breaks = write_file_command("calc.py", CALC_BROKEN) + " && git commit -qam 'Rework add()'"
+    implement = [
+        {"tool_calls": [bash(breaks, "rework")]},
+        {"tool_calls": [bash(pull_request_file("Fix add()", "Closes #1"), "pr")]},
+        {"text": "Done."},
+    ]
+    repair = [
+        {"tool_calls": [bash(write_file_command("calc.py", REPAIRED), "fix")]},
+        {"tool_calls": [bash("git commit -qam 'Make add() add again'", "commit")]},
+        {"hang": True},
+    ]
+    world = start_world(
+        tmp_path,
+        [
+            {"name": "implement", "marker": MARKER, "turns": implement},
+            {"name": "repair", "marker": "CI is red on", "turns": repair},
+        ],
+        files={"README.md": "# calculator\n", "calc.py": CALC_FIXED, "test_calc.py": TEST_CALC},
+    )
+    worlds.append(world)
+    job, _ = start_on_runner(world, event(world), "job-1")
+    deadline = time.monotonic() + 180
+    while not world.model_requests("repair") or not any(
+        r.get("turn") == 2 for r in world.model_requests("repair")
+    ):
+        assert time.monotonic() < deadline, "the Repair never reached its hang"
+        assert job.poll() is None, job.communicate()[1]
+        time.sleep(0.2)
+
+    os.kill(job.pid, signal.SIGINT)
+    try:
+        job.wait(timeout=7.5)
+    except subprocess.TimeoutExpired:
+        os.kill(job.pid, signal.SIGTERM)
+        try:
+            job.wait(timeout=2.5)
+        except subprocess.TimeoutExpired:
+            job.kill()
+    _, stderr = job.communicate()
+
+    assert job.returncode == 1, stderr
+    [pull] = world.pulls()
+    assert pull["draft"] is True
+    inspect = world.clone()
+    world.git("checkout", "-q", "origin/issue-1", cwd=inspect)
+    assert (inspect / "calc.py").read_text() == REPAIRED
+
+    again, _ = on_runner(
+        world, dispatched(issue="1", sender="maintainer", owner=OWNER, name=NAME), "job-2"
+    )
+
+    assert again.returncode == 0, again.stderr
+    [pull] = world.pulls()
+    assert pull["draft"] is False
+    assert again.stdout == pull["html_url"] + "\n"
