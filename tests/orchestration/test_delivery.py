@@ -505,3 +505,24 @@ def test_a_continuation_with_no_record_of_the_earlier_run_reads_its_report_on_th
     assert "**Cause:** the model gave up halfway" in prompt
     assert "delete everything" not in prompt
     assert "thirdshift is working on this" not in prompt
+
+
+def test_a_failed_run_pushes_a_commit_that_brings_the_branch_back_to_the_base(
+    world: RunWorld,
+) -> None:
+    """The Issue branch on origin adds a file; the session removes it again (the branch now
+    matches the Base branch) and fails. That commit is work too: it is pushed, not lost."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.push_branch("issue-1", "mistake.txt")
+
+    def undo_then_fail(worktree: Path, prompt: str) -> str:
+        git(worktree, "rm", "-q", "mistake.txt")
+        git(worktree, "commit", "-q", "-m", "Take the mistake out")
+        raise SessionFailed("the model gave up")
+
+    world.sessions.plays["implement"] = undo_then_fail
+
+    assert world.run(number) == 1
+
+    assert "Take the mistake out" in world.origin_log("issue-1")
+    assert world.origin_log("issue-1")[0] == "thirdshift: failed run (the model gave up)"

@@ -214,7 +214,7 @@ class Salvage:
                 worktree.abort_merge()
                 self._progress("aborted the unfinished merge")
             dirty = worktree.is_dirty()
-            if not dirty and not worktree.changed_files(tracking(self._base)):
+            if not dirty and not self._new_commits(worktree):
                 return worktree.head(), False, None  # nothing of ours to keep on origin
             if not policy:
                 stamp = self._clock.now().isoformat(timespec="seconds")
@@ -243,6 +243,15 @@ class Salvage:
             )
             return head, False, self._kept(worktree, head)
         return head, True, None
+
+    def _new_commits(self, worktree: Worktree) -> bool:
+        """Whether the Worktree holds work of ours to mark and keep on origin: a change from
+        the Base branch, or a commit the Issue branch on origin lacks, even one that brings the
+        files back to the Base branch's (a Repair undoing an earlier commit is work too)."""
+        on_origin = worktree.remote_sha(self._branch)
+        if on_origin is not None and not worktree.is_ancestor("HEAD", on_origin):
+            return True
+        return bool(worktree.changed_files(tracking(self._base)))
 
     def _kept(self, worktree: Worktree, head: str | None) -> str:
         at = f" at {head[:7]}" if head else ""
