@@ -37,7 +37,7 @@ from thirdshift.home import Home, check_home
 from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
 from thirdshift.records import RepoInfo, Run
 from thirdshift.runs import Delivery, RunRequest
-from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH
+from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, is_integration
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions
 from thirdshift.settings import Settings, check_repository_name
@@ -128,7 +128,14 @@ def run_issue(
     try:
         delivery = Delivery(
             settings=settings,
-            github=GitHub(settings.github_api_url, token, scrub=scrub, clock=clock, progress=say),
+            github=GitHub(
+                settings.github_api_url,
+                token,
+                scrub=scrub,
+                clock=clock,
+                progress=say,
+                login=settings.github_login,
+            ),
             store=store,
             session_source=CliSessions(
                 harness=harness,
@@ -201,7 +208,14 @@ def run_daemon(
     if not sandbox.sealed:
         say("warning: agents run without their sandbox (unsafe_agent_without_sandbox)")
     clock = SystemClock(stop)
-    github = GitHub(settings.github_api_url, token, scrub=scrub, clock=clock, progress=say)
+    github = GitHub(
+        settings.github_api_url,
+        token,
+        scrub=scrub,
+        clock=clock,
+        progress=say,
+        login=settings.github_login,
+    )
     login = github.authenticated_login()
     canonical: list[tuple[str, str]] = []
     for full_name in names:
@@ -209,14 +223,17 @@ def run_daemon(
         try:
             role = github.permission(owner, name, login)
         except GitHubError as error:
-            if error.status == 404:
+            if error.status == 404 and is_integration(login):
+                role = "write"  # an App is no collaborator; its token's permissions decide
+            elif error.status == 404:
                 raise ConfigError(
                     f"GitHub has no repository {full_name}, or the token's user {login} cannot "
                     "see it; check the name (--repo or the repositories setting) and the token"
                 ) from error
-            if error.status != 403:
+            elif error.status != 403:
                 raise
-            role = "no push"
+            else:
+                role = "no push"
         if role not in PERMISSIONS_THAT_PUSH:
             raise ConfigError(
                 f"the token's user {login} has {role} permission on {full_name}; the daemon "
@@ -317,7 +334,9 @@ def run_event(
         text = event_path.read_text(encoding="utf-8")
     except OSError as error:
         raise UsageError(f"--event {event_path}: cannot be read ({error.strerror})") from error
-    decision = decide(read_event(text, str(event_path)), settings.ready_label)
+    decision = decide(
+        read_event(text, str(event_path)), settings.ready_label, environ.get("GITHUB_EVENT_NAME")
+    )
     if not decision.runs:
         progress(f"nothing to run: {decision.why}")
         return 0
@@ -330,7 +349,12 @@ def run_event(
     runner = Runner(environ, write) if Runner.detected(environ) else None
     scrub = Scrubber.from_environment(environ, [token])
     github = GitHub(
-        settings.github_api_url, token, scrub=scrub, clock=SystemClock(interrupt), progress=progress
+        settings.github_api_url,
+        token,
+        scrub=scrub,
+        clock=SystemClock(interrupt),
+        progress=progress,
+        login=settings.github_login,
     )
     owner, name, number = decision.owner, decision.name, decision.number
     try:

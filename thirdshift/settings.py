@@ -81,6 +81,13 @@ class Settings(BaseSettings):
         description="The token thirdshift acts with; never written anywhere.",
     )
 
+    github_login: str | None = Field(
+        default=None,
+        max_length=100,
+        description="The login thirdshift acts as, when its token cannot say (a GitHub App's "
+        "token: <app-slug>[bot]; a workflow's GITHUB_TOKEN: github-actions[bot]).",
+    )
+
     harness: Literal["claude", "codex"] = Field(
         default="claude", description="The Harness of a Run: claude or codex."
     )

@@ -963,3 +963,22 @@ def test_a_pull_request_whose_answer_was_lost_is_opened_once(faults: Sandbox) ->
     faults.client.clear_faults()
     assert (pull.head_ref, pull.title) == ("issue-44", "S")
     assert [p.number for p in github.pulls_for_head(OWNER, NAME, "issue-44")] == [pull.number]
+
+
+def test_an_integration_s_token_must_be_told_its_login(sandbox: Sandbox) -> None:
+    """GitHub will not name the user of an App's (or a workflow's) token: the adapter says
+    which setting gives it, and with the login given it asks nothing."""
+    sandbox.client.add_user("factory-app[bot]", "ghs_integration_0123456789", {FULL_NAME: "write"})
+    asking, _ = adapter(sandbox, token="ghs_integration_0123456789")
+    with pytest.raises(GitHubError) as caught:
+        asking.authenticated_login()
+    assert "set THIRDSHIFT_GITHUB_LOGIN to its bot login" in str(caught.value)
+    told = GitHub(
+        sandbox.stand_in.api_url,
+        "ghs_integration_0123456789",
+        scrub=Scrubber(["ghs_integration_0123456789"]),
+        clock=Seen(),
+        login="factory-app[bot]",
+    )
+    assert told.authenticated_login() == "factory-app[bot]"
+    assert told.request_counts().sent == 0

@@ -22,7 +22,6 @@ from tests.support.run_world import (
     NAME,
     OWNER,
     TEST_CALC,
-    TOKEN,
     RunWorld,
     bash,
     pull_request_file,
@@ -35,6 +34,10 @@ from thirdshift.runs.claims import CLAIM_MARKER
 pytestmark = pytest.mark.real_cli
 
 MARKER = "calc.add(2, 3) returns -1"
+# The workflow's token is an integration's, as on GitHub: GET /user refuses it, and it is no
+# collaborator; thirdshift is told its login.
+BOT = "thirdshift-app[bot]"
+BOT_TOKEN = "ghs_sandboxInstallationToken0123456789abcd"
 REPAIRED = CALC_FIXED + "\n\ndef twice(a: int) -> int:\n    return add(a, a)\n"
 FIX = [
     {"tool_calls": [bash(write_file_command("calc.py", CALC_FIXED), "fix")]},
@@ -76,8 +79,10 @@ def start_on_runner(
     event = runner_dir / "event.json"
     event.write_text(json.dumps(payload))
     step = run_step()
+    world.client.add_user(BOT, BOT_TOKEN, {f"{OWNER}/{NAME}": "write"})
     resolved = {
-        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_TOKEN": BOT_TOKEN,
+        "THIRDSHIFT_GITHUB_LOGIN": BOT,
         "ANTHROPIC_API_KEY": world.env()["ANTHROPIC_API_KEY"],
         "THIRDSHIFT_HOME": str(runner_dir / "thirdshift"),
     }
@@ -91,7 +96,7 @@ def start_on_runner(
         {
             "GITHUB_ACTIONS": "true",
             "GITHUB_EVENT_PATH": str(event),
-            "GITHUB_EVENT_NAME": "issues",
+            "GITHUB_EVENT_NAME": "workflow_dispatch" if "inputs" in payload else "issues",
             "GITHUB_API_URL": world.api_url,
             "GITHUB_SERVER_URL": world.stand_in.web_url,
             "GITHUB_REPOSITORY": f"{OWNER}/{NAME}",
@@ -258,9 +263,11 @@ def test_a_cancelled_job_saves_the_work_inside_github_s_cancellation_window(
     step = run_step()
     env = {k: v for k, v in world.env().items() if k != "THIRDSHIFT_GITHUB_API_URL"}
     env.update({k: str(v) for k, v in step["env"].items() if "${{" not in str(v)})
+    world.client.add_user(BOT, BOT_TOKEN, {f"{OWNER}/{NAME}": "write"})
     env.update(
         {
-            "GITHUB_TOKEN": TOKEN,
+            "GITHUB_TOKEN": BOT_TOKEN,
+            "THIRDSHIFT_GITHUB_LOGIN": BOT,
             "THIRDSHIFT_HOME": str(runner_dir / "thirdshift"),
             "GITHUB_ACTIONS": "true",
             "GITHUB_EVENT_PATH": str(runner_dir / "event.json"),

@@ -484,10 +484,12 @@ def test_a_continuation_with_no_record_of_the_earlier_run_reads_its_report_on_th
     world.push_branch("issue-1", "half.txt")
     factory = world.github.login
     world.github.add_comment(number, f"{CLAIM_MARKER}\nthirdshift is working on this", factory)
+    head = world.github.branch_head("issue-1")
+    assert head is not None
     world.github.add_comment(
         number,
         f"{COMMENT_MARKER}\nthirdshift could not finish this issue.\n\n**Cause:** the model "
-        "gave up halfway",
+        f"gave up halfway\n\n**Work:** `issue-1` at `{head[:7]}`",
         factory,
     )
     world.github.add_user("mallory", "read")
@@ -526,3 +528,32 @@ def test_a_failed_run_pushes_a_commit_that_brings_the_branch_back_to_the_base(
 
     assert "Take the mistake out" in world.origin_log("issue-1")
     assert world.origin_log("issue-1")[0] == "thirdshift: failed run (the model gave up)"
+
+
+def test_a_person_quoting_a_marker_is_still_heard_and_an_old_report_is_worded_as_old(
+    world: RunWorld,
+) -> None:
+    """A maintainer's comment that quotes thirdshift's marker stays in the discussion; a
+    Failed-run report that does not name the branch's head on origin is given as an earlier
+    failure a later Run may have gone past."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.push_branch("issue-1", "half.txt")
+    world.github.add_user("maintainer", "maintain")
+    world.github.add_comment(
+        number,
+        f"{COMMENT_MARKER}\n**Cause:** an old failure\n**Work:** `issue-1` at `0000000`",
+        world.github.login,
+    )
+    world.github.add_comment(
+        number, f"Quoting the bot: {COMMENT_MARKER} please keep going", "maintainer"
+    )
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+
+    assert world.run(number) == 0
+
+    prompt = world.sessions.prompts["implement"]
+    assert "please keep going" in prompt
+    assert "An earlier Run ran elsewhere and failed; a later Run may have gone further" in prompt
+    assert "an old failure" in prompt

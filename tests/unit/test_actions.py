@@ -62,15 +62,41 @@ def test_other_events_start_nothing_and_say_why(changes: dict[str, Any], why: st
 
 
 def test_a_run_asked_for_by_hand_names_its_issue_and_needs_no_label() -> None:
-    dispatch = {
-        "inputs": {"issue": " 12 "},
+    dispatch: dict[str, Any] = {
+        "inputs": {"issue": "12"},
         "repository": {"full_name": "acme/calculator"},
         "sender": {"login": "maintainer"},
     }
-    decision = decide(dispatch, READY)
+    decision = decide(dispatch, READY, "workflow_dispatch")
     assert (decision.number, decision.sender, decision.labelled) == (12, "maintainer", False)
-    dispatch["inputs"] = {"issue": "12; rm -rf /"}
-    assert decide(dispatch, READY).why == "the input issue is '12; rm -rf /', not a number"
+
+
+@pytest.mark.parametrize("typed", ["12; rm -rf /", " 12", "012", "\u00b2", "9" * 40])
+def test_an_issue_input_that_is_not_plain_digits_starts_nothing(typed: str) -> None:
+    """Only the number as GitHub would key its concurrency group by it: no space, sign, zero
+    in front, other digits than ASCII, or absurd length."""
+    dispatch = {
+        "inputs": {"issue": typed},
+        "repository": {"full_name": "acme/calculator"},
+        "sender": {"login": "maintainer"},
+    }
+    assert decide(dispatch, READY, "workflow_dispatch").why == (
+        f"the input issue is {typed!r}, not a number"
+    )
+
+
+def test_the_runner_s_event_name_decides_how_the_payload_is_read() -> None:
+    """An issues event whose payload happened to carry an ``inputs`` key is still read as an
+    issues event; any other event starts nothing."""
+    labelled_with_inputs = {**payload(), "inputs": {"issue": "3"}}
+    assert decide(labelled_with_inputs, READY, "issues").number == 7
+    assert (
+        decide(payload(), READY, "push").why
+        == "the event is push; thirdshift runs on issues events"
+    )
+    assert decide(payload(), READY, "workflow_dispatch").why == (
+        "the workflow was started without an issue input"
+    )
 
 
 def test_an_issue_number_that_is_not_a_number_starts_nothing() -> None:

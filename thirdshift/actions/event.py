@@ -9,6 +9,7 @@ reason and exit 0: a workflow that runs on every label must not fail on the othe
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,9 @@ def read_event(text: str, where: str) -> dict[str, Any]:
     return payload
 
 
-def decide(payload: dict[str, Any], ready_label: str) -> EventDecision:
+def decide(
+    payload: dict[str, Any], ready_label: str, event_name: str | None = None
+) -> EventDecision:
     """Whether ``payload`` asks for a Run, by its shape alone: an ``issues`` event that added
     the Ready label to an issue, or a ``workflow_dispatch`` naming an issue (``inputs.issue``:
     someone who may run workflows asked for that issue by hand)."""
@@ -60,8 +63,15 @@ def decide(payload: dict[str, Any], ready_label: str) -> EventDecision:
     if not isinstance(login, str):
         return EventDecision("the event names no sender")
     owner, _, repo = full_name.partition("/")
+    if event_name not in (None, "issues", "workflow_dispatch"):
+        return EventDecision(f"the event is {event_name}; thirdshift runs on issues events")
     inputs = payload.get("inputs")
-    if isinstance(inputs, dict) and "issue" in inputs:
+    dispatched = event_name == "workflow_dispatch" or (
+        event_name is None and isinstance(inputs, dict) and "issue" in inputs
+    )
+    if dispatched:
+        if not isinstance(inputs, dict) or "issue" not in inputs:
+            return EventDecision("the workflow was started without an issue input")
         number = _number(inputs.get("issue"))
         if number is None:
             return EventDecision(f"the input issue is {inputs.get('issue')!r}, not a number")
@@ -89,9 +99,10 @@ def decide(payload: dict[str, Any], ready_label: str) -> EventDecision:
 
 
 def _number(value: object) -> int | None:
-    """A positive issue number from JSON (a string too, as workflow inputs are), or None."""
+    """A positive issue number from JSON, or a string of plain digits as workflow inputs are
+    (no sign, space or leading zero: the concurrency group is keyed by the text as given)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    return value if isinstance(value, int) and value > 0 else None
+    if isinstance(value, str) and re.fullmatch(r"[1-9][0-9]{0,9}", value):
+        return int(value)
+    return value if isinstance(value, int) and 0 < value < 10**10 else None

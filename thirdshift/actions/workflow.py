@@ -129,6 +129,10 @@ jobs:
         id: thirdshift
         env:
           GITHUB_TOKEN: ${{{{ steps.app.outputs.token || secrets.GITHUB_TOKEN }}}}
+          # An integration's token cannot say whose it is: its bot login, given here.
+          THIRDSHIFT_GITHUB_LOGIN: >-
+            ${{{{ steps.app.outputs.app-slug && format('{{0}}[bot]', steps.app.outputs.app-slug)
+            || 'github-actions[bot]' }}}}
           {key}: ${{{{ secrets.{key} }}}}
           THIRDSHIFT_HOME: ${{{{ runner.temp }}}}/thirdshift
           THIRDSHIFT_HARNESS: {choices.harness}

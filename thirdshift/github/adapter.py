@@ -119,6 +119,7 @@ class GitHub:
         max_rate_limit_wait: float = 900.0,
         per_page: int = 100,
         cache_size: int = DEFAULT_SIZE,
+        login: str | None = None,
     ) -> None:
         self._counter = RequestCounter()
         self._gh = Github(
@@ -142,7 +143,7 @@ class GitHub:
             retries=retries,
             max_rate_limit_wait=max_rate_limit_wait,
         )
-        self._login: str | None = None
+        self._login: str | None = login  # given: an integration's token cannot tell it
 
     def request_counts(self) -> RequestCounts:
         """The requests this adapter has sent to GitHub's API so far (every page and retry),
@@ -152,11 +153,22 @@ class GitHub:
     # -- the token and repositories -------------------------------------------------------
 
     def authenticated_login(self) -> str:
-        """The login of the token's user (``GET /user``, asked once). A bad token raises
-        :class:`GitHubError` naming ``GITHUB_TOKEN`` and the fix."""
+        """The login of the token's user (``GET /user``, asked once), unless it was given. A
+        bad token raises :class:`GitHubError` naming ``GITHUB_TOKEN`` and the fix; so does an
+        integration's token (a GitHub App's, a workflow's), which GitHub will not name."""
         if self._login is None:
             request = Request("GET", "/user", "the token's user")
-            self._login = self._calls.call(request, lambda: str(self._gh.get_user().login))
+            try:
+                self._login = self._calls.call(request, lambda: str(self._gh.get_user().login))
+            except GitHubError as error:
+                if error.status == 403 and "integration" in str(error).lower():
+                    raise GitHubError(
+                        "the token is an integration's (a GitHub App's, or a workflow's "
+                        "GITHUB_TOKEN), which GitHub will not name; set THIRDSHIFT_GITHUB_LOGIN "
+                        "to its bot login (<app-slug>[bot], or github-actions[bot])",
+                        403,
+                    ) from error
+                raise
         return self._login
 
     def repo(self, owner: str, name: str) -> RepoInfo:

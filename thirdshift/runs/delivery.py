@@ -54,6 +54,13 @@ from thirdshift.settings import Settings
 from thirdshift.store import Store
 
 PERMISSIONS_THAT_PUSH = frozenset({"admin", "maintain", "write"})
+
+
+def is_integration(login: str) -> bool:
+    """Whether ``login`` is a GitHub App's or a workflow's (``<slug>[bot]``), not a person's."""
+    return login.endswith("[bot]")
+
+
 EARLIER_REPORT_BYTES = 6000
 
 
@@ -253,13 +260,16 @@ class Delivery:
                 self._check_interrupt()
                 everything = gh.issue_comments(owner, name, number)
                 # thirdshift's own marked comments are not the discussion: the claim says
-                # nothing, and a Failed-run report reaches the prompt as the earlier Run's.
-                reports = [c for c in everything if COMMENT_MARKER in c.body]
-                comments = [
+                # nothing, and a Failed-run report reaches the prompt as the earlier Run's. A
+                # person's comment that quotes a marker is discussion like any other.
+                me = gh.authenticated_login()
+                ours = [
                     c
                     for c in everything
-                    if COMMENT_MARKER not in c.body and CLAIM_MARKER not in c.body
+                    if c.author == me and (COMMENT_MARKER in c.body or CLAIM_MARKER in c.body)
                 ]
+                reports = [c for c in ours if COMMENT_MARKER in c.body]
+                comments = [c for c in everything if c not in ours]
                 trusted, left_out = trusted_comments(comments, self._roles(ref, comments))
                 if left_out:
                     self.say(
@@ -274,7 +284,13 @@ class Delivery:
                     issue_branch=choice.branch,
                     continuation=choice.continuation,
                     pull_request_url=pull.html_url if pull else None,
-                    earlier=self._earlier_run(record, reports) if choice.continuation else "",
+                    earlier=(
+                        self._earlier_run(
+                            record, reports, clone.remote_branches().get(choice.branch)
+                        )
+                        if choice.continuation
+                        else ""
+                    ),
                 )
                 sessions.run("implement", self._scrub(prompt))
                 self._check_interrupt()
@@ -389,20 +405,29 @@ class Delivery:
         except ThirdshiftError as problem:
             self.say(f"warning: could not remove the worktree {path}: {problem}")
 
-    def _earlier_run(self, record: Run, reports: Sequence[Comment] = ()) -> str:
+    def _earlier_run(
+        self, record: Run, reports: Sequence[Comment] = (), head: str | None = None
+    ) -> str:
         """What the last Run on this issue did and why it ended, for a Continuation's prompt,
         from the database (never from a Harness transcript); when the database knows no earlier
         Run (it ran on another machine, a runner whose database died with its job), from the
-        Failed-run report that Run left on the issue, if it was thirdshift's own."""
+        Failed-run report thirdshift left on the issue. That report is the last Run's only when
+        it names the branch's head on origin (``head``); otherwise a later Run went further."""
         earlier = self._store.earlier_runs(record, limit=1)
         if not earlier:
-            ours = [c for c in reports if c.author == self._github.authenticated_login()]
-            if not ours:
+            if not reports:
                 return ""
-            report = ours[-1].body.replace(COMMENT_MARKER, "").strip()
+            report = reports[-1].body.replace(COMMENT_MARKER, "").strip()
+            if head is not None and f"at `{head[:7]}`" in report:
+                opening = "The earlier Run ran elsewhere and left no record here; its report on "
+                opening += "the issue:\n"
+            else:
+                opening = (
+                    "An earlier Run ran elsewhere and failed; a later Run may have gone further "
+                    "since (the branch has moved). Its report on the issue:\n"
+                )
             return self._scrub(
-                "The earlier Run ran elsewhere and left no record here; its report on the "
-                "issue:\n"
+                opening
                 + cut_bytes(report, EARLIER_REPORT_BYTES, "[the rest of the report is left out]")
                 + "\n"
             )
@@ -430,10 +455,15 @@ class Delivery:
         try:
             permission = gh.permission(ref.owner, ref.repo, login)
         except GitHubError as error:
-            if error.status != 403:
+            if error.status == 404 and is_integration(login):
+                # An App or a workflow is no collaborator: its token's own permissions decide,
+                # and a push or a label it may not make fails naming itself.
+                permission = "write"
+            elif error.status != 403:
                 raise
-            # GitHub shows a permission only to those who can push: a refusal is the answer.
-            permission = "no push"
+            else:
+                # GitHub shows a permission only to those who can push: a refusal is the answer.
+                permission = "no push"
         if permission not in PERMISSIONS_THAT_PUSH:
             raise ThirdshiftError(
                 f"the token's user {login} has {permission} permission on {ref.full_name}; "

@@ -123,6 +123,9 @@ def _issue_id(data: dict[str, Any], key: str, resource: str) -> int:
 def get_user(call: Call) -> Reply:
     if call.login is None:
         raise ApiError(401, "Requires authentication")
+    if call.login.endswith("[bot]"):
+        # A GitHub App's (or a workflow's) token is an integration's: it has no user to show.
+        raise ApiError(403, "Resource not accessible by integration")
     return Reply(200, call.shapes.private_user(call.login))
 
 
@@ -136,6 +139,8 @@ def get_permission(call: Call) -> Reply:
     username = call.params["username"]
     if username not in call.world.users and username != repo.owner:
         raise not_found()
+    if username.endswith("[bot]"):
+        raise not_found()  # an integration is no collaborator
     return Reply(200, call.shapes.collaborator_permission(repo, username))
 
 
