@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import pwd
-import re
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +23,6 @@ from thirdshift.daemon.daemon import Limits
 from thirdshift.daemon.ready import blocker_reason, labeller_reason
 from thirdshift.errors import (
     ConfigError,
-    GitHubError,
     NotClaimed,
     NotFound,
     ThirdshiftError,
@@ -37,7 +35,7 @@ from thirdshift.home import Home, check_home
 from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
 from thirdshift.records import RepoInfo, Run
 from thirdshift.runs import Delivery, RunRequest
-from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, is_integration
+from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions
 from thirdshift.settings import Settings, check_repository_name
@@ -69,6 +67,7 @@ def run_issue(
     store: Store | None = None,
     claimant: str = "thirdshift run",
     stopped_because: Callable[[], str | None] = lambda: None,
+    on_recorded: Callable[[int], None] = lambda _run_id: None,
 ) -> int:
     """Run one issue and return the exit status. Errors before the Run starts (pre-flight)
     are reported on ``progress`` and change nothing.
@@ -77,9 +76,9 @@ def run_issue(
     for git. ``agent_environ`` (default: the same) is what the Harness's environment is built
     from; the demo gives one pointing the CLI at the scripted model server.
 
-    A daemon passes its ``store`` (shared by its Runs), its name as ``claimant`` and what says
-    why it stopped a Run (``stopped_because``); each Run still gets its own clock, GitHub
-    adapter and interrupt."""
+    A daemon passes its ``store`` (shared by its Runs), its name as ``claimant``, what says
+    why it stopped a Run (``stopped_because``) and what learns the Run's id once it is recorded
+    (``on_recorded``); each Run still gets its own clock, GitHub adapter and interrupt."""
     token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
     if not token:
         raise ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)")
@@ -162,6 +161,7 @@ def run_issue(
             emit_url=emit_url,
             claimant=claimant,
             stopped_because=stopped_because,
+            on_recorded=on_recorded,
         )
         try:
             return delivery.run(request)
@@ -221,19 +221,12 @@ def run_daemon(
     for full_name in names:
         owner, name = check_repository_name(full_name)
         try:
-            role = github.permission(owner, name, login)
-        except GitHubError as error:
-            if error.status == 404 and is_integration(login):
-                role = "write"  # an App is no collaborator; its token's permissions decide
-            elif error.status == 404:
-                raise ConfigError(
-                    f"GitHub has no repository {full_name}, or the token's user {login} cannot "
-                    "see it; check the name (--repo or the repositories setting) and the token"
-                ) from error
-            elif error.status != 403:
-                raise
-            else:
-                role = "no push"
+            role = token_role(github, owner, name, login)
+        except NotFound as error:
+            raise ConfigError(
+                f"GitHub has no repository {full_name}, or the token's user {login} cannot "
+                "see it; check the name (--repo or the repositories setting) and the token"
+            ) from error
         if role not in PERMISSIONS_THAT_PUSH:
             raise ConfigError(
                 f"the token's user {login} has {role} permission on {full_name}; the daemon "
@@ -258,6 +251,7 @@ def run_daemon(
             interrupt: threading.Event,
             stopped_because: Callable[[], str | None],
             run_progress: Callable[[str], None],
+            on_recorded: Callable[[int], None],
         ) -> int:
             return run_issue(
                 settings,
@@ -269,6 +263,7 @@ def run_daemon(
                 store=store,
                 claimant=f"daemon {daemon_name}",
                 stopped_because=stopped_because,
+                on_recorded=on_recorded,
             )
 
         daemon = Daemon(
@@ -288,12 +283,7 @@ def run_daemon(
             stop=stop,
             progress=say,
         )
-        rules = ReadyRules.of(
-            ready_label=settings.ready_label,
-            in_progress_label=settings.in_progress_label,
-            excluded_labels=settings.excluded_labels,
-            settle_seconds=settings.settle_seconds,
-        )
+        rules = _rules(settings)
         for owner, name in canonical:
             full_name = f"{owner}/{name}"
             daemon.watch(
@@ -387,9 +377,6 @@ def run_event(
 
     def say(line: str) -> None:
         progress(line)
-        found = re.match(r"Run (\d+) on ", line)
-        if found:
-            recorded[:] = [int(found.group(1))]
         # Held until the outcome is known: a Run that was not claimed is no error.
         if line.startswith("thirdshift: "):
             errors.append(("error", scrub(line.removeprefix("thirdshift: "))))
@@ -418,6 +405,7 @@ def run_event(
                     if decision.labelled
                     else f"GitHub Actions, started by {decision.sender}"
                 ),
+                on_recorded=recorded.append,
             )
         finally:
             if runner is not None:
@@ -428,7 +416,7 @@ def run_event(
         if runner is not None:
             for kind, message in errors:
                 (runner.error if kind == "error" else runner.warning)(message)
-            run = store.get_run(recorded[0]) if recorded else None
+            run = store.get_run(recorded[-1]) if recorded else None
             _report(runner, run, ref, status, urls)
         return status
     finally:

@@ -114,9 +114,24 @@ def start_on_runner(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        process_group=0,  # a tree of its own, as a runner's step has
     )
     world.processes.append(process)
     return process, runner_dir
+
+
+def cancel_as_github(job: subprocess.Popen[str]) -> None:
+    """Cancel the step as the runner does: SIGINT to the step's own process, SIGTERM 7.5 s
+    later, and 2.5 s after that a kill of its whole process tree."""
+    os.kill(job.pid, signal.SIGINT)
+    try:
+        job.wait(timeout=7.5)
+    except subprocess.TimeoutExpired:
+        os.kill(job.pid, signal.SIGTERM)
+        try:
+            job.wait(timeout=2.5)
+        except subprocess.TimeoutExpired:
+            os.killpg(job.pid, signal.SIGKILL)
 
 
 def event(world: RunWorld, **changes: Any) -> dict[str, Any]:
@@ -257,51 +272,13 @@ def test_a_cancelled_job_saves_the_work_inside_github_s_cancellation_window(
     ]
     world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": hang}])
     worlds.append(world)
-    runner_dir = world.tmp / "job"
-    runner_dir.mkdir()
-    (runner_dir / "event.json").write_text(json.dumps(event(world)))
-    step = run_step()
-    env = {k: v for k, v in world.env().items() if k != "THIRDSHIFT_GITHUB_API_URL"}
-    env.update({k: str(v) for k, v in step["env"].items() if "${{" not in str(v)})
-    world.client.add_user(BOT, BOT_TOKEN, {f"{OWNER}/{NAME}": "write"})
-    env.update(
-        {
-            "GITHUB_TOKEN": BOT_TOKEN,
-            "THIRDSHIFT_GITHUB_LOGIN": BOT,
-            "THIRDSHIFT_HOME": str(runner_dir / "thirdshift"),
-            "GITHUB_ACTIONS": "true",
-            "GITHUB_EVENT_PATH": str(runner_dir / "event.json"),
-            "GITHUB_API_URL": world.api_url,
-            "GITHUB_SERVER_URL": world.stand_in.web_url,
-            "GITHUB_REPOSITORY": f"{OWNER}/{NAME}",
-            "GITHUB_RUN_ID": "77",
-        }
-    )
-    job = subprocess.Popen(
-        ["bash", "-e", "-c", step["run"]],
-        env=env,
-        cwd=world.tmp,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        process_group=0,
-    )
-    world.processes.append(job)
+    job, _ = start_on_runner(world, event(world), "job", GITHUB_RUN_ID="77")
     deadline = time.monotonic() + 120
     while not any(r.get("turn") == 2 for r in world.model.requests()):
         assert time.monotonic() < deadline, "the session never reached its hang"
         time.sleep(0.2)
 
-    # As the runner does: the signals go to the step's own process, the kill to its tree.
-    os.kill(job.pid, signal.SIGINT)
-    try:
-        job.wait(timeout=7.5)
-    except subprocess.TimeoutExpired:
-        os.kill(job.pid, signal.SIGTERM)
-        try:
-            job.wait(timeout=2.5)
-        except subprocess.TimeoutExpired:
-            os.killpg(job.pid, signal.SIGKILL)
+    cancel_as_github(job)
     _, stderr = job.communicate()
 
     assert job.returncode == 1, stderr  # ended by itself, before any kill
@@ -365,15 +342,7 @@ def test_a_job_cancelled_during_a_repair_leaves_a_draft_that_the_next_run_finish
         assert job.poll() is None, job.communicate()[1]
         time.sleep(0.2)
 
-    os.kill(job.pid, signal.SIGINT)
-    try:
-        job.wait(timeout=7.5)
-    except subprocess.TimeoutExpired:
-        os.kill(job.pid, signal.SIGTERM)
-        try:
-            job.wait(timeout=2.5)
-        except subprocess.TimeoutExpired:
-            job.kill()
+    cancel_as_github(job)
     _, stderr = job.communicate()
 
     assert job.returncode == 1, stderr

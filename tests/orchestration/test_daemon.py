@@ -95,6 +95,7 @@ class DaemonWorld:
         interrupt: threading.Event,
         stopped_because: Callable[[], str | None],
         progress: Callable[[str], None],
+        on_recorded: Callable[[int], None] = lambda _run_id: None,
     ) -> int:
         delivery = Delivery(
             settings=self.world.settings,
@@ -110,6 +111,7 @@ class DaemonWorld:
             emit_url=self.world.urls.append,
             claimant="daemon d1",
             stopped_because=stopped_because,
+            on_recorded=on_recorded,
         )
         try:  # as the composition root does
             return delivery.run(request)

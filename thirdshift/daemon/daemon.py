@@ -10,7 +10,6 @@ runs a single cycle without it, for cron and tests.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -30,14 +29,19 @@ from thirdshift.records import Repository
 from thirdshift.runs import RunRequest
 from thirdshift.store import Store
 
-_RECORDED = re.compile(r"^Run (\d+) on ")
-"""The line a Run says once it is recorded (``Run 12 on octo/widgets#7: ...``)."""
-
 RunStarter = Callable[
-    [RunRequest, threading.Event, Callable[[], str | None], Callable[[str], None]], int
+    [
+        RunRequest,
+        threading.Event,
+        Callable[[], str | None],
+        Callable[[str], None],
+        Callable[[int], None],
+    ],
+    int,
 ]
 """Runs one issue to its end and returns the exit status: given the request, the Run's own
-interrupt, what says why it was stopped (None: a signal), and where its progress lines go."""
+interrupt, what says why it was stopped (None: a signal), where its progress lines go, and
+what learns the Run's id once it is recorded (its own id, never a newer Run's on the issue)."""
 
 
 @dataclass
@@ -261,9 +265,6 @@ class Daemon:
         def progress(line: str) -> None:
             if line.startswith("thirdshift: "):  # how the composition root reports an error
                 last_error[:] = [line.removeprefix("thirdshift: ")]
-            found = _RECORDED.match(line)
-            if found:  # the Run's own id, never another daemon's newer Run on the issue
-                recorded[:] = [int(found.group(1))]
             self._progress(prefix + line)
 
         status = 1
@@ -291,6 +292,7 @@ class Daemon:
                 active.interrupt,
                 lambda: active.reason,
                 progress,
+                recorded.append,
             )
         except ThirdshiftError as error:  # a local problem before the Run (disk, database)
             status = error.exit_code
@@ -308,7 +310,7 @@ class Daemon:
                 poll,
                 ref,
                 status,
-                recorded[0] if recorded else None,
+                recorded[-1] if recorded else None,
                 last_error[0] if last_error else None,
             )
         except ThirdshiftError as error:

@@ -57,6 +57,7 @@ class RepositoryPoll:
         sweeper: str = "thirdshift",
     ) -> None:
         self._sweeper = sweeper
+        self._repository: Repository | None = None
         # number -> (GitHub's updated_at as last seen, when this daemon first saw it so)
         self._seen: dict[int, tuple[datetime, float]] = {}
         self.owner = owner
@@ -75,7 +76,11 @@ class RepositoryPoll:
         return f"{self.owner}/{self.name}"
 
     def repository(self) -> Repository:
-        return self._store.ensure_repository(self.owner, self.name)
+        """The repository's record, made on first use and kept: its id never changes, and every
+        poll and Run end asks for it."""
+        if self._repository is None:
+            self._repository = self._store.ensure_repository(self.owner, self.name)
+        return self._repository
 
     def reap(self) -> None:
         """Record as crashed each Run whose Lease is gone while it still says ``running``."""

@@ -61,6 +61,21 @@ def is_integration(login: str) -> bool:
     return login.endswith("[bot]")
 
 
+def token_role(github: GitHubPort, owner: str, name: str, login: str) -> str:
+    """The role of the token's own user (``login``) on the repository. GitHub shows a
+    permission only to those who can push, so a refusal (403) is the answer "no push"; an App
+    or a workflow is no collaborator (404), so its token's own permissions decide, and a push or
+    a label it may not make fails naming itself. Any other 404 (no such repository) raises."""
+    try:
+        return github.permission(owner, name, login)
+    except GitHubError as error:
+        if error.status == 404 and is_integration(login):
+            return "write"
+        if error.status == 403:
+            return "no push"
+        raise
+
+
 EARLIER_REPORT_BYTES = 6000
 
 
@@ -102,7 +117,9 @@ class Delivery:
         emit_url: Callable[[str], None],
         claimant: str = "thirdshift run",
         stopped_because: Callable[[], str | None] = lambda: None,
+        on_recorded: Callable[[int], None] = lambda _run_id: None,
     ) -> None:
+        self._on_recorded = on_recorded
         self._claimant = claimant
         self._stopped_because = stopped_because
         self._settings = settings
@@ -191,6 +208,7 @@ class Delivery:
             )
             if record is None:  # paused past the Lease before this Run was even recorded
                 raise keeper.lost_error()
+            self._on_recorded(record.id)
             self.say(f"Run {record.id} on {ref}: {issue.title}")
             if request.rescue_of is not None:
                 self.say(f"taking over from Run {request.rescue_of}, which crashed")
@@ -285,9 +303,7 @@ class Delivery:
                     continuation=choice.continuation,
                     pull_request_url=pull.html_url if pull else None,
                     earlier=(
-                        self._earlier_run(
-                            record, reports, clone.remote_branches().get(choice.branch)
-                        )
+                        self._earlier_run(record, reports, worktree.remote_sha(choice.branch))
                         if choice.continuation
                         else ""
                     ),
@@ -452,18 +468,7 @@ class Delivery:
                 "install it or choose another with --harness"
             )
         login = gh.authenticated_login()
-        try:
-            permission = gh.permission(ref.owner, ref.repo, login)
-        except GitHubError as error:
-            if error.status == 404 and is_integration(login):
-                # An App or a workflow is no collaborator: its token's own permissions decide,
-                # and a push or a label it may not make fails naming itself.
-                permission = "write"
-            elif error.status != 403:
-                raise
-            else:
-                # GitHub shows a permission only to those who can push: a refusal is the answer.
-                permission = "no push"
+        permission = token_role(gh, ref.owner, ref.repo, login)
         if permission not in PERMISSIONS_THAT_PUSH:
             raise ThirdshiftError(
                 f"the token's user {login} has {permission} permission on {ref.full_name}; "
