@@ -13,11 +13,12 @@ import pwd
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from thirdshift.actions import Runner, decide, read_event
-from thirdshift.clock import SystemClock
+from thirdshift.clock import Clock, SystemClock
 from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
 from thirdshift.daemon.ready import blocker_reason, labeller_reason
@@ -30,6 +31,7 @@ from thirdshift.errors import (
 )
 from thirdshift.git import Identity, ManagedClone
 from thirdshift.github import GitHub
+from thirdshift.github.app import InstallationTokens
 from thirdshift.harnesses import harness_named, probe
 from thirdshift.home import Home, check_home
 from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
@@ -79,12 +81,10 @@ def run_issue(
     A daemon passes its ``store`` (shared by its Runs), its name as ``claimant``, what says
     why it stopped a Run (``stopped_because``) and what learns the Run's id once it is recorded
     (``on_recorded``); each Run still gets its own clock, GitHub adapter and interrupt."""
-    token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
-    if not token:
-        raise ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)")
+    known = credential_secrets(settings)
     harness_base = environ if agent_environ is None else agent_environ
     agent_secrets = [value for name, value in harness_base.items() if looks_secret(name)]
-    scrub = Scrubber.from_environment(environ, [token, *agent_secrets])
+    scrub = Scrubber.from_environment(environ, [*known, *agent_secrets])
 
     def say(line: str) -> None:
         progress(scrub(line))
@@ -100,6 +100,9 @@ def run_issue(
     # Every wait (GitHub's retries and rate limits, CI polls) ends at once on Ctrl-C or SIGTERM.
     clock = SystemClock(interrupt)
     identity = Identity(settings.git_user_name, settings.git_user_email)
+    credentials = _credentials(
+        settings, request.issue.owner, request.issue.repo, clock=clock, scrub=scrub, progress=say
+    )
 
     def clone_of(ref: IssueRef, repo: RepoInfo) -> ManagedClone:
         return ManagedClone(
@@ -107,7 +110,7 @@ def run_issue(
             repo.owner,  # GitHub's spelling, whatever the Issue URL's case
             repo.name,
             repo.clone_url,
-            token,
+            credentials.token,
             identity,
             scrub=scrub,
             environ=environ,
@@ -129,11 +132,11 @@ def run_issue(
             settings=settings,
             github=GitHub(
                 settings.github_api_url,
-                token,
+                credentials.token,
                 scrub=scrub,
                 clock=clock,
                 progress=say,
-                login=settings.github_login,
+                login=credentials.login,
             ),
             store=store,
             session_source=CliSessions(
@@ -185,9 +188,7 @@ def run_daemon(
     """Watch ``repositories`` (with those of the settings) until ``stop`` is set, or for one
     cycle with ``once``. Pre-flight problems (no token, a repository the token cannot push
     to, an unusable home, no sandbox) stop it before it starts."""
-    token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
-    if not token:
-        raise ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)")
+    known = credential_secrets(settings)
     spelled: dict[str, str] = {}
     for full_name in [*settings.repositories, *repositories]:
         spelled.setdefault(full_name.lower(), full_name)  # GitHub ignores case: one poll each
@@ -197,7 +198,7 @@ def run_daemon(
             "no repository to watch: pass --repo OWNER/NAME or set repositories in the config file"
         )
     agent_secrets = [value for name, value in environ.items() if looks_secret(name)]
-    scrub = Scrubber.from_environment(environ, [token, *agent_secrets])
+    scrub = Scrubber.from_environment(environ, [*known, *agent_secrets])
 
     def say(line: str) -> None:
         progress(scrub(line))
@@ -208,18 +209,25 @@ def run_daemon(
     if not sandbox.sealed:
         say("warning: agents run without their sandbox (unsafe_agent_without_sandbox)")
     clock = SystemClock(stop)
-    github = GitHub(
-        settings.github_api_url,
-        token,
-        scrub=scrub,
-        clock=clock,
-        progress=say,
-        login=settings.github_login,
-    )
-    login = github.authenticated_login()
-    canonical: list[tuple[str, str]] = []
+    # One adapter per set of credentials: a GitHub App has one installation per account, so
+    # repositories of several owners may need several.
+    adapters: dict[int | None, GitHub] = {}
+    canonical: list[tuple[str, str, GitHub]] = []
     for full_name in names:
         owner, name = check_repository_name(full_name)
+        credentials = _credentials(settings, owner, name, clock=clock, scrub=scrub, progress=say)
+        github = adapters.get(credentials.installation)
+        if github is None:
+            github = GitHub(
+                settings.github_api_url,
+                credentials.token,
+                scrub=scrub,
+                clock=clock,
+                progress=say,
+                login=credentials.login,
+            )
+            adapters[credentials.installation] = github
+        login = github.authenticated_login()
         try:
             role = token_role(github, owner, name, login)
         except NotFound as error:
@@ -233,7 +241,8 @@ def run_daemon(
                 "needs write there, so use a token with write access or drop the repository"
             )
         found = github.repo(owner, name)
-        canonical.append((found.owner, found.name))  # GitHub's spelling, for paths and records
+        # GitHub's spelling, for paths and records.
+        canonical.append((found.owner, found.name, github))
     daemon_name = settings.daemon_name or socket.gethostname()
     store = Store.open(settings.effective_database_url)
     try:
@@ -284,7 +293,7 @@ def run_daemon(
             progress=say,
         )
         rules = _rules(settings)
-        for owner, name in canonical:
+        for owner, name, github in canonical:
             full_name = f"{owner}/{name}"
             daemon.watch(
                 RepositoryPoll(
@@ -333,20 +342,19 @@ def run_event(
     if "github_api_url" not in settings.model_fields_set and environ.get("GITHUB_API_URL"):
         # The runner names the GitHub it serves: GitHub Enterprise works as github.com does.
         settings = settings.model_copy(update={"github_api_url": environ["GITHUB_API_URL"]})
-    token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
-    if not token:
-        raise ConfigError("no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN)")
     runner = Runner(environ, write) if Runner.detected(environ) else None
-    scrub = Scrubber.from_environment(environ, [token])
+    scrub = Scrubber.from_environment(environ, credential_secrets(settings))
+    owner, name, number = decision.owner, decision.name, decision.number
+    clock = SystemClock(interrupt)
+    credentials = _credentials(settings, owner, name, clock=clock, scrub=scrub, progress=progress)
     github = GitHub(
         settings.github_api_url,
-        token,
+        credentials.token,
         scrub=scrub,
-        clock=SystemClock(interrupt),
+        clock=clock,
         progress=progress,
-        login=settings.github_login,
+        login=credentials.login,
     )
-    owner, name, number = decision.owner, decision.name, decision.number
     try:
         role = github.permission(owner, name, decision.sender)
     except NotFound:
@@ -421,6 +429,96 @@ def run_event(
         return status
     finally:
         store.close()
+
+
+@dataclass(frozen=True)
+class _Credentials:
+    """What thirdshift acts on GitHub with, for one repository: the source of the current
+    token, the login it acts as when the token cannot say, and the App installation it
+    belongs to (None for a personal token)."""
+
+    token: Callable[[], str]
+    login: str | None
+    installation: int | None
+
+
+def _app_key(settings: Settings) -> str | None:
+    """The GitHub App's private key, when an App is configured; ConfigError for half an App."""
+    key_text = settings.github_app_private_key
+    key_file = settings.github_app_private_key_file
+    if key_text is not None and key_file is not None:
+        raise ConfigError(
+            "the GitHub App's private key is given twice (github_app_private_key and "
+            "github_app_private_key_file); keep one"
+        )
+    key: str | None = None
+    if key_text is not None:
+        key = key_text.get_secret_value()
+    elif key_file is not None:
+        try:
+            key = key_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(
+                f"github_app_private_key_file {key_file}: cannot be read ({error}); give the "
+                ".pem file GitHub generated for the App"
+            ) from error
+    if key is None and settings.github_app_id is None:
+        return None
+    if key is None:
+        raise ConfigError(
+            "THIRDSHIFT_GITHUB_APP_ID is set but the App's private key is not: set "
+            "THIRDSHIFT_GITHUB_APP_PRIVATE_KEY (or github_app_private_key_file)"
+        )
+    if settings.github_app_id is None:
+        raise ConfigError(
+            "a GitHub App's private key is set but not its id: set THIRDSHIFT_GITHUB_APP_ID "
+            "(the App ID on the App's settings page)"
+        )
+    return key
+
+
+def credential_secrets(settings: Settings) -> list[str]:
+    """The secret texts of the configured credentials, for the scrubber: the App's private
+    key (whole and line by line), or the token. ConfigError when there are none."""
+    key = _app_key(settings)
+    if key is not None:
+        lines = [line.strip() for line in key.splitlines()]
+        return [key, *(line for line in lines if line and not line.startswith("-----"))]
+    token = settings.github_token.get_secret_value().strip() if settings.github_token else ""
+    if not token:
+        raise ConfigError(
+            "no GitHub token: set GITHUB_TOKEN (or THIRDSHIFT_GITHUB_TOKEN), or a GitHub App's "
+            "THIRDSHIFT_GITHUB_APP_ID and THIRDSHIFT_GITHUB_APP_PRIVATE_KEY"
+        )
+    return [token]
+
+
+def _credentials(
+    settings: Settings,
+    owner: str,
+    name: str,
+    *,
+    clock: Clock,
+    scrub: Scrubber,
+    progress: Callable[[str], None],
+) -> _Credentials:
+    """The credentials for ``owner/name``: a GitHub App's installation tokens when an App is
+    configured (it wins over a token: it is the one whose pushes start CI), else the token."""
+    key = _app_key(settings)
+    if key is None or settings.github_app_id is None:
+        token = credential_secrets(settings)[0]
+        return _Credentials(lambda: token, settings.github_login, None)
+    tokens = InstallationTokens(
+        settings.github_api_url,
+        settings.github_app_id,
+        key,
+        owner,
+        name,
+        clock=clock,
+        scrub=scrub,
+        progress=progress,
+    )
+    return _Credentials(tokens, tokens.login(), tokens.installation_id)
 
 
 def _rules(settings: Settings) -> ReadyRules:

@@ -84,8 +84,21 @@ class Settings(BaseSettings):
     github_login: str | None = Field(
         default=None,
         max_length=100,
-        description="The login thirdshift acts as, when its token cannot say (a GitHub App's "
-        "token: <app-slug>[bot]; a workflow's GITHUB_TOKEN: github-actions[bot]).",
+        description="The login thirdshift acts as, when its token cannot say (a workflow's "
+        "GITHUB_TOKEN: github-actions[bot]); with a GitHub App it is asked of the App.",
+    )
+    github_app_id: int | None = Field(
+        default=None,
+        gt=0,
+        description="A GitHub App's id: with its private key, thirdshift acts with the App's "
+        "installation tokens (renewed as they age) instead of github_token.",
+    )
+    github_app_private_key: SecretStr | None = Field(
+        default=None,
+        description="The GitHub App's private key (the whole .pem text); never written anywhere.",
+    )
+    github_app_private_key_file: Path | None = Field(
+        default=None, description="A file holding the GitHub App's private key, instead."
     )
 
     harness: Literal["claude", "codex"] = Field(
@@ -210,6 +223,19 @@ class Settings(BaseSettings):
             wall_seconds=self.session_wall_seconds,
             post_result_seconds=self.session_post_result_seconds,
         )
+
+    @field_validator(
+        "github_login",
+        "github_app_id",
+        "github_app_private_key",
+        "github_app_private_key_file",
+        mode="before",
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        # A workflow passes an unset secret as an empty string.
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        return None if isinstance(text, str) and not text.strip() else value
 
     @field_validator("repositories")
     @classmethod

@@ -17,12 +17,13 @@ FACTORY = Identity("thirdshift factory", "factory@thirdshift.invalid")
 def make_clone(
     sandbox: Sandbox, home: Path, login: str = "wes", token: str | None = None
 ) -> ManagedClone:
+    secret = token if token is not None else TOKENS[login]
     return ManagedClone(
         home,
         OWNER,
         NAME,
         f"{sandbox.stand_in.web_url}/{FULL_NAME}.git",
-        token if token is not None else TOKENS[login],
+        lambda: secret,
         FACTORY,
         scrub=Scrubber([token if token is not None else TOKENS[login]]),
         environ=os.environ,  # read at each command, so a test's setenv is seen

@@ -105,7 +105,7 @@ class ManagedClone:
         owner: str,
         name: str,
         remote_url: str,
-        token: str | None,
+        token: Callable[[], str] | None,
         identity: Identity,
         *,
         scrub: Scrubber,
@@ -301,7 +301,13 @@ class ManagedClone:
     def _settings(
         self, dirs: tuple[Path, Path, Path | None]
     ) -> tuple[
-        Identity, str | None, tuple[Path, Path, Path | None], float, Scrubber, tuple[str, ...], str
+        Identity,
+        Callable[[], str] | None,
+        tuple[Path, Path, Path | None],
+        float,
+        Scrubber,
+        tuple[str, ...],
+        str,
     ]:
         # GitPython starts git with thirdshift's whole environment under ours: every secret of
         # the environment the root passed in is emptied for git and the hooks it would run.

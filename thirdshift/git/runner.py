@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -96,7 +96,7 @@ class GitRunner:
         runner: gitpython.Git,
         place: str,
         env: Mapping[str, str],
-        remote_env: Mapping[str, str],
+        remote_env: Callable[[], Mapping[str, str]],
         timeout: float,
         scrub: Scrubber,
         remote_url: str,
@@ -107,7 +107,7 @@ class GitRunner:
         self._runner = runner
         self._place = place
         self._env = dict(env)
-        self._remote_env = dict(remote_env)
+        self._remote_env = remote_env
         self._timeout = timeout
         self._scrub = scrub
 
@@ -119,7 +119,8 @@ class GitRunner:
             return self._execute(args, self._env, check, fix)
         self._drop_dangerous_config()
         sent = tuple(self._remote_url if arg == REMOTE else arg for arg in args)
-        result = self._execute(sent, self._remote_env, check=False, fix=fix)
+        # Built for each command: a GitHub App's token is renewed under a long Run.
+        result = self._execute(sent, self._remote_env(), check=False, fix=fix)
         if check and result.status != 0:
             raise self.error(args, result, fix)
         return result
@@ -205,7 +206,7 @@ def make_git(
     runner: gitpython.Git,
     place: str,
     identity: Identity,
-    token: str | None,
+    token: Callable[[], str] | None,
     dirs: tuple[Path, Path, Path | None],
     timeout: float,
     scrub: Scrubber,
@@ -218,7 +219,9 @@ def make_git(
         runner,
         place,
         _environment(identity, None, blank, None, *dirs),
-        _environment(identity, token, blank, remote_url, *dirs),
+        lambda: _environment(
+            identity, None if token is None else token(), blank, remote_url, *dirs
+        ),
         timeout,
         scrub,
         remote_url,

@@ -41,6 +41,7 @@ from thirdshift.github.conditional import (
     RequestCounter,
     RequestCounts,
     Validators,
+    fixed,
 )
 from thirdshift.github.convert import (
     check_run_record,
@@ -110,7 +111,7 @@ class GitHub:
     def __init__(
         self,
         api_url: str,
-        token: str,
+        token: str | Callable[[], str],
         *,
         scrub: Scrubber,
         clock: Clock,
@@ -124,7 +125,7 @@ class GitHub:
         self._counter = RequestCounter()
         self._gh = Github(
             base_url=api_url.rstrip("/"),
-            auth=CountingToken(token, self._counter.sent),
+            auth=CountingToken(token if callable(token) else fixed(token), self._counter.sent),
             per_page=per_page,
             retry=None,
             seconds_between_requests=None,

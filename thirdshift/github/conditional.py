@@ -71,18 +71,36 @@ class RequestCounter:
             return RequestCounts(self._sent, self._not_modified)
 
 
-class CountingToken(Auth.Token):
+def fixed(token: str) -> Callable[[], str]:
+    """A token source that always gives ``token`` (a personal access token's)."""
+    return lambda: token
+
+
+class CountingToken(Auth.Auth):
     """The token, counting each request it authenticates. PyGithub puts it on every request it
     sends (each page, each retry, the GraphQL mutations), which makes it the one place that sees
-    them all without reaching into PyGithub's private connection code."""
+    them all without reaching into PyGithub's private connection code. The token is asked of
+    ``token`` for each request: a GitHub App's installation token is renewed under a long Run."""
 
-    def __init__(self, token: str, on_request: Callable[[], None]) -> None:
-        super().__init__(token)
+    def __init__(self, token: Callable[[], str], on_request: Callable[[], None]) -> None:
+        self._token = token
         self._on_request = on_request
+
+    @property
+    def token_type(self) -> str:
+        return "token"
+
+    @property
+    def token(self) -> str:
+        return self._token()
 
     def authentication(self, headers: dict[str, Any]) -> None:
         self._on_request()
         super().authentication(headers)
+
+    @property
+    def _masked_token(self) -> str:
+        return "token (removed)"
 
 
 class Validators:

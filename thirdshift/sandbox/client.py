@@ -42,6 +42,24 @@ class SandboxClient:
         (``read``, ``triage``, ``write``, ``maintain`` or ``admin``)."""
         self._send("POST", "/users", {"login": login, "token": token, "permissions": permissions})
 
+    def add_app(
+        self, slug: str, public_key: str, repositories: list[str], token_seconds: float = 3600
+    ) -> int:
+        """Register a GitHub App (``public_key`` in PEM) installed on the accounts owning
+        ``repositories``, with write access there; its installation tokens last
+        ``token_seconds``. Returns the App's id."""
+        answer = self._send(
+            "POST",
+            "/apps",
+            {
+                "slug": slug,
+                "public_key": public_key,
+                "repositories": repositories,
+                "token_seconds": token_seconds,
+            },
+        )
+        return int(answer["id"])
+
     def add_repo(
         self, owner: str, name: str, source_dir: Path, checks: dict[str, str] | None = None
     ) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from thirdshift.sandbox.github.shapes import Json, Shapes, Urls
-from thirdshift.sandbox.github.state import ApiError, Repo, World, not_found, rank
+from thirdshift.sandbox.github.state import ApiError, App, Repo, World, not_found, rank
 
 if TYPE_CHECKING:
     from thirdshift.sandbox.ci import SimulatedCI
@@ -71,6 +71,7 @@ class Call:
     body: bytes
     login: str | None
     params: dict[str, str] = field(default_factory=dict)
+    app: App | None = None  # the GitHub App whose JSON Web Token authenticated the call
 
     @property
     def world(self) -> World:

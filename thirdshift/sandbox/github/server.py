@@ -34,10 +34,13 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+import jwt
 
 from thirdshift.errors import SandboxError
 from thirdshift.sandbox.ci import SimulatedCI
@@ -45,6 +48,7 @@ from thirdshift.sandbox.git_http import BareRepos, GitHttpRequest, PushEvent
 from thirdshift.sandbox.github.actions import check_run_json
 from thirdshift.sandbox.github.actions import register as register_actions
 from thirdshift.sandbox.github.api import Backend, Call, Reply, Router, error_reply
+from thirdshift.sandbox.github.apps import register as register_apps
 from thirdshift.sandbox.github.issues import register as register_issues
 from thirdshift.sandbox.github.limits import (
     RATE_LIMIT,
@@ -58,7 +62,7 @@ from thirdshift.sandbox.github.limits import (
 from thirdshift.sandbox.github.pulls import graphql
 from thirdshift.sandbox.github.pulls import register as register_pulls
 from thirdshift.sandbox.github.shapes import Shapes, Urls
-from thirdshift.sandbox.github.state import ROLES, ApiError, World, rank, utcnow
+from thirdshift.sandbox.github.state import ROLES, ApiError, App, World, rank, utcnow
 
 __all__ = ["Exchange", "GitHubStandIn"]
 
@@ -67,6 +71,9 @@ log = logging.getLogger(__name__)
 API_PREFIX = "/api/v3"
 GRAPHQL_PATH = "/api/graphql"
 ANONYMOUS_RATE_LIMIT = 60
+MAX_JWT_SECONDS = 600 + 30
+"""GitHub refuses an App's JSON Web Token that ends more than ten minutes ahead (with a
+little leeway for clocks)."""
 _GIT_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<name>[^/]+)\.git(?P<rest>/.*)?$")
 _DOCS = "https://docs.github.com/rest"
 
@@ -99,6 +106,7 @@ class GitHubStandIn:
         self.router = Router()
         register_issues(self.router)
         register_pulls(self.router)
+        register_apps(self.router)
         register_actions(self.router)
         self.faults = Faults()
         self.faults_lock = threading.Lock()
@@ -195,6 +203,16 @@ class GitHubStandIn:
         backend.ci.trigger(owner, name, sha, "main")
         return sha
 
+    def add_app(
+        self, slug: str, public_key: str, repositories: list[str], token_seconds: float = 3600
+    ) -> int:
+        """Register a GitHub App (its PEM public key) installed where ``repositories`` are;
+        its installation tokens last ``token_seconds``. Returns the App's id."""
+        with self.world.lock:
+            app = self.world.add_app(slug, public_key, repositories)
+            self.world.installation_token_life = timedelta(seconds=token_seconds)
+            return app.id
+
     def fail_next_merges(self, full_name: str, count: int, status: int, message: str) -> None:
         """Make the next ``count`` merges of ``owner/name`` fail with ``status`` and
         ``message`` (a policy refusal, say)."""
@@ -236,7 +254,7 @@ class GitHubStandIn:
             limited = self.faults.limited(time.time())
         if delay:
             time.sleep(delay / 1000)
-        login, who, bad_token = self._authenticate(request.headers.get("authorization"))
+        login, who, bad_token, app = self._authenticate(request.headers.get("authorization"))
         limit = RATE_LIMIT if login else ANONYMOUS_RATE_LIMIT
         window = self.rate_limits.window(who, resource, limit)
         path = request.path.removeprefix(API_PREFIX) or "/"
@@ -274,7 +292,9 @@ class GitHubStandIn:
             if retry_after is not None:
                 reply.headers["Retry-After"] = str(retry_after)
         else:
-            call = Call(self.backend, request.method, path, request.query, request.body, login)
+            call = Call(
+                self.backend, request.method, path, request.query, request.body, login, app=app
+            )
             reply = graphql(call) if is_graphql else self.router.dispatch(call)
             if not is_graphql and request.method != "GET" and reply.status < 400:
                 with self.faults_lock:
@@ -318,14 +338,14 @@ class GitHubStandIn:
             response_headers=tuple(headers.items()),
             response_body=body,
         )
-        login, _, _ = self._authenticate(request.headers.get("authorization"))
+        login, who, _, _ = self._authenticate(request.headers.get("authorization"))
         self.requests.append(
             {
                 "method": request.method,
                 "path": request.path,
                 "query": request.raw_query,
                 "status": reply.status,
-                "login": login,
+                "login": login or (who if who.startswith("app:") else None),
             }
         )
         if self.on_exchange is not None:
@@ -343,17 +363,44 @@ class GitHubStandIn:
             return reply.body
         return json.dumps(reply.body, separators=(",", ":")).encode()
 
-    def _authenticate(self, header: str | None) -> tuple[str | None, str, bool]:
-        """(login, rate-limit identity, whether a token was given and is wrong)."""
+    def _authenticate(self, header: str | None) -> tuple[str | None, str, bool, App | None]:
+        """(login, rate-limit identity, whether a token was given and is wrong, the GitHub App
+        whose JSON Web Token it is)."""
         if not header:
-            return None, "anonymous", False
+            return None, "anonymous", False, None
         scheme, _, token = header.strip().partition(" ")
-        if scheme.lower() not in ("token", "bearer") or not token.strip():
-            return None, "anonymous", True
-        user = self.world.user_by_token(token.strip())
+        token = token.strip()
+        if scheme.lower() not in ("token", "bearer") or not token:
+            return None, "anonymous", True, None
+        if scheme.lower() == "bearer" and token.count(".") == 2:
+            app = self._signed_by_app(token)
+            if app is None:
+                return None, "anonymous", True, None
+            return None, f"app:{app.id}", False, app
+        user = self.world.user_by_token(token)
         if user is None:
-            return None, "anonymous", True
-        return user.login, user.login, False
+            return None, "anonymous", True, None
+        return user.login, user.login, False, None
+
+    def _signed_by_app(self, token: str) -> App | None:
+        """The App that signed this JSON Web Token, when its signature holds, it is current,
+        and it lasts at most ten minutes (GitHub's rules); else None."""
+        try:
+            claims = jwt.decode(token, options={"verify_signature": False})
+            app = self.world.apps.get(int(claims["iss"]))
+            if app is None:
+                return None
+            checked = jwt.decode(
+                token,
+                app.public_key,
+                algorithms=["RS256"],
+                options={"require": ["exp", "iat", "iss"]},
+            )
+        except (jwt.PyJWTError, KeyError, ValueError, TypeError):
+            return None
+        if float(checked["exp"]) - time.time() > MAX_JWT_SECONDS:
+            return None
+        return app
 
     def _rate_limit_body(self, who: str, limit: int) -> dict[str, Any]:
         def entry(resource: str, size: int) -> dict[str, int]:
@@ -446,6 +493,15 @@ class GitHubStandIn:
                 raise ValueError(f"unknown role {unknown[0]!r}; use one of {', '.join(ROLES)}")
             self.add_user(str(data["login"]), str(data["token"]), dict(permissions))
             return 201, {"login": data["login"], "id": self.world.users[data["login"]].id}
+        if request.method == "POST" and path == "/apps":
+            repositories = [str(r) for r in data.get("repositories", [])]
+            app_id = self.add_app(
+                str(data["slug"]),
+                str(data["public_key"]),
+                repositories,
+                float(data.get("token_seconds", 3600)),
+            )
+            return 201, {"id": app_id, "slug": data["slug"]}
         if request.method == "POST" and path == "/repos":
             owner, name = str(data["owner"]), str(data["name"])
             sha = self.add_repo(owner, name, Path(data["source_dir"]), dict(data.get("checks", {})))

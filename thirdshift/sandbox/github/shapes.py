@@ -77,7 +77,7 @@ class Shapes:
             "repos_url": f"{url}/repos",
             "events_url": f"{url}/events{{/privacy}}",
             "received_events_url": f"{url}/received_events",
-            "type": "User" if known else "Organization",
+            "type": ("Bot" if login.endswith("[bot]") else "User") if known else "Organization",
             "user_view_type": "public",
             "site_admin": False,
         }

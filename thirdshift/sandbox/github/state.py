@@ -9,10 +9,12 @@ message GitHub gives for the same refusal; the HTTP layer renders it.
 from __future__ import annotations
 
 import re
+import secrets
+import string
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 ROLES = ("read", "triage", "write", "maintain", "admin")
@@ -33,6 +35,7 @@ DEFAULT_LABELS = (
 
 _CLOSING = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
 _COLOR = re.compile(r"^[0-9a-fA-F]{6}$")
+_TOKEN_CHARS = string.ascii_letters + string.digits
 
 
 def rank(role: str | None) -> int:
@@ -82,6 +85,31 @@ class User:
     token: str
     permissions: dict[str, str]
     created_at: datetime
+
+
+@dataclass
+class App:
+    """A scenario GitHub App: its RSA public key checks the tokens it signs; each account it is
+    installed on has an installation; its bot user (``<slug>[bot]``) acts for it."""
+
+    id: int
+    slug: str
+    public_key: str
+    installations: dict[str, int]  # account login -> installation id
+    created_at: datetime
+
+    @property
+    def bot(self) -> str:
+        return f"{self.slug}[bot]"
+
+
+@dataclass
+class InstallationToken:
+    """An installation token: it acts as the App's bot until ``expires_at``."""
+
+    app_id: int
+    installation: int
+    expires_at: datetime
 
 
 @dataclass
@@ -191,6 +219,9 @@ class World:
         self.lock = threading.RLock()
         self.users: dict[str, User] = {}
         self.repos: dict[tuple[str, str], Repo] = {}
+        self.apps: dict[int, App] = {}
+        self.installation_tokens: dict[str, InstallationToken] = {}
+        self.installation_token_life = timedelta(hours=1)  # GitHub's
         self._next_id = 1_000_001
 
     def new_id(self) -> int:
@@ -229,8 +260,40 @@ class World:
             self.repos[(owner, name)] = repo
             return repo
 
+    def add_app(self, slug: str, public_key: str, repositories: list[str]) -> App:
+        """Register a GitHub App installed on the accounts owning ``repositories`` (each
+        ``owner/name``), where its bot may write. Its bot has no token of its own: it acts
+        only through installation tokens."""
+        with self.lock:
+            app = App(
+                id=self.new_id(),
+                slug=slug,
+                public_key=public_key,
+                installations={},
+                created_at=utcnow(),
+            )
+            for full_name in repositories:
+                owner = full_name.partition("/")[0]
+                app.installations.setdefault(owner, self.new_id())
+            self.apps[app.id] = app
+            unusable = f"unusable-{secrets.token_hex(16)}"
+            self.add_user(app.bot, unusable, dict.fromkeys(repositories, "write"))
+            return app
+
+    def mint_installation_token(self, app: App, installation: int) -> tuple[str, datetime]:
+        """A new installation token (in GitHub's shape) and when it ends."""
+        with self.lock:
+            token = "ghs_" + "".join(secrets.choice(_TOKEN_CHARS) for _ in range(36))
+            expires = utcnow() + self.installation_token_life
+            self.installation_tokens[token] = InstallationToken(app.id, installation, expires)
+            return token, expires
+
     def user_by_token(self, token: str) -> User | None:
         with self.lock:
+            minted = self.installation_tokens.get(token)
+            if minted is not None:
+                app = self.apps[minted.app_id]
+                return self.users[app.bot] if utcnow() < minted.expires_at else None
             return next((u for u in self.users.values() if u.token == token), None)
 
     def role(self, login: str | None, repo: Repo) -> str | None:

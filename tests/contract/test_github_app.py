@@ -1,0 +1,146 @@
+"""A GitHub App's installation tokens (``thirdshift.github.app.InstallationTokens``) against the
+stand-in, which checks the App's signed JSON Web Tokens and refuses an installation token once
+it has ended, as GitHub does: the adapter and git go on working across renewals."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from github import Auth, Github, GithubException
+
+from tests.contract.conftest import FULL_NAME, NAME, OWNER, Sandbox
+from tests.support.clones import FACTORY
+from thirdshift.clock import SystemClock
+from thirdshift.errors import ConfigError
+from thirdshift.git import ManagedClone
+from thirdshift.github import GitHub
+from thirdshift.github.app import InstallationTokens, check_private_key, renew_at
+from thirdshift.scrub import Scrubber
+
+
+def key_pair() -> tuple[str, str]:
+    """A fresh RSA private key and its public key, both in PEM."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    return private, public
+
+
+def tokens_of(
+    sandbox: Sandbox, private: str, app_id: int, name: str = NAME, lines: list[str] | None = None
+) -> InstallationTokens:
+    return InstallationTokens(
+        sandbox.stand_in.api_url,
+        app_id,
+        private,
+        OWNER,
+        name,
+        clock=SystemClock(),
+        scrub=Scrubber([private]),
+        progress=(lines if lines is not None else []).append,
+        retries=1,
+    )
+
+
+def minted(sandbox: Sandbox) -> int:
+    return sum(
+        1
+        for entry in sandbox.stand_in.requests
+        if entry["method"] == "POST" and str(entry["path"]).endswith("/access_tokens")
+    )
+
+
+def test_a_token_is_renewed_ten_minutes_before_it_ends_or_half_way_through_a_short_life() -> None:
+    issued = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    assert renew_at(issued, issued + timedelta(hours=1)) == issued + timedelta(minutes=50)
+    assert renew_at(issued, issued + timedelta(minutes=8)) == issued + timedelta(minutes=4)
+
+
+def test_the_adapter_and_git_go_on_working_as_installation_tokens_end_and_are_renewed(
+    sandbox: Sandbox, home: Path
+) -> None:
+    private, public = key_pair()
+    app_id = sandbox.client.add_app("night-shift", public, [FULL_NAME], token_seconds=3)
+    tokens = tokens_of(sandbox, private, app_id)
+    github = GitHub(
+        sandbox.stand_in.api_url, tokens, scrub=Scrubber([private]), clock=SystemClock()
+    )
+    clone = ManagedClone(
+        home,
+        OWNER,
+        NAME,
+        f"{sandbox.stand_in.web_url}/{FULL_NAME}.git",
+        tokens,
+        FACTORY,
+        scrub=Scrubber([private]),
+        environ={},
+        timeout=60,
+    )
+
+    assert github.repo(OWNER, NAME).default_branch == "main"
+    assert tokens.login() == "night-shift[bot]"
+    first = tokens()
+    clone.sync()
+    time.sleep(3.2)  # the first token has ended: the stand-in refuses it now
+
+    with pytest.raises(GithubException) as refused:
+        Github(base_url=sandbox.stand_in.api_url, auth=Auth.Token(first)).get_repo(FULL_NAME).id
+    assert refused.value.status == 401
+    assert github.repo(OWNER, NAME).name == NAME
+    worktree = clone.add_worktree(home / "wt", "thirdshift/app-token", "origin/main")
+    (worktree.path / "NOTES.md").write_text("pushed with a renewed token\n")
+    worktree.commit_all("Notes")
+    worktree.push("thirdshift/app-token")
+    assert clone.remote_branches()["thirdshift/app-token"] == worktree.head()
+    assert minted(sandbox) >= 2
+
+
+def test_an_app_that_is_not_installed_on_the_repository_is_a_config_error_naming_the_fix(
+    sandbox: Sandbox,
+) -> None:
+    private, public = key_pair()
+    app_id = sandbox.client.add_app("elsewhere", public, ["other-org/tools"])
+
+    with pytest.raises(ConfigError) as error:
+        tokens_of(sandbox, private, app_id)()
+
+    assert f"GitHub App {app_id} is not installed on {OWNER}/{NAME}" in str(error.value)
+    assert "Install App" in str(error.value)
+
+
+def test_a_key_that_is_not_the_app_s_is_refused_with_a_message_naming_the_app_and_the_key(
+    sandbox: Sandbox,
+) -> None:
+    _, public = key_pair()
+    other_private, _ = key_pair()
+    app_id = sandbox.client.add_app("night-shift", public, [FULL_NAME])
+    lines: list[str] = []
+
+    with pytest.raises(ConfigError) as error:
+        tokens_of(sandbox, other_private, app_id, lines=lines)()
+
+    message = str(error.value)
+    assert f"signed with GitHub App {app_id}'s private key" in message
+    assert "THIRDSHIFT_GITHUB_APP_ID" in message
+    assert "PRIVATE KEY" not in message + "".join(lines)
+
+
+def test_a_private_key_that_is_not_pem_is_a_config_error_that_never_quotes_it() -> None:
+    with pytest.raises(ConfigError) as error:
+        check_private_key("MIIEpAIBAAKCAQEAsecretbodywithoutitsframe")
+
+    assert "not a PEM private key" in str(error.value)
+    assert "secretbody" not in str(error.value)
