@@ -72,6 +72,9 @@ def config_command() -> None:
     click.echo(f"database: {redact_url(settings.effective_database_url)}")
     click.echo(f"github api: {settings.github_api_url}")
     click.echo(f"github token: {'set' if settings.github_token else 'not set'}")
+    if settings.github_app_id is not None:
+        # The App wins over the token: its installation tokens are what thirdshift acts with.
+        click.echo(f"github app: {settings.github_app_id} (its installation tokens act)")
     click.echo(f"agent sandbox: {_guarded(lambda: sandbox_mode(settings))}")
 
 

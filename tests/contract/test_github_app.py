@@ -9,11 +9,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from github import Auth, Github, GithubException
 
 from tests.contract.conftest import FULL_NAME, NAME, OWNER, Sandbox
+from tests.support.app_keys import key_pair
 from tests.support.clones import FACTORY
 from thirdshift.clock import SystemClock
 from thirdshift.errors import ConfigError
@@ -21,22 +20,6 @@ from thirdshift.git import ManagedClone
 from thirdshift.github import GitHub
 from thirdshift.github.app import InstallationTokens, check_private_key, renew_at
 from thirdshift.scrub import Scrubber
-
-
-def key_pair() -> tuple[str, str]:
-    """A fresh RSA private key and its public key, both in PEM."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    ).decode()
-    public = (
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    return private, public
 
 
 def tokens_of(
@@ -97,7 +80,7 @@ def test_the_adapter_and_git_go_on_working_as_installation_tokens_end_and_are_re
     time.sleep(3.2)  # the first token has ended: the stand-in refuses it now
 
     with pytest.raises(GithubException) as refused:
-        Github(base_url=sandbox.stand_in.api_url, auth=Auth.Token(first)).get_repo(FULL_NAME).id
+        Github(base_url=sandbox.stand_in.api_url, auth=Auth.Token(first)).get_repo(FULL_NAME)
     assert refused.value.status == 401
     assert github.repo(OWNER, NAME).name == NAME
     worktree = clone.add_worktree(home / "wt", "thirdshift/app-token", "origin/main")

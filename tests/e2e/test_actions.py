@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 import yaml
 
 from tests.support.actions_tools import dispatched, labelled
+from tests.support.app_keys import key_pair
 from tests.support.run_world import (
     CALC_BROKEN,
     CALC_FIXED,
@@ -34,10 +36,10 @@ from thirdshift.runs.claims import CLAIM_MARKER
 pytestmark = pytest.mark.real_cli
 
 MARKER = "calc.add(2, 3) returns -1"
-# The workflow's token is an integration's, as on GitHub: GET /user refuses it, and it is no
-# collaborator; thirdshift is told its login.
-BOT = "thirdshift-app[bot]"
-BOT_TOKEN = "ghs_sandboxInstallationToken0123456789abcd"
+# Without an App the workflow's own token acts. It is an integration's, as on GitHub: GET /user
+# refuses it, and it is no collaborator; the workflow tells thirdshift its login.
+WORKFLOW_BOT = "github-actions[bot]"
+WORKFLOW_TOKEN = "ghs_sandboxWorkflowToken0123456789abcdefg"
 REPAIRED = CALC_FIXED + "\n\ndef twice(a: int) -> int:\n    return add(a, a)\n"
 FIX = [
     {"tool_calls": [bash(write_file_command("calc.py", CALC_FIXED), "fix")]},
@@ -51,44 +53,65 @@ FIX = [
 ]
 
 
-def run_step() -> dict[str, Any]:
-    """The workflow's "Run thirdshift" step, as parsed from the file actions init writes."""
-    steps = yaml.safe_load(workflow_text(WorkflowChoices(install="thirdshift")))["jobs"]["run"][
-        "steps"
-    ]
-    [step] = [s for s in steps if s.get("name") == "Run thirdshift"]
-    return dict(step)
+def run_job() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The workflow's job environment and its "Run thirdshift" step, as parsed from the file
+    actions init writes."""
+    job = yaml.safe_load(workflow_text(WorkflowChoices(install="thirdshift")))["jobs"]["run"]
+    [step] = [s for s in job["steps"] if s.get("name") == "Run thirdshift"]
+    return dict(job.get("env", {})), dict(step)
+
+
+@dataclass(frozen=True)
+class AppSecrets:
+    """A GitHub App's repository secrets, as the workflow reads them."""
+
+    app_id: int
+    private_key: str
 
 
 def on_runner(
-    world: RunWorld, payload: dict[str, Any], job: str, **extra: str
+    world: RunWorld,
+    payload: dict[str, Any],
+    job: str,
+    *,
+    app: AppSecrets | None = None,
+    **extra: str,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """Run the step with bash as a runner would: the step's env (its expressions given the
-    values GitHub would), the runner's GITHUB_* variables, the event file."""
-    process, runner_dir = start_on_runner(world, payload, job, **extra)
+    """Run the step with bash as a runner would: the job's and the step's env (their
+    expressions given the values GitHub would), the runner's GITHUB_* variables, the event
+    file; with ``app``, the repository has a GitHub App's secrets."""
+    process, runner_dir = start_on_runner(world, payload, job, app=app, **extra)
     stdout, stderr = process.communicate(timeout=240)
     done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     return done, runner_dir
 
 
 def start_on_runner(
-    world: RunWorld, payload: dict[str, Any], job: str, **extra: str
+    world: RunWorld,
+    payload: dict[str, Any],
+    job: str,
+    *,
+    app: AppSecrets | None = None,
+    **extra: str,
 ) -> tuple[subprocess.Popen[str], Path]:
     runner_dir = world.tmp / job
     runner_dir.mkdir()
     event = runner_dir / "event.json"
     event.write_text(json.dumps(payload))
-    step = run_step()
-    world.client.add_user(BOT, BOT_TOKEN, {f"{OWNER}/{NAME}": "write"})
+    job_env, step = run_job()
+    world.client.add_user(WORKFLOW_BOT, WORKFLOW_TOKEN, {f"{OWNER}/{NAME}": "write"})
+    # What each expression of the file comes to on GitHub, given the repository's secrets.
     resolved = {
-        "GITHUB_TOKEN": BOT_TOKEN,
-        "THIRDSHIFT_GITHUB_LOGIN": BOT,
+        "THIRDSHIFT_GITHUB_APP_ID": str(app.app_id) if app else "",
+        "THIRDSHIFT_GITHUB_APP_PRIVATE_KEY": app.private_key if app else "",
+        "GITHUB_TOKEN": WORKFLOW_TOKEN,
+        "THIRDSHIFT_GITHUB_LOGIN": "" if app else WORKFLOW_BOT,
         "ANTHROPIC_API_KEY": world.env()["ANTHROPIC_API_KEY"],
         "THIRDSHIFT_HOME": str(runner_dir / "thirdshift"),
     }
     env = {
         key: resolved[key] if "${{" in str(value) else str(value)
-        for key, value in step["env"].items()
+        for key, value in {**job_env, **step["env"]}.items()
     }
     base = {k: v for k, v in world.env().items() if k != "THIRDSHIFT_GITHUB_API_URL"}
     base.update(env)
@@ -153,14 +176,25 @@ def labels(world: RunWorld) -> list[str]:
 def test_a_maintainer_s_label_gives_a_ready_pull_request_a_job_summary_and_outputs(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
+    """With a GitHub App whose installation tokens last 4 s here (an hour on GitHub): the Run
+    outlives many of them, and acts as the App's bot throughout."""
     world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": FIX}])
     worlds.append(world)
+    private, public = key_pair()
+    app_id = world.client.add_app("night-shift", public, [f"{OWNER}/{NAME}"], token_seconds=4)
 
-    done, runner = on_runner(world, event(world), "job-1")
+    done, runner = on_runner(world, event(world), "job-1", app=AppSecrets(app_id, private))
 
     assert done.returncode == 0, done.stderr
     [pull] = world.pulls()
     assert pull["draft"] is False
+    assert pull["user"]["login"] == "night-shift[bot]"
+    acted = {str(e["login"]) for e in world.stand_in.requests if e["status"] < 400}
+    assert acted <= {"night-shift[bot]", f"app:{app_id}", "None", "maintainer"}, acted
+    minted = [e for e in world.stand_in.requests if str(e["path"]).endswith("/access_tokens")]
+    assert len(minted) >= 3, "the Run outlived its first installation tokens"
+    assert not [e for e in world.stand_in.requests if e["status"] == 401]
+    assert "PRIVATE KEY" not in done.stderr + (runner / "summary.md").read_text()
     assert done.stdout == pull["html_url"] + "\n"
     assert f"::group::thirdshift: a Run on {OWNER}/{NAME}#1" in done.stderr
     assert "::endgroup::" in done.stderr
@@ -192,10 +226,8 @@ def test_two_runs_on_one_issue_sharing_a_database_run_it_once(
     PostgreSQL: one Run takes the issue to a pull request, the other ends with one line."""
     world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": FIX}])
     worlds.append(world)
-    shared = {"THIRDSHIFT_DATABASE_URL": postgres_url}
-
-    first, _ = start_on_runner(world, event(world), "job-a", **shared)
-    second, _ = start_on_runner(world, event(world), "job-b", **shared)
+    first, _ = start_on_runner(world, event(world), "job-a", THIRDSHIFT_DATABASE_URL=postgres_url)
+    second, _ = start_on_runner(world, event(world), "job-b", THIRDSHIFT_DATABASE_URL=postgres_url)
     outcomes = [process.communicate(timeout=240) for process in (first, second)]
 
     assert (first.returncode, second.returncode) == (0, 0), outcomes

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.app_keys import key_pair
+from thirdshift.bootstrap import credential_secrets
 from thirdshift.errors import ConfigError
+from thirdshift.scrub import Scrubber
 from thirdshift.settings import PUBLIC_GITHUB_API, load_settings
 
 
@@ -133,3 +136,71 @@ def test_a_list_setting_given_as_plain_text_names_the_variable_and_the_json_form
         "environment variable THIRDSHIFT_REPOSITORIES: not valid JSON; a list is written as "
         """JSON, for example THIRDSHIFT_REPOSITORIES='["a", "b"]'"""
     )
+
+
+def test_a_workflow_s_unset_app_secrets_mean_no_app_and_the_token_acts(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitHub passes a secret that is not set as an empty string: that is no App at all."""
+    monkeypatch.setenv("THIRDSHIFT_GITHUB_APP_ID", "")
+    monkeypatch.setenv("THIRDSHIFT_GITHUB_APP_PRIVATE_KEY", "")
+    monkeypatch.setenv("THIRDSHIFT_GITHUB_LOGIN", "")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_workflowtokenworkflowtoken0123456789")
+    settings = load_settings(os.environ)
+    assert (settings.github_app_id, settings.github_app_private_key) == (None, None)
+    assert settings.github_login is None
+    assert credential_secrets(settings) == ["ghs_workflowtokenworkflowtoken0123456789"]
+
+
+@pytest.mark.parametrize(
+    ("variables", "says"),
+    [
+        ({"THIRDSHIFT_GITHUB_APP_ID": "42"}, "set THIRDSHIFT_GITHUB_APP_PRIVATE_KEY"),
+        ({"THIRDSHIFT_GITHUB_APP_PRIVATE_KEY": "x" * 40}, "set THIRDSHIFT_GITHUB_APP_ID"),
+        (
+            {
+                "THIRDSHIFT_GITHUB_APP_ID": "42",
+                "THIRDSHIFT_GITHUB_APP_PRIVATE_KEY": "x" * 40,
+                "THIRDSHIFT_GITHUB_APP_PRIVATE_KEY_FILE": "/nowhere/app.pem",
+            },
+            "given twice",
+        ),
+        (
+            {
+                "THIRDSHIFT_GITHUB_APP_ID": "42",
+                "THIRDSHIFT_GITHUB_APP_PRIVATE_KEY_FILE": "/nowhere/app.pem",
+            },
+            "github_app_private_key_file /nowhere/app.pem: cannot be read",
+        ),
+        ({}, "no GitHub token: set GITHUB_TOKEN"),
+    ],
+)
+def test_half_a_github_app_or_no_credentials_at_all_names_what_to_set(
+    home: Path, monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], says: str
+) -> None:
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings(os.environ)
+    with pytest.raises(ConfigError) as caught:
+        credential_secrets(settings)
+    assert says in str(caught.value)
+    assert "x" * 20 not in str(caught.value)
+
+
+def test_the_app_s_key_is_known_to_the_scrubber_whole_and_line_by_line(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line of the key, quoted in some error or log, is scrubbed too; its frame lines are
+    not secrets (they stand in documentation everywhere)."""
+    private, _ = key_pair()
+    key_file = home / "app.pem"
+    key_file.write_text(private)
+    monkeypatch.setenv("THIRDSHIFT_GITHUB_APP_ID", "42")
+    monkeypatch.setenv("THIRDSHIFT_GITHUB_APP_PRIVATE_KEY_FILE", str(key_file))
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_ignoredwhenanappisthere0123456789ab")
+    known = credential_secrets(load_settings(os.environ))
+    body = private.strip().splitlines()[1:-1]
+    assert known == [private, *body]
+    scrub = Scrubber(known)
+    assert body[3] not in scrub(f"error near {body[3]} in the key")
+    assert "-----BEGIN RSA PRIVATE KEY-----" not in known

@@ -14,9 +14,10 @@ Decisions a reader of the file would otherwise question, each kept here with its
 - No ``${{ }}`` expression appears inside a ``run:`` script: every value reaches the shell as an
   environment variable, so an issue title can never become shell code.
 - With a GitHub App (``THIRDSHIFT_APP_ID`` and ``THIRDSHIFT_APP_PRIVATE_KEY`` secrets)
-  thirdshift acts with an installation token, whose pushes start the repository's CI; pushes
-  made with ``GITHUB_TOKEN`` start no workflow, so the pull request would wait for checks that
-  never come.
+  thirdshift acts with the App's installation tokens, whose pushes start the repository's CI;
+  pushes made with ``GITHUB_TOKEN`` start no workflow, so the pull request would wait for
+  checks that never come. thirdshift is given the App's key and mints the tokens itself, renewed
+  as they age: an installation token lasts an hour, a Run may last several.
 - On cancellation GitHub sends SIGINT, SIGTERM 7.5 s later and kills 2.5 s after that: the stop
   grace and the salvage's time for GitHub's retries are set short enough to save the work first.
 - The Session logs are uploaded whatever happened (``if: always()``), cancellation included.
@@ -95,16 +96,9 @@ jobs:
     runs-on: ubuntu-latest
     timeout-minutes: {timeout_minutes(choices)}
     env:
-      THIRDSHIFT_APP_ID: ${{{{ secrets.THIRDSHIFT_APP_ID }}}}
+      # With a GitHub App, thirdshift mints its installation tokens (renewed as they age).
+      THIRDSHIFT_GITHUB_APP_ID: ${{{{ secrets.THIRDSHIFT_APP_ID }}}}
     steps:
-      - name: Make an installation token of the GitHub App, if there is one
-        id: app
-        if: env.THIRDSHIFT_APP_ID != ''
-        uses: actions/create-github-app-token@v2
-        with:
-          app-id: ${{{{ env.THIRDSHIFT_APP_ID }}}}
-          private-key: ${{{{ secrets.THIRDSHIFT_APP_PRIVATE_KEY }}}}
-
       - uses: actions/setup-python@v5
         with:
           python-version: "3.12"
@@ -128,11 +122,11 @@ jobs:
       - name: Run thirdshift
         id: thirdshift
         env:
-          GITHUB_TOKEN: ${{{{ steps.app.outputs.token || secrets.GITHUB_TOKEN }}}}
-          # An integration's token cannot say whose it is: its bot login, given here.
+          THIRDSHIFT_GITHUB_APP_PRIVATE_KEY: ${{{{ secrets.THIRDSHIFT_APP_PRIVATE_KEY }}}}
+          # Without an App, the workflow's own token; GitHub will not say whose it is.
+          GITHUB_TOKEN: ${{{{ secrets.GITHUB_TOKEN }}}}
           THIRDSHIFT_GITHUB_LOGIN: >-
-            ${{{{ steps.app.outputs.app-slug && format('{{0}}[bot]', steps.app.outputs.app-slug)
-            || 'github-actions[bot]' }}}}
+            ${{{{ env.THIRDSHIFT_GITHUB_APP_ID == '' && 'github-actions[bot]' || '' }}}}
           {key}: ${{{{ secrets.{key} }}}}
           THIRDSHIFT_HOME: ${{{{ runner.temp }}}}/thirdshift
           THIRDSHIFT_HARNESS: {choices.harness}
