@@ -45,15 +45,18 @@ from thirdshift.store import Store
 
 
 def hidden_from_agents(settings: Settings, environ: Mapping[str, str]) -> tuple[Path, ...]:
-    """Directories an agent must not see besides thirdshift's home: the user's home (from the
-    environment, else the password database), the SQLite database's directory, and the
-    Harnesses' own configuration directories (their transcripts of other work)."""
+    """What an agent must not see besides thirdshift's home: the user's home (from the
+    environment, else the password database), the SQLite database's directory, the
+    Harnesses' own configuration directories (their transcripts of other work), and a GitHub
+    App's private key file."""
     found = [Path(environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir)]
     if settings.sqlite_directory is not None:
         found.append(settings.sqlite_directory)
     found += [
         Path(environ[name]) for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME") if environ.get(name)
     ]
+    if settings.github_app_private_key_file is not None:
+        found.append(settings.github_app_private_key_file)  # a file: it reads as empty
     return tuple(found)
 
 

@@ -3,6 +3,8 @@ behind, and the variables pointing the CLI there."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 from thirdshift.harnesses import ClaudeHarness, CodexHarness, SealedPaths
@@ -114,3 +116,25 @@ def test_a_hidden_directory_that_does_not_exist_is_left_out_of_the_seal(tmp_path
     assert str(home) in hidden
     assert str(home / "inner") not in hidden
     assert str(tmp_path / "missing") not in hidden
+
+
+def test_a_hidden_file_cannot_be_read_by_the_agent_under_bubblewrap(tmp_path: Path) -> None:
+    """A GitHub App's key file is bound over last, so it stays unreadable wherever it lies,
+    even inside a directory the agent may write (here the Worktree, which the test can place
+    where bubblewrap binds it back)."""
+    work = tmp_path / "work"
+    key = work / "keys" / "app.pem"
+    key.parent.mkdir(parents=True)
+    key.write_text("-----BEGIN RSA PRIVATE KEY-----\nsecret\n-----END RSA PRIVATE KEY-----\n")
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None, "bubblewrap is required (apt-get install bubblewrap)"
+
+    def agent_reads(hidden: tuple[Path, ...]) -> subprocess.CompletedProcess[str]:
+        paths = SealedPaths(worktree=work, clone=work, agent_home=work, hidden=hidden)
+        argv = [bwrap, *bwrap_options(paths), "--", "cat", str(key)]
+        return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
+
+    assert "secret" in agent_reads(()).stdout  # the place is readable: the bind is what hides
+    hidden = agent_reads((key,))
+    assert "secret" not in hidden.stdout + hidden.stderr
+    assert "secret" in key.read_text()  # thirdshift's own view is untouched

@@ -58,7 +58,8 @@ class SealedPaths:
     agent_home: Path
     """The Run's private home: the Harness's config and transcripts."""
     hidden: tuple[Path, ...]
-    """Directories replaced by empty ones: thirdshift's home, the user's home."""
+    """Directories replaced by empty ones (thirdshift's home, the user's home), and files that
+    read as empty (a GitHub App's key)."""
     readable: tuple[Path, ...] = ()
     """Directories under a hidden one that must stay readable (the Harness CLI's install)."""
 
@@ -121,8 +122,17 @@ def bwrap_options(paths: SealedPaths) -> list[str]:
     config = paths.clone / "config"
     if config.exists():
         options += ["--ro-bind", str(config), str(config)]
+    # A hidden file (a GitHub App's key, say) reads as empty; applied last, so it holds
+    # wherever the file lies.
+    for secret in _hidden_files(paths.hidden):
+        options += ["--ro-bind", os.devnull, str(secret)]
     options += ["--chdir", str(paths.worktree)]
     return options
+
+
+def _hidden_files(paths: Sequence[Path]) -> list[Path]:
+    """The hidden paths that are files (links resolved), each once."""
+    return sorted({Path(os.path.realpath(p)) for p in paths if str(p) and Path(p).is_file()})
 
 
 def _outermost(paths: Sequence[Path]) -> list[Path]:
