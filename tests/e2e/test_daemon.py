@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.app_keys import key_pair
 from tests.support.real_cli import BIN_DIR, cli_path
 from tests.support.run_world import TOKEN, bash, pull_request_file
 from thirdshift.errors import StoreError
@@ -233,11 +234,17 @@ def test_two_daemons_on_one_database_run_each_of_twenty_issues_exactly_once(
         for n in range(1, count + 1):
             world.ready_issue(repo, f"Task {n} of {repo}")
 
+    # The second daemon acts as a GitHub App whose installation tokens last 6 s here (an hour
+    # on GitHub): it renews them all along, through the faults and the rate limit.
+    private, public = key_pair()
+    app_id = world.stand_in.add_app(
+        "night-shift", public, [f"{OWNER}/{r}" for r in REPOS], token_seconds=6
+    )
     world.stand_in.set_faults(
         Faults(error_rate=0.1, statuses=(500, 502, 503), lost_answers=0.1, rng=random.Random(7))
     )
     first = world.daemon("home-a")
-    second = world.daemon("home-b")
+    second = world.daemon("home-b", github_app_id=str(app_id), github_app_private_key=private)
     world.wait_until(lambda: world.succeeded() >= 4, timeout=300, what="four Runs succeeding")
     world.stand_in.limit_for(3)
     world.wait_until(lambda: world.succeeded() == 20, timeout=600, what="twenty Runs succeeding")
@@ -248,11 +255,13 @@ def test_two_daemons_on_one_database_run_each_of_twenty_issues_exactly_once(
     assert "GitHub answered 50" in err_a + err_b  # the faults did happen
     assert "rate limit" in err_a + err_b
 
+    authors: set[str] = set()
     for repo in REPOS:
         pulls = world.ready_pulls(repo)
         assert sorted(p["head"]["ref"] for p in pulls) == sorted(
             f"issue-{n}" for n in world.issues[repo]
         )
+        authors |= {p["user"]["login"] for p in pulls}
         for number in world.issues[repo]:
             assert len([c for c in world.comments(repo, number) if CLAIM_MARKER in c]) == 1
             assert len(world.comments(repo, number)) == 1
@@ -268,6 +277,10 @@ def test_two_daemons_on_one_database_run_each_of_twenty_issues_exactly_once(
     assert {a.daemon for a in activity if a.kind == "pickup"} == {"home-a", "home-b"}
     assert "daemon stopping" in err_a
     assert "daemon stopping" in err_b
+    assert authors == {"maintainer", "night-shift[bot]"}
+    minted = [e for e in world.stand_in.requests if str(e["path"]).endswith("/access_tokens")]
+    assert len(minted) > 2
+    assert "PRIVATE KEY" not in err_b
 
 
 @pytest.mark.parametrize("restart", ["same home", "fresh home"])
