@@ -32,6 +32,7 @@ from thirdshift.errors import (
 from thirdshift.git import Identity, ManagedClone
 from thirdshift.github import GitHub
 from thirdshift.github.app import InstallationTokens
+from thirdshift.github.requests import TOKEN, Credential
 from thirdshift.harnesses import harness_named, probe
 from thirdshift.home import Home, check_home
 from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
@@ -117,6 +118,7 @@ def run_issue(
             identity,
             scrub=scrub,
             environ=environ,
+            credential=credentials.words.name,
         )
 
     # The agent commits as the factory: its HOME may hold no git identity at all.
@@ -140,6 +142,7 @@ def run_issue(
                 clock=clock,
                 progress=say,
                 login=credentials.login,
+                credential=credentials.words,
             ),
             store=store,
             session_source=CliSessions(
@@ -228,6 +231,7 @@ def run_daemon(
                 clock=clock,
                 progress=say,
                 login=credentials.login,
+                credential=credentials.words,
             )
             adapters[credentials.installation] = github
         login = github.authenticated_login()
@@ -357,6 +361,7 @@ def run_event(
         clock=clock,
         progress=progress,
         login=credentials.login,
+        credential=credentials.words,
     )
     try:
         role = github.permission(owner, name, decision.sender)
@@ -443,6 +448,7 @@ class _Credentials:
     token: Callable[[], str]
     login: str | None
     installation: int | None
+    words: Credential = TOKEN
 
 
 def _app_key(settings: Settings) -> str | None:
@@ -470,12 +476,14 @@ def _app_key(settings: Settings) -> str | None:
     if key is None:
         raise ConfigError(
             "THIRDSHIFT_GITHUB_APP_ID is set but the App's private key is not: set "
-            "THIRDSHIFT_GITHUB_APP_PRIVATE_KEY (or github_app_private_key_file)"
+            "THIRDSHIFT_GITHUB_APP_PRIVATE_KEY (or github_app_private_key_file; on GitHub "
+            "Actions, the repository secret THIRDSHIFT_APP_PRIVATE_KEY)"
         )
     if settings.github_app_id is None:
         raise ConfigError(
             "a GitHub App's private key is set but not its id: set THIRDSHIFT_GITHUB_APP_ID "
-            "(the App ID on the App's settings page)"
+            "(the App ID on the App's settings page; on GitHub Actions, the repository secret "
+            "THIRDSHIFT_APP_ID)"
         )
     return key
 
@@ -521,7 +529,9 @@ def _credentials(
         scrub=scrub,
         progress=progress,
     )
-    return _Credentials(tokens, tokens.login(), tokens.installation_id)
+    # The installation first: its errors name the App's installation, the likeliest fault.
+    installation = tokens.installation_id
+    return _Credentials(tokens, tokens.login(), installation, tokens.credential)
 
 
 def _rules(settings: Settings) -> ReadyRules:

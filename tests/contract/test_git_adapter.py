@@ -462,7 +462,7 @@ def test_a_wrong_token_is_a_git_error_naming_the_remote_and_the_fix(
     assert "git fetch --prune --quiet origin" in message
     assert f"{sandbox.stand_in.web_url}/{FULL_NAME}.git" in message
     assert str(clone.path) in message
-    assert "the token can read acme/widgets" in message
+    assert "the token (GITHUB_TOKEN) can read acme/widgets" in message
     assert wrong not in message
     with pytest.raises(GitError):
         clone.remote_branches()

@@ -111,14 +111,47 @@ def test_a_key_that_is_not_the_app_s_is_refused_with_a_message_naming_the_app_an
     other_private, _ = key_pair()
     app_id = sandbox.client.add_app("night-shift", public, [FULL_NAME])
     lines: list[str] = []
+    tokens = tokens_of(sandbox, other_private, app_id, lines=lines)
 
+    for ask in (tokens.login, lambda: tokens.installation_id, tokens):
+        with pytest.raises(ConfigError) as error:
+            ask()
+        message = str(error.value)
+        assert f"signed with GitHub App {app_id}'s private key" in message
+        assert "THIRDSHIFT_GITHUB_APP_ID" in message
+        assert "GITHUB_TOKEN" not in message
+    assert "PRIVATE KEY" not in "".join(lines)
+
+
+def test_a_failed_renewal_keeps_the_token_that_still_holds_and_no_404_is_read_as_an_answer(
+    sandbox: Sandbox,
+) -> None:
+    """The App loses its installation mid-Run: while the current token holds, requests go on
+    with it (and a warning says why); once it has ended, they fail naming the App's
+    installation, and a branch that exists is never reported missing."""
+    private, public = key_pair()
+    app_id = sandbox.client.add_app("night-shift", public, [FULL_NAME], token_seconds=4)
+    lines: list[str] = []
+    tokens = tokens_of(sandbox, private, app_id, lines=lines)
+    github = GitHub(
+        sandbox.stand_in.api_url,
+        tokens,
+        scrub=Scrubber([private]),
+        clock=SystemClock(),
+        credential=tokens.credential,
+    )
+    assert github.branch_exists(OWNER, NAME, "main")
+    with sandbox.stand_in.world.lock:
+        sandbox.stand_in.world.apps[app_id].installations.clear()
+    time.sleep(2.2)  # past the renewal point, before the token's end
+
+    assert github.branch_exists(OWNER, NAME, "main")
+    assert any("could not renew GitHub App" in line for line in lines), lines
+    time.sleep(2.0)  # the token has ended
     with pytest.raises(ConfigError) as error:
-        tokens_of(sandbox, other_private, app_id, lines=lines)()
-
-    message = str(error.value)
-    assert f"signed with GitHub App {app_id}'s private key" in message
-    assert "THIRDSHIFT_GITHUB_APP_ID" in message
-    assert "PRIVATE KEY" not in message + "".join(lines)
+        github.branch_exists(OWNER, NAME, "main")
+    assert f"GitHub App {app_id} is not installed on {FULL_NAME}" in str(error.value)
+    assert "Install App" in str(error.value)
 
 
 def test_a_private_key_that_is_not_pem_is_a_config_error_that_never_quotes_it() -> None:

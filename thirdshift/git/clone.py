@@ -111,8 +111,10 @@ class ManagedClone:
         scrub: Scrubber,
         environ: Mapping[str, str],
         timeout: float = 300.0,
+        credential: str = "the token (GITHUB_TOKEN)",
     ) -> None:
         self.path = home / "repos" / owner / name
+        self._credential = credential
         self.owner = owner
         self.name = name
         self.remote_url = remote_url
@@ -328,9 +330,8 @@ class ManagedClone:
 
     def _remote_fix(self) -> str:
         return (
-            f"check that {self.remote_url} is reachable and that the token can read "
-            f"{self.owner}/{self.name} (and push to it, to push); the token is given by "
-            "GITHUB_TOKEN"
+            f"check that {self.remote_url} is reachable and that {self._credential} can "
+            f"read {self.owner}/{self.name} (and push to it, to push)"
         )
 
 

@@ -53,7 +53,9 @@ from thirdshift.github.convert import (
     status_record,
 )
 from thirdshift.github.requests import (
+    TOKEN,
     Calls,
+    Credential,
     GitHubError,
     MergeRefused,
     NotFound,
@@ -121,6 +123,7 @@ class GitHub:
         per_page: int = 100,
         cache_size: int = DEFAULT_SIZE,
         login: str | None = None,
+        credential: Credential = TOKEN,
     ) -> None:
         self._counter = RequestCounter()
         self._gh = Github(
@@ -143,6 +146,7 @@ class GitHub:
             clock=clock,
             retries=retries,
             max_rate_limit_wait=max_rate_limit_wait,
+            credential=credential,
         )
         self._login: str | None = login  # given: an integration's token cannot tell it
 

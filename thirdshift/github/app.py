@@ -18,14 +18,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from github import Auth, GithubIntegration
 
 from thirdshift.clock import Clock
-from thirdshift.errors import ConfigError, GitHubError, NotFound
-from thirdshift.github.requests import Calls, Request
+from thirdshift.errors import ConfigError, GitHubError
+from thirdshift.github.requests import Calls, Credential, Request
+
+T = TypeVar("T")
 
 RENEW_MARGIN = timedelta(minutes=10)
 """A token is renewed when this little is left of it (or half its life, if that is less)."""
@@ -98,14 +101,27 @@ class InstallationTokens:
         self._lock = threading.Lock()
         self._installation: int | None = None
         self._slug: str | None = None
+        self._progress = progress
         self._token = ""
-        self._renew = clock.now()
+        self._expires = self._renew = clock.now()
 
     def __call__(self) -> str:
-        """The installation token, minted now if there is none yet or it is due for renewal."""
+        """The installation token, minted now if there is none yet or it is due for renewal.
+        A renewal that fails while the current token still holds keeps that token (and says
+        so): a salvage push in the last minutes of a token must not be lost to a GitHub fault."""
         with self._lock:
-            if not self._token or self._clock.now() >= self._renew:
+            now = self._clock.now()
+            if self._token and now < self._renew:
+                return self._token
+            try:
                 self._mint()
+            except (GitHubError, ConfigError) as error:
+                if not self._token or self._clock.now() >= self._expires:
+                    raise
+                self._progress(
+                    f"warning: could not renew GitHub App {self._app_id}'s installation "
+                    f"token ({error}); the current one holds until {self._expires:%H:%M:%S} UTC"
+                )
             return self._token
 
     @property
@@ -113,14 +129,20 @@ class InstallationTokens:
         with self._lock:
             return self._installation_id()
 
+    @property
+    def credential(self) -> Credential:
+        """How messages name these tokens, and how their access is fixed."""
+        return Credential.app(self._app_id)
+
     def login(self) -> str:
         """The App's bot login (``<slug>[bot]``): who its installation tokens act as. GitHub
         will not name an installation token's user, so it is asked of the App."""
         with self._lock:
             if self._slug is None:
                 request = Request("GET", "/app", f"GitHub App {self._app_id}")
-                self._slug = self._calls.call(
-                    request, lambda: str(self._integration.get_app().slug), repeatable=True
+                integration = self._integration
+                self._slug = self._asked(
+                    request, lambda: str(integration.get_app().slug), repeatable=True
                 )
             return f"{self._slug}[bot]"
 
@@ -130,27 +152,12 @@ class InstallationTokens:
             request = Request(
                 "GET",
                 f"/repos/{owner}/{name}/installation",
-                f"GitHub App {self._app_id}'s installation on {self._owner}/{self._name}",
+                f"GitHub App {self._app_id}'s installation on {owner}/{name}",
             )
             integration = self._integration
-            try:
-                self._installation = self._calls.call(
-                    request, lambda: int(integration.get_repo_installation(owner, name).id)
-                )
-            except NotFound as error:
-                raise ConfigError(
-                    f"GitHub App {self._app_id} is not installed on {self._owner}/{self._name}; "
-                    "install it there (the App's settings, Install App), or check "
-                    "THIRDSHIFT_GITHUB_APP_ID"
-                ) from error
-            except GitHubError as error:
-                if error.status == 401:
-                    raise ConfigError(
-                        f"GitHub refused the token signed with GitHub App {self._app_id}'s "
-                        "private key; check THIRDSHIFT_GITHUB_APP_ID and that the key is the "
-                        "App's current one (and this machine's clock)"
-                    ) from error
-                raise
+            self._installation = self._asked(
+                request, lambda: int(integration.get_repo_installation(owner, name).id)
+            )
         return self._installation
 
     def _mint(self) -> None:
@@ -161,9 +168,10 @@ class InstallationTokens:
             f"an installation token of GitHub App {self._app_id}",
         )
         issued = self._clock.now()
+        integration = self._integration
         # Repeating is harmless: a second token is as good as the first.
-        minted = self._calls.call(
-            request, lambda: self._integration.get_access_token(installation), repeatable=True
+        minted = self._asked(
+            request, lambda: integration.get_access_token(installation), repeatable=True
         )
         expires = minted.expires_at
         if expires is None or expires <= issued:
@@ -173,4 +181,27 @@ class InstallationTokens:
                 None,
             )
         self._token = str(minted.token)
+        self._expires = expires
         self._renew = renew_at(issued, expires)
+
+    def _asked(self, request: Request, send: Callable[[], T], *, repeatable: bool = False) -> T:
+        """``send`` through the adapter's retry rules. What GitHub refuses becomes an error about
+        the App, never a :class:`NotFound`: a caller reading "404" as an answer (a branch that
+        is not there, a label already gone) must not take a token it could not get for one."""
+        try:
+            return self._calls.call(request, send, repeatable=repeatable)
+        except GitHubError as error:
+            if error.status == 401:
+                raise ConfigError(
+                    f"GitHub refused the token signed with GitHub App {self._app_id}'s private "
+                    "key; check THIRDSHIFT_GITHUB_APP_ID and that the key is the App's current "
+                    "one (and this machine's clock)"
+                ) from error
+            if error.status in (403, 404):
+                raise ConfigError(
+                    f"GitHub App {self._app_id} is not installed on {self._owner}/{self._name}, "
+                    f"or cannot act there (GitHub answered {error.status} to {request}); "
+                    "install the App there (the App's settings, Install App), and check that "
+                    "the installation is not suspended"
+                ) from error
+            raise GitHubError(str(error), None) from error

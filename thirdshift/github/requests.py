@@ -19,13 +19,46 @@ from github.GithubException import GithubException
 from thirdshift.clock import Clock
 from thirdshift.errors import GitHubError, MergeRefused, NotFound, RateLimited
 
-__all__ = ["Calls", "GitHubError", "MergeRefused", "NotFound", "RateLimited", "Request"]
+__all__ = [
+    "TOKEN",
+    "Calls",
+    "Credential",
+    "GitHubError",
+    "MergeRefused",
+    "NotFound",
+    "RateLimited",
+    "Request",
+]
 
 T = TypeVar("T")
 
 _IDEMPOTENT = frozenset({"GET", "PUT", "PATCH", "DELETE"})
 _SECONDARY_LIMIT_WAIT = 60.0
 """GitHub asks for at least a minute's pause after a secondary rate limit without headers."""
+
+
+@dataclass(frozen=True)
+class Credential:
+    """How messages name what thirdshift acts with on GitHub, and how its access is fixed."""
+
+    name: str = "the token in GITHUB_TOKEN"
+    holder: str = "the token's user"
+    fix: str = "set GITHUB_TOKEN to a valid token that can read and write the repository"
+
+    @classmethod
+    def app(cls, app_id: int) -> Credential:
+        return cls(
+            name=f"GitHub App {app_id}'s installation token",
+            holder=f"GitHub App {app_id}",
+            fix=(
+                f"check that GitHub App {app_id} is installed on the repository with read and "
+                "write access to contents, issues and pull requests, and that "
+                "THIRDSHIFT_GITHUB_APP_ID and its private key are the App's"
+            ),
+        )
+
+
+TOKEN = Credential()
 
 
 @dataclass(frozen=True)
@@ -75,8 +108,10 @@ class Calls:
         clock: Clock,
         retries: int,
         max_rate_limit_wait: float,
+        credential: Credential = TOKEN,
     ) -> None:
         self.api_url = api_url
+        self._credential = credential
         self._scrub = scrub
         self._progress = progress
         self._retries = retries
@@ -164,26 +199,24 @@ class Calls:
         status = exc.status
         detail = self._scrub(github_detail(exc))
         said = f"{status}: {detail}" if detail else str(status)
+        credential = self._credential
         if status == 401:
-            message = (
-                f"GitHub refused the token in GITHUB_TOKEN ({said}, to {request}); set "
-                "GITHUB_TOKEN to a valid token that can read and write the repository"
-            )
+            message = f"GitHub refused {credential.name} ({said}, to {request}); {credential.fix}"
         elif status == 404:
             return NotFound(
                 self._scrub(
-                    f"GitHub has no {request.what}, or the token in GITHUB_TOKEN cannot see it "
-                    f"(404 to {request}); check the name, and that the token's user can read "
-                    "the repository"
+                    f"GitHub has no {request.what}, or {credential.name} cannot see it "
+                    f"(404 to {request}); check the name, and that {credential.holder} can "
+                    "read the repository"
                 ),
                 status,
                 detail,
             )
         elif status == 403:
             message = (
-                f"GitHub refused {request} on {request.what} ({said}); give the token's user "
-                "the access this needs on the repository, or set GITHUB_TOKEN to a token "
-                "that has it"
+                f"GitHub refused {request} on {request.what} ({said}); give "
+                f"{credential.holder} the access this needs on the repository, or "
+                f"{credential.fix}"
             )
         elif status == 422:
             message = (

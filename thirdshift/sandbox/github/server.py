@@ -208,10 +208,8 @@ class GitHubStandIn:
     ) -> int:
         """Register a GitHub App (its PEM public key) installed where ``repositories`` are;
         its installation tokens last ``token_seconds``. Returns the App's id."""
-        with self.world.lock:
-            app = self.world.add_app(slug, public_key, repositories)
-            self.world.installation_token_life = timedelta(seconds=token_seconds)
-            return app.id
+        app = self.world.add_app(slug, public_key, repositories, timedelta(seconds=token_seconds))
+        return app.id
 
     def fail_next_merges(self, full_name: str, count: int, status: int, message: str) -> None:
         """Make the next ``count`` merges of ``owner/name`` fail with ``status`` and
@@ -255,7 +253,8 @@ class GitHubStandIn:
         if delay:
             time.sleep(delay / 1000)
         login, who, bad_token, app = self._authenticate(request.headers.get("authorization"))
-        limit = RATE_LIMIT if login else ANONYMOUS_RATE_LIMIT
+        # An App signing its own requests has a budget of its own, as a user has.
+        limit = RATE_LIMIT if login or app else ANONYMOUS_RATE_LIMIT
         window = self.rate_limits.window(who, resource, limit)
         path = request.path.removeprefix(API_PREFIX) or "/"
         base: dict[str, str] = {

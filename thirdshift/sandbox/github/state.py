@@ -97,6 +97,7 @@ class App:
     public_key: str
     installations: dict[str, int]  # account login -> installation id
     created_at: datetime
+    token_life: timedelta = timedelta(hours=1)  # GitHub's
 
     @property
     def bot(self) -> str:
@@ -221,7 +222,6 @@ class World:
         self.repos: dict[tuple[str, str], Repo] = {}
         self.apps: dict[int, App] = {}
         self.installation_tokens: dict[str, InstallationToken] = {}
-        self.installation_token_life = timedelta(hours=1)  # GitHub's
         self._next_id = 1_000_001
 
     def new_id(self) -> int:
@@ -260,7 +260,13 @@ class World:
             self.repos[(owner, name)] = repo
             return repo
 
-    def add_app(self, slug: str, public_key: str, repositories: list[str]) -> App:
+    def add_app(
+        self,
+        slug: str,
+        public_key: str,
+        repositories: list[str],
+        token_life: timedelta = timedelta(hours=1),
+    ) -> App:
         """Register a GitHub App installed on the accounts owning ``repositories`` (each
         ``owner/name``), where its bot may write. Its bot has no token of its own: it acts
         only through installation tokens."""
@@ -271,6 +277,7 @@ class World:
                 public_key=public_key,
                 installations={},
                 created_at=utcnow(),
+                token_life=token_life,
             )
             for full_name in repositories:
                 owner = full_name.partition("/")[0]
@@ -284,7 +291,7 @@ class World:
         """A new installation token (in GitHub's shape) and when it ends."""
         with self.lock:
             token = "ghs_" + "".join(secrets.choice(_TOKEN_CHARS) for _ in range(36))
-            expires = utcnow() + self.installation_token_life
+            expires = utcnow() + app.token_life
             self.installation_tokens[token] = InstallationToken(app.id, installation, expires)
             return token, expires
 
