@@ -19,11 +19,17 @@ from thirdshift.errors import ConfigError
 from thirdshift.git import ManagedClone
 from thirdshift.github import GitHub
 from thirdshift.github.app import InstallationTokens, check_private_key, renew_at
+from thirdshift.sandbox.github.limits import Faults
 from thirdshift.scrub import Scrubber
 
 
 def tokens_of(
-    sandbox: Sandbox, private: str, app_id: int, name: str = NAME, lines: list[str] | None = None
+    sandbox: Sandbox,
+    private: str,
+    app_id: int,
+    name: str = NAME,
+    lines: list[str] | None = None,
+    retries: int = 1,
 ) -> InstallationTokens:
     return InstallationTokens(
         sandbox.stand_in.api_url,
@@ -34,7 +40,7 @@ def tokens_of(
         clock=SystemClock(),
         scrub=Scrubber([private]),
         progress=(lines if lines is not None else []).append,
-        retries=1,
+        retries=retries,
     )
 
 
@@ -160,3 +166,22 @@ def test_a_private_key_that_is_not_pem_is_a_config_error_that_never_quotes_it() 
 
     assert "not a PEM private key" in str(error.value)
     assert "secretbody" not in str(error.value)
+
+
+def test_github_s_server_errors_while_finding_the_installation_and_minting_are_retried(
+    sandbox: Sandbox,
+) -> None:
+    """A GET of the installation is repeated after a 5xx, as every GET is, with a progress
+    line for each retry (a POST for a token is repeated too: a second token is as good)."""
+    private, public = key_pair()
+    app_id = sandbox.client.add_app("night-shift", public, [FULL_NAME])
+    lines: list[str] = []
+    tokens = tokens_of(sandbox, private, app_id, lines=lines, retries=3)
+    sandbox.stand_in.set_faults(Faults(error_rate=1.0, statuses=(503,), count=2))
+    try:
+        assert tokens().startswith("ghs_")
+    finally:
+        sandbox.stand_in.set_faults(Faults())
+    retries = [line for line in lines if "GitHub answered 503" in line]
+    assert len(retries) == 2
+    assert all("retrying in" in line for line in retries)

@@ -184,7 +184,9 @@ class InstallationTokens:
         self._expires = expires
         self._renew = renew_at(issued, expires)
 
-    def _asked(self, request: Request, send: Callable[[], T], *, repeatable: bool = False) -> T:
+    def _asked(
+        self, request: Request, send: Callable[[], T], *, repeatable: bool | None = None
+    ) -> T:
         """``send`` through the adapter's retry rules. What GitHub refuses becomes an error about
         the App, never a :class:`NotFound`: a caller reading "404" as an answer (a branch that
         is not there, a label already gone) must not take a token it could not get for one."""
