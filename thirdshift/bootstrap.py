@@ -135,15 +135,7 @@ def run_issue(
     try:
         delivery = Delivery(
             settings=settings,
-            github=GitHub(
-                settings.github_api_url,
-                credentials.token,
-                scrub=scrub,
-                clock=clock,
-                progress=say,
-                login=credentials.login,
-                credential=credentials.words,
-            ),
+            github=_adapter(settings, credentials, scrub=scrub, clock=clock, progress=say),
             store=store,
             session_source=CliSessions(
                 harness=harness,
@@ -224,15 +216,7 @@ def run_daemon(
         credentials = _credentials(settings, owner, name, clock=clock, scrub=scrub, progress=say)
         github = adapters.get(credentials.installation)
         if github is None:
-            github = GitHub(
-                settings.github_api_url,
-                credentials.token,
-                scrub=scrub,
-                clock=clock,
-                progress=say,
-                login=credentials.login,
-                credential=credentials.words,
-            )
+            github = _adapter(settings, credentials, scrub=scrub, clock=clock, progress=say)
             adapters[credentials.installation] = github
         login = github.authenticated_login()
         try:
@@ -354,15 +338,7 @@ def run_event(
     owner, name, number = decision.owner, decision.name, decision.number
     clock = SystemClock(interrupt)
     credentials = _credentials(settings, owner, name, clock=clock, scrub=scrub, progress=progress)
-    github = GitHub(
-        settings.github_api_url,
-        credentials.token,
-        scrub=scrub,
-        clock=clock,
-        progress=progress,
-        login=credentials.login,
-        credential=credentials.words,
-    )
+    github = _adapter(settings, credentials, scrub=scrub, clock=clock, progress=progress)
     try:
         role = github.permission(owner, name, decision.sender)
     except NotFound:
@@ -532,6 +508,26 @@ def _credentials(
     # The installation first: its errors name the App's installation, the likeliest fault.
     installation = tokens.installation_id
     return _Credentials(tokens, tokens.login(), installation, tokens.credential)
+
+
+def _adapter(
+    settings: Settings,
+    credentials: _Credentials,
+    *,
+    scrub: Scrubber,
+    clock: Clock,
+    progress: Callable[[str], None],
+) -> GitHub:
+    """The GitHub adapter acting with ``credentials``."""
+    return GitHub(
+        settings.github_api_url,
+        credentials.token,
+        scrub=scrub,
+        clock=clock,
+        progress=progress,
+        login=credentials.login,
+        credential=credentials.words,
+    )
 
 
 def _rules(settings: Settings) -> ReadyRules:
