@@ -152,6 +152,7 @@ def run_issue(
                 home=home,
                 hidden=hidden_from_agents(settings, environ),
                 model=settings.model,
+                resume_cap_tokens=settings.resume_preamble_tokens,
             ),
             clones=clone_of,
             environ=harness_base,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -202,13 +201,23 @@ class Activity:
     run_id: int | None = None
 
 
-class SessionHistory(NamedTuple):
-    """What one earlier session did, as a follow-up preamble takes it: its Session kind, its
-    final message and the summaries of its last Session events, oldest first."""
+@dataclass(frozen=True)
+class SessionHistory:
+    """What one earlier session did, as a preamble takes it: where it sat (its Run and Session
+    kind), its brief (the prompt it started with), its final message, the summaries of its
+    newest Session events (oldest first) and how many it had in all. For the last session of an
+    earlier Run, how that Run ended (``run_outcome``: ``ended failed: <cause>``), its pull
+    request and the Issue branch's head."""
 
     kind: str
     final_message: str | None
     steps: tuple[str, ...]
+    run_id: int = 0
+    prompt: str = ""
+    step_count: int = 0
+    run_outcome: str | None = None
+    pull_request: int | None = None
+    head: str | None = None
 
 
 # -- the process supervisor's limits ----------------------------------------------------------

@@ -166,6 +166,18 @@ class Settings(BaseSettings):
     min_free_disk_mb: int = Field(
         default=512, ge=0, description="Refuse to start a Run with less free disk in the home."
     )
+    resume_preamble_tokens: int = Field(
+        default=4000,
+        ge=200,
+        description="The resume preamble's budget (what an earlier session did), apart from "
+        "the prompt it follows.",
+    )
+    follow_up_preamble_tokens: int = Field(
+        default=2000,
+        ge=200,
+        description="The follow-up preamble's budget (what the sessions before a Repair or a "
+        "Continuation did).",
+    )
 
     # -- the daemon ------------------------------------------------------------------------------
     repositories: list[str] = Field(

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from thirdshift.errors import StoreError
 from thirdshift.records import SessionEvent
+from thirdshift.sessions.preamble import follow_up_preamble
 from thirdshift.store import Store, utcnow
 
 
@@ -420,3 +421,62 @@ def test_a_run_is_not_recorded_under_a_lease_that_expired_untaken(postgres_url: 
         assert store.list_runs() == []
     finally:
         store.close()
+
+
+def test_the_issue_s_history_runs_across_its_runs_with_each_run_s_outcome(store: Store) -> None:
+    """A three-Run chain: two Failed runs, then the third's own ended sessions. The history is
+    oldest first, counts every step (not only the newest handed over), and the last session of
+    each earlier Run carries how it ended; the preamble puts the nearest inline and the older
+    as pointers naming their Run."""
+    repository = store.ensure_repository("octo", "widgets")
+
+    def session(run_id: int, kind: str, steps: int, state: str = "ended") -> None:
+        row = store.start_session(
+            run_id, kind, harness="claude", log_path=f"/logs/{kind}.jsonl", prompt=f"{kind} it"
+        )
+        store.add_session_events(
+            row.id,
+            [
+                SessionEvent(seq=i, kind="tool_call", tool="Bash", summary=f"$ {kind} {i}")
+                for i in range(1, steps + 1)
+            ],
+        )
+        store.end_session(row.id, state=state, harness_session_id=None, final_message=f"{kind}.")
+
+    first = store.start_run(repository, 7)
+    session(first.id, "implement", 3, state="failed")
+    store.finish_run(first.id, "failed", cause="the model gave up")
+    second = store.start_run(repository, 7)
+    session(second.id, "implement", 80)
+    session(second.id, "repair-1", 2)
+    store.finish_run(
+        second.id, "failed", cause="CI stayed red", pull_request_number=12, head_sha="abc1234ff"
+    )
+    third = store.start_run(repository, 7)
+    session(third.id, "implement", 1)
+    store.start_session(third.id, "repair-1", harness="claude", log_path="/l", prompt="now")
+
+    history = store.issue_history(third, last_events=50)
+
+    assert [(h.run_id, h.kind) for h in history] == [
+        (first.id, "implement"),
+        (second.id, "implement"),
+        (second.id, "repair-1"),
+        (third.id, "implement"),
+    ]
+    assert [h.step_count for h in history] == [3, 80, 2, 1]
+    assert len(history[1].steps) == 50
+    assert history[0].run_outcome == "ended failed: the model gave up"
+    assert (history[2].run_outcome, history[2].pull_request, history[2].head) == (
+        "ended failed: CI stayed red",
+        12,
+        "abc1234ff",
+    )
+    assert history[1].run_outcome is None
+    assert store.issue_history(third, last_events=50, sessions=2) == history[-2:]
+
+    text = follow_up_preamble(store.issue_history(second, last_events=50))
+    assert f"- Run {first.id}, session implement: implement. (the Run ended failed: the model" in (
+        text
+    )
+    assert f"The session just before this one (Run {second.id}, session repair-1):" in text

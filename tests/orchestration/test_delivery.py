@@ -69,7 +69,8 @@ def test_a_continuation_builds_on_the_branch_and_updates_the_same_pull_request(
     assert world.run(number) == 0
 
     prompt = world.sessions.prompts["implement"]
-    assert "The earlier Run ended failed: the model gave up" in prompt
+    assert "The session just before this one (Run 1, session implement):" in prompt
+    assert "Its Run ended failed: the model gave up" in prompt
     assert world.origin_file("issue-1", "half.txt") == "half"
     assert world.origin_file("issue-1", "widget.txt") == "widget"
     assert "continuing issue-1, which an earlier Run left on origin" in world.lines
@@ -378,7 +379,8 @@ def test_a_red_check_gets_a_ci_fix_repair_whose_prompt_names_it(world: RunWorld)
     prompt = world.sessions.prompts["repair-1"]
     assert "tests" in prompt
     assert "log of job 77" in prompt
-    assert "Steps of implement" in prompt  # the follow-up preamble, from the database
+    # The follow-up preamble, from the database: the session before, inline.
+    assert "The session just before this one (Run 1, session implement):" in prompt
     assert world.origin_file("issue-1", "fix.txt") == "fixed"
     [run] = world.store.list_runs()
     assert run.state == "succeeded"

@@ -1,88 +1,254 @@
-"""The resume brief: bounded, the prompt verbatim, oldest steps cut first."""
+"""Context preambles: each within its own budget whatever the prompt's size, the newest steps kept
+over the oldest, an exact count of what was left out, cuts on line boundaries outside code
+fences, and a slash command kept first. Examples first, then properties over any input."""
 
 from __future__ import annotations
 
-from thirdshift.sessions.preamble import count_tokens, follow_up_preamble, resume_brief
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from thirdshift.records import SessionHistory
+from thirdshift.sessions.preamble import (
+    count_tokens,
+    cut_lines,
+    follow_up_preamble,
+    resume_brief,
+    resume_preamble,
+)
+
+LEFT_OUT = re.compile(r"\[(\d+) earlier step\(s\) left out\]")
 
 
-def test_the_prompt_is_kept_verbatim_and_the_steps_follow_in_order() -> None:
-    """The original prompt opens the brief unchanged; the instruction closes it."""
+def session(
+    kind: str = "implement",
+    message: str | None = "done",
+    steps: list[str] | None = None,
+    *,
+    run_id: int = 1,
+    prompt: str = "",
+    run_outcome: str | None = None,
+    pull_request: int | None = None,
+    head: str | None = None,
+) -> SessionHistory:
+    found = tuple(steps if steps is not None else ["$ make"])
+    return SessionHistory(
+        kind,
+        message,
+        found,
+        run_id=run_id,
+        prompt=prompt,
+        step_count=len(found),
+        run_outcome=run_outcome,
+        pull_request=pull_request,
+        head=head,
+    )
+
+
+def preamble_of(brief: str) -> str:
+    return brief.split("\n---\n", 1)[1]
+
+
+def test_the_prompt_opens_the_brief_and_the_steps_follow_in_order() -> None:
     prompt = "Implement issue #7.\n\n  Keep   this spacing.\n"
     brief = resume_brief(prompt, ["$ npm install", "Edit a.py"], "Re-run npm test.")
     assert brief.startswith(prompt.rstrip())
     assert brief.index("$ npm install") < brief.index("Edit a.py") < brief.index("Re-run npm test.")
 
 
-def test_the_oldest_steps_are_cut_first_to_fit_the_cap_with_a_marker() -> None:
-    """Over the cap, the newest steps survive and a marker says how many were left out."""
+def test_a_30_kb_issue_never_crowds_out_the_steps_and_the_preamble_keeps_its_cap() -> None:
+    """The reported failure: a 30 KB issue body made a 10,549-token brief listing no step."""
+    prompt = "\n".join(f"Requirement {i}: " + "detail " * 12 for i in range(400))
+    assert len(prompt.encode()) > 30_000
+    steps = [f"$ step {i}" for i in range(14)]
+    brief = resume_brief(prompt, steps, "Finish.", total_events=14)
+    assert count_tokens(preamble_of(brief)) <= 4000
+    assert all(f"$ step {i}\n" in brief for i in range(14))
+    assert "more line(s) of the prompt left out]" in brief
+    assert "left out]" not in preamble_of(brief)
+
+
+def test_the_left_out_count_counts_the_steps_the_database_never_handed_over() -> None:
+    """64 events, the newest 50 handed over, all 50 fit: 14 left out, not 0."""
+    steps = [f"$ step {i}" for i in range(14, 64)]
+    text = resume_preamble(steps, "Finish.", total_events=64)
+    assert "[14 earlier step(s) left out]" in text
+
+
+def test_the_oldest_steps_are_cut_first_to_fit_with_an_exact_marker() -> None:
     steps = [f"$ step number {i} " + "x" * 60 for i in range(50)]
-    brief = resume_brief("Do it.", steps, "Finish.", cap_tokens=400)
-    assert count_tokens(brief) <= 400
-    assert "step number 49" in brief
-    assert "step number 0 " not in brief
-    assert "earlier step(s) left out]" in brief
-
-
-def test_the_prompt_is_never_cut_even_over_the_cap() -> None:
-    """A prompt larger than the cap stays whole; only the steps give way."""
-    prompt = "Big brief. " * 500
-    brief = resume_brief(prompt, ["$ a", "$ b"], "Finish.", cap_tokens=100)
-    assert prompt.rstrip() in brief
-    assert "$ a" not in brief
+    text = resume_preamble(steps, "Finish.", total_events=50, cap_tokens=400)
+    assert count_tokens(text) <= 400
+    assert "step number 49 " in text
+    assert "step number 0 " not in text
+    kept = text.count("- $ step number")
+    [cut] = LEFT_OUT.findall(text)
+    assert int(cut) + kept == 50
 
 
 def test_a_leading_slash_command_stays_the_first_line() -> None:
-    """A skill invocation keeps its place at the very top."""
     brief = resume_brief("/thirdshift-implement\nImplement #7.", ["$ make"], "Finish.")
-    assert brief.splitlines()[0] == "/thirdshift-implement"
-    assert brief.splitlines()[1] == "Implement #7."
+    assert brief.splitlines()[:2] == ["/thirdshift-implement", "Implement #7."]
 
 
 def test_steps_are_one_line_each() -> None:
-    """A multi-line summary is folded onto one line."""
     brief = resume_brief("Do it.", ["$ echo a\n  && echo b"], "Finish.")
     assert "- $ echo a && echo b\n" in brief
 
 
-def test_the_follow_up_preamble_shows_the_parent_and_points_at_older_sessions() -> None:
-    """The parent's steps are listed; older sessions get one line each."""
+def test_a_cut_never_falls_inside_an_open_code_fence() -> None:
+    """A prompt cut inside a fence would leave it open and swallow the preamble after it."""
+    text = "Intro.\n```python\n" + "".join(f"line_{i} = {i}\n" for i in range(400)) + "```\nEnd.\n"
+    cut = cut_lines(text, 200, "the prompt")
+    assert cut.count("```") % 2 == 0
+    assert cut.startswith("Intro.\n")
+    assert cut.endswith("more line(s) of the prompt left out]\n")
+
+
+def test_the_follow_up_preamble_names_the_nearest_session_inline_and_points_at_older_ones() -> None:
     text = follow_up_preamble(
         [
-            ("implement", "Implemented the feature.", ["$ make"]),
-            ("repair-1", "Fixed the lint error.", ["Edit a.py", "$ make lint"]),
+            session(
+                "implement",
+                "Implemented the feature.",
+                run_id=3,
+                run_outcome="ended failed: CI stayed red",
+                pull_request=12,
+                head="abc1234def",
+            ),
+            session(
+                "repair-1",
+                "Fixed the lint error.",
+                ["Edit a.py", "$ make lint"],
+                run_id=4,
+                prompt="Fix the lint failure in a.py.",
+            ),
         ]
     )
-    assert "- implement: Implemented the feature." in text
-    assert "Steps of repair-1" in text
+    assert "- Run 3, session implement: Implemented the feature. (the Run ended failed: CI" in text
+    assert "The session just before this one (Run 4, session repair-1):" in text
+    assert "Its brief:\nFix the lint failure in a.py." in text
     assert text.index("Edit a.py") < text.index("$ make lint")
-    assert "The last session (repair-1) ended with:\nFixed the lint error." in text
+    assert "It ended with:\nFixed the lint error." in text
 
 
-def test_the_follow_up_preamble_stays_under_its_cap() -> None:
-    """Older pointers, then the oldest steps, give way first."""
-    earlier = [
-        (f"repair-{i}", "x" * 300, [f"$ step {j} " + "y" * 80 for j in range(60)]) for i in range(7)
-    ]
-    text = follow_up_preamble(earlier, cap_tokens=500)
-    assert count_tokens(text) <= 500
-    assert "$ step 59" in text
+def test_the_nearest_earlier_run_s_outcome_pull_request_and_head_are_inline() -> None:
+    text = follow_up_preamble(
+        [
+            session(
+                run_id=7,
+                run_outcome="ended failed: the Repair budget (5) is spent",
+                pull_request=12,
+                head="abc1234def",
+            )
+        ]
+    )
+    assert "Its Run ended failed: the Repair budget (5) is spent; pull request #12 at abc1234." in (
+        text
+    )
+
+
+def test_a_huge_final_message_keeps_its_head_and_tail() -> None:
+    message = "\n".join(f"line {i} " + "z" * 100 for i in range(400))
+    text = follow_up_preamble([session(message=message)], cap_tokens=600)
+    assert count_tokens(text) <= 600
+    assert "line 0 " in text
+    assert "line 399 " in text
+    assert "line(s) of its message left out]" in text
 
 
 def test_no_earlier_sessions_means_no_preamble() -> None:
-    """The opening session starts clean."""
     assert follow_up_preamble([]) == ""
 
 
-def test_a_huge_final_message_is_cut_so_the_preamble_keeps_its_cap() -> None:
-    """Even with nothing else to drop, the preamble never passes its cap."""
-    message = "\n".join(f"line {i} " + "z" * 100 for i in range(400))
-    text = follow_up_preamble([("implement", message, ["$ make"])], cap_tokens=300)
-    assert count_tokens(text) <= 300
-    assert "line 0 " in text
+# -- properties -------------------------------------------------------------------------------
+
+line_text = st.text(alphabet=st.characters(codec="utf-8"), min_size=0, max_size=120)
+fenced_text = st.lists(
+    st.one_of(line_text, st.sampled_from(["```", "```python", "~~~", "    ```"])), max_size=80
+).map("\n".join)
+steps_lists = st.lists(line_text, max_size=60)
+caps = st.integers(min_value=200, max_value=5000)
 
 
-def test_left_out_steps_are_marked() -> None:
-    """The reader is told how many of the parent's steps are missing."""
-    steps = [f"$ step {i} " + "s" * 80 for i in range(50)]
-    text = follow_up_preamble([("repair-1", "done", steps)], cap_tokens=400)
-    assert "earlier step(s) left out]" in text
+@settings(max_examples=150, deadline=None)
+@given(
+    prompt=fenced_text,
+    steps=steps_lists,
+    extra=st.integers(min_value=0, max_value=10_000),
+    cap=caps,
+    slash=st.booleans(),
+)
+def test_the_resume_preamble_keeps_its_cap_the_newest_steps_and_an_exact_count(
+    prompt: str, steps: list[str], extra: int, cap: int, slash: bool
+) -> None:
+    original = ("/skill run it\n" if slash else "") + prompt
+    total = len(steps) + extra
+    brief = resume_brief(original, steps, "Finish the task.", total_events=total, cap_tokens=cap)
+    preamble = preamble_of(brief)
+    assert count_tokens(preamble) <= cap
+    assert "Finish the task." in preamble  # the brief's own words are never cut
+    if slash:
+        assert brief.startswith("/skill run it\n")
+    listed = [line for line in preamble.splitlines() if line.startswith("- ")]
+    wanted = [f"- {' '.join(step.split())}" for step in steps[-50:]]
+    assert listed == wanted[len(wanted) - len(listed) :]  # the newest survive, in order
+    cut = LEFT_OUT.findall(preamble)
+    assert (int(cut[0]) if cut else 0) + len(listed) == max(total, len(steps[-50:]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=fenced_text, cap=st.integers(min_value=20, max_value=3000))
+def test_a_cut_keeps_its_cap_falls_on_a_line_boundary_and_closes_every_fence(
+    text: str, cap: int
+) -> None:
+    cut = cut_lines(text, cap, "the prompt")
+    assert count_tokens(cut) <= cap
+    if cut != text:
+        kept, _, marker = cut.rpartition("[")
+        assert text.startswith(kept)
+        assert kept == "" or kept.endswith("\n")
+        fences = [line for line in kept.splitlines() if line.lstrip().startswith(("```", "~~~"))]
+        assert len(fences) % 2 == 0
+        assert marker.endswith("line(s) of the prompt left out]\n")
+
+
+histories = st.lists(
+    st.builds(
+        SessionHistory,
+        kind=st.sampled_from(["implement", "repair-1", "repair-2", "implement-resume"]),
+        final_message=st.one_of(st.none(), fenced_text),
+        steps=st.lists(line_text, max_size=50).map(tuple),
+        run_id=st.integers(min_value=1, max_value=10_000),
+        prompt=fenced_text,
+        step_count=st.integers(min_value=0, max_value=5000),
+        run_outcome=st.one_of(st.none(), line_text.map(lambda t: f"ended failed: {t}")),
+        pull_request=st.one_of(st.none(), st.integers(min_value=1, max_value=99999)),
+        head=st.one_of(st.none(), st.text(alphabet="0123456789abcdef", min_size=40, max_size=40)),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(earlier=histories, cap=caps)
+def test_the_follow_up_preamble_keeps_its_cap_and_names_its_nearest_session(
+    earlier: list[SessionHistory], cap: int
+) -> None:
+    text = follow_up_preamble(earlier, cap_tokens=cap)
+    assert count_tokens(text) <= cap
+    nearest = earlier[-1]
+    assert f"(Run {nearest.run_id}, session {nearest.kind}):" in text
+    total = max(nearest.step_count, len(nearest.steps))
+    if "Its steps, oldest first:\n" not in text:
+        assert total == 0
+        return
+    block = text.split("Its steps, oldest first:\n", 1)[1]
+    block = re.split(r"\nIt (?:ended with|left no final message)", "\n" + block, maxsplit=1)[0]
+    steps = [line for line in block.splitlines() if line.startswith("- ")]
+    cut = LEFT_OUT.findall(block)
+    assert (int(cut[0]) if cut else 0) + len(steps) == total
+    wanted = [f"- {' '.join(step.split())}" for step in nearest.steps]
+    assert steps == wanted[len(wanted) - len(steps) :]  # the newest survive, in order

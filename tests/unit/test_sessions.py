@@ -251,3 +251,19 @@ def test_a_fallback_session_that_fails_is_not_resumed_again() -> None:
         sessions.run("implement", "do it")
     assert caught.value is failure
     assert len(outside.calls) == 3
+
+
+def test_a_resume_that_fails_keeps_the_first_session_s_killed_work_in_the_cause() -> None:
+    """The Resume was to redo the killed work; when it fails itself, the Failed run must still
+    say what was killed (its cause names it, its record keeps it)."""
+    outside = ScriptedOutside().then(
+        killed("npm test", session_id="abc"), SessionFailed("the provider answered 500")
+    )
+    sessions = sessions_over(outside)
+    with pytest.raises(LaterStepFailed) as caught, sessions.failures_name_killed_work():
+        sessions.run("implement", "do it")
+    assert str(caught.value) == (
+        "implement session ended with background work killed (npm test) and a later step "
+        "failed: the provider answered 500"
+    )
+    assert sessions.endings == ("implement session ended with background work killed (npm test)",)

@@ -447,15 +447,18 @@ class Delivery:
                 + cut_bytes(report, EARLIER_REPORT_BYTES, "[the rest of the report is left out]")
                 + "\n"
             )
-        last = earlier[0]
+        history = self._store.issue_history(record, last_events=EVENTS_IN_RESUME)
+        if history:
+            cap = self._settings.follow_up_preamble_tokens
+            return self._scrub(follow_up_preamble(history, cap_tokens=cap))
+        last = earlier[0]  # it ran no session: how it ended is all there is
         if last.state in ("running", "crashed"):  # it never recorded an ending itself
             ending = "The earlier Run stopped without recording how it ended (its process died)"
         else:
             ending = f"The earlier Run ended {last.state}" + (
                 f": {last.cause}" if last.cause else ""
             )
-        history = self._store.run_history(last.id, last_events=EVENTS_IN_RESUME)
-        return self._scrub(f"{follow_up_preamble(history)}{ending}.\n")
+        return self._scrub(f"{ending}.\n")
 
     # -- steps ---------------------------------------------------------------------------------
 

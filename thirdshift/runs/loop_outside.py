@@ -69,10 +69,9 @@ class RunLoopOutside:
     def _repair_prompt(self, cause_prompt: Callable[[str], str]) -> str:
         """A Repair's prompt: what the earlier sessions of this Run did (from the database),
         then the cause."""
-        earlier = self._store.run_history(
-            self._record.id, ended_only=True, last_events=EVENTS_IN_RESUME
-        )
-        return self._scrub(cause_prompt(follow_up_preamble(earlier)))
+        earlier = self._store.issue_history(self._record, last_events=EVENTS_IN_RESUME)
+        preamble = follow_up_preamble(earlier, cap_tokens=self._settings.follow_up_preamble_tokens)
+        return self._scrub(cause_prompt(preamble))
 
     def merge_base(self) -> BaseMerge:
         self._check_interrupt()

@@ -32,6 +32,7 @@ from thirdshift.home import Home
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import SessionEvent, Watchdogs
 from thirdshift.scrub import Scrubber
+from thirdshift.sessions.preamble import RESUME_CAP_TOKENS
 from thirdshift.sessions.rules import (
     ResumeUnknown,
     SessionEnding,
@@ -201,6 +202,7 @@ class CliOutside:
             killed_work=tuple(self._scrub(work) for work in outcome.killed_work),
             final_message=outcome.final_message,
             recent_events=tuple(event.summary for event in recent),
+            event_count=self._store.session_event_count(record.id),
         )
 
     def _failure(
@@ -274,6 +276,7 @@ class CliSessions:
     hidden: tuple[Path, ...]
     """Directories the agent must not see besides thirdshift's home (the user's home)."""
     model: str | None = None
+    resume_cap_tokens: int = RESUME_CAP_TOKENS
 
     @property
     def harness_name(self) -> str:
@@ -312,5 +315,7 @@ class CliSessions:
         )
         stamp = log_stamp(self.clock.now())
         return Sessions(
-            outside, session_log_paths(self.logs_dir, ref.owner, ref.repo, ref.number, stamp)
+            outside,
+            session_log_paths(self.logs_dir, ref.owner, ref.repo, ref.number, stamp),
+            resume_cap_tokens=self.resume_cap_tokens,
         )

@@ -1,10 +1,19 @@
 """Context preambles: bounded text that opens a fresh session with what came before, rebuilt
-from our database (ADR 0001), never from a Harness transcript.
+from our database (ADR 0001, ADR 0013), never from a Harness transcript.
 
-This holds the resume brief the Sessions module needs when a native Resume is no longer
-possible. Tokens are counted conservatively (one per three bytes of UTF-8), the brief's own
-prompt is kept verbatim and never cut, and the oldest event lines are cut first, with a marker
-saying how many were left out. A leading slash-command line stays first.
+Two preambles, each with a token budget of its own, apart from the prompt it is added to (which
+has its own bound, so a 30 KB issue can never crowd the steps out):
+
+- the **resume brief** stands in for a native Resume that is no longer possible: the session's
+  prompt, then what the session did (its newest steps), then what to do now;
+- the **follow-up preamble** opens a Repair or a Continuation with what the sessions before it
+  did: the nearest one inline (its brief, steps and outcome), up to four older ones as one-line
+  pointers naming their Run and session.
+
+Tokens are counted conservatively (one per three bytes of UTF-8). Every cut falls on a line
+boundary and never inside an open code fence; a marker says what was left out, and the count
+of left-out steps is exact (it counts the steps the database did not even hand over). A prompt
+that opens with a slash command (``/skill args``) keeps it as its first line.
 """
 
 from __future__ import annotations
@@ -14,7 +23,16 @@ from collections.abc import Sequence
 from thirdshift.records import SessionHistory
 
 RESUME_CAP_TOKENS = 4000
+FOLLOW_UP_CAP_TOKENS = 2000
+PROMPT_CAP_TOKENS = 12000
+"""The prompt a resume brief restates: bounded on its own, apart from the preamble's budget."""
 EVENTS_IN_RESUME = 50
+"""How many of a session's newest steps the database hands over for a preamble."""
+ANCESTORS = 5
+MIN_CAP_TOKENS = 200
+"""Below this a preamble cannot hold its own headings; settings refuse smaller caps."""
+
+_FENCES = ("```", "~~~")
 
 
 def count_tokens(text: str) -> int:
@@ -22,39 +40,67 @@ def count_tokens(text: str) -> int:
     return -(-len(text.encode()) // 3)
 
 
-def resume_brief(
-    original_prompt: str,
-    event_summaries: Sequence[str],
-    instruction: str,
-    *,
-    cap_tokens: int = RESUME_CAP_TOKENS,
-) -> str:
-    """The prompt of a fresh session that stands in for a Resume: the original prompt verbatim,
-    what the earlier session did (its last event summaries, oldest cut first to fit the cap),
-    then ``instruction`` (what to do now, e.g. re-run the killed work)."""
-    command, prompt = _split_slash_command(original_prompt)
-    head = (
-        f"{prompt.rstrip()}\n\n---\n"
-        "This session continues an earlier one whose conversation is gone.\n"
-    )
-    tail = f"\n{instruction.strip()}\n"
-    summaries = [" ".join(line.split()) for line in event_summaries[-EVENTS_IN_RESUME:]]
-    fixed = count_tokens(command + head + tail)
-    kept = list(summaries)
-    while (
-        kept and fixed + count_tokens(_event_block(kept, len(summaries) - len(kept))) > cap_tokens
-    ):
-        kept.pop(0)
-    body = _event_block(kept, len(summaries) - len(kept))
-    return command + head + body + tail
+def cut_lines(text: str, cap_tokens: int, what: str) -> str:
+    """``text`` whole if it fits ``cap_tokens``; otherwise its first lines and a marker line
+    naming how many lines of ``what`` were left out, all within the cap. The cut falls on a
+    line boundary outside any code fence (a fence left open would swallow what follows it)."""
+    if count_tokens(text) <= cap_tokens:
+        return text
+    lines = _lines(text)
+    budget = cap_tokens * 3
+    used = 0
+    open_fence = False
+    best = 0  # the longest prefix that ends outside a fence and fits with its marker
+    for index, line in enumerate(lines):
+        used += len(line.encode())
+        if line.lstrip().startswith(_FENCES):
+            open_fence = not open_fence
+        marker = _left_out(len(lines) - index - 1, what)
+        if used + len(marker.encode()) + 1 > budget:
+            break
+        if not open_fence:
+            best = index + 1
+    kept = "".join(lines[:best])
+    if kept and not kept.endswith("\n"):
+        kept += "\n"
+    return kept + _left_out(len(lines) - best, what)
 
 
-def _event_block(lines: Sequence[str], cut: int) -> str:
-    if not lines and not cut:
+def _lines(text: str) -> list[str]:
+    """``text``'s lines, each with its newline: only ``\n`` ends a line here, so a kept prefix
+    is always the text's own beginning."""
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _left_out(count: int, what: str) -> str:
+    return f"[{count} more line(s) of {what} left out]\n"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _steps_block(steps: Sequence[str], total: int, budget_bytes: int, heading: str) -> str:
+    """The newest of ``steps`` (oldest first) that fit ``budget_bytes``, under ``heading``,
+    with an exact count of the ones left out (``total`` counts those never handed over)."""
+    lines = [f"- {_one_line(step)}\n" for step in steps]
+    total = max(total, len(lines))
+    if not total:
         return ""
-    marker = f"[{cut} earlier step(s) left out]\n" if cut else ""
-    listed = "".join(f"- {line}\n" for line in lines)
-    return f"What it did, oldest first:\n{marker}{listed}"
+    kept: list[str] = []
+    size = len(heading.encode())
+    for line in reversed(lines):
+        marker = _steps_marker(total - len(kept) - 1)
+        if size + len(line.encode()) + len(marker.encode()) > budget_bytes:
+            break
+        kept.insert(0, line)
+        size += len(line.encode())
+    return heading + _steps_marker(total - len(kept)) + "".join(kept)
+
+
+def _steps_marker(cut: int) -> str:
+    return f"[{cut} earlier step(s) left out]\n" if cut > 0 else ""
 
 
 def _split_slash_command(prompt: str) -> tuple[str, str]:
@@ -65,57 +111,155 @@ def _split_slash_command(prompt: str) -> tuple[str, str]:
     return "", prompt
 
 
-FOLLOW_UP_CAP_TOKENS = 2000
-ANCESTORS = 5
+def resume_brief(
+    original_prompt: str,
+    event_summaries: Sequence[str],
+    instruction: str,
+    *,
+    total_events: int = 0,
+    cap_tokens: int = RESUME_CAP_TOKENS,
+    prompt_cap_tokens: int = PROMPT_CAP_TOKENS,
+) -> str:
+    """The prompt of a fresh session that stands in for a Resume: the original prompt (within
+    ``prompt_cap_tokens``), then the resume preamble within ``cap_tokens``: what the earlier
+    session did (its newest steps; ``total_events`` counts all it had, for the marker) and
+    ``instruction`` (what to do now, kept whole up to half the cap)."""
+    command, prompt = _split_slash_command(original_prompt)
+    prompt = cut_lines(prompt.rstrip(), prompt_cap_tokens, "the prompt").rstrip()
+    return f"{command}{prompt}\n\n---\n" + resume_preamble(
+        event_summaries, instruction, total_events=total_events, cap_tokens=cap_tokens
+    )
+
+
+def resume_preamble(
+    event_summaries: Sequence[str],
+    instruction: str,
+    *,
+    total_events: int = 0,
+    cap_tokens: int = RESUME_CAP_TOKENS,
+) -> str:
+    """The part of a resume brief after the prompt, within ``cap_tokens``."""
+    head = "This session continues an earlier one whose conversation is gone.\n"
+    tail = "\n" + cut_lines(instruction.strip(), cap_tokens // 2, "the instruction").rstrip()
+    tail += "\n"
+    budget = cap_tokens * 3 - len(head.encode()) - len(tail.encode())
+    steps = _steps_block(
+        list(event_summaries[-EVENTS_IN_RESUME:]),
+        total_events,
+        budget,
+        "What it did, oldest first:\n",
+    )
+    return head + steps + tail
 
 
 def follow_up_preamble(
-    earlier: Sequence[SessionHistory] | Sequence[tuple[str, str | None, Sequence[str]]],
-    *,
-    cap_tokens: int = FOLLOW_UP_CAP_TOKENS,
+    earlier: Sequence[SessionHistory], *, cap_tokens: int = FOLLOW_UP_CAP_TOKENS
 ) -> str:
-    """What the earlier sessions of this Run did, for the top of a Repair's prompt. ``earlier``
-    is ``(kind, final message, event summaries)`` oldest first; the newest (the parent) is shown
-    with its steps, up to four before it as one-line pointers. To fit the cap, older pointers go
-    first, then the parent's oldest steps (a marker says how many), and last the parent's final
-    message is cut at a line boundary."""
+    """What the sessions before this one did, oldest first in ``earlier``, within
+    ``cap_tokens``: the nearest inline (where it sits, its brief, its newest steps, how it
+    ended: head and tail of its final message, its Run's outcome, pull request and head), up to
+    four before it as one-line pointers. To fit, the nearest's oldest steps go first, then the
+    oldest pointers; its brief and message are bounded from the start."""
     if not earlier:
         return ""
-    recent = list(earlier[-ANCESTORS:])
-    *older, (parent_kind, parent_message, parent_steps) = recent
-    pointers = [
-        f"- {kind}: {' '.join((message or 'no final message').split())[:200]}"
-        for kind, message, _ in older
-    ]
-    steps = [f"- {' '.join(step.split())}" for step in parent_steps[-EVENTS_IN_RESUME:]]
-    total_steps = len(steps)
-    closing_lines = (parent_message or "no final message").strip().splitlines() or [""]
-
-    def render() -> str:
-        cut = total_steps - len(steps)
-        marker = f"[{cut} earlier step(s) left out]\n" if cut else ""
-        return (
-            "Earlier sessions of this Run:\n"
-            + "".join(line + "\n" for line in pointers)
-            + f"Steps of {parent_kind}, oldest first:\n"
-            + marker
-            + "".join(step + "\n" for step in steps)
-            + f"The last session ({parent_kind}) ended with:\n"
-            + "\n".join(closing_lines)
-            + "\n\n"
+    *older, nearest = list(earlier[-ANCESTORS:])
+    budget = cap_tokens * 3
+    pointers = [_pointer(session, budget // 16) for session in older]
+    where = f"Run {nearest.run_id}, session {nearest.kind}" if nearest.run_id else nearest.kind
+    brief = ""
+    if nearest.prompt.strip():
+        brief = (
+            "Its brief:\n"
+            + cut_lines(nearest.prompt.strip(), cap_tokens // 5, "its brief").rstrip()
+            + "\n"
         )
+    ending = _ending(nearest, cap_tokens // 5)
+    outcome = _outcome(nearest, budget // 10)
 
-    text = render()
-    while count_tokens(text) > cap_tokens:
-        if pointers:
-            pointers.pop(0)
-        elif steps:
-            steps.pop(0)
-        elif len(closing_lines) > 1:
-            closing_lines = [*closing_lines[:-2], "[the rest of its message is left out]"]
-        else:
-            budget = max(0, cap_tokens * 3 - len(render().encode()) + len(closing_lines[0]))
-            closing_lines = [closing_lines[0][: budget // 2] + " [cut]"]
-            return render()
-        text = render()
+    def render(pointer_lines: Sequence[str], steps_budget: int) -> str:
+        before = (
+            ("Earlier sessions (oldest first):\n" + "".join(pointer_lines)) if pointer_lines else ""
+        )
+        top = f"{before}The session just before this one ({where}):\n{brief}"
+        rest = ending + outcome + "\n"
+        steps = _steps_block(
+            nearest.steps,
+            nearest.step_count,
+            steps_budget - len(top.encode()) - len(rest.encode()),
+            "Its steps, oldest first:\n",
+        )
+        return top + steps + rest
+
+    text = render(pointers, budget)
+    while count_tokens(text) > cap_tokens and pointers:
+        pointers.pop(0)
+        text = render(pointers, budget)
     return text
+
+
+def _pointer(session: SessionHistory, max_bytes: int) -> str:
+    """One line naming an older session and how it ended."""
+    said = _one_line(session.final_message or "") or "no final message"
+    place = f"Run {session.run_id}, session {session.kind}" if session.run_id else session.kind
+    line = f"- {place}: {said}"
+    if session.run_outcome:
+        line += f" (the Run {_one_line(session.run_outcome)})"
+    encoded = line.encode()
+    if len(encoded) > max_bytes:
+        line = encoded[: max(max_bytes - 4, 0)].decode(errors="ignore") + " ..."
+    return line + "\n"
+
+
+def _ending(session: SessionHistory, cap_tokens: int) -> str:
+    """The head and tail of the session's final message, within ``cap_tokens``."""
+    message = (session.final_message or "").strip()
+    if not message:
+        return "It left no final message.\n"
+    if count_tokens(message) <= cap_tokens:
+        return f"It ended with:\n{message}\n"
+    lines = message.split("\n")
+    half = cap_tokens * 3 // 2 - 30
+    head = _fitting(lines, half)
+    tail = _fitting(lines[head:][::-1], half)
+    between = len(lines) - head - tail
+    return (
+        "It ended with:\n"
+        + "".join(line + "\n" for line in lines[:head])
+        + f"[{between} line(s) of its message left out]\n"
+        + "".join(line + "\n" for line in lines[len(lines) - tail :])
+    )
+
+
+def _fitting(lines: Sequence[str], budget_bytes: int) -> int:
+    """How many of ``lines``, from the first, fit ``budget_bytes`` and end outside a fence."""
+    used = 0
+    open_fence = False
+    best = 0
+    for index, line in enumerate(lines):
+        used += len(line.encode()) + 1
+        if used > budget_bytes:
+            break
+        if line.lstrip().startswith(_FENCES):
+            open_fence = not open_fence
+        if not open_fence:
+            best = index + 1
+    return best
+
+
+def _outcome(session: SessionHistory, max_bytes: int) -> str:
+    """The Run's outcome, pull request and head, when the session was its last."""
+    parts: list[str] = []
+    if session.run_outcome:
+        parts.append(f"Its Run {_one_line(session.run_outcome)}")
+    if session.pull_request:
+        at = f" at {session.head[:7]}" if session.head else ""
+        parts.append(f"pull request #{session.pull_request}{at}")
+    elif session.head:
+        parts.append(f"the Issue branch's head was {session.head[:7]}")
+    if not parts:
+        return ""
+    line = "; ".join(parts) + "."
+    encoded = line.encode()
+    if len(encoded) > max_bytes:
+        line = encoded[: max(max_bytes - 4, 0)].decode(errors="ignore") + " ..."
+    return line + "\n"

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from thirdshift.errors import ThirdshiftError
-from thirdshift.sessions.preamble import resume_brief
+from thirdshift.sessions.preamble import RESUME_CAP_TOKENS, resume_brief
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class SessionEnding:
     killed_work: tuple[str, ...]
     final_message: str | None
     recent_events: tuple[str, ...] = ()
+    event_count: int = 0
+    """How many Session events the session recorded in all (``recent_events`` are the last)."""
 
 
 class SessionFailed(ThirdshiftError):
@@ -107,9 +109,16 @@ class Sessions:
 
     ``log_path_for(kind)`` gives the Session log path of a session of that kind."""
 
-    def __init__(self, outside: _Outside, log_path_for: Callable[[str], Path]) -> None:
+    def __init__(
+        self,
+        outside: _Outside,
+        log_path_for: Callable[[str], Path],
+        *,
+        resume_cap_tokens: int = RESUME_CAP_TOKENS,
+    ) -> None:
         self._outside = outside
         self._log_path_for = log_path_for
+        self._resume_cap_tokens = resume_cap_tokens
         self._last_log: Path | None = None
         self._endings: list[str] = []
 
@@ -141,7 +150,11 @@ class Sessions:
             f"{kind}: the session ended with background work killed ({work}); resuming it once"
         )
         resume_kind = f"{kind}-resume"
+        # Until the Resume has redone it, the killed work is what a failure must name: a
+        # Resume that fails must not take it out of the Failed run's cause and record.
+        self._record(kind, ending)
         resumed = self._resume(resume_kind, prompt, ending)
+        self._endings.pop()
         if resumed.killed_work:
             self._outside.progress(
                 f"{kind}: the Resume also ended with background work killed "
@@ -186,7 +199,13 @@ class Sessions:
                 f"{resume_kind}: the harness no longer has session {ending.session_id}; opening "
                 "a fresh session with a resume brief instead"
             )
-            brief = resume_brief(original_prompt, ending.recent_events, prompt)
+            brief = resume_brief(
+                original_prompt,
+                ending.recent_events,
+                prompt,
+                total_events=ending.event_count,
+                cap_tokens=self._resume_cap_tokens,
+            )
             return self._run_one(resume_kind, None, brief)
 
     def _record(self, kind: str, ending: SessionEnding) -> None:

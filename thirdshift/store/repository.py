@@ -348,20 +348,44 @@ class Store:
 
     # -- Leases ------------------------------------------------------------------------------
 
-    def run_history(
-        self, run_id: int, *, last_events: int, ended_only: bool = False
+    def session_event_count(self, session_id: int) -> int:
+        """How many Session events the session has recorded."""
+        with self._session() as session:
+            query = select(sa.func.count()).where(SessionEventRow.session_id == session_id)
+            return int(session.exec(query).one())
+
+    def issue_history(
+        self, run: Run, *, last_events: int, sessions: int = 5
     ) -> list[SessionHistory]:
-        """A Run's sessions as a follow-up preamble takes them: kind, final message and the
-        summaries of the last ``last_events`` Session events of each, oldest session first."""
-        return [
-            SessionHistory(
-                session.kind,
-                session.final_message,
-                tuple(event.summary for event in self.session_events(session.id, last=last_events)),
-            )
-            for session in self.run_sessions(run_id)
-            if session.state == "ended" or not ended_only
-        ]
+        """The last ``sessions`` sessions on ``run``'s issue, oldest first, as a preamble takes
+        them: ``run``'s own ended sessions, then those of the Runs before it on the issue. Each
+        carries its brief, final message, newest ``last_events`` step summaries and step count;
+        the last session of an earlier Run carries how that Run ended."""
+        found: list[SessionHistory] = []
+        for earlier in [run, *self.earlier_runs(run, limit=sessions)]:
+            rows = self.run_sessions(earlier.id)
+            if earlier.id == run.id:
+                rows = [row for row in rows if row.state == "ended"]
+            for position, row in enumerate(reversed(rows)):
+                last_of_earlier = earlier.id != run.id and position == 0
+                found.append(
+                    SessionHistory(
+                        kind=row.kind,
+                        final_message=row.final_message,
+                        steps=tuple(
+                            event.summary for event in self.session_events(row.id, last=last_events)
+                        ),
+                        run_id=earlier.id,
+                        prompt=row.prompt,
+                        step_count=self.session_event_count(row.id),
+                        run_outcome=_outcome_of(earlier) if last_of_earlier else None,
+                        pull_request=earlier.pull_request_number if last_of_earlier else None,
+                        head=earlier.head_sha if last_of_earlier else None,
+                    )
+                )
+                if len(found) == sessions:
+                    return found[::-1]
+        return found[::-1]
 
     def acquire_lease(
         self,
@@ -704,3 +728,11 @@ def _insert(dialect: str, table: Any) -> Any:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return redact_url(text[0]) if text else exc.__class__.__name__
+
+
+def _outcome_of(run: Run) -> str:
+    """How a Run ended, for a preamble: ``ended failed: <cause>``, or that it stopped without
+    recording an ending (its process died)."""
+    if run.state in ("running", "crashed"):
+        return "stopped without recording how it ended (its process died)"
+    return f"ended {run.state}" + (f": {run.cause}" if run.cause else "")
