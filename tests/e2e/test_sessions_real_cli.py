@@ -3,6 +3,7 @@ the real store, against the scripted model server."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -28,6 +29,7 @@ from thirdshift.sandbox.model.server import (
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import SessionEnding, SessionInterrupted, Sessions
 from thirdshift.sessions.cli_outside import CliOutside, log_stamp, session_log_paths
+from thirdshift.sessions.preamble import count_tokens
 from thirdshift.store import Store
 
 pytestmark = pytest.mark.real_cli
@@ -209,13 +211,21 @@ def test_a_resume_the_harness_no_longer_knows_opens_a_fresh_session_with_the_bri
     tmp_path: Path, worlds: list[World], harness: Harness
 ) -> None:
     """With the CLI's own transcript gone, the Resume fails as unknown and a fresh session opens
-    with the original prompt and what the first session did, built from our database."""
+    with the original prompt and what the first session did, built from our database. The
+    issue is 30 KB (the reported case: such a prompt once crowded every step out of the brief);
+    the preamble after it keeps its 4,000-token budget and lists the steps."""
     world = start_world(tmp_path, harness, background_then_foreground(harness))
     worlds.append(world)
     forgetful = ForgetfulOutside(world.outside(), Path(world.environ["HOME"]))
     sessions = world.sessions(forgetful)
+    prompt = (
+        PROMPT
+        + "\n\n"
+        + "\n".join(f"Requirement {i}: the widget must " + "hold " * 12 for i in range(420))
+    )
+    assert len(prompt.encode()) > 30_000
 
-    ending = sessions.run("implement", PROMPT)
+    ending = sessions.run("implement", prompt)
 
     assert ending.final_message == "The suite passed; done."
     rows = world.store.run_sessions(world.run_id)
@@ -227,7 +237,15 @@ def test_a_resume_the_harness_no_longer_knows_opens_a_fresh_session_with_the_bri
     assert rows[1].harness_session_id == rows[0].harness_session_id
     assert rows[2].harness_session_id != rows[0].harness_session_id  # a fresh session
     assert rows[2].prompt.startswith(PROMPT)
-    assert "What it did" in rows[2].prompt
+    preamble = rows[2].prompt.split("\n---\n", 1)[1]
+    assert count_tokens(preamble) <= 4000
+    assert "What it did, oldest first:" in preamble
+    assert "sleep 317" in preamble  # the first session's step, from our database
+    # The model saw it: the fresh session's first request holds the preamble and the step.
+    sent = [json.dumps(r["body"]) for r in world.conversation_requests()]
+    fresh = [body for body in sent if "This session continues an earlier one" in body]
+    assert fresh, "no request carried the resume brief"
+    assert "sleep 317" in fresh[0].split("What it did, oldest first:", 1)[1]
     assert any("no longer has session" in line for line in world.lines), world.lines
 
 
