@@ -495,6 +495,40 @@ def test_marker_sessions_and_in_order_sessions(make_server: Any) -> None:
     ]
 
 
+def test_a_prompt_quoting_an_earlier_session_goes_to_the_marker_that_comes_last(
+    make_server: Any,
+) -> None:
+    """A Repair's prompt opens with a preamble quoting the implement session's brief, marker
+    and all; the Repair's own marker, later in the text, names its conversation."""
+    server = make_server(
+        [
+            {
+                "name": "implement",
+                "marker": "ISSUE-7",
+                "turns": [{"text": "i-0"}, {"text": "i-1"}],
+                "final_text": "implement is done",
+            },
+            {"name": "repair", "marker": "CI is red", "turns": [{"text": "r-0"}]},
+        ]
+    )
+
+    assert texts(post_claude(server, claude_request("fix ISSUE-7"))) == "i-0"
+    # both unspent: the marker that ends furthest in
+    assert texts(post_claude(server, claude_request("Before: fix ISSUE-7\n\nCI is red"))) == ("r-0")
+    # the repair is spent: the session with turns left plays, wherever its marker is
+    assert texts(post_claude(server, claude_request("Before: fix ISSUE-7\n\nCI is red"))) == ("i-1")
+    # both spent: the marker that ends furthest in answers its final text
+    assert texts(post_claude(server, claude_request("CI is red; it was ISSUE-7"))) == (
+        "implement is done"
+    )
+    assert [r["session"] for r in server.requests()] == [
+        "implement",
+        "repair",
+        "implement",
+        "implement",
+    ]
+
+
 def test_marker_in_a_tool_result_does_not_match(make_server: Any) -> None:
     server = make_server(
         [

@@ -69,7 +69,8 @@ def test_a_run_interrupted_on_one_machine_is_continued_on_others_from_the_databa
     world = start_world(
         tmp_path,
         [
-            # The first whose marker a prompt holds plays: the most specific first.
+            # Later prompts quote earlier ones, so several markers match: the session with
+            # turns left plays (docs/model-script.md).
             {"name": "third", "marker": "(Run 2, session implement)", "turns": FINISH},
             {
                 "name": "second",

@@ -86,11 +86,12 @@ def implement_prompt(
             f"The branch {issue_branch} already holds work from an earlier Run on this issue"
             + (f" (pull request {pull_request_url})" if pull_request_url else "")
             + ". Read its commits first and build on them; do not start over."
-            + (f"\n\n{earlier.strip()}" if earlier.strip() else "")
         )
     else:
         situation = f"You are on a new branch {issue_branch}, made from {base_branch}."
-    return f"""You are working unattended on issue #{issue.number} of this repository.
+    # What came before opens the prompt, as in a Repair's, so the request follows it.
+    before = f"{earlier.strip()}\n\n" if continuation and earlier.strip() else ""
+    return f"""{before}You are working unattended on issue #{issue.number} of this repository.
 
 The request, as issue #{issue.number} states it (title and body by {issue.author}):
 Issue #{issue.number}: {issue.title}

@@ -231,9 +231,17 @@ class ScriptedModelServer:
     def _session_for(self, api: wire.Api, body: dict[str, Any]) -> int | None:
         sessions = self._script.sessions
         text = wire.prompt_text(api, body)
-        for index, session in enumerate(sessions):
-            if session.marker is not None and session.marker in text:
-                return index
+        # A later prompt may quote an earlier session's (a preamble's brief), so several markers
+        # can match: a session with turns left beats a spent one, then the marker that ends
+        # furthest into the text (the newest instruction follows what it quotes).
+        found = [
+            (self._cursors[index] < len(session.turns), end, -index)
+            for index, session in enumerate(sessions)
+            if session.marker is not None
+            and (end := text.rfind(session.marker) + len(session.marker)) >= len(session.marker)
+        ]
+        if found:
+            return -max(found)[2]
         for call_id in wire.echoed_call_ids(api, body):
             match = self._call_id.search(call_id)
             if match and int(match.group(1)) < len(sessions):
