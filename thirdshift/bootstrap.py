@@ -41,6 +41,7 @@ from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions
+from thirdshift.sessions.ledger import Budgets
 from thirdshift.settings import Settings, check_repository_name
 from thirdshift.store import Store
 
@@ -153,6 +154,11 @@ def run_issue(
                 hidden=hidden_from_agents(settings, environ),
                 model=settings.model,
                 resume_cap_tokens=settings.resume_preamble_tokens,
+                budgets=Budgets(
+                    per_run_usd=settings.cost_budget_per_run_usd,
+                    per_repository_day_usd=settings.cost_budget_per_repository_day_usd,
+                ),
+                prices=settings.model_prices,
             ),
             clones=clone_of,
             environ=harness_base,
@@ -537,6 +543,7 @@ def _rules(settings: Settings) -> ReadyRules:
         in_progress_label=settings.in_progress_label,
         excluded_labels=settings.excluded_labels,
         settle_seconds=settings.settle_seconds,
+        daily_budget_usd=settings.cost_budget_per_repository_day_usd,
     )
 
 

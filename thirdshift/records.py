@@ -142,6 +142,47 @@ class Run:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """What a session consumed, as far as its stream says: a line of the usage ledger.
+
+    ``input_tokens`` counts every input token, cached or not; ``cached_input_tokens`` (cache
+    reads) and ``cache_write_tokens`` are the parts of it the provider served from or wrote to
+    its cache. ``cost_source`` says where ``cost_usd`` came from: ``reported`` (the CLI's own
+    figure), ``price table`` (thirdshift's, from the tokens and the ``model_prices`` setting), or
+    None when there is no cost figure."""
+
+    turns: int | None = None
+    input_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    cache_write_tokens: int | None = None
+    cost_source: str | None = None
+    model: str | None = None
+    """The model as the stream reports it (None when the CLI does not say)."""
+    cli_version: str | None = None
+
+    def describe(self) -> str:
+        """A short phrase for the session-ended line, e.g. ``3 turns, $0.0123`` or
+        ``1200 input tokens (800 cached), 40 output tokens``."""
+        parts: list[str] = []
+        if self.turns is not None:
+            parts.append(f"{self.turns} turn{'s' if self.turns != 1 else ''}")
+        if self.cost_usd is not None:
+            estimated = " (priced by thirdshift)" if self.cost_source == "price table" else ""
+            parts.append(f"${self.cost_usd:.4f}{estimated}")
+        if self.cost_usd is None and self.input_tokens is not None:
+            cached = f" ({self.cached_input_tokens} cached)" if self.cached_input_tokens else ""
+            parts.append(f"{self.input_tokens} input tokens{cached}")
+            if self.output_tokens is not None:
+                parts.append(f"{self.output_tokens} output tokens")
+        return ", ".join(parts) or "no usage reported"
+
+
+NO_USAGE = Usage()
+
+
+@dataclass(frozen=True)
 class SessionRecord:
     id: int
     run_id: int
@@ -158,6 +199,50 @@ class SessionRecord:
     error: str | None
     started_at: datetime
     ended_at: datetime | None
+    usage: Usage = NO_USAGE
+
+
+@dataclass(frozen=True)
+class UsageTotal:
+    """One line of the usage ledger's totals: the sessions of one Run, repository or day."""
+
+    key: str
+    label: str
+    sessions: int
+    harnesses: tuple[str, ...]
+    """Each Harness used, with the model it reported (``claude (claude-opus-5-5)``)."""
+    turns: int
+    input_tokens: int
+    cached_input_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    cost_usd: float
+    unpriced_sessions: int
+    """Sessions with no cost figure (the CLI reported none and no price was configured)."""
+    first_started: datetime
+
+
+def add_usage(total: UsageTotal | None, key: str, label: str, session: SessionRecord) -> UsageTotal:
+    """``total`` with ``session`` added (a new total when ``total`` is None)."""
+    usage = session.usage
+    model = usage.model or session.model
+    harness = f"{session.harness} ({model})" if model else session.harness
+    if total is None:
+        total = UsageTotal(key, label, 0, (), 0, 0, 0, 0, 0, 0.0, 0, session.started_at)
+    return UsageTotal(
+        key=key,
+        label=label,
+        sessions=total.sessions + 1,
+        harnesses=total.harnesses + (() if harness in total.harnesses else (harness,)),
+        turns=total.turns + (usage.turns or 0),
+        input_tokens=total.input_tokens + (usage.input_tokens or 0),
+        cached_input_tokens=total.cached_input_tokens + (usage.cached_input_tokens or 0),
+        cache_write_tokens=total.cache_write_tokens + (usage.cache_write_tokens or 0),
+        output_tokens=total.output_tokens + (usage.output_tokens or 0),
+        cost_usd=total.cost_usd + (usage.cost_usd or 0.0),
+        unpriced_sessions=total.unpriced_sessions + (usage.cost_usd is None),
+        first_started=min(total.first_started, session.started_at),
+    )
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -54,6 +62,21 @@ def default_home(environ: Mapping[str, str]) -> Path:
 
 def config_file(environ: Mapping[str, str]) -> Path:
     return default_home(environ) / "config.toml"
+
+
+class ModelPrice(BaseModel):
+    """One model's price, in USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0, description="Input tokens not served from the cache.")
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(
+        default=None, ge=0, description="Cache reads; default: the input price."
+    )
+    cache_write: float | None = Field(
+        default=None, ge=0, description="Cache writes; default: the input price."
+    )
 
 
 class Settings(BaseSettings):
@@ -214,6 +237,22 @@ class Settings(BaseSettings):
         default_factory=lambda: ["needs-triage", "needs-info", "ready-for-human", "wontfix"],
         description="An issue carrying any of these is never picked up, Ready label or not.",
     )
+    # Usage ledger and budgets
+    cost_budget_per_run_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="A Run that has spent this much (USD) ends as a Failed run; none: no cap.",
+    )
+    cost_budget_per_repository_day_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="What one repository's Runs may spend in a UTC day (USD); none: no cap.",
+    )
+    model_prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="USD per million tokens, by model, to price sessions whose CLI reports no "
+        "cost (codex), and a claude session while it runs.",
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -362,5 +401,8 @@ def _explain(
         where = f"{path}: key '{field}'"
     else:
         where = f"setting '{field}'"
+    # A nested key (a model's price) is named by its path under the setting.
+    inner = ".".join(str(part) for part in error["loc"][1:])
+    detail = f"{inner}: {error['msg']}" if inner else error["msg"]
     # Never echo the offending value: it may be a secret.
-    return ConfigError(f"{where}: {error['msg']}")
+    return ConfigError(f"{where}: {detail}")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
 
+from thirdshift.clock import ManualClock
 from thirdshift.errors import StoreError
-from thirdshift.records import SessionEvent
+from thirdshift.records import SessionEvent, Usage
 from thirdshift.sessions.preamble import follow_up_preamble
 from thirdshift.store import Store, utcnow
 
@@ -29,10 +30,14 @@ def test_opening_migrates_to_the_newest_schema(store: Store, database_url: str) 
     assert {"repositories", "runs", "sessions", "session_events", "claims", "activity"} <= set(
         inspector.get_table_names()
     )
+    ledger = {column["name"] for column in inspector.get_columns("sessions")}
     with engine.connect() as connection:
         version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
     engine.dispose()
-    assert version == "0003"
+    assert version == "0004"
+    assert {"cli_version", "input_tokens", "cache_write_tokens", "cost_usd", "cost_source"} <= (
+        ledger
+    )
 
 
 def test_opening_twice_is_harmless(store: Store, database_url: str) -> None:
@@ -480,3 +485,88 @@ def test_the_issue_s_history_runs_across_its_runs_with_each_run_s_outcome(store:
         text
     )
     assert f"The session just before this one (Run {second.id}, session repair-1):" in text
+
+
+def test_the_usage_ledger_keeps_each_session_s_usage_and_adds_it_up_by_run_repository_and_day(
+    database_url: str,
+) -> None:
+    """Each session's usage is kept as the stream gave it (a failed session's too); the ledger
+    adds it up per Run, repository and UTC day with every Harness named; a session without a
+    cost figure adds none and is counted as unpriced; the budget sums see the same figures."""
+    clock = ManualClock(datetime(2026, 3, 1, 23, 0, tzinfo=UTC))
+    store = Store.open(database_url, clock=clock)
+    try:
+        widgets = store.ensure_repository("octo", "widgets")
+        gadgets = store.ensure_repository("octo", "gadgets")
+
+        def session(run_id: int, harness: str, usage: Usage, state: str = "ended") -> None:
+            row = store.start_session(
+                run_id, "implement", harness=harness, log_path="/l", prompt="p", model="asked"
+            )
+            store.end_session(row.id, state=state, usage=usage)
+
+        first = store.start_run(widgets, 1)
+        session(
+            first.id,
+            "claude",
+            Usage(
+                turns=3,
+                input_tokens=1000,
+                cached_input_tokens=600,
+                cache_write_tokens=100,
+                output_tokens=50,
+                cost_usd=0.25,
+                cost_source="reported",
+                model="claude-opus-5-5",
+                cli_version="2.1.328",
+            ),
+            state="failed",
+        )
+        session(first.id, "codex", Usage(input_tokens=500, output_tokens=20, model=None))
+        clock.advance(2 * 3600)  # past midnight, UTC
+        second = store.start_run(gadgets, 2)
+        session(second.id, "claude", Usage(turns=1, cost_usd=0.5, cost_source="reported"))
+
+        [kept, _] = store.run_sessions(first.id)
+        by_run = store.usage_ledger("run")
+        by_repository = {t.key: t for t in store.usage_ledger("repository")}
+        by_day = [(t.key, round(t.cost_usd, 4), t.sessions) for t in store.usage_ledger("day")]
+        first_day = datetime(2026, 3, 1, tzinfo=UTC)
+        widgets_on_first_day = store.repository_cost(
+            "OCTO", "Widgets", first_day, first_day + timedelta(days=1)
+        )
+        widgets_next_day = store.repository_cost(
+            "octo", "widgets", first_day + timedelta(days=1), first_day + timedelta(days=2)
+        )
+        only_gadgets = store.usage_ledger("run", repository="octo/gadgets")
+        run_cost = store.run_cost(first.id)
+    finally:
+        store.close()
+
+    assert kept.usage == Usage(
+        turns=3,
+        input_tokens=1000,
+        cached_input_tokens=600,
+        cache_write_tokens=100,
+        output_tokens=50,
+        cost_usd=0.25,
+        cost_source="reported",
+        model="claude-opus-5-5",
+        cli_version="2.1.328",
+    )
+    assert [total.label for total in by_run] == [
+        f"Run {second.id} (octo/gadgets#2)",
+        f"Run {first.id} (octo/widgets#1)",
+    ]
+    widgets_total = by_repository["octo/widgets"]
+    assert widgets_total.harnesses == ("claude (claude-opus-5-5)", "codex (asked)")
+    assert (widgets_total.input_tokens, widgets_total.output_tokens) == (1500, 70)
+    assert (widgets_total.cost_usd, widgets_total.unpriced_sessions) == (0.25, 1)
+    assert by_day == [("2026-03-02", 0.5, 1), ("2026-03-01", 0.25, 2)]
+    assert (widgets_on_first_day, widgets_next_day, run_cost) == (0.25, 0.0, 0.25)
+    assert [total.key for total in only_gadgets] == [str(second.id)]
+
+
+def test_the_usage_ledger_refuses_a_grouping_it_does_not_have(store: Store) -> None:
+    with pytest.raises(StoreError, match="no totals by 'week'"):
+        store.usage_ledger("week")

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from thirdshift.clock import Clock
 from thirdshift.daemon.activity import ActivityLog
@@ -20,6 +20,7 @@ from thirdshift.daemon.ports import DaemonGitHub
 from thirdshift.daemon.ready import (
     ReadyRules,
     blocker_reason,
+    budget_reason,
     first_look,
     labeller_reason,
     lowest_first,
@@ -131,10 +132,11 @@ class RepositoryPoll:
         roles: dict[str, str] = {}
         pickups: list[Pickup] = []
         now = self._clock.monotonic()
+        spent = self._budget_spent()
         for issue in lowest_first(ready):
             if issue.number in leased or self._running_here(issue.number):
                 continue
-            reason = self._pass_over_reason(repository, issue, roles, now)
+            reason = spent or self._pass_over_reason(repository, issue, roles, now)
             if reason is not None:
                 self._activity.pass_over(repository, issue.number, reason)
                 continue
@@ -144,6 +146,13 @@ class RepositoryPoll:
         self._seen = {n: seen for n, seen in self._seen.items() if n in listed}
         taken = {pickup.number for pickup in rescues}
         return rescues + [pickup for pickup in pickups if pickup.number not in taken]
+
+    def _budget_spent(self) -> str | None:
+        if self._rules.daily_budget_usd is None:
+            return None
+        day = self._clock.now().astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        spent = self._store.repository_cost(self.owner, self.name, day, day + timedelta(days=1))
+        return budget_reason(spent, self._rules, self.full_name)
 
     def _pass_over_reason(
         self, repository: Repository, issue: IssueSummary, roles: dict[str, str], now: float

@@ -23,6 +23,7 @@ class ReadyRules:
     in_progress_label: str
     excluded_labels: frozenset[str]  # lower case
     settle: timedelta
+    daily_budget_usd: float | None = None
 
     @classmethod
     def of(
@@ -32,13 +33,28 @@ class ReadyRules:
         in_progress_label: str,
         excluded_labels: Sequence[str],
         settle_seconds: float,
+        daily_budget_usd: float | None = None,
     ) -> ReadyRules:
         return cls(
             ready_label,
             in_progress_label,
             frozenset(label.lower() for label in excluded_labels),
             timedelta(seconds=settle_seconds),
+            daily_budget_usd,
         )
+
+
+def budget_reason(spent_today_usd: float, rules: ReadyRules, repository: str) -> str | None:
+    """Why no issue of ``repository`` is picked up today, or None: its daily cost budget is
+    spent. A Run started now would fail at once and take the issue's Ready label with it."""
+    cap = rules.daily_budget_usd
+    if cap is None or spent_today_usd < cap:
+        return None
+    return (
+        f"the daily cost budget of {repository} is spent (${spent_today_usd:.2f} of "
+        f"${cap:.2f} today, UTC); raise cost_budget_per_repository_day_usd, or it waits for "
+        "tomorrow"
+    )
 
 
 def first_look(issue: IssueSummary, rules: ReadyRules, unchanged_for: timedelta) -> str | None:

@@ -15,33 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from thirdshift.records import SessionEvent
+from thirdshift.records import SessionEvent, Usage
 
-
-@dataclass(frozen=True)
-class Usage:
-    """What a session consumed, as far as its stream says."""
-
-    turns: int | None = None
-    input_tokens: int | None = None
-    cached_input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-
-    def describe(self) -> str:
-        """A short phrase for the session-ended line, e.g. ``3 turns, $0.0123`` or
-        ``1200 input tokens (800 cached), 40 output tokens``."""
-        parts: list[str] = []
-        if self.turns is not None:
-            parts.append(f"{self.turns} turn{'s' if self.turns != 1 else ''}")
-        if self.cost_usd is not None:
-            parts.append(f"${self.cost_usd:.4f}")
-        if self.cost_usd is None and self.input_tokens is not None:
-            cached = f" ({self.cached_input_tokens} cached)" if self.cached_input_tokens else ""
-            parts.append(f"{self.input_tokens} input tokens{cached}")
-            if self.output_tokens is not None:
-                parts.append(f"{self.output_tokens} output tokens")
-        return ", ".join(parts) or "no usage reported"
+__all__ = ["Usage"]  # the record lives with the others; Harness adapters make it
 
 
 @dataclass(frozen=True)
@@ -88,6 +64,12 @@ class StreamReader(Protocol):
     def result_seen(self) -> bool:
         """True once the final result of the turn is out (Claude: a ``result`` line; Codex:
         ``turn.completed`` or ``turn.failed``). The post-result watchdog starts from here."""
+        ...
+
+    @property
+    def usage_so_far(self) -> Usage:
+        """What the session has consumed so far, as far as the stream has said (for budgets
+        checked while it runs); ``finish`` gives the final figure."""
         ...
 
     def feed(self, line: bytes) -> Observation:

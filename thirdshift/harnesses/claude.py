@@ -21,7 +21,7 @@ import os
 import re
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +196,10 @@ class ClaudeReader:
     _tasks: dict[str, _Task] = field(default_factory=dict)
     _calls: dict[str, _ToolCall] = field(default_factory=dict)
     _events: EventLog = field(init=False)
+    _model: str | None = None
+    _version: str | None = None
+    # Each API message's usage, by message id: the stream repeats a message once per block.
+    _messages: dict[str, Usage] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._events = EventLog(self.scrub)
@@ -207,6 +211,20 @@ class ClaudeReader:
     @property
     def result_seen(self) -> bool:
         return self._results > 0
+
+    @property
+    def usage_so_far(self) -> Usage:
+        """The last result's usage once there is one (with claude's own cost); before it, the
+        tokens of the API messages seen so far, without a cost."""
+        if self._last is not None:
+            return self._stamped(self._last.usage)
+        total = Usage()
+        for usage in self._messages.values():
+            total = _plus(total, usage)
+        return self._stamped(total)
+
+    def _stamped(self, usage: Usage) -> Usage:
+        return replace(usage, model=self._model, cli_version=self._version)
 
     def feed(self, line: bytes) -> Observation:
         event = decode(line)
@@ -228,6 +246,8 @@ class ClaudeReader:
     def _system(self, event: dict[str, Any]) -> Observation:
         subtype = event.get("subtype")
         if subtype == "init":
+            self._model = as_str(event.get("model")) or self._model
+            self._version = as_str(event.get("claude_code_version")) or self._version
             session_id = as_str(event.get("session_id"))
             if self._session_id is None and session_id:
                 self._session_id = session_id
@@ -264,6 +284,12 @@ class ClaudeReader:
             task.ended_after_results = self._results
 
     def _assistant(self, event: dict[str, Any]) -> Observation:
+        message = event.get("message")
+        if isinstance(message, dict):
+            message_id = as_str(message.get("id"))
+            if message_id:
+                self._messages[message_id] = _usage({"usage": message.get("usage")})
+            self._model = as_str(message.get("model")) or self._model
         progress: list[str] = []
         events: list[SessionEvent] = []
         for block in _content(event):
@@ -365,7 +391,7 @@ class ClaudeReader:
             failed=cause is not None,
             failure_cause=cause,
             killed_work=killed,
-            usage=last.usage,
+            usage=self._stamped(last.usage),
             result_seen=True,
         )
 
@@ -433,17 +459,31 @@ def _usage(event: dict[str, Any]) -> Usage:
     usage = event.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     fresh = as_int(usage.get("input_tokens"))
-    created = as_int(usage.get("cache_creation_input_tokens")) or 0
+    created = as_int(usage.get("cache_creation_input_tokens"))
     cached = as_int(usage.get("cache_read_input_tokens"))
-    cost = event.get("total_cost_usd")
+    raw = event.get("total_cost_usd")
+    cost = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
     return Usage(
         turns=as_int(event.get("num_turns")),
-        input_tokens=None if fresh is None else fresh + created + (cached or 0),
+        input_tokens=None if fresh is None else fresh + (created or 0) + (cached or 0),
         cached_input_tokens=cached,
+        cache_write_tokens=created,
         output_tokens=as_int(usage.get("output_tokens")),
-        cost_usd=float(cost)
-        if isinstance(cost, int | float) and not isinstance(cost, bool)
-        else None,
+        cost_usd=cost,
+        cost_source=None if cost is None else "reported",
+    )
+
+
+def _plus(total: Usage, more: Usage) -> Usage:
+    def add(a: int | None, b: int | None) -> int | None:
+        return a if b is None else b + (a or 0)
+
+    return replace(
+        total,
+        input_tokens=add(total.input_tokens, more.input_tokens),
+        cached_input_tokens=add(total.cached_input_tokens, more.cached_input_tokens),
+        cache_write_tokens=add(total.cache_write_tokens, more.cache_write_tokens),
+        output_tokens=add(total.output_tokens, more.output_tokens),
     )
 
 

@@ -162,6 +162,12 @@ class CodexReader:
         return self._session_id
 
     @property
+    def usage_so_far(self) -> Usage:
+        """The tokens of the turns completed so far. Codex reports neither a cost nor its model
+        or version; the caller prices the tokens and knows the model it asked for."""
+        return self._usage or Usage()
+
+    @property
     def result_seen(self) -> bool:
         return self._turn_ended
 
@@ -378,5 +384,6 @@ def _add_usage(total: Usage | None, usage: dict[str, Any]) -> Usage:
     return Usage(
         input_tokens=plus(total.input_tokens, "input_tokens"),
         cached_input_tokens=plus(total.cached_input_tokens, "cached_input_tokens"),
+        cache_write_tokens=plus(total.cache_write_tokens, "cache_write_input_tokens"),
         output_tokens=plus(total.output_tokens, "output_tokens"),
     )

@@ -14,6 +14,7 @@ from thirdshift.sessions.preamble import (
     resume_brief,
 )
 from thirdshift.sessions.rules import (
+    BudgetReached,
     LaterStepFailed,
     ResumeUnknown,
     SessionEnding,
@@ -24,6 +25,7 @@ from thirdshift.sessions.rules import (
 
 __all__ = [
     "EVENTS_IN_RESUME",
+    "BudgetReached",
     "LaterStepFailed",
     "ResumeUnknown",
     "SessionEnding",

@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import NoReturn
 
 from thirdshift.clock import Clock
 from thirdshift.errors import ThirdshiftError
@@ -30,19 +31,27 @@ from thirdshift.harnesses import (
 )
 from thirdshift.home import Home
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import SessionEvent, Watchdogs
+from thirdshift.records import SessionEvent, Usage, Watchdogs
 from thirdshift.scrub import Scrubber
+from thirdshift.sessions.ledger import NO_BUDGETS, Budgets, Spent, budget_reached, priced
 from thirdshift.sessions.preamble import RESUME_CAP_TOKENS
 from thirdshift.sessions.rules import (
+    BudgetReached,
     ResumeUnknown,
     SessionEnding,
     SessionFailed,
     SessionInterrupted,
     Sessions,
 )
+from thirdshift.settings import ModelPrice
 from thirdshift.store import Store
 
 RECENT_EVENTS = 50
+
+
+class _BudgetStop(ThirdshiftError):
+    """Raised from the line callback to stop a session that reached a cost budget (the process
+    supervisor then ends the session's whole process tree)."""
 
 
 def log_stamp(moment: datetime) -> str:
@@ -91,7 +100,13 @@ class CliOutside:
         sandbox: AgentSandbox,
         sealed: SealedPaths,
         model: str | None = None,
+        repository: str = "",
+        budgets: Budgets = NO_BUDGETS,
+        prices: Mapping[str, ModelPrice] | None = None,
     ) -> None:
+        self._repository = repository
+        self._budgets = budgets
+        self._prices: Mapping[str, ModelPrice] = prices or {}
         self._clock = clock
         self._sandbox = sandbox
         self._sealed = sealed
@@ -115,6 +130,9 @@ class CliOutside:
     def run_session(
         self, kind: str, resume_id: str | None, prompt: str, log_path: Path
     ) -> SessionEnding:
+        spent = self._spent()
+        if spent is not None and (cause := budget_reached(self._budgets, spent, None)):
+            self._refuse(kind, cause, log_path)
         record = self._store.start_session(
             self._run_id,
             kind,
@@ -135,6 +153,10 @@ class CliOutside:
                 log.write(self._scrub(line.decode("utf-8", "replace")).encode() + b"\n")
                 log.flush()
                 observation = reader.feed(line)
+                if spent is not None:
+                    so_far = self._priced(reader.usage_so_far)
+                    if cause := budget_reached(self._budgets, spent, so_far.cost_usd):
+                        raise _BudgetStop(cause)
                 for condensed in observation.progress:
                     self.progress(f"{kind}: {condensed.replace(prefix, '')}")
                 if observation.events:
@@ -162,6 +184,17 @@ class CliOutside:
                     interrupt=self._interrupt,
                     clock=self._clock,
                 )
+            except _BudgetStop as stop:
+                cause = f"{kind} session stopped: {stop}"
+                self.progress(cause)
+                self._store.end_session(
+                    record.id,
+                    state="failed",
+                    harness_session_id=reader.session_id,
+                    error=cause,
+                    usage=self._priced(reader.usage_so_far),
+                )
+                raise BudgetReached(cause, log_path) from stop
             except ThirdshiftError as error:
                 cause = self._scrub(str(error))
                 self._store.end_session(record.id, state="failed", error=cause)
@@ -173,9 +206,10 @@ class CliOutside:
         outcome = reader.finish(
             ending.exit_status, stopped_after_result=ending.stopped_by == "post-result"
         )
+        usage = self._priced(outcome.usage)
         self.progress(
             f"{kind}: session ended after {format_duration(ending.duration_seconds)}: "
-            f"{outcome.usage.describe()}"
+            f"{usage.describe()}"
         )
         failure = self._failure(kind, resume_id, outcome, ending, log_path)
         if failure is not None:
@@ -185,6 +219,7 @@ class CliOutside:
                 harness_session_id=outcome.session_id,
                 final_message=self._scrub_optional(outcome.final_message),
                 error=self._scrub(failure.cause),
+                usage=usage,
             )
             raise failure
         self._store.end_session(
@@ -193,7 +228,11 @@ class CliOutside:
             harness_session_id=outcome.session_id,
             final_message=self._scrub_optional(outcome.final_message),
             killed_work=[self._scrub(work) for work in outcome.killed_work],
+            usage=usage,
         )
+        if spent is not None and (cause := budget_reached(self._budgets, spent, usage.cost_usd)):
+            # The session's work is kept (the Failed run saves it); no further session starts.
+            raise BudgetReached(f"after the {kind} session, {cause}", log_path)
         if outcome.session_id:
             self._rows_by_session_id.setdefault(outcome.session_id, record.id)
         recent = self._store.session_events(record.id, last=RECENT_EVENTS)
@@ -204,6 +243,34 @@ class CliOutside:
             recent_events=tuple(event.summary for event in recent),
             event_count=self._store.session_event_count(record.id),
         )
+
+    def _priced(self, usage: Usage) -> Usage:
+        return priced(usage, self._prices, self._model)
+
+    def _spent(self) -> Spent | None:
+        """What was spent before this session, when a budget is set (None: nothing to check)."""
+        if not self._budgets.any:
+            return None
+        owner, _, name = self._repository.partition("/")
+        day = self._clock.now().astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        return Spent(
+            run_usd=self._store.run_cost(self._run_id),
+            repository_today_usd=self._store.repository_cost(
+                owner, name, day, day + timedelta(days=1)
+            ),
+            repository=self._repository,
+        )
+
+    def _refuse(self, kind: str, cause: str, log_path: Path) -> NoReturn:
+        """Start no session: the budget is reached already. The Session log says why, so the
+        Failed run's log is never a missing file."""
+        cause = f"{kind} session not started: {cause}"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log:
+            note = {"type": "thirdshift.budget", "text": cause}
+            log.write(json.dumps(note).encode() + b"\n")
+        self.progress(cause)
+        raise BudgetReached(cause, log_path)
 
     def _failure(
         self,
@@ -277,6 +344,8 @@ class CliSessions:
     """Directories the agent must not see besides thirdshift's home (the user's home)."""
     model: str | None = None
     resume_cap_tokens: int = RESUME_CAP_TOKENS
+    budgets: Budgets = NO_BUDGETS
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)
 
     @property
     def harness_name(self) -> str:
@@ -312,6 +381,9 @@ class CliSessions:
             clock=self.clock,
             sandbox=self.sandbox,
             sealed=sealed,
+            repository=f"{ref.owner}/{ref.repo}",
+            budgets=self.budgets,
+            prices=self.prices,
         )
         stamp = log_stamp(self.clock.now())
         return Sessions(

@@ -58,6 +58,11 @@ class SessionInterrupted(SessionFailed):
     """The session was stopped because thirdshift was interrupted (Ctrl-C or SIGTERM)."""
 
 
+class BudgetReached(SessionFailed):
+    """A cost budget was reached before or during the session: the session is stopped (or not
+    started) and the Run ends as a Failed run whose cause names the budget and the amounts."""
+
+
 class ResumeUnknown(SessionFailed):
     """A native Resume failed because the Harness no longer has the session (its transcript is
     gone: another machine, a cleaned home)."""

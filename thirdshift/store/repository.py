@@ -34,6 +34,9 @@ from thirdshift.records import (
     SessionEvent,
     SessionHistory,
     SessionRecord,
+    Usage,
+    UsageTotal,
+    add_usage,
 )
 from thirdshift.store.rows import activity_record as _activity
 from thirdshift.store.rows import lease_record as _lease
@@ -283,7 +286,10 @@ class Store:
         final_message: str | None = None,
         killed_work: Sequence[str] = (),
         error: str | None = None,
+        usage: Usage | None = None,
     ) -> SessionRecord:
+        """Record how a session ended and, with ``usage``, its line of the usage ledger (a
+        failed session's too: what it spent counts against the budgets)."""
         with self._session() as session:
             row = session.get(SessionRow, session_id)
             if row is None:
@@ -295,9 +301,81 @@ class Store:
             row.error = error
             if harness_session_id is not None:
                 row.harness_session_id = harness_session_id
+            if usage is not None:
+                row.model = usage.model or row.model
+                row.cli_version = usage.cli_version
+                row.turns = usage.turns
+                row.input_tokens = usage.input_tokens
+                row.cached_input_tokens = usage.cached_input_tokens
+                row.cache_write_tokens = usage.cache_write_tokens
+                row.output_tokens = usage.output_tokens
+                row.cost_usd = usage.cost_usd
+                row.cost_source = usage.cost_source
             session.add(row)
             session.commit()
             return _session_record(row)
+
+    def run_cost(self, run_id: int) -> float:
+        """What the Run's ended sessions cost, in USD (sessions without a cost figure add 0)."""
+        with self._session() as session:
+            total = session.exec(
+                select(sa.func.coalesce(sa.func.sum(SessionRow.cost_usd), 0.0)).where(
+                    SessionRow.run_id == run_id
+                )
+            ).one()
+        return float(total or 0.0)
+
+    def repository_cost(self, owner: str, name: str, since: datetime, until: datetime) -> float:
+        """What the sessions of one repository's Runs that started in [since, until) cost."""
+        with self._session() as session:
+            total = session.exec(
+                select(sa.func.coalesce(sa.func.sum(SessionRow.cost_usd), 0.0))
+                .join(RunRow, col(RunRow.id) == col(SessionRow.run_id))
+                .join(RepositoryRow, col(RepositoryRow.id) == col(RunRow.repository_id))
+                .where(
+                    sa.func.lower(RepositoryRow.owner) == owner.lower(),
+                    sa.func.lower(RepositoryRow.name) == name.lower(),
+                    col(SessionRow.started_at) >= since,
+                    col(SessionRow.started_at) < until,
+                )
+            ).one()
+        return float(total or 0.0)
+
+    def usage_ledger(
+        self, by: str, *, since: datetime | None = None, repository: str | None = None
+    ) -> list[UsageTotal]:
+        """The ledger's totals ``by`` ``run``, ``repository`` or ``day`` (UTC), newest first,
+        over the sessions started at or after ``since``, of ``repository`` (OWNER/NAME) when
+        given."""
+        if by not in ("run", "repository", "day"):
+            raise StoreError(f"the usage ledger has no totals by {by!r}")
+        query = (
+            select(SessionRow, RunRow, RepositoryRow)
+            .join(RunRow, col(RunRow.id) == col(SessionRow.run_id))
+            .join(RepositoryRow, col(RepositoryRow.id) == col(RunRow.repository_id))
+            .order_by(col(SessionRow.id))
+        )
+        if since is not None:
+            query = query.where(col(SessionRow.started_at) >= since)
+        if repository is not None:
+            owner, _, name = repository.partition("/")
+            query = query.where(
+                sa.func.lower(RepositoryRow.owner) == owner.lower(),
+                sa.func.lower(RepositoryRow.name) == name.lower(),
+            )
+        totals: dict[str, UsageTotal] = {}
+        with self._session() as session:
+            for row, run, repo in session.exec(query).all():
+                place = f"{repo.owner}/{repo.name}"
+                if by == "run":
+                    key = f"{run.id}"
+                    label = f"Run {run.id} ({place}#{run.issue_number})"
+                elif by == "repository":
+                    key = label = place
+                else:
+                    key = label = row.started_at.date().isoformat()
+                totals[key] = add_usage(totals.get(key), key, label, _session_record(row))
+        return sorted(totals.values(), key=lambda total: total.first_started, reverse=True)
 
     def run_sessions(self, run_id: int) -> list[SessionRecord]:
         """The Run's sessions, oldest first."""

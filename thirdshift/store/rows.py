@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from thirdshift.records import Activity, Lease, Repository, Run, SessionRecord
+from thirdshift.records import Activity, Lease, Repository, Run, SessionRecord, Usage
 from thirdshift.store.tables import ActivityRow, RepositoryRow, RunRow, SessionRow
 
 
@@ -55,6 +55,17 @@ def session_record(row: SessionRow) -> SessionRecord:
         error=row.error,
         started_at=row.started_at,
         ended_at=row.ended_at,
+        usage=Usage(
+            turns=row.turns,
+            input_tokens=row.input_tokens,
+            cached_input_tokens=row.cached_input_tokens,
+            cache_write_tokens=row.cache_write_tokens,
+            output_tokens=row.output_tokens,
+            cost_usd=row.cost_usd,
+            cost_source=row.cost_source,
+            model=row.model,
+            cli_version=row.cli_version,
+        ),
     )
 
 

@@ -90,6 +90,15 @@ class SessionRow(SQLModel, table=True):
     error: str | None = Field(default=None, sa_type=sa.Text)
     started_at: datetime = _when()
     ended_at: datetime | None = _when(nullable=True)
+    # The usage ledger (migration 0004): what the stream said the session consumed.
+    cli_version: str | None = Field(default=None, max_length=40)
+    turns: int | None = None
+    input_tokens: int | None = Field(default=None, sa_type=sa.BigInteger)
+    cached_input_tokens: int | None = Field(default=None, sa_type=sa.BigInteger)
+    cache_write_tokens: int | None = Field(default=None, sa_type=sa.BigInteger)
+    output_tokens: int | None = Field(default=None, sa_type=sa.BigInteger)
+    cost_usd: float | None = None
+    cost_source: str | None = Field(default=None, max_length=20)
 
 
 class SessionEventRow(SQLModel, table=True):
