@@ -78,6 +78,66 @@ def config_command() -> None:
     click.echo(f"agent sandbox: {_guarded(lambda: sandbox_mode(settings))}")
 
 
+@main.command("usage")
+@click.option(
+    "--by",
+    "group",
+    type=click.Choice(["run", "repository", "day"]),
+    default="day",
+    show_default=True,
+    help="What to add the sessions up by (days are UTC).",
+)
+@click.option("--repo", "repository", metavar="OWNER/NAME", help="Only this repository's Runs.")
+@click.option(
+    "--days",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help="Only sessions started in the last N days (UTC, today included).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line, for scripts.")
+def usage_command(group: str, repository: str | None, days: int, as_json: bool) -> None:
+    """The usage ledger: tokens, cost and Harnesses of the sessions, added up."""
+    import json
+    import os
+    from dataclasses import asdict
+    from datetime import UTC, datetime, timedelta
+
+    from thirdshift.settings import check_repository_name, load_settings
+    from thirdshift.store import Store
+
+    if repository is not None:
+        try:
+            check_repository_name(repository)
+        except ValueError as error:
+            raise click.UsageError(f"--repo: {error}") from None
+    settings = _guarded(lambda: load_settings(os.environ))
+    store = _guarded(lambda: Store.open(settings.effective_database_url))
+    try:
+        today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        since = today - timedelta(days=days - 1)
+        totals = _guarded(lambda: store.usage_ledger(group, since=since, repository=repository))
+    finally:
+        store.close()
+    if as_json:
+        for total in totals:
+            line = asdict(total)
+            line["first_started"] = total.first_started.isoformat()
+            click.echo(json.dumps(line))
+        return
+    if not totals:
+        click.echo(f"no sessions in the last {days} day(s)")
+        return
+    for total in totals:
+        unpriced = f" + {total.unpriced_sessions} unpriced" if total.unpriced_sessions else ""
+        cached = total.cached_input_tokens
+        click.echo(
+            f"{total.label}: ${total.cost_usd:.4f}{unpriced}, {total.sessions} session(s), "
+            f"{total.input_tokens} tokens in ({cached} cached, {total.cache_write_tokens} "
+            f"written to the cache), {total.output_tokens} out; {', '.join(total.harnesses)}"
+        )
+
+
 def sandbox_mode(settings: Any) -> str:
     """How agents would run: sealed by bubblewrap, or unsealed because the unsafe setting
     allows it; an error (exit 1) when neither."""

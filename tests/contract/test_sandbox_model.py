@@ -390,6 +390,16 @@ def test_delay_delays_the_answer(make_server: Any) -> None:
     assert fast < 0.3
 
 
+def test_a_turn_can_report_the_input_tokens_a_test_needs(make_server: Any) -> None:
+    server = make_server([{"turns": [{"text": "costly", "input_tokens": 250000}, {"text": "x"}]}])
+
+    costly = post_claude(server, claude_request("hi", stream=False)).json()
+    plain = post_claude(server, claude_request("hi", stream=False)).json()
+
+    assert costly["usage"]["input_tokens"] == 250000
+    assert plain["usage"]["input_tokens"] < 1000
+
+
 def test_hang_blocks_only_its_own_session_and_ends_on_stop(make_server: Any) -> None:
     server = make_server(
         [
@@ -668,6 +678,14 @@ def test_cli_environment_pieces(tmp_path: Path) -> None:
         ),
         ('{"sessions": [{"name": "a", "turns": []}, {"name": "a", "turns": []}]}', "used twice"),
         ('{"sessions": [{"marker": "", "turns": []}]}', "marker must not be empty"),
+        (
+            '{"sessions": [{"turns": [{"hang": true, "input_tokens": 5}]}]}',
+            "input_tokens belongs only to a text or tool_calls turn",
+        ),
+        (
+            '{"sessions": [{"turns": [{"text": "a", "input_tokens": -1}]}]}',
+            "input_tokens must be a non-negative integer",
+        ),
         ('{"sessions": [{"turns": [{"text": "a", "status": 500}]}]}', "belongs only to an error"),
     ],
 )

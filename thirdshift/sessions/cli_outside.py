@@ -153,7 +153,9 @@ class CliOutside:
                 log.write(self._scrub(line.decode("utf-8", "replace")).encode() + b"\n")
                 log.flush()
                 observation = reader.feed(line)
-                if spent is not None:
+                # Once the turn's result is out, the session has ended its work: the check
+                # after it decides, and the session is recorded as ended, not stopped.
+                if spent is not None and not reader.result_seen:
                     so_far = self._priced(reader.usage_so_far)
                     if cause := budget_reached(self._budgets, spent, so_far.cost_usd):
                         raise _BudgetStop(cause)

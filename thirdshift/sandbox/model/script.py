@@ -23,7 +23,17 @@ ERROR_KINDS: tuple[ErrorKind, ...] = ("rate_limit", "overloaded", "api_error")
 DEFAULT_FINAL_TEXT = "Scripted session complete."
 
 _TURN_KEYS = frozenset(
-    {"text", "tool_calls", "error", "message", "status", "retry_after_s", "hang", "delay_ms"}
+    {
+        "text",
+        "tool_calls",
+        "error",
+        "message",
+        "status",
+        "retry_after_s",
+        "hang",
+        "delay_ms",
+        "input_tokens",
+    }
 )
 _SESSION_KEYS = frozenset({"name", "marker", "turns", "final_text"})
 _SCRIPT_KEYS = frozenset({"sessions", "final_text"})
@@ -59,6 +69,9 @@ class Turn:
     error_status: int | None = None
     retry_after_s: float | None = None
     delay_ms: int = 0
+    input_tokens: int | None = None
+    """The input tokens the answer reports (default: an estimate from the request's size), so a
+    script can make a session as costly as a test needs."""
 
 
 @dataclass(frozen=True)
@@ -162,13 +175,20 @@ def _parse_turn(data: Any, where: str) -> Turn:
             + (f" (has {', '.join(kinds)})" if kinds else "")
         )
     kind = kinds[0]
+    input_tokens = data.get("input_tokens")
+    if input_tokens is not None and (
+        isinstance(input_tokens, bool) or not isinstance(input_tokens, int) or input_tokens < 0
+    ):
+        raise ScriptProblem(f"{where}.input_tokens must be a non-negative integer")
+    if input_tokens is not None and kind not in ("text", "tool_calls"):
+        raise ScriptProblem(f"{where}.input_tokens belongs only to a text or tool_calls turn")
     if kind != "error":
         for key in ("message", "status", "retry_after_s"):
             if key in data:
                 raise ScriptProblem(f"{where}.{key} belongs only to an error turn")
     text = _optional_str(data, "text", where)
     if kind == "text":
-        return Turn(kind="text", text=text, delay_ms=delay_ms)
+        return Turn(kind="text", text=text, delay_ms=delay_ms, input_tokens=input_tokens)
     if kind == "hang":
         if data["hang"] is not True:
             raise ScriptProblem(f"{where}.hang must be true")
@@ -180,7 +200,13 @@ def _parse_turn(data: Any, where: str) -> Turn:
         calls = tuple(
             _parse_tool_call(item, f"{where}.tool_calls[{i}]") for i, item in enumerate(calls_raw)
         )
-        return Turn(kind="tool_calls", text=text, tool_calls=calls, delay_ms=delay_ms)
+        return Turn(
+            kind="tool_calls",
+            text=text,
+            tool_calls=calls,
+            delay_ms=delay_ms,
+            input_tokens=input_tokens,
+        )
     return _parse_error_turn(data, where, delay_ms)
 
 

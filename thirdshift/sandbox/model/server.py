@@ -399,7 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         reply = owner.reply_for(api, session_index, turn)
         model = str(body.get("model") or "sandbox-model")
-        tokens = wire.estimate_tokens(raw)
+        tokens = turn.input_tokens if turn.input_tokens is not None else wire.estimate_tokens(raw)
         if body.get("stream"):
             events = (
                 wire.anthropic_events(model, reply, tokens)

@@ -1,0 +1,131 @@
+"""The usage ledger and the cost budgets, with the real claude CLI: what a session really used
+is kept per session, and a budget reached ends the Run as a Failed run naming it, its work
+saved."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.support.run_world import (
+    CALC_FIXED,
+    RunWorld,
+    bash,
+    pull_request_file,
+    start_world,
+    write_file_command,
+)
+
+pytestmark = pytest.mark.real_cli
+
+MARKER = "calc.add(2, 3) returns -1"
+FIX = bash(
+    write_file_command("calc.py", CALC_FIXED) + " && git commit -qam 'Make add() add'", "fix"
+)
+
+
+def sessions(world: RunWorld) -> list[tuple[object, ...]]:
+    with sqlite3.connect(world.home / "thirdshift.db") as db:
+        return db.execute(
+            "SELECT kind, harness, model, cli_version, input_tokens, output_tokens, cost_usd, "
+            "cost_source, state, error FROM sessions ORDER BY id"
+        ).fetchall()
+
+
+def test_a_run_past_its_cost_budget_fails_naming_the_budget_with_its_work_saved(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """The implement session's scripted usage costs more than the $0.50 budget per Run: the
+    session's usage is in the ledger as claude reported it, and the Run ends as a Failed run
+    whose cause names the budget and both amounts; the fix it made is on the Issue branch; the
+    ledger command shows the session."""
+    world = start_world(
+        tmp_path,
+        [
+            {
+                "name": "implement",
+                "marker": MARKER,
+                "turns": [
+                    {"tool_calls": [FIX], "input_tokens": 400_000},
+                    {"tool_calls": [bash(pull_request_file("Fix add()", "Closes #1"), "pr")]},
+                    {"text": "Done."},
+                ],
+            }
+        ],
+    )
+    worlds.append(world)
+    world.settings["THIRDSHIFT_COST_BUDGET_PER_RUN_USD"] = "0.50"
+
+    result = world.thirdshift("run", world.issue_url)
+
+    assert result.returncode == 1, result.stderr
+    [(kind, harness, model, version, tokens_in, tokens_out, cost, source, state, error)] = sessions(
+        world
+    )
+    assert (kind, harness, state, error) == ("implement", "claude", "ended", None)
+    assert model
+    assert version
+    assert isinstance(tokens_in, int)
+    assert tokens_in >= 400_000
+    assert isinstance(tokens_out, int)
+    assert tokens_out > 0
+    assert isinstance(cost, float)
+    assert cost > 0.5
+    assert source == "reported"
+    cause = f"after the implement session, the cost budget per Run is reached: ${cost:.2f} spent "
+    cause += "of $0.50 (cost_budget_per_run_usd"
+    assert cause in result.stderr
+    [failure] = [c for c in world.comments() if "cost budget per Run" in c["body"]]
+    assert "$0.50" in failure["body"]
+    assert "Make add() add" in world.git("log", "--format=%s", "origin/issue-1", cwd=world.clone())
+
+    ledger = world.thirdshift("usage", "--by", "run", "--json")
+
+    assert ledger.returncode == 0, ledger.stderr
+    [line] = [json.loads(text) for text in ledger.stdout.splitlines()]
+    assert line["label"] == "Run 1 (acme/calculator#1)"
+    assert line["harnesses"] == [f"claude ({model})"]
+    assert (line["sessions"], line["cost_usd"], line["unpriced_sessions"]) == (1, cost, 0)
+
+
+def test_a_priced_session_is_stopped_the_moment_it_reaches_the_budget(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """With a price for the model, the running session's tokens are priced as they stream:
+    the turn that crosses the budget stops the session there (the next turn would hang), and
+    the Failed run names the budget; the commit made before is kept on the branch."""
+    world = start_world(
+        tmp_path,
+        [
+            {
+                "name": "implement",
+                "marker": MARKER,
+                "turns": [
+                    {"tool_calls": [FIX]},
+                    {"tool_calls": [bash("echo costly", "costly")], "input_tokens": 2_000_000},
+                    {"hang": True},
+                ],
+            }
+        ],
+    )
+    worlds.append(world)
+    model = "sandbox-priced"
+    world.settings["THIRDSHIFT_MODEL"] = model
+    world.settings["THIRDSHIFT_COST_BUDGET_PER_RUN_USD"] = "1"
+    world.settings["THIRDSHIFT_MODEL_PRICES"] = json.dumps({model: {"input": 1, "output": 1}})
+
+    result = world.thirdshift("run", world.issue_url)
+
+    assert result.returncode == 1, result.stderr
+    [(kind, _, _, _, tokens_in, _, cost, source, state, error)] = sessions(world)
+    assert (kind, state) == ("implement", "failed")
+    assert error.startswith("implement session stopped: the cost budget per Run is reached: $2")
+    assert isinstance(tokens_in, int)
+    assert tokens_in >= 2_000_000
+    assert (source, cost is not None and cost >= 2) == ("price table", True)
+    assert "of $1.00 (cost_budget_per_run_usd" in result.stderr
+    assert not any(r.get("kind") == "hang" for r in world.model_requests("implement"))
+    assert "Make add() add" in world.git("log", "--format=%s", "origin/issue-1", cwd=world.clone())
