@@ -214,6 +214,42 @@ def test_tool_session_sample_gives_id_progress_events_and_final_message() -> Non
     assert outcome.usage.turns == 2
     assert outcome.usage.cost_usd == pytest.approx(0.00028)
     assert (outcome.usage.input_tokens, outcome.usage.output_tokens) == (20, 10)
+    assert (outcome.usage.model, outcome.usage.cli_version) == ("claude-opus-5-5", "2.1.328")
+    assert outcome.usage.cost_source == "reported"
+
+
+def test_usage_so_far_counts_each_api_message_once_until_the_result_gives_the_cost() -> None:
+    """Claude repeats an API message once per content block, with the same usage: a running
+    session's tokens count each message once; the result's figures (with claude's cost, cache
+    reads and writes) then replace them."""
+    reader = ClaudeReader()
+
+    def message(message_id: str, tokens_in: int, block: dict[str, Any]) -> dict[str, Any]:
+        usage = {"input_tokens": tokens_in, "output_tokens": 5}
+        return {"type": "assistant", "message": {"id": message_id, "usage": usage} | block}
+
+    text = {"content": [{"type": "text", "text": "Looking."}]}
+    call = {"content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]}
+    feed(reader, init(), message("m1", 100, text), message("m1", 100, call))
+    feed(reader, message("m2", 300, text))
+    running = reader.usage_so_far
+    usage = {
+        "input_tokens": 10,
+        "cache_creation_input_tokens": 200,
+        "cache_read_input_tokens": 700,
+        "output_tokens": 30,
+    }
+    feed(reader, result(total_cost_usd=0.42, usage=usage))
+
+    assert (running.input_tokens, running.output_tokens, running.cost_usd) == (400, 10, None)
+    final = reader.usage_so_far
+    assert (final.input_tokens, final.cached_input_tokens, final.cache_write_tokens) == (
+        910,
+        700,
+        200,
+    )
+    assert (final.cost_usd, final.cost_source) == (0.42, "reported")
+    assert reader.finish(0, stopped_after_result=False).usage == final
 
 
 def test_captured_tool_session_condenses_every_kind_of_call() -> None:

@@ -204,3 +204,25 @@ def test_the_app_s_key_is_known_to_the_scrubber_whole_and_line_by_line(
     scrub = Scrubber(known)
     assert body[3] not in scrub(f"error near {body[3]} in the key")
     assert "-----BEGIN RSA PRIVATE KEY-----" not in known
+
+
+def test_cost_budgets_and_model_prices_are_read_and_a_bad_price_names_its_model_and_key(
+    home: Path,
+) -> None:
+    (home / "config.toml").write_text(
+        "cost_budget_per_run_usd = 2.5\n[model_prices.gpt-x]\ninput = 1.25\noutput = 10\n"
+    )
+    settings = load_settings(os.environ)
+    assert settings.cost_budget_per_run_usd == 2.5
+    assert settings.cost_budget_per_repository_day_usd is None
+    assert (settings.model_prices["gpt-x"].input, settings.model_prices["gpt-x"].output) == (
+        1.25,
+        10,
+    )
+
+    (home / "config.toml").write_text("[model_prices.gpt-x]\ninput = 1.25\nouptut = 10\n")
+    with pytest.raises(ConfigError, match=r"key 'model_prices': gpt-x\.output: Field required"):
+        load_settings(os.environ)
+    (home / "config.toml").write_text("cost_budget_per_run_usd = 0\n")
+    with pytest.raises(ConfigError, match=r"key 'cost_budget_per_run_usd': .*greater than 0"):
+        load_settings(os.environ)
