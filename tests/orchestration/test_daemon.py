@@ -3,6 +3,7 @@ stand-in's state model, real git and SQLite, scripted sessions. ``Daemon.once`` 
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from thirdshift.daemon import ActivityLog, Daemon, Pickup, ReadyRules, Repositor
 from thirdshift.daemon.daemon import Limits
 from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import Repository
+from thirdshift.records import Repository, Usage
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.scrub import Scrubber
@@ -37,12 +38,15 @@ class DaemonWorld:
     max_runs_per_repository: int = 1
     settle_seconds: float = 0
     start_run: Callable[..., int] | None = None
+    daily_budget_usd: float | None = None
     stop: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         self.world.github.add_user(MAINTAINER, "maintain")
         self.world.github.add_user(READER, "read")
-        self.poll_clock = ManualClock(datetime.now(UTC))
+        # With a daily budget, the poll's day must be the store's (whose clock is manual).
+        start = self.world.clock.now() if self.daily_budget_usd else datetime.now(UTC)
+        self.poll_clock = ManualClock(start)
         self.activity = ActivityLog(
             self.world.store,
             daemon="d1",
@@ -78,6 +82,7 @@ class DaemonWorld:
                 in_progress_label=BUSY,
                 excluded_labels=["needs-triage", "wontfix"],
                 settle_seconds=self.settle_seconds,
+                daily_budget_usd=self.daily_budget_usd,
             ),
             activity=self.activity,
             clock=self.poll_clock,
@@ -206,6 +211,40 @@ def test_a_readers_label_is_passed_over_once_and_a_maintainers_label_is_taken(
     assert dw.daemon.once() == 0
     [run] = dw.world.store.list_runs()
     assert (run.issue_number, run.state) == (number, "succeeded")
+
+
+def test_a_repository_whose_daily_budget_is_spent_is_passed_over_and_nothing_is_claimed(
+    world: RunWorld,
+) -> None:
+    """Today's sessions on the repository cost $5 of a $5 daily budget: a Ready issue is passed
+    over once, naming the budget, with no Claim, no comment and its label untouched; with the
+    spending on another repository, it is taken."""
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    dw = DaemonWorld(world, daily_budget_usd=5.0)
+    store = world.store
+    spent = store.start_run(store.ensure_repository("acme", "widgets"), 99)
+    row = store.start_session(spent.id, "implement", harness="claude", log_path="/l", prompt="p")
+    store.end_session(row.id, state="ended", usage=Usage(cost_usd=5.0, cost_source="reported"))
+    number = dw.ready_issue("Widget")
+
+    assert dw.daemon.once() == 0
+    assert dw.daemon.once() == 0
+
+    [line] = dw.lines("pass-over")
+    assert "the daily cost budget of acme/widgets is spent ($5.00 of $5.00" in line
+    assert [run.issue_number for run in store.list_runs()] == [99]
+    assert world.github.comments_on(number) == []
+    assert READY in world.github.labels_of(number)
+
+    moved = store.start_run(store.ensure_repository("acme", "gadgets"), 1000)
+    with sqlite3.connect(world.settings.home / "thirdshift.db") as db:
+        db.execute("UPDATE sessions SET run_id = ? WHERE id = ?", (moved.id, row.id))
+    assert dw.daemon.once() == 0
+    assert [
+        (run.issue_number, run.state) for run in store.list_runs() if run.issue_number == number
+    ] == [(number, "succeeded")]
 
 
 def test_a_blocked_issue_is_taken_on_the_first_poll_after_its_blocker_closes(
