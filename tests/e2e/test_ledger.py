@@ -90,6 +90,22 @@ def test_a_run_past_its_cost_budget_fails_naming_the_budget_with_its_work_saved(
     assert line["harnesses"] == [f"claude ({model})"]
     assert (line["sessions"], line["cost_usd"], line["unpriced_sessions"]) == (1, cost, 0)
 
+    # The next Run on the issue, with a daily budget the first Run already spent: no session
+    # starts, the Run fails naming the budget, and the Session log it names says why.
+    del world.settings["THIRDSHIFT_COST_BUDGET_PER_RUN_USD"]
+    world.settings["THIRDSHIFT_COST_BUDGET_PER_REPOSITORY_DAY_USD"] = "0.5"
+    world.rest("POST", "/repos/acme/calculator/issues/1/labels", {"labels": ["ready-for-agent"]})
+
+    again = world.thirdshift("run", world.issue_url)
+
+    assert again.returncode == 1, again.stderr
+    refusal = "implement session not started: the daily cost budget of acme/calculator is "
+    refusal += f"reached: ${cost:.2f} spent today (UTC) of $0.50"
+    assert refusal in again.stderr
+    assert len(sessions(world)) == 1  # nothing was started
+    log = Path(again.stderr.strip().splitlines()[-1].split("session log: ", 1)[1])
+    assert refusal in log.read_text()
+
 
 def test_a_priced_session_is_stopped_the_moment_it_reaches_the_budget(
     tmp_path: Path, worlds: list[RunWorld]
