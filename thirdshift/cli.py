@@ -103,6 +103,7 @@ def usage_command(group: str, repository: str | None, days: int, as_json: bool) 
     from dataclasses import asdict
     from datetime import UTC, datetime, timedelta
 
+    from thirdshift.console import format_duration
     from thirdshift.settings import check_repository_name, load_settings
     from thirdshift.store import Store
 
@@ -131,8 +132,10 @@ def usage_command(group: str, repository: str | None, days: int, as_json: bool) 
     for total in totals:
         unpriced = f" + {total.unpriced_sessions} unpriced" if total.unpriced_sessions else ""
         cached = total.cached_input_tokens
+        took = format_duration(total.duration_seconds)
         click.echo(
-            f"{total.label}: ${total.cost_usd:.4f}{unpriced}, {total.sessions} session(s), "
+            f"{total.label}: ${total.cost_usd:.4f}{unpriced}, {total.sessions} session(s) "
+            f"over {took}, "
             f"{total.input_tokens} tokens in ({cached} cached, {total.cache_write_tokens} "
             f"written to the cache), {total.output_tokens} out; {', '.join(total.harnesses)}"
         )

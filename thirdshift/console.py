@@ -26,3 +26,13 @@ class Progress:
         with suppress(OSError, ValueError):
             self._stream.write(f"[{stamp}] {line}\n")
             self._stream.flush()
+
+
+def format_duration(seconds: float) -> str:
+    """``42s``, ``5m 32s``, ``1h 03m``."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m {whole % 60:02d}s"
+    return f"{whole // 3600}h {(whole % 3600) // 60:02d}m"

@@ -220,6 +220,8 @@ class UsageTotal:
     unpriced_sessions: int
     """Sessions with no cost figure (the CLI reported none and no price was configured)."""
     first_started: datetime
+    duration_seconds: float = 0.0
+    """The sessions' time from start to end, added up (a session still running adds none)."""
 
 
 def add_usage(total: UsageTotal | None, key: str, label: str, session: SessionRecord) -> UsageTotal:
@@ -242,6 +244,12 @@ def add_usage(total: UsageTotal | None, key: str, label: str, session: SessionRe
         cost_usd=total.cost_usd + (usage.cost_usd or 0.0),
         unpriced_sessions=total.unpriced_sessions + (usage.cost_usd is None),
         first_started=min(total.first_started, session.started_at),
+        duration_seconds=total.duration_seconds
+        + (
+            (session.ended_at - session.started_at).total_seconds()
+            if session.ended_at is not None
+            else 0.0
+        ),
     )
 
 

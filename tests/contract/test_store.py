@@ -503,6 +503,7 @@ def test_the_usage_ledger_keeps_each_session_s_usage_and_adds_it_up_by_run_repos
             row = store.start_session(
                 run_id, "implement", harness=harness, log_path="/l", prompt="p", model="asked"
             )
+            clock.advance(30)
             store.end_session(row.id, state=state, usage=usage)
 
         first = store.start_run(widgets, 1)
@@ -562,6 +563,7 @@ def test_the_usage_ledger_keeps_each_session_s_usage_and_adds_it_up_by_run_repos
     assert widgets_total.harnesses == ("claude (claude-opus-5-5)", "codex (asked)")
     assert (widgets_total.input_tokens, widgets_total.output_tokens) == (1500, 70)
     assert (widgets_total.cost_usd, widgets_total.unpriced_sessions) == (0.25, 1)
+    assert widgets_total.duration_seconds == 60
     assert by_day == [("2026-03-02", 0.5, 1), ("2026-03-01", 0.25, 2)]
     assert (widgets_on_first_day, widgets_next_day, run_cost) == (0.25, 0.0, 0.25)
     assert [total.key for total in only_gadgets] == [str(second.id)]

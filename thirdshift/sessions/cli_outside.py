@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from thirdshift.clock import Clock
+from thirdshift.console import format_duration
 from thirdshift.errors import ThirdshiftError
 from thirdshift.harnesses import (
     AgentSandbox,
@@ -68,16 +69,6 @@ def session_log_paths(
         return logs_dir / f"{owner}-{repo}-issue-{issue_number}-{stamp}-{kind}.jsonl"
 
     return path_for
-
-
-def format_duration(seconds: float) -> str:
-    """``42s``, ``5m 32s``, ``1h 03m``."""
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m {whole % 60:02d}s"
-    return f"{whole // 3600}h {(whole % 3600) // 60:02d}m"
 
 
 class CliOutside:
