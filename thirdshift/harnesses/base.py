@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from thirdshift.records import SessionEvent
+from thirdshift.records import ProviderOutage, SessionEvent
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,8 @@ class StreamOutcome:
     does not explain as success; ``failure_cause`` then says why in one line. ``killed_work``
     names background work that was still running and killed when the session ended, in the
     order it was started, each by its description (Claude) or command (Codex).
+    ``provider_outage`` is set when the session failed because the model provider refused it
+    after the CLI's own retries (429, 529, 503, or a rate-limit event saying rejected).
     """
 
     session_id: str | None
@@ -73,6 +75,7 @@ class StreamOutcome:
     killed_work: tuple[str, ...] = ()
     usage: Usage = field(default_factory=Usage)
     result_seen: bool = False
+    provider_outage: ProviderOutage | None = None
 
 
 class StreamReader(Protocol):
