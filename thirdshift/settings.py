@@ -381,6 +381,9 @@ def with_harness(settings: Settings, harness: str | None, model: str | None) -> 
         update["model"] = None
     if model:
         update["model"] = model
+        # --model wins over the configuration, harness_models included.
+        own = update.get("harness", settings.harness)
+        update["harness_models"] = {**settings.harness_models, own: model}
     return settings.model_copy(update=update) if update else settings
 
 
