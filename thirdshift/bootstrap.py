@@ -19,7 +19,7 @@ from pathlib import Path
 
 from thirdshift.actions import Runner, decide, read_event
 from thirdshift.clock import Clock, SystemClock
-from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
+from thirdshift.daemon import ActivityLog, Daemon, ProviderPauses, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
 from thirdshift.daemon.ready import blocker_reason, labeller_reason
 from thirdshift.errors import (
@@ -36,11 +36,11 @@ from thirdshift.github.requests import TOKEN, Credential
 from thirdshift.harnesses import harness_named, probe
 from thirdshift.home import Home, check_home
 from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
-from thirdshift.records import RepoInfo, Run
+from thirdshift.records import ProviderOutage, RepoInfo, Run
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.scrub import Scrubber, looks_secret
-from thirdshift.sessions.cli_outside import CliSessions
+from thirdshift.sessions.cli_outside import CliSessions, Fallback
 from thirdshift.sessions.ledger import Budgets
 from thirdshift.settings import Settings, check_repository_name
 from thirdshift.store import Store
@@ -75,6 +75,7 @@ def run_issue(
     claimant: str = "thirdshift run",
     stopped_because: Callable[[], str | None] = lambda: None,
     on_recorded: Callable[[int], None] = lambda _run_id: None,
+    on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
 ) -> int:
     """Run one issue and return the exit status. Errors before the Run starts (pre-flight)
     are reported on ``progress`` and change nothing.
@@ -85,7 +86,8 @@ def run_issue(
 
     A daemon passes its ``store`` (shared by its Runs), its name as ``claimant``, what says
     why it stopped a Run (``stopped_because``) and what learns the Run's id once it is recorded
-    (``on_recorded``); each Run still gets its own clock, GitHub adapter and interrupt."""
+    (``on_recorded``) and what learns of a provider outage (``on_outage``: the daemon's
+    pauses); each Run still gets its own clock, GitHub adapter and interrupt."""
     known = credential_secrets(settings)
     harness_base = environ if agent_environ is None else agent_environ
     agent_secrets = [value for name, value in harness_base.items() if looks_secret(name)]
@@ -95,7 +97,19 @@ def run_issue(
         progress(scrub(line))
 
     check_same_host(request.issue, settings.github_api_url)
-    harness = harness_named(settings.harness, extra_args=settings.harness_args)
+    harness = harness_named(
+        settings.harness,
+        extra_args=[*settings.harness_args, *settings.harness_options.get(settings.harness, [])],
+    )
+    # The Harnesses a provider outage switches to, each with its own options and Model: the
+    # Run's harness_args and model belong to its own Harness and never cross over.
+    fallbacks = tuple(
+        Fallback(
+            harness_named(name, extra_args=settings.harness_options.get(name, [])),
+            settings.model_for(name),
+        )
+        for name in settings.fallback_harnesses
+    )
     # Local pre-flight: a machine problem stops here, before anything on GitHub changes.
     home = Home(settings.home)
     check_home(home, database_dir=settings.sqlite_directory, min_free_mb=settings.min_free_disk_mb)
@@ -152,13 +166,16 @@ def run_issue(
                 sandbox=sandbox,
                 home=home,
                 hidden=hidden_from_agents(settings, environ),
-                model=settings.model,
+                model=settings.model_for(settings.harness),
                 resume_cap_tokens=settings.resume_preamble_tokens,
                 budgets=Budgets(
                     per_run_usd=settings.cost_budget_per_run_usd,
                     per_repository_day_usd=settings.cost_budget_per_repository_day_usd,
                 ),
                 prices=settings.model_prices,
+                fallbacks=fallbacks,
+                provider_wait_seconds=settings.provider_wait_seconds,
+                on_outage=on_outage,
             ),
             clones=clone_of,
             environ=harness_base,
@@ -253,6 +270,12 @@ def run_daemon(
             progress=say,
         )
 
+        # Which Harness's provider is down, as the daemon's Runs found out: shared by them all.
+        pauses = ProviderPauses(clock, settings.provider_pause_seconds)
+
+        def paused() -> str | None:
+            return pauses.pass_over_reason(settings.harness, settings.fallback_harnesses)
+
         def start_run(
             request: RunRequest,
             interrupt: threading.Event,
@@ -271,6 +294,7 @@ def run_daemon(
                 claimant=f"daemon {daemon_name}",
                 stopped_because=stopped_because,
                 on_recorded=on_recorded,
+                on_outage=pauses.pause,
             )
 
         daemon = Daemon(
@@ -306,6 +330,7 @@ def run_daemon(
                     stop_here=partial(daemon.stop_here, full_name),
                     kept_worktree=partial(_kept_worktree, settings.home, owner, name),
                     sweeper=f"daemon {daemon_name}",
+                    paused=paused,
                 )
             )
         return daemon.once() if once else daemon.serve()

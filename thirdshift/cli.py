@@ -226,7 +226,7 @@ def run_command(
     from thirdshift.bootstrap import RunRequest, run_event, run_issue
     from thirdshift.errors import UsageError
     from thirdshift.issue_url import parse_issue_url
-    from thirdshift.settings import load_settings
+    from thirdshift.settings import load_settings, with_harness
 
     if (issue_url is None) == (event_path is None):
         raise click.UsageError("give an Issue URL or --event PATH (one of them)")
@@ -238,9 +238,7 @@ def run_command(
             raise click.UsageError(str(error)) from None
     environ = dict(os.environ)
     settings = _guarded(lambda: load_settings(environ))
-    overrides = {key: value for key, value in {"harness": harness, "model": model}.items() if value}
-    if overrides:
-        settings = settings.model_copy(update=overrides)
+    settings = with_harness(settings, harness, model)
     # On an Actions runner every line is read for workflow commands: none may hold a newline.
     progress = Progress(one_line=environ.get("GITHUB_ACTIONS") == "true")
     interrupt = threading.Event()

@@ -326,3 +326,23 @@ class Watchdogs:
     """This long since the start: stop ("wall")."""
     post_result_seconds: float
     """This long after ``result_seen()`` first returned True: stop ("post-result")."""
+
+
+@dataclass(frozen=True)
+class ProviderOutage:
+    """A model provider refused a session after its Harness's own retries: overloaded (529 or
+    503), rate-limited (429), or the CLI's rate-limit event saying the request was rejected.
+    A Harness's stream reader finds it; the Sessions module switches the Harness on it and the
+    daemon pauses pickups on it. ``cause`` is one scrubbed line; ``resets_at`` is when the
+    provider said it would take requests again, if it said."""
+
+    harness: str
+    status: int | None
+    cause: str
+    resets_at: datetime | None = None
+
+    @property
+    def condition(self) -> str:
+        """``overloaded (529)``, ``rate-limited (429)``, ``unavailable (503)``."""
+        word = {503: "unavailable", 529: "overloaded"}.get(self.status or 0, "rate-limited")
+        return f"{word} ({self.status})" if self.status is not None else word

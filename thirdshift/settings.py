@@ -253,6 +253,34 @@ class Settings(BaseSettings):
         description="USD per million tokens, by model, to price sessions whose CLI reports no "
         "cost (codex), and a claude session while it runs.",
     )
+    # Harness switch
+    harness_fallbacks: list[Literal["claude", "codex"]] = Field(
+        default_factory=list,
+        description="The Harnesses a Run continues on, in order, when its Harness's model "
+        "provider is down after the CLI's retries (empty: no switch, the session fails).",
+    )
+    harness_models: dict[Literal["claude", "codex"], str] = Field(
+        default_factory=dict,
+        description="The Model of each Harness by name; wins over model. A Harness switched "
+        "to never inherits the Model of the one it left.",
+    )
+    harness_options: dict[Literal["claude", "codex"], list[str]] = Field(
+        default_factory=dict,
+        description="Extra CLI options of each Harness by name, wherever it runs (the Run's "
+        "own Harness or a fallback); harness_args stay with the Run's own Harness.",
+    )
+    provider_wait_seconds: float = Field(
+        default=300,
+        ge=0,
+        description="A provider reset announced within this long is waited for (once) before "
+        "switching the Harness.",
+    )
+    provider_pause_seconds: float = Field(
+        default=300,
+        ge=0,
+        description="How long a daemon pauses pickups for a Harness whose provider is down and "
+        "announced no reset.",
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -266,6 +294,23 @@ class Settings(BaseSettings):
         # Only what ``load_settings`` hands over: it reads the environment it is given and the
         # file itself, so nothing here looks at the process environment behind the root's back.
         return (init_settings,)
+
+    def model_for(self, harness: str) -> str | None:
+        """The Model of ``harness``: its ``harness_models`` entry, else ``model`` when it is the
+        Run's own Harness, else the Harness's own default (None). Never another's."""
+        for name, chosen in self.harness_models.items():
+            if name == harness and chosen:
+                return chosen
+        return self.model if harness == self.harness else None
+
+    @property
+    def fallback_harnesses(self) -> list[Literal["claude", "codex"]]:
+        """``harness_fallbacks`` without the Run's own Harness and without repeats."""
+        found: list[Literal["claude", "codex"]] = []
+        for name in self.harness_fallbacks:
+            if name != self.harness and name not in found:
+                found.append(name)
+        return found
 
     @property
     def session_watchdogs(self) -> Watchdogs:
@@ -362,6 +407,23 @@ class _EnvironSource(EnvSettingsSource):
         return parse_env_vars(
             self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
         )
+
+
+def with_harness(settings: Settings, harness: str | None, model: str | None) -> Settings:
+    """``settings`` as ``thirdshift run --harness H --model M`` changes them. A ``--harness``
+    other than the configured one does not take the configured ``model`` along (it names a
+    Model of the other Harness): its Model is ``--model``, else its ``harness_models`` entry,
+    else its own default."""
+    update: dict[str, Any] = {}
+    if harness and harness != settings.harness:
+        update["harness"] = harness
+        update["model"] = None
+    if model:
+        update["model"] = model
+        # --model wins over the configuration, harness_models included.
+        own = update.get("harness", settings.harness)
+        update["harness_models"] = {**settings.harness_models, own: model}
+    return settings.model_copy(update=update) if update else settings
 
 
 def load_settings(environ: Mapping[str, str]) -> Settings:

@@ -282,6 +282,10 @@ class ForgetfulOutside:
         self._inner = inner
         self._home = home
 
+    @property
+    def harness(self) -> str:
+        return self._inner.harness
+
     def run_session(
         self, kind: str, resume_id: str | None, prompt: str, log_path: Path
     ) -> SessionEnding:

@@ -17,11 +17,18 @@ import pytest
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import commit_file, git
 from thirdshift.clock import ManualClock
-from thirdshift.daemon import ActivityLog, Daemon, Pickup, ReadyRules, RepositoryPoll
+from thirdshift.daemon import (
+    ActivityLog,
+    Daemon,
+    Pickup,
+    ProviderPauses,
+    ReadyRules,
+    RepositoryPoll,
+)
 from thirdshift.daemon.daemon import Limits
 from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import Repository, Usage
+from thirdshift.records import ProviderOutage, Repository, Usage
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.scrub import Scrubber
@@ -40,6 +47,7 @@ class DaemonWorld:
     start_run: Callable[..., int] | None = None
     daily_budget_usd: float | None = None
     stop: threading.Event = field(default_factory=threading.Event)
+    paused: Callable[[], str | None] = lambda: None
 
     def __post_init__(self) -> None:
         self.world.github.add_user(MAINTAINER, "maintain")
@@ -91,6 +99,7 @@ class DaemonWorld:
             kept_worktree=lambda b: (
                 self.world.settings.home / "worktrees" / f"acme-widgets-{b}"
             ).is_dir(),
+            paused=self.paused,
         )
         self.daemon.watch(self.poll)
 
@@ -577,3 +586,33 @@ def test_an_issue_closed_during_its_run_stops_that_run(dw: DaemonWorld) -> None:
     assert "the issue was closed during the Run" in run.cause
     assert "Add the widget" in dw.world.origin_log("issue-1")
     assert any("the issue was closed during the Run" in line for line in dw.lines("stop"))
+
+
+def test_pickups_wait_while_the_harness_provider_is_down_and_resume_after_its_reset(
+    world: RunWorld,
+) -> None:
+    """A Run found claude's provider rate-limited until a reset ten minutes off, no fallback:
+    a Ready issue is passed over once with the reason, nothing is claimed; after the reset it
+    is taken."""
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    clock = ManualClock(datetime.now(UTC))
+    pauses = ProviderPauses(clock, default_seconds=300)
+    dw = DaemonWorld(world, paused=lambda: pauses.pass_over_reason("claude", []))
+    pauses.pause(
+        ProviderOutage("claude", 429, "claude's turn failed", clock.now() + timedelta(minutes=10))
+    )
+    number = dw.ready_issue("While the provider is down")
+
+    assert dw.daemon.once() == 0
+    assert dw.daemon.once() == 0
+    [line] = dw.lines("pass-over")
+    assert "claude's provider is rate-limited (429); pickups wait until" in line
+    assert dw.world.store.list_runs() == []
+    assert dw.world.github.comments_on(number) == []
+
+    clock.advance(600)
+    assert dw.daemon.once() == 0
+    [run] = dw.world.store.list_runs()
+    assert (run.issue_number, run.state) == (number, "succeeded")

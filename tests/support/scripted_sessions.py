@@ -66,6 +66,7 @@ class _ScriptedOutside:
     plays: dict[str, Play]
     prompts: dict[str, str]
     lines: list[str]
+    harness: str = "scripted"
 
     def run_session(
         self, kind: str, resume_id: str | None, prompt: str, log_path: Path

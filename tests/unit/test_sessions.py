@@ -34,6 +34,7 @@ class ScriptedOutside:
     outcomes: deque[SessionEnding | SessionFailed] = field(default_factory=deque)
     calls: list[Call] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    harness: str = "scripted"
 
     def then(self, *outcomes: SessionEnding | SessionFailed) -> ScriptedOutside:
         self.outcomes.extend(outcomes)

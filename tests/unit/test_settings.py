@@ -11,7 +11,7 @@ from tests.support.app_keys import key_pair
 from thirdshift.bootstrap import credential_secrets
 from thirdshift.errors import ConfigError
 from thirdshift.scrub import Scrubber
-from thirdshift.settings import PUBLIC_GITHUB_API, load_settings
+from thirdshift.settings import PUBLIC_GITHUB_API, load_settings, with_harness
 
 
 def test_defaults_put_everything_in_the_home(home: Path) -> None:
@@ -225,4 +225,42 @@ def test_cost_budgets_and_model_prices_are_read_and_a_bad_price_names_its_model_
         load_settings(os.environ)
     (home / "config.toml").write_text("cost_budget_per_run_usd = 0\n")
     with pytest.raises(ConfigError, match=r"key 'cost_budget_per_run_usd': .*greater than 0"):
+        load_settings(os.environ)
+
+
+def test_each_harness_gets_its_own_model_and_never_another_s(home: Path) -> None:
+    """harness_models wins; ``model`` belongs to the Run's own Harness only; a fallback with
+    no entry gets its own default, never the Run's Harness's Model."""
+    (home / "config.toml").write_text(
+        'harness = "claude"\nmodel = "claude-sonnet-4-5"\nharness_fallbacks = ["codex", "claude"]\n'
+    )
+    settings = load_settings(os.environ)
+    assert settings.model_for("claude") == "claude-sonnet-4-5"
+    assert settings.model_for("codex") is None
+    assert settings.fallback_harnesses == ["codex"]
+    assert settings.provider_wait_seconds == 300
+    with_models = settings.model_copy(update={"harness_models": {"codex": "gpt-5.5"}})
+    assert with_models.model_for("codex") == "gpt-5.5"
+
+
+def test_harness_on_the_command_line_leaves_the_configured_model_behind(home: Path) -> None:
+    """``run --harness codex`` on a claude configuration: codex's Model is its harness_models
+    entry (or its default), never the claude Model; ``--model`` still wins."""
+    (home / "config.toml").write_text(
+        'model = "claude-sonnet-4-5"\n[harness_models]\ncodex = "gpt-5.5"\n'
+    )
+    settings = load_settings(os.environ)
+    switched = with_harness(settings, "codex", None)
+    assert switched.harness == "codex"
+    assert switched.model_for("codex") == "gpt-5.5"
+    assert with_harness(settings, "codex", "o-model").model_for("codex") == "o-model"
+    assert with_harness(settings, "claude", None).model_for("claude") == "claude-sonnet-4-5"
+    bare = load_settings({**os.environ, "THIRDSHIFT_HARNESS_MODELS": "{}"})
+    assert with_harness(bare, "codex", None).model_for("codex") is None
+
+
+def test_an_unknown_harness_in_the_fallbacks_is_refused(home: Path) -> None:
+    """harness_fallbacks names only known Harnesses."""
+    (home / "config.toml").write_text('harness_fallbacks = ["gemini"]\n')
+    with pytest.raises(ConfigError, match="harness_fallbacks"):
         load_settings(os.environ)

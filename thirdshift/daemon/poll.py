@@ -40,7 +40,8 @@ class Pickup:
 
 class RepositoryPoll:
     """Polls ``owner/name``. ``running_here`` says whether this daemon runs the issue now;
-    ``stop_here`` stops that Run with a reason (its issue was closed)."""
+    ``stop_here`` stops that Run with a reason (its issue was closed). ``paused`` says why no
+    Ready issue may be picked up now (the Harness's provider is down), or None."""
 
     def __init__(
         self,
@@ -56,7 +57,9 @@ class RepositoryPoll:
         stop_here: Callable[[int, str], None],
         kept_worktree: Callable[[str], bool],
         sweeper: str = "thirdshift",
+        paused: Callable[[], str | None] = lambda: None,
     ) -> None:
+        self._paused = paused
         self._sweeper = sweeper
         self._repository: Repository | None = None
         # number -> (GitHub's updated_at as last seen, when this daemon first saw it so)
@@ -133,10 +136,11 @@ class RepositoryPoll:
         pickups: list[Pickup] = []
         now = self._clock.monotonic()
         spent = self._budget_spent()
+        paused = self._paused()
         for issue in lowest_first(ready):
             if issue.number in leased or self._running_here(issue.number):
                 continue
-            reason = spent or self._pass_over_reason(repository, issue, roles, now)
+            reason = spent or paused or self._pass_over_reason(repository, issue, roles, now)
             if reason is not None:
                 self._activity.pass_over(repository, issue.number, reason)
                 continue

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from thirdshift.records import SessionEvent, Usage
+from thirdshift.records import ProviderOutage, SessionEvent, Usage
 
 __all__ = ["Usage"]  # the record lives with the others; Harness adapters make it
 
@@ -40,6 +40,8 @@ class StreamOutcome:
     does not explain as success; ``failure_cause`` then says why in one line. ``killed_work``
     names background work that was still running and killed when the session ended, in the
     order it was started, each by its description (Claude) or command (Codex).
+    ``provider_outage`` is set when the session failed because the model provider refused it
+    after the CLI's own retries (429, 529, 503, or a rate-limit event saying rejected).
     """
 
     session_id: str | None
@@ -49,6 +51,7 @@ class StreamOutcome:
     killed_work: tuple[str, ...] = ()
     usage: Usage = field(default_factory=Usage)
     result_seen: bool = False
+    provider_outage: ProviderOutage | None = None
 
 
 class StreamReader(Protocol):

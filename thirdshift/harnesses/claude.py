@@ -22,11 +22,13 @@ import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
 from thirdshift.harnesses.stream import (
+    OUTAGE_STATUSES,
     EventLog,
     Scrub,
     allowlisted,
@@ -41,7 +43,7 @@ from thirdshift.harnesses.stream import (
     one_line,
     user_home,
 )
-from thirdshift.records import SessionEvent
+from thirdshift.records import ProviderOutage, SessionEvent
 
 _CONFIG_FILES = (".credentials.json",)
 """What of Claude Code's configuration a private home gets: the login alone. Settings files
@@ -195,6 +197,9 @@ class ClaudeReader:
     _last: _Result | None = None
     _tasks: dict[str, _Task] = field(default_factory=dict)
     _calls: dict[str, _ToolCall] = field(default_factory=dict)
+    # A ``rate_limit_event`` whose status was ``rejected``: when the limit resets, if said.
+    _rejected: bool = False
+    _resets_at: datetime | None = None
     _events: EventLog = field(init=False)
     _model: str | None = None
     _version: str | None = None
@@ -239,6 +244,8 @@ class ClaudeReader:
             return self._user(event)
         if kind == "result":
             return self._result(event)
+        if kind == "rate_limit_event":
+            return self._rate_limit(event)
         return NOTHING
 
     # -- lines ---------------------------------------------------------------------------------
@@ -282,6 +289,21 @@ class ClaudeReader:
         if first or kill_beside:
             task.status = status
             task.ended_after_results = self._results
+
+    def _rate_limit(self, event: dict[str, Any]) -> Observation:
+        # Informational while "allowed"; "rejected" means the CLI will get no answer until the
+        # reset, which it states in epoch seconds.
+        info = event.get("rate_limit_info")
+        if not isinstance(info, dict) or as_str(info.get("status")) != "rejected":
+            return NOTHING
+        self._rejected = True
+        resets = info.get("resetsAt")
+        if isinstance(resets, int | float) and not isinstance(resets, bool) and resets > 0:
+            try:
+                self._resets_at = datetime.fromtimestamp(resets, UTC)
+            except (OverflowError, OSError, ValueError):
+                self._resets_at = None
+        return NOTHING
 
     def _assistant(self, event: dict[str, Any]) -> Observation:
         message = event.get("message")
@@ -381,8 +403,11 @@ class ClaudeReader:
                 killed_work=killed,
             )
         cause = None
+        outage: ProviderOutage | None = None
         if _failed(last):
             cause = _failure_cause(last, self.scrub)
+            if last.api_error_status in OUTAGE_STATUSES or self._rejected:
+                outage = ProviderOutage(NAME, last.api_error_status, cause, self._resets_at)
         elif exit_status and not stopped_after_result:
             cause = exit_description(NAME, exit_status) + " after its result"
         return StreamOutcome(
@@ -393,6 +418,7 @@ class ClaudeReader:
             killed_work=killed,
             usage=self._stamped(last.usage),
             result_seen=True,
+            provider_outage=outage,
         )
 
     def _killed_work(self, stopped_after_result: bool) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
 from thirdshift.harnesses.stream import (
+    OUTAGE_STATUSES,
     EventLog,
     Scrub,
     allowlisted,
@@ -40,7 +41,7 @@ from thirdshift.harnesses.stream import (
     unwrap_shell,
     user_home,
 )
-from thirdshift.records import SessionEvent
+from thirdshift.records import ProviderOutage, SessionEvent
 
 _CONFIG_FILES = ("auth.json",)
 """What of CODEX_HOME a private home gets: the login alone. config.toml commonly holds other
@@ -62,6 +63,9 @@ _QUIET_ARGS = (
 # ``-c model_providers.<id>.env_key="VAR"``: a provider configured on the command line names the
 # variable its key is read from; that variable is passed through.
 _ENV_KEY = re.compile(r"""^model_providers\.[^=]+\.env_key\s*=\s*["']?([A-Za-z_][A-Za-z0-9_]*)""")
+# How a failed turn names the provider's HTTP status once codex has spent its retries:
+# "unexpected status 503 Service Unavailable: ..." or "exceeded retry limit, last status: 429".
+_FAILED_STATUS = re.compile(r"\b(?:unexpected status|last status:?)\s*(\d{3})\b")
 _UNKNOWN_RESUME = ("no rollout found", "thread/resume failed")
 # What a file change's kind is shown as.
 _CHANGE_VERBS = {"add": "Write", "update": "Edit", "delete": "Delete"}
@@ -144,6 +148,7 @@ class CodexReader:
     _session_id: str | None = None
     _turn_ended: bool = False
     _turn_failure: str | None = None
+    _turn_failure_message: str | None = None
     _last_error: str | None = None
     _final_message: str | None = None
     _usage: Usage | None = None
@@ -335,6 +340,7 @@ class CodexReader:
         self._take_killed()
         error = event.get("error")
         message = as_str(error.get("message")) if isinstance(error, dict) else None
+        self._turn_failure_message = message
         self._turn_failure = one_line(
             f"{NAME}'s turn failed: {first_line(message or '') or 'no reason given'}",
             scrub=self.scrub,
@@ -370,7 +376,19 @@ class CodexReader:
             killed_work=tuple(self._killed),
             usage=self._usage or Usage(),
             result_seen=self._turn_ended,
+            provider_outage=self._outage(cause),
         )
+
+    def _outage(self, cause: str | None) -> ProviderOutage | None:
+        """A failure whose last word is a provider status of an outage: codex's own retries
+        (``Reconnecting... n/5``) are behind it."""
+        if cause is None:
+            return None
+        said = self._turn_failure_message if self._turn_failure else self._last_error
+        match = _FAILED_STATUS.search(said or "")
+        if match is None or int(match.group(1)) not in OUTAGE_STATUSES:
+            return None
+        return ProviderOutage(NAME, int(match.group(1)), cause)
 
 
 def _add_usage(total: Usage | None, usage: dict[str, Any]) -> Usage:

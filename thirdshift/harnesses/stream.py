@@ -40,6 +40,10 @@ ELLIPSIS = "…"
 # How far past the cut a long text is scrubbed before it is cut.
 SCRUB_MARGIN = 256
 
+# The HTTP statuses of a provider that is down or rate-limited, as opposed to a bad request: a
+# session that fails on one of them after the CLI's own retries is a provider outage.
+OUTAGE_STATUSES = frozenset({429, 503, 529})
+
 # Takes the secrets out of a text (thirdshift.scrub.Scrubber, given by the caller).
 Scrub = Callable[[str], str]
 

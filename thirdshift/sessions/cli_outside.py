@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NoReturn
@@ -32,12 +32,13 @@ from thirdshift.harnesses import (
 )
 from thirdshift.home import Home
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import SessionEvent, Usage, Watchdogs
+from thirdshift.records import ProviderOutage, SessionEvent, Usage, Watchdogs
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions.ledger import NO_BUDGETS, Budgets, Spent, budget_reached, priced
 from thirdshift.sessions.preamble import RESUME_CAP_TOKENS
 from thirdshift.sessions.rules import (
     BudgetReached,
+    ProviderUnavailable,
     ResumeUnknown,
     SessionEnding,
     SessionFailed,
@@ -94,7 +95,9 @@ class CliOutside:
         repository: str = "",
         budgets: Budgets = NO_BUDGETS,
         prices: Mapping[str, ModelPrice] | None = None,
+        on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
     ) -> None:
+        self._on_outage = on_outage
         self._repository = repository
         self._budgets = budgets
         self._prices: Mapping[str, ModelPrice] = prices or {}
@@ -114,6 +117,10 @@ class CliOutside:
         self._model = model
         # Harness session id -> our session row, so a Resume records what it resumed.
         self._rows_by_session_id: dict[str, int] = {}
+
+    @property
+    def harness(self) -> str:
+        return self._harness.name
 
     def progress(self, line: str) -> None:
         self._progress(self._scrub(line))
@@ -214,6 +221,17 @@ class CliOutside:
                 error=self._scrub(failure.cause),
                 usage=usage,
             )
+            # A watchdog's or an interrupt's stop is ours, whatever the stream said last.
+            if outcome.provider_outage is not None and type(failure) is SessionFailed:
+                self._on_outage(outcome.provider_outage)
+                recent = self._store.session_events(record.id, last=RECENT_EVENTS)
+                raise ProviderUnavailable(
+                    failure.cause,
+                    outcome.provider_outage,
+                    log_path,
+                    recent_events=tuple(event.summary for event in recent),
+                    event_count=self._store.session_event_count(record.id),
+                ) from failure
             raise failure
         self._store.end_session(
             record.id,
@@ -315,6 +333,15 @@ class CliOutside:
 
 
 @dataclass(frozen=True)
+class Fallback:
+    """A Harness a Run may switch to on a provider outage, with its own Model (never the
+    Model of the Harness it switches from)."""
+
+    harness: Harness
+    model: str | None = None
+
+
+@dataclass(frozen=True)
 class CliSessions:
     """Where a Run gets its Sessions (``runs.ports.SessionSource``) for real: sessions of one
     Harness CLI in the Run's Worktree, recorded in the store, their logs under ``logs_dir``.
@@ -339,6 +366,12 @@ class CliSessions:
     resume_cap_tokens: int = RESUME_CAP_TOKENS
     budgets: Budgets = NO_BUDGETS
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
+    fallbacks: tuple[Fallback, ...] = ()
+    """The Harnesses to switch to on a provider outage, in order (adr/0014)."""
+    provider_wait_seconds: float = 0.0
+    """The longest announced provider reset a session waits for before switching."""
+    on_outage: Callable[[ProviderOutage], None] = lambda _outage: None
+    """Told of every provider outage (the daemon pauses pickups for that Harness)."""
 
     @property
     def harness_name(self) -> str:
@@ -359,28 +392,37 @@ class CliSessions:
             hidden=(self.home.root, *self.hidden),
             readable=install_dirs(self.harness.executable, self.environ.get("PATH")),
         )
-        outside = CliOutside(
-            harness=self.harness,
-            worktree=worktree,
-            store=self.store,
-            run_id=run_id,
-            environ=self.environ,
-            watchdogs=self.watchdogs,
-            grace_seconds=self.grace_seconds,
-            interrupt=self.interrupt,
-            progress=self.progress,
-            scrub=self.scrub,
-            model=self.model,
-            clock=self.clock,
-            sandbox=self.sandbox,
-            sealed=sealed,
-            repository=f"{ref.owner}/{ref.repo}",
-            budgets=self.budgets,
-            prices=self.prices,
-        )
+
+        def outside(harness: Harness, model: str | None) -> CliOutside:
+            return CliOutside(
+                harness=harness,
+                worktree=worktree,
+                store=self.store,
+                run_id=run_id,
+                environ=self.environ,
+                watchdogs=self.watchdogs,
+                grace_seconds=self.grace_seconds,
+                interrupt=self.interrupt,
+                progress=self.progress,
+                scrub=self.scrub,
+                model=model,
+                clock=self.clock,
+                sandbox=self.sandbox,
+                sealed=replace(
+                    sealed, readable=install_dirs(harness.executable, self.environ.get("PATH"))
+                ),
+                repository=f"{ref.owner}/{ref.repo}",
+                budgets=self.budgets,
+                prices=self.prices,
+                on_outage=self.on_outage,
+            )
+
         stamp = log_stamp(self.clock.now())
         return Sessions(
-            outside,
+            outside(self.harness, self.model),
             session_log_paths(self.logs_dir, ref.owner, ref.repo, ref.number, stamp),
             resume_cap_tokens=self.resume_cap_tokens,
+            fallbacks=[outside(f.harness, f.model) for f in self.fallbacks],
+            provider_wait_seconds=self.provider_wait_seconds,
+            clock=self.clock,
         )

@@ -15,17 +15,26 @@ The rules:
 - a later failure names the killed work ahead of its own cause (``failures_name_killed_work``);
 - a native Resume the Harness no longer knows falls back to a fresh session opened with a
   resume brief built from our database.
+
+And the Harness switch (adr/0014): a session whose provider refused it after the Harness's own
+retries (``ProviderUnavailable``) is not a failure of the work. When the provider announced a
+reset within ``provider_wait_seconds``, the session waits for it (once) and runs again;
+otherwise the Run continues on the next Harness of the fallback order, in a fresh session (no
+resume id crosses over) opened with a resume brief of the refused session's steps; that Harness
+keeps the Run's later sessions. With no Harness left the session fails, naming the outage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from thirdshift.clock import Clock
 from thirdshift.errors import ThirdshiftError
+from thirdshift.records import ProviderOutage
 from thirdshift.sessions.preamble import RESUME_CAP_TOKENS, resume_brief
 
 
@@ -68,6 +77,27 @@ class ResumeUnknown(SessionFailed):
     gone: another machine, a cleaned home)."""
 
 
+class ProviderUnavailable(SessionFailed):
+    """The model provider refused the session after the Harness's own retries (429, 529, 503,
+    or a rate-limit event saying rejected). ``outage`` says how; ``recent_events`` and
+    ``event_count`` are the session's steps as the database holds them, for the resume brief
+    of the session that continues it."""
+
+    def __init__(
+        self,
+        cause: str,
+        outage: ProviderOutage,
+        log_path: Path | None = None,
+        *,
+        recent_events: tuple[str, ...] = (),
+        event_count: int = 0,
+    ) -> None:
+        super().__init__(cause, log_path)
+        self.outage = outage
+        self.recent_events = recent_events
+        self.event_count = event_count
+
+
 class LaterStepFailed(ThirdshiftError):
     """A step failed after one or more sessions had ended with background work killed; the
     message names those endings, oldest first, ahead of the step's own cause. ``original`` is
@@ -80,7 +110,12 @@ class LaterStepFailed(ThirdshiftError):
 
 
 class _Outside(Protocol):
-    """The machine, as the Resume rules see it."""
+    """The machine, as the Resume rules see it: sessions of one Harness."""
+
+    @property
+    def harness(self) -> str:
+        """The name of the Harness this Outside runs sessions of."""
+        ...
 
     def run_session(
         self, kind: str, resume_id: str | None, prompt: str, log_path: Path
@@ -88,12 +123,62 @@ class _Outside(Protocol):
         """Run one session of ``kind`` to its end and say what it ended with. With
         ``resume_id``, natively resume that session. Writes the Session log to ``log_path``
         (appending if it exists). Raises SessionFailed (ResumeUnknown when the Harness no longer
-        knows ``resume_id``, SessionInterrupted on an interrupt) when the session fails."""
+        knows ``resume_id``, SessionInterrupted on an interrupt, ProviderUnavailable when the
+        model provider refused it after the Harness's own retries) when the session fails."""
         ...
 
     def progress(self, line: str) -> None:
         """Hand on one progress line, without a timestamp."""
         ...
+
+
+@dataclass(frozen=True)
+class WaitForReset:
+    """Wait ``seconds`` for the reset the provider announced, then run the session again."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SwitchHarness:
+    """Continue on the fallback Harness at ``index`` in a fresh session."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    """No wait and no Harness left: the session fails, naming the outage."""
+
+
+OutageDecision = WaitForReset | SwitchHarness | GiveUp
+
+
+def after_outage(
+    seconds_to_reset: float | None,
+    *,
+    wait_limit_seconds: float,
+    waited: bool,
+    next_fallback: int | None,
+) -> OutageDecision:
+    """What to do when a session met a provider outage whose reset is ``seconds_to_reset``
+    away (None: not announced). A reset within ``wait_limit_seconds`` is waited for, once per
+    session (a provider that keeps announcing short resets is down); otherwise the next
+    fallback Harness, if any; otherwise give up."""
+    if seconds_to_reset is not None and not waited and seconds_to_reset <= wait_limit_seconds:
+        return WaitForReset(max(0.0, seconds_to_reset))
+    if next_fallback is not None:
+        return SwitchHarness(next_fallback)
+    return GiveUp()
+
+
+def switch_instruction(harness: str, condition: str) -> str:
+    """What the session continuing on another Harness is told to do."""
+    return (
+        f"The earlier session ran on {harness} and stopped when its model provider was "
+        f"{condition}; nothing is wrong with the work. Check the worktree's state (git status, "
+        "git log), carry on from where it stopped, and finish the task."
+    )
 
 
 def _describe(work: tuple[str, ...]) -> str:
@@ -112,7 +197,10 @@ def resume_prompt(work: tuple[str, ...]) -> str:
 class Sessions:
     """Runs sessions under the Resume rules and remembers what later failures must name.
 
-    ``log_path_for(kind)`` gives the Session log path of a session of that kind."""
+    ``log_path_for(kind)`` gives the Session log path of a session of that kind.
+    ``fallbacks`` are the Outsides of the Harnesses to switch to, in order, on a provider
+    outage; ``provider_wait_seconds`` is the longest announced reset worth waiting for, on
+    ``clock`` (without a clock, no reset is waited for)."""
 
     def __init__(
         self,
@@ -120,10 +208,17 @@ class Sessions:
         log_path_for: Callable[[str], Path],
         *,
         resume_cap_tokens: int = RESUME_CAP_TOKENS,
+        fallbacks: Sequence[_Outside] = (),
+        provider_wait_seconds: float = 0.0,
+        clock: Clock | None = None,
     ) -> None:
         self._outside = outside
         self._log_path_for = log_path_for
         self._resume_cap_tokens = resume_cap_tokens
+        self._fallbacks = tuple(fallbacks)
+        self._next_fallback = 0
+        self._provider_wait_seconds = provider_wait_seconds
+        self._clock = clock
         self._last_log: Path | None = None
         self._endings: list[str] = []
 
@@ -131,6 +226,11 @@ class Sessions:
     def last_log(self) -> Path | None:
         """The Session log of the last session started (a Resume's when there was one)."""
         return self._last_log
+
+    @property
+    def harness(self) -> str:
+        """The Harness the Run's sessions run on now (another after a Harness switch)."""
+        return self._outside.harness
 
     @property
     def endings(self) -> tuple[str, ...]:
@@ -187,11 +287,69 @@ class Sessions:
             raise LaterStepFailed(message, error) from error
 
     def _run_one(self, kind: str, resume_id: str | None, prompt: str) -> SessionEnding:
-        log_path = self._log_path_for(kind)
-        # Recorded before the session runs, so a session that fails still hands its log on.
-        self._last_log = log_path
-        self._outside.progress(f"{kind}: logging the session to {log_path}")
-        return self._outside.run_session(kind, resume_id, prompt, log_path)
+        waited = False
+        log_name = kind
+        original_prompt = prompt
+        while True:
+            log_path = self._log_path_for(log_name)
+            # Recorded before the session runs, so a session that fails still hands its log on.
+            self._last_log = log_path
+            self._outside.progress(f"{kind}: logging the session to {log_path}")
+            try:
+                return self._outside.run_session(kind, resume_id, prompt, log_path)
+            except ProviderUnavailable as refused:
+                resets_at = refused.outage.resets_at
+                decision = after_outage(
+                    None
+                    if resets_at is None or self._clock is None
+                    else (resets_at - self._clock.now()).total_seconds(),
+                    wait_limit_seconds=self._provider_wait_seconds,
+                    waited=waited,
+                    next_fallback=(
+                        self._next_fallback if self._next_fallback < len(self._fallbacks) else None
+                    ),
+                )
+                harness = self._outside.harness
+                condition = refused.outage.condition
+                if isinstance(decision, GiveUp):
+                    raise ProviderUnavailable(
+                        f"{refused.cause}; {harness}'s provider is {condition} after its "
+                        "retries and no other Harness is left to continue on (set "
+                        'harness_fallbacks, e.g. ["codex"], or run again later)',
+                        refused.outage,
+                        refused.log_path,
+                        recent_events=refused.recent_events,
+                        event_count=refused.event_count,
+                    ) from refused
+                # Either way a fresh session: no resume id crosses over (the other Harness
+                # cannot read this one's transcript); the database's steps do, in a resume brief.
+                brief = resume_brief(
+                    original_prompt,
+                    refused.recent_events,
+                    switch_instruction(harness, condition),
+                    total_events=refused.event_count,
+                    cap_tokens=self._resume_cap_tokens,
+                )
+                resume_id = None
+                if isinstance(decision, WaitForReset):
+                    assert self._clock is not None  # no clock, no reset to wait for
+                    waited = True
+                    self._outside.progress(
+                        f"{kind}: {harness}'s provider is {condition} until its reset; "
+                        f"waiting {decision.seconds:.0f}s, then running the session again"
+                    )
+                    self._clock.sleep(decision.seconds)
+                    prompt = brief if refused.event_count else original_prompt
+                    continue
+                self._next_fallback = decision.index + 1
+                self._outside = self._fallbacks[decision.index]
+                self._outside.progress(
+                    f"{kind}: {harness}'s provider is {condition} after its retries; "
+                    f"continuing on {self._outside.harness} in a fresh session"
+                )
+                prompt = brief
+                waited = False
+                log_name = f"{kind}-{self._outside.harness}"
 
     def _resume(
         self, resume_kind: str, original_prompt: str, ending: SessionEnding
