@@ -252,6 +252,28 @@ def test_usage_so_far_counts_each_api_message_once_until_the_result_gives_the_co
     assert reader.finish(0, stopped_after_result=False).usage == final
 
 
+def test_the_model_is_the_init_line_s_and_never_claude_s_synthetic_marker() -> None:
+    """Claude's own error messages carry the model "<synthetic>": the ledger keeps the model the
+    session was started with."""
+    reader = ClaudeReader()
+    synthetic = {"id": "m9", "model": "<synthetic>", "content": [{"type": "text", "text": "x"}]}
+    feed(reader, init() | {"model": "claude-sonnet-4-5"})
+    feed(reader, {"type": "assistant", "message": synthetic})
+    assert reader.usage_so_far.model == "claude-sonnet-4-5"
+    without_init = ClaudeReader()
+    feed(without_init, {"type": "assistant", "message": synthetic})
+    feed(without_init, {"type": "assistant", "message": synthetic | {"model": "claude-x"}})
+    assert without_init.usage_so_far.model == "claude-x"
+    # the result's own account wins: the model that answered most, by cost
+    billed = {
+        "claude-haiku-4-5": {"costUSD": 0.01},
+        "claude-opus-5-5": {"costUSD": 0.9},
+        "<synthetic>": {"costUSD": 5},
+    }
+    feed(reader, result(total_cost_usd=0.91, modelUsage=billed))
+    assert reader.finish(0, stopped_after_result=False).usage.model == "claude-opus-5-5"
+
+
 def test_captured_tool_session_condenses_every_kind_of_call() -> None:
     """Read/Edit/Write name their path, a failing command keeps its exit status, a commit is
     recognised, an unknown tool shows its detail."""

@@ -229,7 +229,7 @@ class ClaudeReader:
         return self._stamped(total)
 
     def _stamped(self, usage: Usage) -> Usage:
-        return replace(usage, model=self._model, cli_version=self._version)
+        return replace(usage, model=usage.model or self._model, cli_version=self._version)
 
     def feed(self, line: bytes) -> Observation:
         event = decode(line)
@@ -311,7 +311,11 @@ class ClaudeReader:
             message_id = as_str(message.get("id"))
             if message_id:
                 self._messages[message_id] = _usage({"usage": message.get("usage")})
-            self._model = as_str(message.get("model")) or self._model
+            # The init line names the model; a message's is a fallback, and claude marks the
+            # messages it makes up itself (an API error's) as "<synthetic>".
+            model = as_str(message.get("model"))
+            if self._model is None and model and not model.startswith("<"):
+                self._model = model
         progress: list[str] = []
         events: list[SessionEvent] = []
         for block in _content(event):
@@ -490,6 +494,7 @@ def _usage(event: dict[str, Any]) -> Usage:
     raw = event.get("total_cost_usd")
     cost = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
     return Usage(
+        model=_billed_model(event.get("modelUsage")),
         turns=as_int(event.get("num_turns")),
         input_tokens=None if fresh is None else fresh + (created or 0) + (cached or 0),
         cached_input_tokens=cached,
@@ -498,6 +503,19 @@ def _usage(event: dict[str, Any]) -> Usage:
         cost_usd=cost,
         cost_source=None if cost is None else "reported",
     )
+
+
+def _billed_model(by_model: Any) -> str | None:
+    """The model a result billed most, by cost (claude may call a smaller model for chores)."""
+    if not isinstance(by_model, dict):
+        return None
+    costs = {
+        name: cost if isinstance(cost, int | float) and not isinstance(cost, bool) else 0.0
+        for name, entry in by_model.items()
+        if isinstance(name, str) and not name.startswith("<")
+        for cost in [entry.get("costUSD") if isinstance(entry, dict) else None]
+    }
+    return max(costs, key=lambda name: costs[name]) if costs else None
 
 
 def _plus(total: Usage, more: Usage) -> Usage:
