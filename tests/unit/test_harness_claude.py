@@ -556,3 +556,46 @@ def test_a_known_secret_across_the_cut_leaves_nothing_in_the_result_summary() ->
     (event,) = reader.feed(json.dumps(events[1]).encode()).events
     assert len(event.summary) == 200
     assert not any(piece in event.summary for piece in pieces(SECRET, 4)), event.summary
+
+
+def test_a_session_with_two_results_counts_both_queries_tokens_and_the_process_s_cost() -> None:
+    """A background task woke claude for a second query: each result counts its own query's
+    tokens and turns, while the cost is the process's running total."""
+    _, _, outcome, _ = replay("claude-2.1.328-captured-background-completed")
+    usage = outcome.usage
+    assert (usage.input_tokens, usage.turns) == (33678 + 17301, 2 + 1)
+    assert usage.cost_usd == pytest.approx(0.204796)
+
+
+def test_a_resume_counts_only_its_own_cost_not_the_one_it_restored() -> None:
+    """A resumed process opens with a zero-turn result carrying the earlier session's cost; the
+    Resume's ledger line is what it spent itself."""
+    _, _, outcome, _ = replay("claude-2.1.328-captured-resume")
+    assert outcome.usage.cost_usd == pytest.approx(0.205612 - 0.135688)
+    assert (outcome.usage.input_tokens, outcome.usage.turns) == (17396, 1)
+
+
+def test_a_session_that_dies_before_its_result_keeps_the_tokens_its_messages_used() -> None:
+    """Stopped mid-turn (a watchdog, Ctrl-C, a crash): no result, but the ledger still gets the
+    tokens of the API messages it saw, so a budget sees what was spent."""
+    reader = ClaudeReader()
+    message = {"id": "m1", "usage": {"input_tokens": 9000, "output_tokens": 3}, "content": []}
+    feed(reader, init() | {"model": "claude-opus-5-5"}, {"type": "assistant", "message": message})
+    outcome = reader.finish(-15, stopped_after_result=False)
+    assert outcome.failed
+    assert (outcome.usage.input_tokens, outcome.usage.model) == (9000, "claude-opus-5-5")
+
+
+def test_a_resume_s_replayed_zero_turn_result_is_not_its_own_result() -> None:
+    """The resumed process first replays the earlier session's end as a zero-turn result: the
+    post-result wait must not start from it, and a Resume that dies before its own result is
+    a failure, not a success with an empty message."""
+    reader = ClaudeReader()
+    feed(reader, init(), result("", num_turns=0, total_cost_usd=0.13), init())
+    assert not reader.result_seen
+    died = reader.finish(-9, stopped_after_result=False)
+    assert died.failed
+    assert died.usage.cost_usd is None or died.usage.cost_usd == 0.0
+    finished = ClaudeReader()
+    feed(finished, init(), result("", num_turns=0, total_cost_usd=0.13), result("Resumed."))
+    assert finished.result_seen

@@ -293,17 +293,29 @@ def test_command_completed_without_a_start_is_still_shown_once() -> None:
     assert [e.kind for e in seen.events] == ["tool_call", "tool_result"]
 
 
-def test_usage_is_summed_over_turns() -> None:
-    """Each turn.completed adds its input, cached and output tokens."""
+def test_usage_is_the_thread_s_running_total_of_the_last_turn() -> None:
+    """codex's turn.completed reports the thread's totals so far: the last is the session's."""
     reader = CodexReader()
-    usage = {"input_tokens": 100, "cached_input_tokens": 40, "output_tokens": 5}
-    feed(reader, STARTED, message("a"), {"type": "turn.completed", "usage": usage})
-    feed(reader, message("b"), {"type": "turn.completed", "usage": usage})
+    first = {"input_tokens": 100, "cached_input_tokens": 40, "output_tokens": 5}
+    later = {"input_tokens": 250, "cached_input_tokens": 90, "output_tokens": 12}
+    feed(reader, STARTED, message("a"), {"type": "turn.completed", "usage": first})
+    feed(reader, message("b"), {"type": "turn.completed", "usage": later})
     outcome = reader.finish(0, stopped_after_result=False)
-    assert (outcome.usage.input_tokens, outcome.usage.cached_input_tokens) == (200, 80)
-    assert outcome.usage.output_tokens == 10
+    assert (outcome.usage.input_tokens, outcome.usage.cached_input_tokens) == (250, 90)
+    assert outcome.usage.output_tokens == 12
     assert outcome.final_message == "b"
-    assert outcome.usage.describe() == "200 input tokens (80 cached), 10 output tokens"
+    assert outcome.usage.describe() == "250 input tokens (90 cached), 12 output tokens"
+
+
+def test_a_resume_s_usage_is_its_thread_totals_less_the_resumed_session_s() -> None:
+    from thirdshift.harnesses.codex import CodexHarness
+    from thirdshift.records import Usage
+
+    reported = Usage(input_tokens=226_326, cached_input_tokens=90_000, output_tokens=700)
+    resumed = Usage(input_tokens=200_000, cached_input_tokens=80_000, output_tokens=500)
+    net = CodexHarness().resume_usage(reported, resumed)
+    assert (net.input_tokens, net.cached_input_tokens, net.output_tokens) == (26_326, 10_000, 200)
+    assert net.cache_write_tokens is None
 
 
 def test_fatal_error_without_turn_end_is_named_in_the_cause() -> None:

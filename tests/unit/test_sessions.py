@@ -10,6 +10,7 @@ import pytest
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.sessions.rules import (
+    BudgetReached,
     LaterStepFailed,
     ResumeUnknown,
     SessionEnding,
@@ -267,4 +268,49 @@ def test_a_resume_that_fails_keeps_the_first_session_s_killed_work_in_the_cause(
         "implement session ended with background work killed (npm test) and a later step "
         "failed: the provider answered 500"
     )
+    assert sessions.endings == ("implement session ended with background work killed (npm test)",)
+
+
+def test_a_session_that_ends_over_its_budget_gets_no_resume_and_its_killed_work_is_named() -> None:
+    """The session reached a cost budget and left background work killed: no Resume is paid
+    for; the Run stops with the budget as its cause and the killed work in the record."""
+    over = SessionEnding(
+        session_id="s-1",
+        killed_work=("npm test",),
+        final_message="waiting",
+        over_budget="the cost budget per Run is reached: $0.61 spent of $0.50",
+    )
+    outside = ScriptedOutside().then(over)
+    sessions = sessions_over(outside)
+
+    with pytest.raises(LaterStepFailed) as raised, sessions.failures_name_killed_work():
+        sessions.run("implement", "do it")
+
+    assert [(c.kind, c.resume_id) for c in outside.calls] == [("implement", None)]
+    assert isinstance(raised.value.original, BudgetReached)
+    assert str(raised.value) == (
+        "implement session ended with background work killed (npm test) and a later step "
+        "failed: after the implement session, the cost budget per Run is reached: $0.61 spent "
+        "of $0.50"
+    )
+    assert sessions.endings == ("implement session ended with background work killed (npm test)",)
+    assert sessions.last_log == Path("/logs/acme-widgets-issue-7-stamp-implement.jsonl")
+
+
+def test_a_resume_that_ends_over_its_budget_stops_the_run_naming_the_work_still_undone() -> None:
+    outside = ScriptedOutside().then(
+        killed("npm test"),
+        SessionEnding(
+            session_id="s-1",
+            killed_work=(),
+            final_message="ran it",
+            over_budget="the daily cost budget of acme/widgets is reached",
+        ),
+    )
+    sessions = sessions_over(outside)
+
+    with pytest.raises(BudgetReached, match="after the implement-resume session, the daily"):
+        sessions.run("implement", "do it")
+
+    assert [c.kind for c in outside.calls] == ["implement", "implement-resume"]
     assert sessions.endings == ("implement session ended with background work killed (npm test)",)

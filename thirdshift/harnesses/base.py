@@ -117,6 +117,11 @@ class Harness(Protocol):
         final message and killed work are not cut; scrubbing them is the caller's job."""
         ...
 
+    def resume_usage(self, reported: Usage, resumed: Usage) -> Usage:
+        """What a native Resume used itself, from what its stream ``reported`` and the usage
+        recorded for the session it ``resumed`` (a CLI may report the conversation's totals)."""
+        ...
+
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         """True when a native resume failed because the CLI no longer knows the session
         (Claude: "No conversation found"; Codex: "no rollout found")."""

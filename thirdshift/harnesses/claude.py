@@ -154,6 +154,10 @@ class ClaudeHarness:
             variables["CLAUDE_CONFIG_DIR"] = str(home / ".claude")
         return variables
 
+    def resume_usage(self, reported: Usage, resumed: Usage) -> Usage:
+        # Each result counts its own query's tokens, and the reader takes a restored cost off.
+        return reported
+
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         marker = "No conversation found"
         return marker in (outcome.failure_cause or "") or marker in stderr_tail
@@ -205,6 +209,11 @@ class ClaudeReader:
     _version: str | None = None
     # Each API message's usage, by message id: the stream repeats a message once per block.
     _messages: dict[str, Usage] = field(default_factory=dict)
+    # Tokens and turns of all results so far, and the cost a resumed process started from (a
+    # Resume's first, zero-turn result may carry the earlier session's cost).
+    _summed: Usage = field(default_factory=Usage)
+    _restored_cost: float = 0.0
+    _turn_results: int = 0
 
     def __post_init__(self) -> None:
         self._events = EventLog(self.scrub)
@@ -215,18 +224,33 @@ class ClaudeReader:
 
     @property
     def result_seen(self) -> bool:
-        return self._results > 0
+        # A resumed process may first replay the earlier session's end as a successful
+        # zero-turn result: that is not this turn's result, and the post-result wait (and the
+        # end of the budget's watch) must not start from it.
+        return self._turn_results > 0
 
     @property
     def usage_so_far(self) -> Usage:
-        """The last result's usage once there is one (with claude's own cost); before it, the
-        tokens of the API messages seen so far, without a cost."""
-        if self._last is not None:
-            return self._stamped(self._last.usage)
-        total = Usage()
-        for usage in self._messages.values():
-            total = _plus(total, usage)
-        return self._stamped(total)
+        """Once there is a result: the tokens and turns of every result added up (each counts
+        its own query), with the last result's cost (claude's running total for the process)
+        less what a Resume restored; before it, the tokens of the API messages seen so far
+        (their output tokens are what the message had said at its start), without a cost."""
+        if self._last is None:
+            total = Usage()
+            for usage in self._messages.values():
+                total = _plus(total, usage)
+            return self._stamped(total)
+        cost = self._last.usage.cost_usd
+        if cost is not None and self._restored_cost:
+            cost = max(cost - self._restored_cost, 0.0)
+        return self._stamped(
+            replace(
+                self._summed,
+                cost_usd=cost,
+                cost_source=self._last.usage.cost_source,
+                model=self._last.usage.model,
+            )
+        )
 
     def _stamped(self, usage: Usage) -> Usage:
         return replace(usage, model=usage.model or self._model, cli_version=self._version)
@@ -381,7 +405,16 @@ class ClaudeReader:
             usage=_usage(event),
             api_error_status=as_int(event.get("api_error_status")),
         )
+        replayed = not _failed(result) and result.usage.turns == 0
+        if self._last is None and replayed and result.usage.cost_usd:
+            self._restored_cost = result.usage.cost_usd
+        if not replayed:
+            self._turn_results += 1
         self._last = result
+        self._summed = replace(
+            _plus(self._summed, result.usage),
+            turns=(self._summed.turns or 0) + (result.usage.turns or 0),
+        )
         if _failed(result):
             cause = _failure_cause(result, self.scrub)
             return Observation(events=(self._events.make("error", cause),))
@@ -391,7 +424,7 @@ class ClaudeReader:
     # -- the end -------------------------------------------------------------------------------
 
     def finish(self, exit_status: int | None, stopped_after_result: bool) -> StreamOutcome:
-        last = self._last
+        last = self._last if self._turn_results else None  # a replayed end is not this one's
         killed = self._killed_work(stopped_after_result and last is not None)
         cause: str | None
         if last is None:
@@ -405,6 +438,7 @@ class ClaudeReader:
                 failed=True,
                 failure_cause=cause,
                 killed_work=killed,
+                usage=self.usage_so_far,  # what its messages had used when it died
             )
         cause = None
         outage: ProviderOutage | None = None
@@ -420,7 +454,7 @@ class ClaudeReader:
             failed=cause is not None,
             failure_cause=cause,
             killed_work=killed,
-            usage=self._stamped(last.usage),
+            usage=self.usage_so_far,
             result_seen=True,
             provider_outage=outage,
         )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +127,19 @@ class CodexHarness:
             copy_config(source, home / ".codex", _CONFIG_FILES)
         (home / ".codex").mkdir(parents=True, exist_ok=True, mode=0o700)
         return {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
+
+    def resume_usage(self, reported: Usage, resumed: Usage) -> Usage:
+        # A resumed thread's totals include what the session it resumes used.
+        def less(mine: int | None, before: int | None) -> int | None:
+            return None if mine is None else max(mine - (before or 0), 0)
+
+        return replace(
+            reported,
+            input_tokens=less(reported.input_tokens, resumed.input_tokens),
+            cached_input_tokens=less(reported.cached_input_tokens, resumed.cached_input_tokens),
+            cache_write_tokens=less(reported.cache_write_tokens, resumed.cache_write_tokens),
+            output_tokens=less(reported.output_tokens, resumed.output_tokens),
+        )
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         text = f"{outcome.failure_cause or ''}\n{stderr_tail}"
@@ -331,7 +344,8 @@ class CodexReader:
         self._take_killed()
         usage = event.get("usage")
         if isinstance(usage, dict):
-            self._usage = _add_usage(self._usage, usage)
+            # The thread's running total, not the turn's own: the last one is the session's.
+            self._usage = _add_usage(None, usage)
         summary = one_line(self._final_message or "", scrub=self.scrub) or "no final message"
         return Observation(events=(self._events.make("result", summary),))
 

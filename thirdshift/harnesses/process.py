@@ -77,7 +77,7 @@ class ProcessEnding:
     exit_status: int | None
     """``Popen.returncode``: negative when the process died of that signal."""
     stopped_by: str | None
-    """None when it exited by itself, else "idle", "wall", "post-result" or "interrupt"."""
+    """None when it exited by itself, else "idle", "wall", "post-result", "interrupt" or "halt"."""
     stderr_tail: str
     """The last 16 KiB of stderr, decoded with ``errors="replace"``."""
     duration_seconds: float
@@ -96,6 +96,7 @@ def run_supervised(
     interrupt: threading.Event,
     tick_seconds: float = 0.1,
     clock: Clock | None = None,
+    halt: threading.Event | None = None,
 ) -> ProcessEnding:
     """Run ``argv`` to its end and kill whatever it left running.
 
@@ -103,7 +104,8 @@ def run_supervised(
     ``on_line`` receives every stdout line without its newline, in order, on the calling
     thread; ``result_seen`` is polled after each line and on every tick. Raises
     ``ProcessStartError`` when the program cannot be started. The watchdogs read ``clock``
-    (the system's by default).
+    (the system's by default). ``halt``, when set (by ``on_line``, say), stops the process the
+    way an interrupt does, with ``stopped_by`` ``halt``: the caller's own reason to stop it.
     """
     clock = clock or SystemClock()
     token = secrets.token_hex(8)
@@ -157,7 +159,7 @@ def run_supervised(
             since_result = None if result_at is None else now - result_at
             stopped_by = _tripped(
                 watchdogs, interrupt, now - started, now - last_line, since_result
-            )
+            ) or ("halt" if halt is not None and halt.is_set() else None)
             if stopped_by is not None:
                 _stop(tree, stop_signals, grace_seconds, exited)
                 break

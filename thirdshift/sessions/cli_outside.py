@@ -51,9 +51,6 @@ from thirdshift.store import Store
 RECENT_EVENTS = 50
 
 
-class _BudgetStop(ThirdshiftError):
-    """Raised from the line callback to stop a session that reached a cost budget (the process
-    supervisor then ends the session's whole process tree)."""
 
 
 def log_stamp(moment: datetime) -> str:
@@ -131,6 +128,7 @@ class CliOutside:
         spent = self._spent()
         if spent is not None and (cause := budget_reached(self._budgets, spent, None)):
             self._refuse(kind, cause, log_path)
+        resumed_row = self._rows_by_session_id.get(resume_id) if resume_id else None
         record = self._store.start_session(
             self._run_id,
             kind,
@@ -139,11 +137,22 @@ class CliOutside:
             log_path=str(log_path),
             prompt=self._scrub(prompt),
             harness_session_id=resume_id,
-            resumed_from_id=self._rows_by_session_id.get(resume_id) if resume_id else None,
+            resumed_from_id=resumed_row,
         )
+        resumed = self._usage_of(resumed_row)
+
+        def measured(usage: Usage) -> Usage:
+            if resumed is not None:
+                usage = self._harness.resume_usage(usage, resumed)
+            return self._priced(usage)
+
         reader = self._harness.reader(scrub=self._scrub)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         prefix = f"{self._worktree}/"
+        # Set when the session reaches a cost budget: the supervisor then stops it as it stops
+        # an interrupted one (the Harness's signals, its grace), so nothing is cut short.
+        halt = threading.Event()
+        over: list[str] = []
 
         with log_path.open("ab") as log:
 
@@ -151,18 +160,20 @@ class CliOutside:
                 log.write(self._scrub(line.decode("utf-8", "replace")).encode() + b"\n")
                 log.flush()
                 observation = reader.feed(line)
-                # Once the turn's result is out, the session has ended its work: the check
-                # after it decides, and the session is recorded as ended, not stopped.
-                if spent is not None and not reader.result_seen:
-                    so_far = self._priced(reader.usage_so_far)
-                    if cause := budget_reached(self._budgets, spent, so_far.cost_usd):
-                        raise _BudgetStop(cause)
                 for condensed in observation.progress:
                     self.progress(f"{kind}: {condensed.replace(prefix, '')}")
                 if observation.events:
                     self._store.add_session_events(
                         record.id, [self._scrubbed(event) for event in observation.events]
                     )
+                # Once the turn's result is out, the session has done its work: the check
+                # after it decides, and the session is recorded as ended, not stopped.
+                if spent is None or halt.is_set() or reader.result_seen:
+                    return
+                so_far = measured(reader.usage_so_far)
+                if cause := budget_reached(self._budgets, spent, so_far.cost_usd):
+                    over.append(cause)
+                    halt.set()
 
             try:
                 self._sealed.agent_home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -183,18 +194,8 @@ class CliOutside:
                     grace_seconds=self._grace_seconds,
                     interrupt=self._interrupt,
                     clock=self._clock,
+                    halt=halt,
                 )
-            except _BudgetStop as stop:
-                cause = f"{kind} session stopped: {stop}"
-                self.progress(cause)
-                self._store.end_session(
-                    record.id,
-                    state="failed",
-                    harness_session_id=reader.session_id,
-                    error=cause,
-                    usage=self._priced(reader.usage_so_far),
-                )
-                raise BudgetReached(cause, log_path) from stop
             except ThirdshiftError as error:
                 cause = self._scrub(str(error))
                 self._store.end_session(record.id, state="failed", error=cause)
@@ -206,11 +207,27 @@ class CliOutside:
         outcome = reader.finish(
             ending.exit_status, stopped_after_result=ending.stopped_by == "post-result"
         )
-        usage = self._priced(outcome.usage)
+        usage = measured(outcome.usage)
         self.progress(
             f"{kind}: session ended after {format_duration(ending.duration_seconds)}: "
             f"{usage.describe()}"
         )
+        if ending.stopped_by == "halt" and over:
+            killed = [self._scrub(work) for work in outcome.killed_work]
+            cause = f"{kind} session stopped: {over[0]}"
+            if killed:
+                cause += f"; its background work was killed ({', '.join(killed)})"
+            self.progress(cause)
+            self._store.end_session(
+                record.id,
+                state="failed",
+                harness_session_id=outcome.session_id,
+                final_message=self._scrub_optional(outcome.final_message),
+                killed_work=killed,
+                error=cause,
+                usage=usage,
+            )
+            raise BudgetReached(cause, log_path)
         failure = self._failure(kind, resume_id, outcome, ending, log_path)
         if failure is not None:
             self._store.end_session(
@@ -241,9 +258,9 @@ class CliOutside:
             killed_work=[self._scrub(work) for work in outcome.killed_work],
             usage=usage,
         )
-        if spent is not None and (cause := budget_reached(self._budgets, spent, usage.cost_usd)):
-            # The session's work is kept (the Failed run saves it); no further session starts.
-            raise BudgetReached(f"after the {kind} session, {cause}", log_path)
+        # Summed again with this session recorded: Runs side by side spend meanwhile.
+        now_spent = self._spent()
+        over_budget = None if now_spent is None else budget_reached(self._budgets, now_spent, None)
         if outcome.session_id:
             self._rows_by_session_id.setdefault(outcome.session_id, record.id)
         recent = self._store.session_events(record.id, last=RECENT_EVENTS)
@@ -253,7 +270,15 @@ class CliOutside:
             final_message=outcome.final_message,
             recent_events=tuple(event.summary for event in recent),
             event_count=self._store.session_event_count(record.id),
+            over_budget=over_budget,
         )
+
+    def _usage_of(self, session_row: int | None) -> Usage | None:
+        """The recorded usage of one of this Run's sessions (the one a Resume resumes)."""
+        if session_row is None:
+            return None
+        rows = [row for row in self._store.run_sessions(self._run_id) if row.id == session_row]
+        return rows[0].usage if rows else None
 
     def _priced(self, usage: Usage) -> Usage:
         return priced(usage, self._prices, self._model)

@@ -51,6 +51,9 @@ class SessionEnding:
     recent_events: tuple[str, ...] = ()
     event_count: int = 0
     """How many Session events the session recorded in all (``recent_events`` are the last)."""
+    over_budget: str | None = None
+    """Set when the session ended with a cost budget reached: why (no further session starts,
+    and the Run ends as a Failed run)."""
 
 
 class SessionFailed(ThirdshiftError):
@@ -241,6 +244,7 @@ class Sessions:
     def run(self, kind: str, prompt: str) -> SessionEnding:
         """Run a session of ``kind`` and, if its background work was killed, Resume it once."""
         ending = self._run_one(kind, None, prompt)
+        self._stop_if_over_budget(kind, ending)
         if not ending.killed_work:
             return ending
         work = _describe(ending.killed_work)
@@ -259,6 +263,7 @@ class Sessions:
         # Resume that fails must not take it out of the Failed run's cause and record.
         self._record(kind, ending)
         resumed = self._resume(resume_kind, prompt, ending)
+        self._stop_if_over_budget(resume_kind, resumed)
         self._endings.pop()
         if resumed.killed_work:
             self._outside.progress(
@@ -267,6 +272,15 @@ class Sessions:
             )
             self._record(resume_kind, resumed)
         return resumed
+
+    def _stop_if_over_budget(self, kind: str, ending: SessionEnding) -> None:
+        """A session that ended with a cost budget reached gets no Resume and no successor:
+        the Run ends here, its killed work named with the budget."""
+        if ending.over_budget is None:
+            return
+        if ending.killed_work:
+            self._record(kind, ending)
+        raise BudgetReached(f"after the {kind} session, {ending.over_budget}", self._last_log)
 
     def run_to_final_message(self, kind: str, prompt: str) -> str:
         """Run a session (with its Resume) and return the agent's last message ("" if none)."""
