@@ -218,19 +218,27 @@ class UsageTotal:
     output_tokens: int
     cost_usd: float
     unpriced_sessions: int
-    """Sessions with no cost figure (the CLI reported none and no price was configured)."""
+    """Sessions with no cost figure: the CLI reported none and no price was configured, or the
+    session is still running."""
     first_started: datetime
     duration_seconds: float = 0.0
     """The sessions' time from start to end, added up (a session still running adds none)."""
 
 
-def add_usage(total: UsageTotal | None, key: str, label: str, session: SessionRecord) -> UsageTotal:
-    """``total`` with ``session`` added (a new total when ``total`` is None)."""
-    usage = session.usage
-    model = usage.model or session.model
-    harness = f"{session.harness} ({model})" if model else session.harness
+def add_usage(
+    total: UsageTotal | None,
+    key: str,
+    label: str,
+    harness: str,
+    usage: Usage,
+    started_at: datetime,
+    ended_at: datetime | None,
+) -> UsageTotal:
+    """``total`` with one session's ``usage`` added (a new total when ``total`` is None)."""
+    model = usage.model
+    harness = f"{harness} ({model})" if model else harness
     if total is None:
-        total = UsageTotal(key, label, 0, (), 0, 0, 0, 0, 0, 0.0, 0, session.started_at)
+        total = UsageTotal(key, label, 0, (), 0, 0, 0, 0, 0, 0.0, 0, started_at)
     return UsageTotal(
         key=key,
         label=label,
@@ -243,13 +251,9 @@ def add_usage(total: UsageTotal | None, key: str, label: str, session: SessionRe
         output_tokens=total.output_tokens + (usage.output_tokens or 0),
         cost_usd=total.cost_usd + (usage.cost_usd or 0.0),
         unpriced_sessions=total.unpriced_sessions + (usage.cost_usd is None),
-        first_started=min(total.first_started, session.started_at),
+        first_started=min(total.first_started, started_at),
         duration_seconds=total.duration_seconds
-        + (
-            (session.ended_at - session.started_at).total_seconds()
-            if session.ended_at is not None
-            else 0.0
-        ),
+        + ((ended_at - started_at).total_seconds() if ended_at is not None else 0.0),
     )
 
 

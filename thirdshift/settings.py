@@ -67,7 +67,7 @@ def config_file(environ: Mapping[str, str]) -> Path:
 class ModelPrice(BaseModel):
     """One model's price, in USD per million tokens."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     input: float = Field(ge=0, description="Input tokens not served from the cache.")
     output: float = Field(ge=0)
@@ -241,11 +241,13 @@ class Settings(BaseSettings):
     cost_budget_per_run_usd: float | None = Field(
         default=None,
         gt=0,
+        allow_inf_nan=False,
         description="A Run that has spent this much (USD) ends as a Failed run; none: no cap.",
     )
     cost_budget_per_repository_day_usd: float | None = Field(
         default=None,
         gt=0,
+        allow_inf_nan=False,
         description="What one repository's Runs may spend in a UTC day (USD); none: no cap.",
     )
     model_prices: dict[str, ModelPrice] = Field(
@@ -443,9 +445,16 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         # A list or table given as plain text in the environment: name the variable and the
         # form it takes, never the value.
         field = str(exc).split('"')[1] if '"' in str(exc) else "?"
+        annotation = (
+            Settings.model_fields[field].annotation if field in Settings.model_fields else None
+        )
+        example = (
+            '{"key": "value"}' if getattr(annotation, "__origin__", None) is dict else '["a", "b"]'
+        )
+        form = "an object" if example.startswith("{") else "a list"
         raise ConfigError(
-            f"environment variable {ENV_PREFIX}{field.upper()}: not valid JSON; a list is "
-            f'written as JSON, for example {ENV_PREFIX}{field.upper()}=\'["a", "b"]\''
+            f"environment variable {ENV_PREFIX}{field.upper()}: not valid JSON; {form} is "
+            f"written as JSON, for example {ENV_PREFIX}{field.upper()}='{example}'"
         ) from exc
 
 

@@ -539,6 +539,38 @@ def test_a_prompt_quoting_an_earlier_session_goes_to_the_marker_that_comes_last(
     ]
 
 
+def test_a_conversation_that_made_a_tool_call_stays_in_its_session_once_spent(
+    make_server: Any,
+) -> None:
+    """A Repair quoting the implement session's brief makes a tool call and spends its turns;
+    its follow-up request, carrying that call back, stays with the Repair, not with the quoted
+    implement session that still has turns left."""
+    server = make_server(
+        [
+            {"name": "implement", "marker": "ISSUE-7", "turns": [{"text": "i-0"}, {"text": "i-1"}]},
+            {
+                "name": "repair",
+                "marker": "CI is red",
+                "turns": [{"tool_calls": [BASH]}],
+                "final_text": "repair is done",
+            },
+        ]
+    )
+    prompt = "Before: fix ISSUE-7\n\nCI is red"
+    first = post_claude(server, claude_request(prompt, stream=False)).json()
+    tool_use = first["content"][0]
+    history = [
+        {"role": "assistant", "content": [tool_use]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": tool_use["id"], "content": "ok"}],
+        },
+    ]
+
+    assert texts(post_claude(server, claude_request(prompt, history))) == "repair is done"
+    assert [r["session"] for r in server.requests()] == ["repair", "repair"]
+
+
 def test_marker_in_a_tool_result_does_not_match(make_server: Any) -> None:
     server = make_server(
         [

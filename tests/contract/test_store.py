@@ -572,3 +572,37 @@ def test_the_usage_ledger_keeps_each_session_s_usage_and_adds_it_up_by_run_repos
 def test_the_usage_ledger_refuses_a_grouping_it_does_not_have(store: Store) -> None:
     with pytest.raises(StoreError, match="no totals by 'week'"):
         store.usage_ledger("week")
+
+
+def test_the_ledger_migration_goes_down_and_up_again_with_sessions_and_events_kept(
+    database_url: str,
+) -> None:
+    """0004 adds the ledger's columns to a database holding sessions and their events, and can
+    be taken back (foreign keys on) without losing a session."""
+    from alembic import command
+
+    from thirdshift.store.repository import _engine, alembic_config
+
+    store = Store.open(database_url)
+    run = store.start_run(store.ensure_repository("octo", "widgets"), 1)
+    row = store.start_session(run.id, "implement", harness="claude", log_path="/l", prompt="p")
+    store.add_session_events(row.id, [SessionEvent(seq=1, kind="message", summary="hi")])
+    store.end_session(row.id, state="ended", usage=Usage(input_tokens=5, cost_usd=0.1))
+    store.close()
+    engine = _engine(database_url)
+    try:
+        command.downgrade(alembic_config(engine), "0003")
+        columns = {column["name"] for column in sa.inspect(engine).get_columns("sessions")}
+        command.upgrade(alembic_config(engine), "head")
+    finally:
+        engine.dispose()
+
+    assert "cost_usd" not in columns
+    reopened = Store.open(database_url)
+    try:
+        [kept] = reopened.run_sessions(run.id)
+        events = reopened.session_events(kept.id)
+    finally:
+        reopened.close()
+    assert (kept.kind, kept.usage.cost_usd) == ("implement", None)  # the figures went with 0004
+    assert [event.summary for event in events] == ["hi"]

@@ -242,7 +242,7 @@ def test_a_repository_whose_daily_budget_is_spent_is_passed_over_and_nothing_is_
     assert dw.daemon.once() == 0
 
     [line] = dw.lines("pass-over")
-    assert "the daily cost budget of acme/widgets is spent ($5.00 of $5.00" in line
+    assert "the daily cost budget of acme/widgets ($5.00) is spent for today (UTC)" in line
     assert [run.issue_number for run in store.list_runs()] == [99]
     assert world.github.comments_on(number) == []
     assert READY in world.github.labels_of(number)
@@ -367,6 +367,30 @@ def test_a_crashed_run_is_recorded_and_rescued_from_what_reached_origin(dw: Daem
     assert any(f"Run {dead} ended by a crash" in line for line in dw.lines("crash"))
     assert dw.lines("rescue") == [f"Run {dead} crashed; starting a Rescue that continues its work"]
     assert "stopped without recording how it ended" in dw.world.sessions.prompts["implement"]
+
+
+def test_a_rescue_waits_while_the_repository_s_daily_budget_is_spent(world: RunWorld) -> None:
+    """The crash is recorded, but the Rescue would fail at its first session and leave its
+    issue without a label: it is passed over, naming the budget, and no Run starts."""
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    dw = DaemonWorld(world, daily_budget_usd=1.0)
+    number = dw.ready_issue("Half done")
+    world.push_branch("issue-1", "half.txt")
+    dead = dw.crashed_run(number, branch="issue-1")
+    row = world.store.start_session(dead, "implement", harness="claude", log_path="/l", prompt="p")
+    world.store.end_session(row.id, state="ended", usage=Usage(cost_usd=1.5))
+
+    assert dw.daemon.once() == 0
+
+    crashed = world.store.get_run(dead)
+    assert crashed is not None
+    assert crashed.state == "crashed"
+    assert [run.id for run in world.store.list_runs()] == [dead]
+    [line] = dw.lines("pass-over")
+    assert "the daily cost budget of acme/widgets ($1.00) is spent" in line
+    assert dw.lines("rescue") == []
 
 
 def test_a_rescue_pushes_what_the_crashed_runs_worktree_kept(dw: DaemonWorld) -> None:

@@ -86,7 +86,8 @@ def test_the_daemon_passes_over_a_repository_whose_daily_budget_is_spent() -> No
     assert budget_reason(4.99, rules, "octo/widgets") is None
     reason = budget_reason(5.0, rules, "octo/widgets")
     assert reason is not None
-    assert "daily cost budget of octo/widgets is spent ($5.00 of $5.00" in reason
+    assert "daily cost budget of octo/widgets ($5.00) is spent for today (UTC)" in reason
+    assert budget_reason(7.25, rules, "octo/widgets") == reason  # logged once, not per dollar
     assert "cost_budget_per_repository_day_usd" in reason
     unbudgeted = ReadyRules.of(
         ready_label="r", in_progress_label="i", excluded_labels=(), settle_seconds=0

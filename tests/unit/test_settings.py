@@ -264,3 +264,17 @@ def test_an_unknown_harness_in_the_fallbacks_is_refused(home: Path) -> None:
     (home / "config.toml").write_text('harness_fallbacks = ["gemini"]\n')
     with pytest.raises(ConfigError, match="harness_fallbacks"):
         load_settings(os.environ)
+
+
+def test_a_table_setting_given_as_plain_text_is_shown_as_a_json_object(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("THIRDSHIFT_MODEL_PRICES", "gpt-x=1")
+    with pytest.raises(ConfigError, match="not valid JSON; an object is written as JSON"):
+        load_settings(os.environ)
+
+
+def test_a_budget_must_be_a_finite_amount(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THIRDSHIFT_COST_BUDGET_PER_REPOSITORY_DAY_USD", "inf")
+    with pytest.raises(ConfigError, match="finite number"):
+        load_settings(os.environ)

@@ -148,6 +148,12 @@ class RepositoryPoll:
             pickups.append(Pickup(issue.number))
         listed = {issue.number for issue in ready}
         self._seen = {n: seen for n, seen in self._seen.items() if n in listed}
+        if spent or paused:
+            # A Rescue would fail at its first session too, and leave its issue without the
+            # label a person must add again: it waits as a Ready issue does.
+            for pickup in rescues:
+                self._activity.pass_over(repository, pickup.number, spent or paused or "")
+            rescues = []
         taken = {pickup.number for pickup in rescues}
         return rescues + [pickup for pickup in pickups if pickup.number not in taken]
 

@@ -50,10 +50,10 @@ def budget_reason(spent_today_usd: float, rules: ReadyRules, repository: str) ->
     cap = rules.daily_budget_usd
     if cap is None or spent_today_usd < cap:
         return None
+    # The amount spent stays out: the reason must not change (and be logged again) with it.
     return (
-        f"the daily cost budget of {repository} is spent (${spent_today_usd:.2f} of "
-        f"${cap:.2f} today, UTC); raise cost_budget_per_repository_day_usd, or it waits for "
-        "tomorrow"
+        f"the daily cost budget of {repository} (${cap:.2f}) is spent for today (UTC); raise "
+        "cost_budget_per_repository_day_usd, or it waits for tomorrow"
     )
 
 

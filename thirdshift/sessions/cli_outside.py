@@ -51,8 +51,6 @@ from thirdshift.store import Store
 RECENT_EVENTS = 50
 
 
-
-
 def log_stamp(moment: datetime) -> str:
     """The stamp shared by every Session log of one Run: UTC, to the second."""
     return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")

@@ -349,8 +349,26 @@ class Store:
         given."""
         if by not in ("run", "repository", "day"):
             raise StoreError(f"the usage ledger has no totals by {by!r}")
+        # Only the ledger's columns: prompts and final messages stay in the database.
         query = (
-            select(SessionRow, RunRow, RepositoryRow)
+            sa.select(
+                col(SessionRow.harness),
+                col(SessionRow.model),
+                col(SessionRow.cli_version),
+                col(SessionRow.turns),
+                col(SessionRow.input_tokens),
+                col(SessionRow.cached_input_tokens),
+                col(SessionRow.cache_write_tokens),
+                col(SessionRow.output_tokens),
+                col(SessionRow.cost_usd),
+                col(SessionRow.cost_source),
+                col(SessionRow.started_at),
+                col(SessionRow.ended_at),
+                col(RunRow.id),
+                col(RunRow.issue_number),
+                col(RepositoryRow.owner),
+                col(RepositoryRow.name),
+            )
             .join(RunRow, col(RunRow.id) == col(SessionRow.run_id))
             .join(RepositoryRow, col(RepositoryRow.id) == col(RunRow.repository_id))
             .order_by(col(SessionRow.id))
@@ -365,16 +383,33 @@ class Store:
             )
         totals: dict[str, UsageTotal] = {}
         with self._session() as session:
-            for row, run, repo in session.exec(query).all():
-                place = f"{repo.owner}/{repo.name}"
+            for row in session.execute(query).all():
+                (harness, model, version, turns, fresh, cached, written, out, cost, source) = row[
+                    :10
+                ]
+                started_at, ended_at, run_id, issue_number, repo_owner, repo_name = row[10:]
+                place = f"{repo_owner}/{repo_name}"
                 if by == "run":
-                    key = f"{run.id}"
-                    label = f"Run {run.id} ({place}#{run.issue_number})"
+                    key = f"{run_id}"
+                    label = f"Run {run_id} ({place}#{issue_number})"
                 elif by == "repository":
                     key = label = place
                 else:
-                    key = label = row.started_at.date().isoformat()
-                totals[key] = add_usage(totals.get(key), key, label, _session_record(row))
+                    key = label = started_at.date().isoformat()
+                usage = Usage(
+                    turns=turns,
+                    input_tokens=fresh,
+                    cached_input_tokens=cached,
+                    cache_write_tokens=written,
+                    output_tokens=out,
+                    cost_usd=cost,
+                    cost_source=source,
+                    model=model,
+                    cli_version=version,
+                )
+                totals[key] = add_usage(
+                    totals.get(key), key, label, harness, usage, started_at, ended_at
+                )
         return sorted(totals.values(), key=lambda total: total.first_started, reverse=True)
 
     def run_sessions(self, run_id: int) -> list[SessionRecord]:

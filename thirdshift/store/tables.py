@@ -88,7 +88,7 @@ class SessionRow(SQLModel, table=True):
     final_message: str | None = Field(default=None, sa_type=sa.Text)
     killed_work: str | None = Field(default=None, sa_type=sa.Text)
     error: str | None = Field(default=None, sa_type=sa.Text)
-    started_at: datetime = _when()
+    started_at: datetime = Field(default=None, sa_type=UTCDateTime, index=True)
     ended_at: datetime | None = _when(nullable=True)
     # The usage ledger (migration 0004): what the stream said the session consumed.
     cli_version: str | None = Field(default=None, max_length=40)

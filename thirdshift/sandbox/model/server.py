@@ -231,6 +231,11 @@ class ScriptedModelServer:
     def _session_for(self, api: wire.Api, body: dict[str, Any]) -> int | None:
         sessions = self._script.sessions
         text = wire.prompt_text(api, body)
+        # A conversation that has made a tool call stays in its session, spent or not.
+        for call_id in wire.echoed_call_ids(api, body):
+            match = self._call_id.search(call_id)
+            if match and int(match.group(1)) < len(sessions):
+                return int(match.group(1))
         # A later prompt may quote an earlier session's (a preamble's brief), so several markers
         # can match: a session with turns left beats a spent one, then the marker that ends
         # furthest into the text (the newest instruction follows what it quotes).
@@ -242,10 +247,6 @@ class ScriptedModelServer:
         ]
         if found:
             return -max(found)[2]
-        for call_id in wire.echoed_call_ids(api, body):
-            match = self._call_id.search(call_id)
-            if match and int(match.group(1)) < len(sessions):
-                return int(match.group(1))
         key = hashlib.sha256(text.encode()).hexdigest()
         if key in self._conversations:
             return self._conversations[key]

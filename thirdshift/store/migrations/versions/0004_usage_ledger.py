@@ -28,12 +28,14 @@ _COLUMNS = (
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("sessions") as table:
-        for name, kind in _COLUMNS:
-            table.add_column(sa.Column(name, kind, nullable=True))
+    # Plain ALTER TABLE on both databases (SQLite 3.35+ drops columns too): a batch rebuild
+    # would drop and recreate ``sessions`` under the foreign key of ``session_events``.
+    for name, kind in _COLUMNS:
+        op.add_column("sessions", sa.Column(name, kind, nullable=True))
+    op.create_index("ix_sessions_started_at", "sessions", ["started_at"])
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("sessions") as table:
-        for name, _ in reversed(_COLUMNS):
-            table.drop_column(name)
+    op.drop_index("ix_sessions_started_at", "sessions")
+    for name, _ in reversed(_COLUMNS):
+        op.drop_column("sessions", name)
