@@ -41,7 +41,7 @@ from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions, Fallback
-from thirdshift.sessions.ledger import Budgets
+from thirdshift.sessions.ledger import Budgets, unpriced_harnesses
 from thirdshift.settings import Settings, check_repository_name
 from thirdshift.store import Store
 
@@ -110,6 +110,19 @@ def run_issue(
         )
         for name in settings.fallback_harnesses
     )
+    budgets = Budgets(
+        per_run_usd=settings.cost_budget_per_run_usd,
+        per_repository_day_usd=settings.cost_budget_per_repository_day_usd,
+    )
+    for warning in unpriced_harnesses(
+        [
+            (harness.name, harness.reports_cost, settings.model_for(settings.harness)),
+            *((f.harness.name, f.harness.reports_cost, f.model) for f in fallbacks),
+        ],
+        settings.model_prices,
+        budgets,
+    ):
+        say(warning)
     # Local pre-flight: a machine problem stops here, before anything on GitHub changes.
     home = Home(settings.home)
     check_home(home, database_dir=settings.sqlite_directory, min_free_mb=settings.min_free_disk_mb)
@@ -168,10 +181,7 @@ def run_issue(
                 hidden=hidden_from_agents(settings, environ),
                 model=settings.model_for(settings.harness),
                 resume_cap_tokens=settings.resume_preamble_tokens,
-                budgets=Budgets(
-                    per_run_usd=settings.cost_budget_per_run_usd,
-                    per_repository_day_usd=settings.cost_budget_per_repository_day_usd,
-                ),
+                budgets=budgets,
                 prices=settings.model_prices,
                 fallbacks=fallbacks,
                 provider_wait_seconds=settings.provider_wait_seconds,

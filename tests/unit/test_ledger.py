@@ -6,7 +6,7 @@ import pytest
 
 from thirdshift.daemon.ready import ReadyRules, budget_reason
 from thirdshift.records import Usage
-from thirdshift.sessions.ledger import Budgets, Spent, budget_reached, priced
+from thirdshift.sessions.ledger import Budgets, Spent, budget_reached, priced, unpriced_harnesses
 from thirdshift.settings import ModelPrice
 
 PRICES = {"gpt-x": ModelPrice(input=2.0, output=8.0, cached_input=0.5, cache_write=2.5)}
@@ -93,3 +93,18 @@ def test_the_daemon_passes_over_a_repository_whose_daily_budget_is_spent() -> No
         ready_label="r", in_progress_label="i", excluded_labels=(), settle_seconds=0
     )
     assert budget_reason(1e9, unbudgeted, "octo/widgets") is None
+
+
+def test_a_harness_a_budget_cannot_count_is_named_with_the_setting_to_fix_it() -> None:
+    harnesses = [("claude", True, None), ("codex", False, None), ("codex", False, "gpt-x")]
+    budgets = Budgets(per_run_usd=1.0)
+
+    assert unpriced_harnesses(harnesses, PRICES, Budgets()) == []
+    assert unpriced_harnesses(harnesses, PRICES, budgets) == [
+        "warning: codex reports no cost, so the cost budgets cannot count its sessions; set "
+        "harness_models.codex and price that Model in model_prices"
+    ]
+    assert unpriced_harnesses([("codex", False, "gpt-y")], PRICES, budgets) == [
+        "warning: codex reports no cost, so the cost budgets cannot count its sessions; price "
+        "its Model gpt-y in model_prices"
+    ]

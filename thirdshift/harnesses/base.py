@@ -92,6 +92,8 @@ class Harness(Protocol):
 
     name: str
     executable: str
+    reports_cost: bool
+    """Whether its stream states what a session cost (else thirdshift prices the tokens)."""
 
     def argv(self, prompt: str, *, model: str | None, resume_id: str | None) -> list[str]:
         """The full argv (executable first) of a fresh session, or of a native resume of

@@ -154,6 +154,8 @@ class ClaudeHarness:
             variables["CLAUDE_CONFIG_DIR"] = str(home / ".claude")
         return variables
 
+    reports_cost = True
+
     def resume_usage(self, reported: Usage, resumed: Usage) -> Usage:
         # Each result counts its own query's tokens, and the reader takes a restored cost off.
         return reported

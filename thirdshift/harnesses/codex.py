@@ -128,6 +128,8 @@ class CodexHarness:
         (home / ".codex").mkdir(parents=True, exist_ok=True, mode=0o700)
         return {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
 
+    reports_cost = False
+
     def resume_usage(self, reported: Usage, resumed: Usage) -> Usage:
         # A resumed thread's totals include what the session it resumes used.
         def less(mine: int | None, before: int | None) -> int | None:

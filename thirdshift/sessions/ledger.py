@@ -6,7 +6,7 @@ Sessions adapter asks these rules before a session starts, while it runs and whe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from thirdshift.records import Usage
@@ -80,3 +80,28 @@ def budget_reached(budgets: Budgets, spent: Spent, session_usd: float | None) ->
             "waits for tomorrow)"
         )
     return None
+
+
+def unpriced_harnesses(
+    harnesses: Sequence[tuple[str, bool, str | None]],
+    prices: Mapping[str, ModelPrice],
+    budgets: Budgets,
+) -> list[str]:
+    """A warning for each Harness (name, whether its CLI reports a cost, its Model) whose
+    sessions a budget cannot count: it reports no cost and the price table lacks its Model."""
+    if not budgets.any:
+        return []
+    warnings: list[str] = []
+    for name, reports_cost, model in harnesses:
+        if reports_cost or (model is not None and model in prices):
+            continue
+        fix = (
+            f"price its Model {model} in model_prices"
+            if model
+            else f"set harness_models.{name} and price that Model in model_prices"
+        )
+        warnings.append(
+            f"warning: {name} reports no cost, so the cost budgets cannot count its sessions; "
+            + fix
+        )
+    return warnings
