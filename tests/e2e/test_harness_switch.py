@@ -141,3 +141,11 @@ def test_a_run_whose_claude_provider_is_overloaded_continues_on_codex(
     assert sessions[1].harness_session_id != sessions[0].harness_session_id
     assert sessions[1].resumed_from_id is None
     assert not any(s.kind.startswith("repair") for s in sessions)  # the Repair budget is whole
+    # The usage ledger shows the Run on both Harnesses, each with its own Model and tokens.
+    ledger = world.thirdshift("usage", "--by", "run", "--json")
+    assert ledger.returncode == 0, ledger.stderr
+    [line] = [json.loads(text) for text in ledger.stdout.splitlines()]
+    assert line["harnesses"] == [f"claude ({CLAUDE_MODEL})", f"codex ({SANDBOX_CODEX_MODEL})"]
+    assert line["sessions"] == 2
+    assert line["input_tokens"] > 0
+    assert sessions[1].usage.input_tokens

@@ -203,21 +203,27 @@ def test_without_a_fallback_the_outage_fails_the_session_naming_the_fix() -> Non
     with pytest.raises(ProviderUnavailable) as raised:
         sessions.run("implement", "do it")
 
-    assert "claude's provider is overloaded (529) after its retries" in str(raised.value)
-    assert "harness_fallbacks" in str(raised.value)
+    assert "claude's provider is overloaded (529) after the CLI's retries" in str(raised.value)
+    assert 'set harness_fallbacks, e.g. ["codex"]' in str(raised.value)
     assert raised.value.log_path == Path("/logs/x.jsonl")
 
 
-def test_when_every_fallback_is_down_too_the_session_fails_naming_the_last_outage() -> None:
-    """codex's 503 after claude's 529: nothing left, the failure names codex's outage."""
-    sessions, claude, codex = two_harnesses()
-    claude.then(refused(529))
+def test_when_every_fallback_is_down_too_the_session_fails_naming_each_outage() -> None:
+    """codex's 503 after claude's 529: nothing left; the failure names both outages in order,
+    with the reset claude announced, and does not advise a fallback that was just tried."""
+    sessions, claude, codex = two_harnesses(wait=60)
+    claude.then(refused(529, resets_at=START + timedelta(hours=2)))
     codex.then(refused(503, harness="codex"))
 
     with pytest.raises(ProviderUnavailable) as raised:
         sessions.run("implement", "do it")
 
-    assert "codex's provider is unavailable (503)" in str(raised.value)
+    assert str(raised.value) == (
+        "codex's turn failed: API error 503; claude's provider is overloaded (529), until "
+        f"{START + timedelta(hours=2):%Y-%m-%d %H:%M} UTC and then codex's provider is "
+        "unavailable (503) after the CLI's retries, and no other Harness is left to continue "
+        "on (run again once a provider is back)"
+    )
 
 
 def test_an_ordinary_failure_is_not_a_harness_switch() -> None:
@@ -246,6 +252,66 @@ def test_a_native_resume_refused_by_the_provider_continues_fresh_on_the_fallback
     assert [c.resume_id for c in claude.calls] == [None, "claude-abc"]
     assert [(c.kind, c.resume_id) for c in codex.calls] == [("implement-resume", None)]
     assert "claude-abc" not in codex.calls[0].prompt
+
+
+def test_a_resume_switched_to_another_harness_restates_the_task_the_steps_and_the_rerun() -> None:
+    """The Resume's own prompt only says what was killed: codex, opening fresh in its place,
+    gets the session's task, the first session's steps and the Resume's, and the instruction to
+    rerun the killed work."""
+    sessions, claude, codex = two_harnesses()
+    first = SessionEnding(
+        session_id="claude-abc",
+        killed_work=("npm test",),
+        final_message="waiting",
+        recent_events=("$ npm install", "$ npm test (in the background)"),
+        event_count=2,
+    )
+    claude.then(first, refused(529, steps=("resumed: looking",)))
+    codex.then(clean())
+
+    sessions.run("implement", "Fix issue 7: the parser drops blank lines")
+
+    prompt = codex.calls[0].prompt
+    assert prompt.startswith("Fix issue 7: the parser drops blank lines")
+    steps = prompt.split("Fix issue 7", 2)[-1]
+    assert steps.index("$ npm install") < steps.index("resumed: looking")
+    assert "Your background work (npm test) was killed" in prompt
+    assert "stopped when its model provider was overloaded (529)" in prompt
+
+
+def test_after_waiting_out_a_reset_a_native_resume_is_resumed_natively_again() -> None:
+    """The same Harness still has the session: after the wait the Resume resumes it again,
+    with the same short prompt, not a fresh session without the task."""
+    clock = ManualClock(START)
+    sessions, claude, codex = two_harnesses(clock=clock)
+    claude.then(
+        SessionEnding(session_id="claude-abc", killed_work=("npm test",), final_message="wait"),
+        refused(429, resets_at=START + timedelta(seconds=30)),
+        clean(),
+    )
+
+    sessions.run("implement", "do it")
+
+    assert [(c.kind, c.resume_id) for c in claude.calls] == [
+        ("implement", None),
+        ("implement-resume", "claude-abc"),
+        ("implement-resume", "claude-abc"),
+    ]
+    assert claude.calls[2].prompt == claude.calls[1].prompt
+    assert codex.calls == []
+
+
+def test_a_reset_already_gone_by_is_not_waited_for() -> None:
+    """A reset in the past (a skewed clock, a bogus stamp) says nothing: the Run switches
+    instead of running claude again at once into the same outage."""
+    sessions, claude, codex = two_harnesses()
+    claude.then(refused(429, resets_at=START - timedelta(minutes=5)))
+    codex.then(clean())
+
+    sessions.run("implement", "do it")
+
+    assert len(claude.calls) == 1
+    assert len(codex.calls) == 1
 
 
 @pytest.mark.parametrize(

@@ -300,10 +300,29 @@ class Sessions:
             message = f"{'; '.join(self._endings)} and a later step failed: {error}"
             raise LaterStepFailed(message, error) from error
 
-    def _run_one(self, kind: str, resume_id: str | None, prompt: str) -> SessionEnding:
+    def _run_one(
+        self,
+        kind: str,
+        resume_id: str | None,
+        prompt: str,
+        *,
+        task: str | None = None,
+        earlier: SessionEnding | None = None,
+    ) -> SessionEnding:
+        """One session, through provider outages: a short announced reset is waited for, else
+        the next fallback Harness continues in a fresh session. ``task`` is the session's own
+        prompt when ``prompt`` is a Resume's (what was killed), and ``earlier`` the ending the
+        Resume continues: a session opened in their place restates the task and carries the
+        steps of both."""
         waited = False
         log_name = kind
-        original_prompt = prompt
+        task = prompt if task is None else task
+        # A Resume's instruction (rerun the killed work) still applies after a switch.
+        then = prompt if resume_id is not None else None
+        native = (self._outside, resume_id)
+        steps: list[str] = list(earlier.recent_events) if earlier else []
+        total = earlier.event_count if earlier else 0
+        outages: list[str] = []
         while True:
             log_path = self._log_path_for(log_name)
             # Recorded before the session runs, so a session that fails still hands its log on.
@@ -312,11 +331,13 @@ class Sessions:
             try:
                 return self._outside.run_session(kind, resume_id, prompt, log_path)
             except ProviderUnavailable as refused:
-                resets_at = refused.outage.resets_at
+                outage = refused.outage
+                seconds = None
+                if outage.resets_at is not None and self._clock is not None:
+                    seconds = (outage.resets_at - self._clock.now()).total_seconds()
+                    seconds = seconds if seconds > 0 else None  # a reset gone by says nothing
                 decision = after_outage(
-                    None
-                    if resets_at is None or self._clock is None
-                    else (resets_at - self._clock.now()).total_seconds(),
+                    seconds,
                     wait_limit_seconds=self._provider_wait_seconds,
                     waited=waited,
                     next_fallback=(
@@ -324,27 +345,40 @@ class Sessions:
                     ),
                 )
                 harness = self._outside.harness
-                condition = refused.outage.condition
+                condition = outage.condition
+                reset = (
+                    f", until {outage.resets_at:%Y-%m-%d %H:%M} UTC" if outage.resets_at else ""
+                )
+                outages.append(f"{harness}'s provider is {condition}{reset}")
+                steps += refused.recent_events
+                total += refused.event_count
                 if isinstance(decision, GiveUp):
+                    fix = (
+                        'set harness_fallbacks, e.g. ["codex"], or run again later'
+                        if not self._fallbacks
+                        else "run again once a provider is back"
+                    )
                     raise ProviderUnavailable(
-                        f"{refused.cause}; {harness}'s provider is {condition} after its "
-                        "retries and no other Harness is left to continue on (set "
-                        'harness_fallbacks, e.g. ["codex"], or run again later)',
-                        refused.outage,
+                        f"{refused.cause}; {' and then '.join(outages)} after the CLI's "
+                        f"retries, and no other Harness is left to continue on ({fix})",
+                        outage,
                         refused.log_path,
                         recent_events=refused.recent_events,
                         event_count=refused.event_count,
                     ) from refused
-                # Either way a fresh session: no resume id crosses over (the other Harness
-                # cannot read this one's transcript); the database's steps do, in a resume brief.
+                # A fresh session unless the same Harness can resume natively: no resume id
+                # crosses over (the other Harness cannot read this one's transcript); the
+                # database's steps do, in a resume brief.
+                instruction = switch_instruction(harness, condition)
+                if then is not None:
+                    instruction += "\n\n" + then
                 brief = resume_brief(
-                    original_prompt,
-                    refused.recent_events,
-                    switch_instruction(harness, condition),
-                    total_events=refused.event_count,
+                    task,
+                    steps,
+                    instruction,
+                    total_events=total,
                     cap_tokens=self._resume_cap_tokens,
                 )
-                resume_id = None
                 if isinstance(decision, WaitForReset):
                     assert self._clock is not None  # no clock, no reset to wait for
                     waited = True
@@ -353,7 +387,10 @@ class Sessions:
                         f"waiting {decision.seconds:.0f}s, then running the session again"
                     )
                     self._clock.sleep(decision.seconds)
-                    prompt = brief if refused.event_count else original_prompt
+                    if native[1] is not None and native[0] is self._outside:
+                        resume_id, prompt = native[1], then or prompt  # resume natively again
+                    else:
+                        resume_id, prompt = None, brief if total else task
                     continue
                 self._next_fallback = decision.index + 1
                 self._outside = self._fallbacks[decision.index]
@@ -361,6 +398,7 @@ class Sessions:
                     f"{kind}: {harness}'s provider is {condition} after its retries; "
                     f"continuing on {self._outside.harness} in a fresh session"
                 )
+                resume_id = None
                 prompt = brief
                 waited = False
                 log_name = f"{kind}-{self._outside.harness}"
@@ -370,7 +408,9 @@ class Sessions:
     ) -> SessionEnding:
         prompt = resume_prompt(ending.killed_work)
         try:
-            return self._run_one(resume_kind, ending.session_id, prompt)
+            return self._run_one(
+                resume_kind, ending.session_id, prompt, task=original_prompt, earlier=ending
+            )
         except ResumeUnknown:
             self._outside.progress(
                 f"{resume_kind}: the harness no longer has session {ending.session_id}; opening "
