@@ -32,6 +32,7 @@ from thirdshift.records import ProviderOutage, Repository, Usage
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.scrub import Scrubber
+from thirdshift.sessions.rules import ProviderUnavailable
 from thirdshift.store import Store
 
 MAINTAINER = "maintainer"
@@ -337,6 +338,28 @@ def test_a_failure_is_not_run_again_until_a_person_adds_the_label_again(
     dw.label(number, READY, MAINTAINER)
     assert dw.daemon.once() == 1
     assert len(dw.world.store.list_runs()) == 2
+
+
+def test_a_run_whose_providers_are_all_down_gives_the_issue_back_to_ready(
+    dw: DaemonWorld,
+) -> None:
+    """Every model provider down after the CLIs' retries is not the work's failure: a Run that
+    left nothing gives ready-for-agent back, so the issue is taken again once a provider is
+    back (the daemon's pause keeps it from being taken at once)."""
+    number = dw.ready_issue("Provider down")
+
+    def down(worktree: Path, prompt: str) -> str:
+        outage = ProviderOutage("claude", 529, "claude's turn failed: API error 529", None)
+        raise ProviderUnavailable(outage.cause, outage)
+
+    dw.world.sessions.plays["implement"] = down
+
+    assert dw.daemon.once() == 1
+    assert READY in dw.world.github.labels_of(number)
+    assert BUSY not in dw.world.github.labels_of(number)
+    [failure] = [body for body in dw.world.github.comments_on(number) if CLAIM_MARKER not in body]
+    assert "529" in failure
+    assert "To run it again" not in failure
 
 
 def test_a_crashed_run_is_recorded_and_rescued_from_what_reached_origin(dw: DaemonWorld) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from thirdshift.issue_url import IssueRef
 from thirdshift.runs.ports import SessionSource
 from thirdshift.sessions import SessionEnding, SessionFailed, Sessions
+from thirdshift.sessions.rules import ProviderUnavailable
 from thirdshift.store import Store
 
 Play = Callable[[Path, str], str | None]
@@ -83,6 +84,10 @@ class _ScriptedOutside:
             log.write(json.dumps({"type": "scripted", "kind": kind}) + "\n")
             try:
                 message = play(self.worktree, prompt)
+            except ProviderUnavailable as refused:  # its kind matters to what follows
+                log.write(json.dumps({"type": "failed", "cause": refused.cause}) + "\n")
+                self.store.end_session(record.id, state="failed", error=refused.cause)
+                raise
             except SessionFailed as failure:
                 log.write(json.dumps({"type": "failed", "cause": failure.cause}) + "\n")
                 self.store.end_session(record.id, state="failed", error=failure.cause)

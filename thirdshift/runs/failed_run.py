@@ -27,6 +27,7 @@ from thirdshift.runs.repair_loop import PolicyRefusal
 from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import LaterStepFailed
+from thirdshift.sessions.rules import ProviderUnavailable
 from thirdshift.store import Store
 
 COMMENT_MARKER = "<!-- thirdshift:failed-run -->"
@@ -343,7 +344,9 @@ class Salvage:
 
 
 def _stopped(error: BaseException) -> bool:
-    """Whether the Run ended because it was stopped (Ctrl-C, SIGTERM, a daemon stopping), not
-    because something failed that would fail again."""
+    """Whether the Run ended because it was stopped (Ctrl-C, SIGTERM, a daemon stopping) or its
+    model providers were all down, not because something failed that would fail again."""
     original = getattr(error, "original", None)
-    return isinstance(error, Interrupted) or isinstance(original, Interrupted)
+    return isinstance(error, Interrupted | ProviderUnavailable) or isinstance(
+        original, Interrupted | ProviderUnavailable
+    )
