@@ -140,3 +140,62 @@ def test_a_successful_session_is_never_an_outage() -> None:
     """The recorded tool sessions of both CLIs report no outage."""
     assert replay("claude-2.1.328-captured-tools").provider_outage is None
     assert replay("codex-0.169.0-captured-tools").provider_outage is None
+
+
+REJECTED = {
+    "type": "rate_limit_event",
+    "rate_limit_info": {"status": "rejected", "resetsAt": 4_102_444_800},
+}
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        {"type": "result", "subtype": "error_max_turns", "is_error": True, "num_turns": 40},
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": True,
+            "api_error_status": 400,
+            "result": "Prompt is too long",
+        },
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": True,
+            "api_error_status": 401,
+            "result": "Invalid API key",
+        },
+    ],
+)
+def test_a_rejected_rate_limit_earlier_does_not_make_a_later_failure_an_outage(
+    ending: dict[str, Any],
+) -> None:
+    """Claude said one limit was rejected and went on; the session then failed on max turns,
+    a too-long prompt or a bad key: that is the work's (or the set-up's) failure, not an
+    outage to switch Harness or pause the daemon for."""
+    outcome = read(ClaudeHarness(), REJECTED, ending)
+    assert outcome.failed
+    assert outcome.provider_outage is None
+
+
+def test_an_allowed_event_takes_an_earlier_rejection_back() -> None:
+    allowed = {"type": "rate_limit_event", "rate_limit_info": {"status": "allowed"}}
+    ending = {"type": "result", "subtype": "success", "is_error": True, "result": "API Error"}
+    assert read(ClaudeHarness(), REJECTED, allowed, ending).provider_outage is None
+    assert read(ClaudeHarness(), REJECTED, ending).provider_outage is not None
+
+
+def test_codex_retries_it_got_past_do_not_make_a_later_death_an_outage() -> None:
+    """A 503 codex reconnected past, then the process died mid-turn (or exited 1 after a
+    completed turn): an ordinary failure, not an outage; the finished work is not rerun."""
+    blip = {"type": "error", "message": "Reconnecting... 1/5 (unexpected status 503 Service)"}
+    started = {"type": "thread.started", "thread_id": "t-1"}
+    died = read(CodexHarness(), started, blip, exit_status=137)
+    assert died.failed
+    assert died.provider_outage is None
+    completed = {"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 1}}
+    rate_blip = {"type": "error", "message": "unexpected status 429 Too Many Requests"}
+    finished = read(CodexHarness(), started, rate_blip, completed, exit_status=1)
+    assert finished.failed
+    assert finished.provider_outage is None

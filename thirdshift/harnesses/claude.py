@@ -320,7 +320,12 @@ class ClaudeReader:
         # Informational while "allowed"; "rejected" means the CLI will get no answer until the
         # reset, which it states in epoch seconds.
         info = event.get("rate_limit_info")
-        if not isinstance(info, dict) or as_str(info.get("status")) != "rejected":
+        if not isinstance(info, dict):
+            return NOTHING
+        if as_str(info.get("status")) != "rejected":
+            # A later "allowed" takes a rejection back: claude went on (another limit window).
+            self._rejected = False
+            self._resets_at = None
             return NOTHING
         self._rejected = True
         resets = info.get("resetsAt")
@@ -446,8 +451,14 @@ class ClaudeReader:
         outage: ProviderOutage | None = None
         if _failed(last):
             cause = _failure_cause(last, self.scrub)
-            if last.api_error_status in OUTAGE_STATUSES or self._rejected:
-                outage = ProviderOutage(NAME, last.api_error_status, cause, self._resets_at)
+            # Only an API error ends a turn for the provider's sake (claude calls that turn a
+            # "success" with is_error); max turns, a too-long prompt, a bad key never do.
+            status = last.api_error_status
+            api_error = last.subtype == "success" and last.is_error
+            if api_error and (
+                status in OUTAGE_STATUSES or (self._rejected and status in (None, 429))
+            ):
+                outage = ProviderOutage(NAME, status, cause, self._resets_at)
         elif exit_status and not stopped_after_result:
             cause = exit_description(NAME, exit_status) + " after its result"
         return StreamOutcome(

@@ -398,9 +398,11 @@ class CodexReader:
     def _outage(self, cause: str | None) -> ProviderOutage | None:
         """A failure whose last word is a provider status of an outage: codex's own retries
         (``Reconnecting... n/5``) are behind it."""
-        if cause is None:
-            return None
+        if cause is None or (self._turn_ended and not self._turn_failure):
+            return None  # a turn that completed did its work, whatever came after
         said = self._turn_failure_message if self._turn_failure else self._last_error
+        if not self._turn_failure and (said or "").startswith("Reconnecting"):
+            return None  # a retry it was still making, not its last word: the process died
         match = _FAILED_STATUS.search(said or "")
         if match is None or int(match.group(1)) not in OUTAGE_STATUSES:
             return None
