@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -110,6 +111,14 @@ def run_issue(
         )
         for name in settings.fallback_harnesses
     )
+    for fallback in fallbacks:
+        # Found out now, not after the first Harness's provider has failed and its retries ran.
+        if shutil.which(fallback.harness.executable, path=environ.get("PATH")) is None:
+            raise ThirdshiftError(
+                f"{fallback.harness.executable} (the {fallback.harness.name} Harness, a fallback "
+                "in harness_fallbacks) is not on PATH; install it or take it out of "
+                "harness_fallbacks"
+            )
     budgets = Budgets(
         per_run_usd=settings.cost_budget_per_run_usd,
         per_repository_day_usd=settings.cost_budget_per_repository_day_usd,

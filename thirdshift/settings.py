@@ -274,12 +274,16 @@ class Settings(BaseSettings):
     provider_wait_seconds: float = Field(
         default=300,
         ge=0,
+        le=3600,
+        allow_inf_nan=False,
         description="A provider reset announced within this long is waited for (once) before "
         "switching the Harness.",
     )
     provider_pause_seconds: float = Field(
         default=300,
         ge=0,
+        le=86400,
+        allow_inf_nan=False,
         description="How long a daemon pauses pickups for a Harness whose provider is down and "
         "announced no reset.",
     )
@@ -413,13 +417,16 @@ class _EnvironSource(EnvSettingsSource):
 
 def with_harness(settings: Settings, harness: str | None, model: str | None) -> Settings:
     """``settings`` as ``thirdshift run --harness H --model M`` changes them. A ``--harness``
-    other than the configured one does not take the configured ``model`` along (it names a
-    Model of the other Harness): its Model is ``--model``, else its ``harness_models`` entry,
-    else its own default."""
+    other than the configured one takes neither the configured ``model`` (it names a Model of
+    the other Harness) nor ``harness_args`` (options of the other CLI) along: its Model is
+    ``--model``, else its ``harness_models`` entry, else its own default; its options are its
+    ``harness_options`` entry."""
     update: dict[str, Any] = {}
     if harness and harness != settings.harness:
         update["harness"] = harness
         update["model"] = None
+        # harness_args are options of the configured Harness's CLI (claude's -c is not codex's).
+        update["harness_args"] = []
     if model:
         update["model"] = model
         # --model wins over the configuration, harness_models included.

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.real_cli import cli_path
 from tests.support.run_world import (
     CALC_FIXED,
     NAME,
@@ -80,6 +81,29 @@ def test_a_harness_not_on_path_is_refused(tmp_path: Path, worlds: list[RunWorld]
     result = world.thirdshift("run", world.issue_url)
     assert result.returncode == 1
     assert "claude (the claude Harness) is not on PATH" in result.stderr
+    assert labels(world) == ["ready-for-agent"]
+
+
+def test_a_fallback_harness_not_on_path_is_refused_before_anything_changes(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """harness_fallbacks names codex, which this machine lacks: found at the start, not after
+    claude's provider has failed and its retries ran; labels untouched."""
+    world = start_world(tmp_path, [])
+    worlds.append(world)
+    only_claude = tmp_path / "only-claude"
+    only_claude.mkdir()
+    (only_claude / "claude").symlink_to(cli_path("claude"))
+    world.settings["PATH"] = os.pathsep.join([str(only_claude), "/usr/bin", "/bin"])
+    world.settings["THIRDSHIFT_HARNESS_FALLBACKS"] = '["codex"]'
+
+    result = world.thirdshift("run", world.issue_url)
+
+    assert result.returncode == 1
+    assert (
+        "codex (the codex Harness, a fallback in harness_fallbacks) is not on PATH; install it "
+        "or take it out of harness_fallbacks"
+    ) in result.stderr
     assert labels(world) == ["ready-for-agent"]
 
 

@@ -61,3 +61,30 @@ def test_only_the_harness_whose_provider_is_down_is_paused() -> None:
     pauses = ProviderPauses(ManualClock(START), default_seconds=300)
     pauses.pause(outage("codex", 503))
     assert pauses.pass_over_reason("claude", []) is None
+
+
+def test_a_reset_gone_by_or_far_off_is_held_between_the_default_and_a_day() -> None:
+    """A reset already past still pauses for the default time (the provider just refused); a
+    reset years away pauses for a day at most, so a bogus stamp never stops a Harness for
+    good."""
+    clock = ManualClock(START)
+    pauses = ProviderPauses(clock, default_seconds=300)
+    pauses.pause(outage("claude", 429, START - timedelta(hours=1)))
+    pauses.pause(outage("codex", 429, START + timedelta(days=365 * 200)))
+
+    claude = pauses.paused("claude")
+    codex = pauses.paused("codex")
+    assert claude is not None
+    assert codex is not None
+    assert (claude[0], codex[0]) == (START + timedelta(seconds=300), START + timedelta(days=1))
+
+
+def test_with_every_harness_paused_pickups_wait_for_the_first_back() -> None:
+    clock = ManualClock(START)
+    pauses = ProviderPauses(clock, default_seconds=300)
+    pauses.pause(outage("claude", 429, START + timedelta(hours=5)))
+    pauses.pause(outage("codex", 503))
+
+    reason = pauses.pass_over_reason("claude", ["codex"])
+    assert reason is not None
+    assert "pickups wait until 2026-01-01 00:05:00Z" in reason

@@ -278,3 +278,23 @@ def test_a_budget_must_be_a_finite_amount(home: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("THIRDSHIFT_COST_BUDGET_PER_REPOSITORY_DAY_USD", "inf")
     with pytest.raises(ConfigError, match="finite number"):
         load_settings(os.environ)
+
+
+def test_harness_on_the_command_line_leaves_the_configured_harness_args_behind(
+    home: Path,
+) -> None:
+    """harness_args are the configured CLI's options: claude's would break codex (and codex's
+    -c means --continue to claude); the other Harness gets its harness_options entry only."""
+    (home / "config.toml").write_text('harness_args = ["--max-turns", "40"]\n')
+    settings = load_settings(os.environ)
+    assert with_harness(settings, "codex", None).harness_args == []
+    assert with_harness(settings, "claude", None).harness_args == ["--max-turns", "40"]
+
+
+def test_provider_waits_and_pauses_are_bounded(home: Path) -> None:
+    (home / "config.toml").write_text("provider_wait_seconds = 86400\n")
+    with pytest.raises(ConfigError, match="provider_wait_seconds"):
+        load_settings(os.environ)
+    (home / "config.toml").write_text("provider_pause_seconds = 1e300\n")
+    with pytest.raises(ConfigError, match="provider_pause_seconds"):
+        load_settings(os.environ)

@@ -15,10 +15,15 @@ from datetime import UTC, datetime, timedelta
 from thirdshift.clock import Clock
 from thirdshift.records import ProviderOutage
 
+# However far off a provider says its reset is, a daemon looks again after a day: a bogus
+# stamp must not stop a Harness for good.
+LONGEST_PAUSE = timedelta(hours=24)
+
 
 class ProviderPauses:
-    """Pauses by Harness name. An outage that announced its reset pauses until then; one that
-    did not pauses for ``default_seconds``. Shared by a daemon's Runs (threads) and polls."""
+    """Pauses by Harness name. An outage that announced its reset pauses until then (at least
+    ``default_seconds``, at most a day); one that did not pauses for ``default_seconds``.
+    Shared by a daemon's Runs (threads) and polls."""
 
     def __init__(self, clock: Clock, default_seconds: float) -> None:
         self._clock = clock
@@ -28,7 +33,9 @@ class ProviderPauses:
 
     def pause(self, outage: ProviderOutage) -> None:
         """Pause pickups for ``outage.harness`` until its reset (a later reset wins)."""
-        until = outage.resets_at or self._clock.now() + self._default
+        now = self._clock.now()
+        shortest = now + self._default
+        until = min(max(outage.resets_at or shortest, shortest), now + LONGEST_PAUSE)
         with self._lock:
             known = self._paused.get(outage.harness)
             if known is None or known[0] < until:
@@ -47,9 +54,17 @@ class ProviderPauses:
         """Why a Pickup waits: the Run's Harness is paused and so is every fallback. None
         when the Harness is not paused, or a fallback is available to switch to."""
         known = self.paused(harness)
-        if known is None or any(self.paused(name) is None for name in fallbacks):
+        if known is None:
             return None
-        until, outage = known
+        fallback_pauses: list[tuple[datetime, ProviderOutage]] = []
+        for name in fallbacks:
+            pause = self.paused(name)
+            if pause is None:
+                return None
+            fallback_pauses.append(pause)
+        _, outage = known
+        # Pickups resume when the first of them is back.
+        until = min(pause[0] for pause in (known, *fallback_pauses))
         stamp = until.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
         others = "every fallback Harness is paused too" if fallbacks else "no fallback Harness"
         return f"{harness}'s provider is {outage.condition}; pickups wait until {stamp} ({others})"

@@ -10,7 +10,8 @@ The rules:
   same session id, a prompt naming the killed work), announced by a progress line;
 - a Resume that ends the same way gets no second Resume: a progress line says we carry on;
 - a session that left no id to resume is treated the same way;
-- a failed session is not resumed: its error goes up unchanged and no ending is recorded;
+- a failed session is not resumed: its error goes up and no ending is recorded;
+- a session that ends with a cost budget reached gets no Resume: the Run stops there;
 - the last log is the Resume's when there was one, and is recorded before the session runs;
 - a later failure names the killed work ahead of its own cause (``failures_name_killed_work``);
 - a native Resume the Harness no longer knows falls back to a fresh session opened with a
@@ -20,8 +21,9 @@ And the Harness switch (adr/0014): a session whose provider refused it after the
 retries (``ProviderUnavailable``) is not a failure of the work. When the provider announced a
 reset within ``provider_wait_seconds``, the session waits for it (once) and runs again;
 otherwise the Run continues on the next Harness of the fallback order, in a fresh session (no
-resume id crosses over) opened with a resume brief of the refused session's steps; that Harness
-keeps the Run's later sessions. With no Harness left the session fails, naming the outage.
+resume id crosses over) opened with a resume brief of the refused session's steps (a refused
+Resume's carries its session's task and both sessions' steps); that Harness keeps the Run's
+later sessions. With no Harness left the session fails, naming each outage.
 """
 
 from __future__ import annotations
@@ -346,9 +348,7 @@ class Sessions:
                 )
                 harness = self._outside.harness
                 condition = outage.condition
-                reset = (
-                    f", until {outage.resets_at:%Y-%m-%d %H:%M} UTC" if outage.resets_at else ""
-                )
+                reset = f", until {outage.resets_at:%Y-%m-%d %H:%M} UTC" if outage.resets_at else ""
                 outages.append(f"{harness}'s provider is {condition}{reset}")
                 steps += refused.recent_events
                 total += refused.event_count
