@@ -17,23 +17,17 @@ a schema of its own, dropped afterwards. Figures, not assertions.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from urllib.parse import quote
 
-import sqlalchemy as sa
+from bench_databases import on_each_database
 
 from thirdshift.clock import ManualClock
 from thirdshift.records import Usage
 from thirdshift.store import Store
 
-POSTGRES = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 START = datetime(2026, 11, 1, tzinfo=UTC)
 DAYS = 30
 REPOSITORIES = 5
@@ -112,23 +106,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=10_000)
     args = parser.parse_args()
     print(f"{args.sessions:,} sessions over {DAYS} days and {REPOSITORIES} repositories")
-    with tempfile.TemporaryDirectory() as tmp:
-        measure("sqlite", f"sqlite:///{Path(tmp) / 'bench.db'}", args.sessions)
-    schema = f"bench_{uuid.uuid4().hex[:10]}"
-    engine = sa.create_engine("postgresql+psycopg://" + POSTGRES.split("://", 1)[1])
-    with engine.begin() as connection:
-        connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        separator = "&" if "?" in POSTGRES else "?"
-        measure(
-            "postgresql",
-            f"{POSTGRES}{separator}options={quote(f'-csearch_path={schema}')}",
-            args.sessions,
-        )
-    finally:
-        with engine.begin() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        engine.dispose()
+    on_each_database(lambda name, url: measure(name, url, args.sessions))
 
 
 if __name__ == "__main__":

@@ -19,22 +19,16 @@ a schema of its own, dropped afterwards. Figures, not assertions.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import tempfile
 import time
-import uuid
 from collections.abc import Callable
-from pathlib import Path
-from urllib.parse import quote
 
-import sqlalchemy as sa
+from bench_databases import on_each_database
 
 from thirdshift.records import SessionEvent
 from thirdshift.sessions.preamble import EVENTS_IN_RESUME, follow_up_preamble, resume_brief
 from thirdshift.store import Store
 
-POSTGRES = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 ISSUES = 200
 PROMPT = "\n".join(f"Requirement {i}: the widget must " + "hold " * 12 for i in range(420))
 
@@ -115,23 +109,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     args = parser.parse_args()
     print(f"{args.runs} Runs, {args.runs * 100:,} Session events")
-    with tempfile.TemporaryDirectory() as tmp:
-        measure("sqlite", f"sqlite:///{Path(tmp) / 'bench.db'}", args.runs)
-    schema = f"bench_{uuid.uuid4().hex[:10]}"
-    engine = sa.create_engine("postgresql+psycopg://" + POSTGRES.split("://", 1)[1])
-    with engine.begin() as connection:
-        connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        separator = "&" if "?" in POSTGRES else "?"
-        measure(
-            "postgresql",
-            f"{POSTGRES}{separator}options={quote(f'-csearch_path={schema}')}",
-            args.runs,
-        )
-    finally:
-        with engine.begin() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        engine.dispose()
+    on_each_database(lambda name, url: measure(name, url, args.runs))
 
 
 if __name__ == "__main__":

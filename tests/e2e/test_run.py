@@ -435,7 +435,8 @@ def test_a_run_with_the_codex_harness_reaches_a_ready_pull_request(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
     """--harness codex: the same Run with the real Codex CLI, pointed at the scripted model
-    server through harness_args."""
+    server through its harness_options (harness_args belong to the configured Harness, claude,
+    and stay behind)."""
     fix = (
         write_file_command("calc.py", CALC_FIXED)
         + " && git commit -qam 'Make add() add' && "
@@ -458,7 +459,10 @@ def test_a_run_with_the_codex_harness_reaches_a_ready_pull_request(
     codex_home = world.agent_home / ".codex"
     codex_home.mkdir()
     world.settings.update(codex_env(codex_home))
-    world.settings["THIRDSHIFT_HARNESS_ARGS"] = json.dumps(codex_config_args(world.model.url))
+    world.settings["THIRDSHIFT_HARNESS_OPTIONS"] = json.dumps(
+        {"codex": codex_config_args(world.model.url)}
+    )
+    world.settings["THIRDSHIFT_HARNESS_ARGS"] = '["--max-turns", "40"]'  # claude's: left behind
 
     result = world.thirdshift("run", "--harness", "codex", world.issue_url)
 
