@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,9 +40,14 @@ FIX = (
 )
 
 
-def argv_logging_codex(directory: Path) -> Path:
-    """A ``codex`` first on PATH that writes its argv (NUL-separated) into its HOME (the agent
-    home, writable inside the Agent sandbox), then runs the pinned codex."""
+@pytest.fixture
+def argv_logging_codex() -> Iterator[Path]:
+    """A directory holding a ``codex`` to put first on PATH: it writes its argv (NUL-separated)
+    into its HOME (the agent home, writable inside the Agent sandbox), then runs the pinned
+    codex. It lives inside the repository's ``node_modules``, so the Agent sandbox, which keeps
+    a CLI's ``node_modules`` readable, shows the agent the pinned codex too, wherever the
+    checkout is (under /tmp the sandbox hides everything else)."""
+    directory = BIN_DIR.parent / f".argv-logging-{uuid.uuid4().hex[:8]}"
     directory.mkdir()
     wrapper = directory / "codex"
     wrapper.write_text(
@@ -47,7 +55,10 @@ def argv_logging_codex(directory: Path) -> Path:
         f'exec "{BIN_DIR / "codex"}" "$@"\n'
     )
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return directory
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory)
 
 
 def codex_argvs(world: RunWorld) -> list[list[str]]:
@@ -56,7 +67,7 @@ def codex_argvs(world: RunWorld) -> list[list[str]]:
 
 
 def test_a_run_whose_claude_provider_is_overloaded_continues_on_codex(
-    tmp_path: Path, worlds: list[RunWorld]
+    tmp_path: Path, worlds: list[RunWorld], argv_logging_codex: Path
 ) -> None:
     """claude commits a step, then its provider answers 529 past its retries: the Run goes on
     with codex, whose request holds the resume brief with claude's step, whose argv has the
@@ -88,7 +99,7 @@ def test_a_run_whose_claude_provider_is_overloaded_continues_on_codex(
     worlds.append(world)
     codex_home = world.agent_home / ".codex"
     codex_home.mkdir()
-    wrappers = argv_logging_codex(tmp_path / "wrappers")
+    wrappers = argv_logging_codex
     provider = codex_config_args(world.model.url)
     assert provider[-2:] == ["-m", SANDBOX_CODEX_MODEL]  # the Model comes from harness_models
     world.settings.update(codex_env(codex_home))
