@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 import click
 
 from thirdshift import __version__
-from thirdshift.console import Progress
+from thirdshift.console import LiveProgress, Progress, progress_for
 from thirdshift.errors import ThirdshiftError
 
 
@@ -239,10 +239,10 @@ def run_command(
     environ = dict(os.environ)
     settings = _guarded(lambda: load_settings(environ))
     settings = with_harness(settings, harness, model)
-    # On an Actions runner every line is read for workflow commands: none may hold a newline.
-    progress = Progress(one_line=environ.get("GITHUB_ACTIONS") == "true")
+    # A live status line on a terminal; plain lines elsewhere, one-line ones on a runner.
+    progress = progress_for(sys.stderr, environ)
     interrupt = threading.Event()
-    with _signals_set(interrupt, progress, until_exit=True):
+    with _signals_set(interrupt, progress, until_exit=True), _closing(progress):
         try:
             if ref is not None:
                 status = run_issue(
@@ -269,6 +269,16 @@ def run_command(
         except ThirdshiftError as error:
             _fail(error)
     sys.exit(status)
+
+
+@contextmanager
+def _closing(progress: Progress | LiveProgress) -> Iterator[None]:
+    """Take the live status line away when the command ends, however it ends."""
+    try:
+        yield
+    finally:
+        if isinstance(progress, LiveProgress):
+            progress.close()
 
 
 def _command_line(line: str) -> None:

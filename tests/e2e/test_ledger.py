@@ -1,11 +1,15 @@
 """The usage ledger and the cost budgets, with the real claude CLI: what a session really used
 is kept per session, and a budget reached ends the Run as a Failed run naming it, its work
-saved."""
+saved. And what a person at a terminal sees of a Run."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -151,3 +155,59 @@ def test_a_priced_session_is_stopped_the_moment_it_reaches_the_budget(
     # (it may have asked for the next turn meanwhile, which would have hung forever).
     assert [r.get("turn") for r in world.model_requests("implement")][:2] == [0, 1]
     assert "Make add() add" in world.git("log", "--format=%s", "origin/issue-1", cwd=world.clone())
+
+
+def test_on_a_terminal_a_run_keeps_a_live_status_line_under_its_progress_lines(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """stderr on a pseudo-terminal: the progress lines as always, and a status line redrawn in
+    place (elapsed time, the step, CI's pending checks); the URL alone on stdout; the status line
+    cleared at the end. Piped (every other test), the lines are plain."""
+    world = start_world(
+        tmp_path,
+        [
+            {
+                "name": "implement",
+                "marker": MARKER,
+                "turns": [
+                    {"tool_calls": [FIX]},
+                    {"tool_calls": [bash(pull_request_file("Fix add()", "Closes #1"), "pr")]},
+                    {"text": "Done."},
+                ],
+            }
+        ],
+    )
+    worlds.append(world)
+    controller, terminal = os.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "thirdshift.cli", "run", world.issue_url],
+            env={**world.env(), "TERM": "xterm"},
+            cwd=world.tmp,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            text=True,
+        )
+        world.processes.append(process)
+        os.close(terminal)
+        stdout, _ = process.communicate(timeout=240)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # the terminal's other end is closed: all is read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(controller)
+
+    text = shown.decode().replace("\r\n", "\n")  # the terminal ends lines with CR LF
+    assert process.returncode == 0, text
+    assert stdout == world.pulls()[0]["html_url"] + "\n"
+    assert "] implement: session started" in text
+    assert re.search(r"\r\x1b\[2K▸ \d+s · implement: session started", text)
+    assert re.search(r"\r\x1b\[2K▸ \d+s · (CI: \d of \d pending · )?waiting up to 3s for CI", text)
+    assert text.endswith("\r\x1b[2K")

@@ -1,0 +1,69 @@
+"""The progress display: plain timestamped lines, and on a terminal one status line kept
+under them."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from thirdshift.console import (
+    LiveProgress,
+    Progress,
+    Status,
+    next_status,
+    progress_for,
+    status_line,
+)
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_status_follows_the_step_and_keeps_the_ci_count_until_ci_answers() -> None:
+    status = next_status(Status(), "implement: $ pytest -q")
+    assert status == Status(step="implement: $ pytest -q")
+    status = next_status(status, "CI on abc1234: 2 of 3 checks still running")
+    assert status.ci == "CI: 2 of 3 pending"
+    status = next_status(status, "implement: Edit calc.py")
+    assert status.ci == "CI: 2 of 3 pending"
+    status = next_status(status, "CI passed on abc1234")
+    assert status == Status(step="CI passed on abc1234")
+
+
+def test_the_status_line_fits_the_terminal_and_shows_elapsed_time_first() -> None:
+    status = Status(step="implement: $ " + "x" * 200, ci="CI: 1 of 2 pending")
+    line = status_line(status, 125, 60)
+    assert len(line) == 60
+    assert line.startswith("▸ 2m 05s · CI: 1 of 2 pending · implement: $ xxx")
+    assert line.endswith("…")
+    assert status_line(Status(step="a\nb"), 3, 80) == "▸ 3s · a b"
+
+
+def test_on_a_terminal_each_line_scrolls_up_and_the_status_is_redrawn_under_it() -> None:
+    stream = Tty()
+    now = [100.0]
+    live = LiveProgress(stream, clock=lambda: now[0], tick_seconds=3600, width=lambda: 80)
+    now[0] = 107.0
+    live("implement: session started")
+    live("CI on abc1234: 1 of 2 checks still running")
+    live.close()
+
+    out = stream.getvalue()
+    lines = re.findall(r"\[\d\d:\d\d:\d\d\] ([^\n]*)\n", out)
+    assert lines == ["implement: session started", "CI on abc1234: 1 of 2 checks still running"]
+    assert "\r\x1b[2K▸ 7s · implement: session started" in out
+    assert "▸ 7s · CI: 1 of 2 pending · CI on abc1234" in out
+    assert out.endswith("\r\x1b[2K")  # closed: the status line is gone, the lines stay
+    live("after the end")
+    assert stream.getvalue().endswith("after the end\n")
+
+
+def test_plain_lines_off_a_terminal_and_one_line_ones_on_an_actions_runner() -> None:
+    assert isinstance(progress_for(io.StringIO(), {}), Progress)
+    assert isinstance(progress_for(Tty(), {"GITHUB_ACTIONS": "true"}), Progress)
+    assert isinstance(progress_for(Tty(), {"TERM": "dumb"}), Progress)
+    live = progress_for(Tty(), {"TERM": "xterm"})
+    assert isinstance(live, LiveProgress)
+    live.close()
