@@ -23,6 +23,7 @@ from thirdshift.clock import Clock, SystemClock
 from thirdshift.daemon import ActivityLog, Daemon, ProviderPauses, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
 from thirdshift.daemon.ready import blocker_reason, labeller_reason
+from thirdshift.daemon.state import write_state
 from thirdshift.errors import (
     ConfigError,
     NotClaimed,
@@ -332,6 +333,10 @@ def run_daemon(
             clock=clock,
             stop=stop,
             progress=say,
+            name=daemon_name,
+            publish=partial(write_state, settings.home / "daemons"),
+            pauses=pauses.states,
+            rate_limit=partial(_rate_limit_left, tuple(adapters.values())),
         )
         rules = _rules(settings)
         for owner, name, github in canonical:
@@ -579,6 +584,12 @@ def _adapter(
         login=credentials.login,
         credential=credentials.words,
     )
+
+
+def _rate_limit_left(adapters: Sequence[GitHub]) -> int | None:
+    """The smallest core rate-limit budget left among the daemon's credentials."""
+    known = [left for left in (a.rate_limit_remaining() for a in adapters) if left is not None]
+    return min(known) if known else None
 
 
 def _rules(settings: Settings) -> ReadyRules:

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 import click
 
 from thirdshift import __version__
-from thirdshift.console import LiveProgress, Progress, progress_for
+from thirdshift.console import LiveProgress, Progress, format_duration, progress_for
 from thirdshift.errors import ThirdshiftError
 
 
@@ -139,6 +139,151 @@ def usage_command(group: str, repository: str | None, days: int, as_json: bool) 
             f"{total.input_tokens} tokens in ({cached} cached, {total.cache_write_tokens} "
             f"written to the cache), {total.output_tokens} out; {', '.join(total.harnesses)}"
         )
+
+
+@main.command("status")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
+def status_command(as_json: bool) -> None:
+    """What the daemons are doing: each daemon's polls, Runs, queue, Harness pauses and GitHub
+    rate-limit budget (as it last wrote them in this home), and from the database the Leases
+    held, the Runs running and what was passed over in the last day."""
+    import json
+    import os
+    from datetime import UTC, datetime, timedelta
+
+    from thirdshift.daemon.state import is_live, read_states
+    from thirdshift.settings import load_settings
+    from thirdshift.store import Store
+
+    settings = _guarded(lambda: load_settings(os.environ))
+    store = _guarded(lambda: Store.open(settings.effective_database_url))
+    now = datetime.now(UTC)
+    try:
+        names = {repository.id: repository.full_name for repository in store.repositories()}
+        leases = [
+            (names[repository.id], lease)
+            for repository in store.repositories()
+            for lease in store.live_leases(repository)
+        ]
+        running = store.list_runs(state="running", limit=200)
+        latest: dict[tuple[str | None, int | None], Any] = {}
+        for line in store.activity(limit=1000):
+            if line.kind == "pass-over" and now - line.created_at < timedelta(days=1):
+                latest[(line.repository, line.issue_number)] = line
+    finally:
+        store.close()
+    daemons = read_states(settings.home / "daemons")
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "daemons": [dict(state, live=is_live(state, now)) for state in daemons],
+                    "leases": [
+                        {
+                            "repository": name,
+                            "issue_number": lease.issue_number,
+                            "owner": lease.owner,
+                            "fencing_token": lease.fencing_token,
+                            "run_id": lease.run_id,
+                            "acquired_at": lease.acquired_at.isoformat(),
+                            "expires_at": lease.expires_at.isoformat(),
+                        }
+                        for name, lease in leases
+                    ],
+                    "running": [
+                        {
+                            "run_id": run.id,
+                            "repository": run.repository.full_name,
+                            "issue_number": run.issue_number,
+                            "started_at": run.started_at.isoformat(),
+                        }
+                        for run in running
+                    ],
+                    "passed_over": [
+                        {
+                            "repository": line.repository,
+                            "issue_number": line.issue_number,
+                            "reason": line.message.removeprefix("passed over: "),
+                            "at": line.created_at.isoformat(),
+                        }
+                        for line in latest.values()
+                    ],
+                }
+            )
+        )
+        return
+    for line in _status_lines(daemons, now):
+        click.echo(line)
+    click.echo("Leases held:" if leases else "Leases held: none")
+    for name, lease in leases:
+        run = f", Run {lease.run_id}" if lease.run_id else ""
+        click.echo(
+            f"  {name}#{lease.issue_number}: {lease.owner}{run}, until "
+            f"{_clock_time(lease.expires_at)} (fencing token {lease.fencing_token})"
+        )
+    click.echo("Runs running:" if running else "Runs running: none")
+    for run in running:
+        took = format_duration((now - run.started_at).total_seconds())
+        click.echo(f"  Run {run.id} on {run.repository.full_name}#{run.issue_number}, for {took}")
+    click.echo("Passed over in the last day:" if latest else "Passed over in the last day: none")
+    for line in latest.values():
+        reason = line.message.removeprefix("passed over: ")
+        click.echo(f"  {line.repository}#{line.issue_number}: {reason}")
+
+
+def _status_lines(daemons: list[dict[str, Any]], now: Any) -> list[str]:
+    """What each daemon last said of itself, as ``thirdshift status`` prints it."""
+    from datetime import datetime
+
+    from thirdshift.daemon.state import is_live
+
+    if not daemons:
+        return ["no daemon has run in this home (thirdshift daemon writes its state here)"]
+    lines: list[str] = []
+    for state in daemons:
+        seen = datetime.fromisoformat(str(state["updated_at"]))
+        if not is_live(state, now):
+            lines.append(f"daemon {state['daemon']}: not running (last seen {_clock_time(seen)})")
+            continue
+        since = datetime.fromisoformat(str(state["started_at"]))
+        doing = "stopping, saving its Runs" if state.get("stopping") else "running"
+        lines.append(
+            f"daemon {state['daemon']} (pid {state['pid']}): {doing} since {_clock_time(since)}"
+        )
+        for poll in state.get("repositories", []):
+            last = poll.get("last_poll_at")
+            upcoming = poll.get("next_poll_at")
+            said = (
+                f"last poll {_clock_time(datetime.fromisoformat(last))}" if last else "no poll yet"
+            )
+            if poll.get("last_poll_error"):
+                said += f" (failed: {poll['last_poll_error']})"
+            if upcoming:
+                said += f", next {_clock_time(datetime.fromisoformat(upcoming))}"
+            queued = poll.get("queued") or []
+            if queued:
+                said += "; waiting for a slot: " + ", ".join(f"#{n}" for n in queued)
+            lines.append(f"  {poll['repository']}: {said}")
+        for run in state.get("running", []):
+            started = datetime.fromisoformat(str(run["started_at"]))
+            which = f"Run {run['run_id']}" if run.get("run_id") else "a Run starting"
+            took = format_duration((now - started).total_seconds())
+            lines.append(
+                f"  running: {run['repository']}#{run['issue_number']} ({which}, for {took})"
+            )
+        for pause in state.get("pauses", []):
+            until = _clock_time(datetime.fromisoformat(str(pause["until"])))
+            lines.append(f"  paused: {pause['harness']} ({pause['condition']}) until {until}")
+        left = state.get("rate_limit_remaining")
+        if left is not None:
+            lines.append(f"  GitHub rate limit: {left} requests left")
+    return lines
+
+
+def _clock_time(moment: Any) -> str:
+    from datetime import UTC
+
+    return str(moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
 
 def sandbox_mode(settings: Any) -> str:

@@ -4,8 +4,10 @@ the daemons."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -113,6 +115,20 @@ class DaemonWorld:
         )
         self.processes.append(process)
         return process
+
+    def status(self, home: str, *args: str) -> str:
+        """``thirdshift status`` as a person on that home runs it: its stdout."""
+        done = subprocess.run(
+            [sys.executable, "-m", "thirdshift.cli", "status", *args],
+            env=self.env(home),
+            cwd=self.tmp,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
 
     def rest(self, method: str, path: str, payload: dict[str, Any] | None = None) -> Any:
         import json
@@ -312,9 +328,23 @@ def test_a_daemon_killed_mid_session_is_continued_after_a_restart(
         timeout=120,
         what="the session reaching its hang",
     )
+    # What a person asks while it works: the daemon, its poll, its Run, the Lease.
+    shown = world.status("home")
+    assert re.search(rf"^daemon home \(pid {first.pid}\): running since ", shown, re.M), shown
+    assert "  acme/alpha: last poll " in shown
+    assert "  running: acme/alpha#1 (Run 1, for " in shown
+    assert re.search(
+        r"^  acme/alpha#1: daemon home:\S*, Run 1, until .* \(fencing token 1\)$", shown, re.M
+    ), shown
+    assert "Runs running:\n  Run 1 on acme/alpha#1, for " in shown
+    state = json.loads(world.status("home", "--json"))
+    [daemon] = state["daemons"]
+    assert (daemon["live"], daemon["running"][0]["run_id"]) == (True, 1)
+    assert daemon["rate_limit_remaining"] > 0
     first.send_signal(signal.SIGKILL)
     first.communicate()
     world.processes.remove(first)
+    assert "daemon home: not running (last seen " in world.status("home")
 
     home = "home" if restart == "same home" else "home-2"
     second = world.daemon(home, **settings)

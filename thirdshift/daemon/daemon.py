@@ -10,6 +10,7 @@ runs a single cycle without it, for cron and tests.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from thirdshift.clock import Clock
 from thirdshift.daemon.activity import ActivityLog
 from thirdshift.daemon.poll import Pickup, RepositoryPoll
+from thirdshift.daemon.state import DaemonState, PauseState, PollState, RunningState
 from thirdshift.errors import NotClaimed, ThirdshiftError
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import Repository
@@ -50,9 +52,15 @@ class _Active:
 
     poll: RepositoryPoll
     pickup: Pickup
+    started_at: datetime
     interrupt: threading.Event = field(default_factory=threading.Event)
     reason: str | None = None
     thread: threading.Thread | None = None
+    run_id: int | None = None
+
+
+PUBLISH_SECONDS = 5.0
+"""How often a serving daemon writes its state for ``thirdshift status``."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +86,19 @@ class Daemon:
         clock: Clock,
         stop: threading.Event,
         progress: Callable[[str], None],
+        name: str = "thirdshift",
+        publish: Callable[[DaemonState], None] = lambda _state: None,
+        pauses: Callable[[], tuple[PauseState, ...]] = tuple,
+        rate_limit: Callable[[], int | None] = lambda: None,
     ) -> None:
+        self._name = name
+        self._publish = publish
+        self._pauses = pauses
+        self._rate_limit = rate_limit
+        self._rate_limit_left: int | None = None
+        self._started_at = clock.now()
+        self._polled: dict[str, tuple[datetime, str | None]] = {}
+        self._scheduler: BackgroundScheduler | None = None
         self._polls: list[RepositoryPoll] = []
         self._web_host = web_host
         self._start_run = start_run
@@ -118,6 +138,64 @@ class Daemon:
             )
             active.interrupt.set()
 
+    # -- what ``thirdshift status`` shows ------------------------------------------------------
+
+    def snapshot(self, *, stopped: bool = False) -> DaemonState:
+        """What this daemon is doing now."""
+        scheduler = self._scheduler
+        with self._lock:
+            queued: dict[str, list[int]] = {}
+            for poll, pickup in self._queue:
+                queued.setdefault(poll.full_name, []).append(pickup.number)
+            running = tuple(
+                RunningState(
+                    repository=active.poll.full_name,
+                    issue_number=active.pickup.number,
+                    run_id=active.run_id,
+                    started_at=active.started_at,
+                    rescue_of=active.pickup.rescue_of,
+                )
+                for active in self._active.values()
+            )
+            polled = dict(self._polled)
+        polls = []
+        for poll in self._polls:
+            job = scheduler.get_job(f"poll:{poll.full_name}") if scheduler else None
+            last = polled.get(poll.full_name)
+            polls.append(
+                PollState(
+                    repository=poll.full_name,
+                    last_poll_at=last[0] if last else None,
+                    last_poll_error=last[1] if last else None,
+                    next_poll_at=job.next_run_time if job is not None else None,
+                    queued=tuple(queued.get(poll.full_name, ())),
+                )
+            )
+        return DaemonState(
+            daemon=self._name,
+            pid=os.getpid(),
+            started_at=self._started_at,
+            updated_at=self._clock.now(),
+            stopping=self._stop.is_set(),
+            polls=tuple(polls),
+            running=running,
+            pauses=self._pauses(),
+            rate_limit_remaining=self._rate_limit_left,
+            stopped=stopped,
+        )
+
+    def _publish_state(self, *, stopped: bool = False) -> None:
+        try:
+            self._publish(self.snapshot(stopped=stopped))
+        except (OSError, ThirdshiftError) as problem:  # the display must never stop the work
+            self._progress(f"warning: could not write the daemon's state: {problem}")
+
+    def _ask_rate_limit(self) -> None:
+        try:
+            self._rate_limit_left = self._rate_limit()
+        except ThirdshiftError as problem:
+            self._progress(f"warning: could not read GitHub's rate limit: {problem}")
+
     # -- one cycle (cron, tests) -----------------------------------------------------------
 
     def once(self) -> int:
@@ -139,6 +217,8 @@ class Daemon:
             if self._stop.is_set():
                 self._stop_runs()
                 break
+        self._ask_rate_limit()
+        self._publish_state(stopped=True)
         return 1 if self._failures else 0
 
     # -- for ever --------------------------------------------------------------------------
@@ -174,7 +254,22 @@ class Daemon:
             coalesce=True,
             misfire_grace_time=None,  # it may wait behind a poll on the one worker
         )
+        # On the polls' one worker: the adapter is not thread-safe, and asking costs nothing.
+        scheduler.add_job(
+            self._ask_rate_limit,
+            IntervalTrigger(seconds=60),
+            id="rate-limit",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+            next_run_time=now,
+        )
+        self._scheduler = scheduler
         scheduler.start()
+        publisher = threading.Thread(
+            target=self._publish_until_stopped, name="thirdshift-state", daemon=True
+        )
+        publisher.start()
         self._activity.line(
             "start",
             f"daemon watching {', '.join(p.full_name for p in self._polls)}",
@@ -184,9 +279,19 @@ class Daemon:
                 pass
         finally:
             self._activity.line("stop", "daemon stopping: no new work; saving the running Runs")
+            self._publish_state()
             scheduler.shutdown(wait=True)
             self._stop_runs()
+            publisher.join(timeout=PUBLISH_SECONDS + 1)
+            self._scheduler = None
+            self._publish_state(stopped=True)
         return 0
+
+    def _publish_until_stopped(self) -> None:
+        while True:
+            self._publish_state()
+            if self._stop.wait(PUBLISH_SECONDS):
+                return
 
     # -- jobs ------------------------------------------------------------------------------
 
@@ -208,6 +313,7 @@ class Daemon:
         except Exception as error:  # a poll must never take the daemon down
             with self._lock:
                 self._failures += 1
+                self._polled[poll.full_name] = (self._clock.now(), str(error))
             self._activity.line(
                 "poll",
                 f"the poll failed and is tried again next cycle: {error}",
@@ -215,9 +321,11 @@ class Daemon:
             )
             return
         with self._lock:
+            self._polled[poll.full_name] = (self._clock.now(), None)
             kept = [entry for entry in self._queue if entry[0] is not poll]
             self._queue = deque(kept + [(poll, pickup) for pickup in pickups])
         self._start_queued()
+        self._publish_state()  # a person asking now sees this poll and what it started
 
     def _start_queued(self) -> None:
         with self._lock:
@@ -233,7 +341,7 @@ class Daemon:
                 cooling = self._cooling.get(key)
                 if cooling is not None and cooling[1] > self._clock.monotonic():
                     continue
-                active = _Active(poll, pickup)
+                active = _Active(poll, pickup, self._clock.now())
                 active.thread = threading.Thread(
                     target=self._run,
                     args=(active,),
@@ -267,6 +375,10 @@ class Daemon:
                 last_error[:] = [line.removeprefix("thirdshift: ")]
             self._progress(prefix + line)
 
+        def on_recorded(run_id: int) -> None:
+            recorded.append(run_id)
+            active.run_id = run_id
+
         status = 1
         try:
             repository = poll.repository()
@@ -292,7 +404,7 @@ class Daemon:
                 active.interrupt,
                 lambda: active.reason,
                 progress,
-                recorded.append,
+                on_recorded,
             )
         except ThirdshiftError as error:  # a local problem before the Run (disk, database)
             status = error.exit_code
@@ -316,6 +428,7 @@ class Daemon:
         except ThirdshiftError as error:
             self._progress(f"{prefix}warning: could not write the Run's end: {error}")
         self._start_queued()  # a slot is free
+        self._publish_state()
 
     def _ended(
         self,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from thirdshift.clock import Clock
+from thirdshift.daemon.state import PauseState
 from thirdshift.records import ProviderOutage
 
 # However far off a provider says its reset is, a daemon looks again after a day: a bogus
@@ -40,6 +41,16 @@ class ProviderPauses:
             known = self._paused.get(outage.harness)
             if known is None or known[0] < until:
                 self._paused[outage.harness] = (until, outage)
+
+    def states(self) -> tuple[PauseState, ...]:
+        """Every pause still running, for ``thirdshift status``."""
+        now = self._clock.now()
+        with self._lock:
+            return tuple(
+                PauseState(harness, until, outage.condition)
+                for harness, (until, outage) in sorted(self._paused.items())
+                if until > now
+            )
 
     def paused(self, harness: str) -> tuple[datetime, ProviderOutage] | None:
         """Until when ``harness`` is paused and the outage that paused it, or None."""

@@ -677,6 +677,14 @@ class Store:
             session.commit()
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
+    def repositories(self) -> list[Repository]:
+        """Every repository the database knows, by name."""
+        with self._session() as session:
+            rows = session.exec(
+                select(RepositoryRow).order_by(col(RepositoryRow.owner), col(RepositoryRow.name))
+            ).all()
+            return [_repository(row) for row in rows]
+
     def live_leases(self, repository: Repository, *, now: datetime | None = None) -> list[Lease]:
         """The repository's Leases held now."""
         with self._session() as session:

@@ -1,0 +1,160 @@
+"""What a running daemon is doing, published for ``thirdshift status``.
+
+The daemon writes its state to ``$THIRDSHIFT_HOME/daemons/<daemon name>.json`` every few
+seconds (and once more when it stops): the repositories it watches with their last and next
+poll, the Runs it executes, what waits in its queue, the Harness pauses and the GitHub rate-limit
+budget left. These live in the daemon's memory, not in the database; Leases, Runs and
+pass-overs are in the database, and ``status`` reads those there. A file of a daemon that has
+not written for ``STALE_SECONDS`` is shown as not running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+STALE_SECONDS = 60.0
+"""A daemon writes every few seconds; one silent this long has stopped or is stuck."""
+
+
+@dataclass(frozen=True)
+class PollState:
+    repository: str
+    last_poll_at: datetime | None
+    last_poll_error: str | None
+    next_poll_at: datetime | None
+    queued: tuple[int, ...]
+    """Issues found Ready and waiting for a free slot (within max_runs)."""
+
+
+@dataclass(frozen=True)
+class RunningState:
+    repository: str
+    issue_number: int
+    run_id: int | None
+    started_at: datetime
+    rescue_of: int | None = None
+
+
+@dataclass(frozen=True)
+class PauseState:
+    harness: str
+    until: datetime
+    condition: str
+
+
+@dataclass(frozen=True)
+class DaemonState:
+    daemon: str
+    pid: int
+    started_at: datetime
+    updated_at: datetime
+    stopping: bool
+    """Told to stop: it takes no new work and is saving its Runs."""
+    polls: tuple[PollState, ...]
+    running: tuple[RunningState, ...]
+    pauses: tuple[PauseState, ...]
+    rate_limit_remaining: int | None
+    stopped: bool = False
+    """It has exited; this is the last state it wrote."""
+
+
+def _when(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.astimezone(UTC).isoformat()
+
+
+def state_json(state: DaemonState) -> dict[str, Any]:
+    """The documented JSON shape of a daemon's state (docs/json.md)."""
+    return {
+        "daemon": state.daemon,
+        "pid": state.pid,
+        "started_at": _when(state.started_at),
+        "updated_at": _when(state.updated_at),
+        "stopping": state.stopping,
+        "stopped": state.stopped,
+        "repositories": [
+            {
+                "repository": poll.repository,
+                "last_poll_at": _when(poll.last_poll_at),
+                "last_poll_error": poll.last_poll_error,
+                "next_poll_at": _when(poll.next_poll_at),
+                "queued": list(poll.queued),
+            }
+            for poll in state.polls
+        ],
+        "running": [
+            {
+                "repository": run.repository,
+                "issue_number": run.issue_number,
+                "run_id": run.run_id,
+                "started_at": _when(run.started_at),
+                "rescue_of": run.rescue_of,
+            }
+            for run in state.running
+        ],
+        "pauses": [
+            {"harness": pause.harness, "until": _when(pause.until), "condition": pause.condition}
+            for pause in state.pauses
+        ],
+        "rate_limit_remaining": state.rate_limit_remaining,
+    }
+
+
+def write_state(directory: Path, state: DaemonState) -> None:
+    """Replace the daemon's state file in one step, so a reader never sees half of it."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    target = directory / f"{_file_name(state.daemon)}.json"
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".state-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(state_json(state), stream, indent=2)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def read_states(directory: Path) -> list[dict[str, Any]]:
+    """Every daemon state file in ``directory``, newest first; unreadable ones are left out."""
+    states: list[dict[str, Any]] = []
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(loaded, dict) and isinstance(loaded.get("updated_at"), str):
+            states.append(loaded)
+    return sorted(states, key=lambda state: str(state["updated_at"]), reverse=True)
+
+
+def is_live(state: dict[str, Any], now: datetime) -> bool:
+    """Whether the daemon that wrote ``state`` is still writing: it wrote lately, did not say
+    it stopped, and its process is alive (a daemon killed with -9 writes no last word)."""
+    try:
+        updated = datetime.fromisoformat(str(state["updated_at"]))
+        pid = int(state["pid"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    fresh = (now - updated).total_seconds() < STALE_SECONDS
+    return fresh and not state.get("stopped", False) and _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    # The state file is in this home, so on this host: the pid is one of this host's.
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _file_name(daemon: str) -> str:
+    # A daemon's name is the host's by default; keep the file name to safe characters.
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in daemon) or "daemon"
