@@ -46,6 +46,8 @@ from thirdshift.sessions.cli_outside import CliSessions, Fallback
 from thirdshift.sessions.ledger import Budgets, unpriced_harnesses
 from thirdshift.settings import Settings, check_repository_name
 from thirdshift.store import Store
+from thirdshift.web import StatusServer, StorePageSource, make_app
+from thirdshift.web.server import is_loopback, parse_address
 
 
 def hidden_from_agents(settings: Settings, environ: Mapping[str, str]) -> tuple[Path, ...]:
@@ -226,11 +228,23 @@ def run_daemon(
     environ: Mapping[str, str],
     progress: Callable[[str], None],
     stop: threading.Event,
+    http: str | None = None,
 ) -> int:
     """Watch ``repositories`` (with those of the settings) until ``stop`` is set, or for one
-    cycle with ``once``. Pre-flight problems (no token, a repository the token cannot push
-    to, an unusable home, no sandbox) stop it before it starts."""
+    cycle with ``once``; with ``http`` (HOST:PORT), serve the status page there meanwhile.
+    Pre-flight problems (no token, a repository the token cannot push to, an unusable home, no
+    sandbox, a status page bound beyond loopback without http_token) stop it before it
+    starts."""
     known = credential_secrets(settings)
+    page_token = settings.http_token.get_secret_value() if settings.http_token else None
+    address = parse_address(http) if http else None
+    if address is not None and not is_loopback(address[0]) and not page_token:
+        raise ConfigError(
+            f"--http {http}: beyond loopback the status page needs a token; set "
+            "THIRDSHIFT_HTTP_TOKEN (or http_token in the config file), or bind 127.0.0.1"
+        )
+    if page_token:
+        known = [*known, page_token]
     spelled: dict[str, str] = {}
     for full_name in [*settings.repositories, *repositories]:
         spelled.setdefault(full_name.lower(), full_name)  # GitHub ignores case: one poll each
@@ -357,7 +371,17 @@ def run_daemon(
                     paused=paused,
                 )
             )
-        return daemon.once() if once else daemon.serve()
+        server = None
+        if address is not None:
+            source = StorePageSource(store, daemon.snapshot, scrub)
+            server = StatusServer(make_app(source, token=page_token), *address)
+            server.start()
+            say(f"status page at {server.url}")
+        try:
+            return daemon.once() if once else daemon.serve()
+        finally:
+            if server is not None:
+                server.stop()
     finally:
         store.close()
 

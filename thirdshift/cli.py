@@ -506,7 +506,12 @@ def actions_init(root: Path, install: str | None, harness: str, force: bool) -> 
     is_flag=True,
     help="Poll each repository once, run what is Ready, wait for those Runs, and exit.",
 )
-def daemon_command(repos: tuple[str, ...], once: bool) -> None:
+@click.option(
+    "--http",
+    metavar="HOST:PORT",
+    help="Serve the read-only status page there (beyond loopback, http_token is required).",
+)
+def daemon_command(repos: tuple[str, ...], once: bool, http: str | None) -> None:
     """Watch repositories for Ready issues and run each exactly once, side by side within the
     limits, until SIGTERM or Ctrl-C (then the running Runs save their work and it exits 0).
 
@@ -533,6 +538,7 @@ def daemon_command(repos: tuple[str, ...], once: bool) -> None:
                 settings,
                 repositories=repos,
                 once=once,
+                http=http,
                 environ=environ,
                 progress=progress,
                 stop=stop,

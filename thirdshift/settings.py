@@ -237,6 +237,10 @@ class Settings(BaseSettings):
         default_factory=lambda: ["needs-triage", "needs-info", "ready-for-human", "wontfix"],
         description="An issue carrying any of these is never picked up, Ready label or not.",
     )
+    http_token: SecretStr | None = Field(
+        default=None,
+        description="The token the daemon's status page asks for (required beyond loopback).",
+    )
     # Usage ledger and budgets
     cost_budget_per_run_usd: float | None = Field(
         default=None,
@@ -331,6 +335,7 @@ class Settings(BaseSettings):
         "github_app_id",
         "github_app_private_key",
         "github_app_private_key_file",
+        "http_token",
         mode="before",
     )
     @classmethod

@@ -1,0 +1,137 @@
+"""The status page's application over a scripted page source: what it shows, the JSON behind
+it, and who may read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from starlette.testclient import TestClient
+
+from thirdshift.errors import ConfigError
+from thirdshift.web import make_app
+from thirdshift.web.page import LeaseView, Page, RunView
+from thirdshift.web.server import is_loopback, parse_address
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def run(run_id: int, state: str, **changes: object) -> RunView:
+    fields: dict[str, object] = {
+        "run_id": run_id,
+        "repository": "acme/widgets",
+        "issue_number": run_id + 10,
+        "state": state,
+        "cause": None,
+        "pull_request_number": None,
+        "started_at": NOW - timedelta(minutes=5),
+        "duration": "5m 00s",
+        "session": "implement",
+        "cost_usd": 0.42,
+        "last_lines": (),
+    }
+    fields.update(changes)
+    return RunView(**fields)  # type: ignore[arg-type]
+
+
+@dataclass
+class ScriptedSource:
+    pages: list[Page] = field(default_factory=list)
+
+    def page(self) -> Page:
+        return self.pages[0] if len(self.pages) == 1 else self.pages.pop(0)
+
+
+def page(*runs: RunView, failures: tuple[RunView, ...] = ()) -> Page:
+    return Page(
+        generated_at=NOW,
+        daemon=None,
+        in_flight=tuple(r for r in runs if r.state == "running"),
+        recent=tuple(r for r in runs if r.state != "running"),
+        failures=failures,
+        leases=(LeaseView("acme/widgets", 11, "daemon night:1:ab", 1, NOW, 3),),
+        cost_today_usd=1.25,
+        unpriced_today=1,
+    )
+
+
+def test_the_page_shows_runs_in_flight_with_their_lines_escaped() -> None:
+    lines = ("implement: $ pytest -q", "implement: <script>alert(1)</script>")
+    source = ScriptedSource([page(run(1, "running", last_lines=lines), run(2, "succeeded"))])
+    client = TestClient(make_app(source))
+
+    html = client.get("/").text
+
+    assert 'data-run="1" data-state="running"' in html
+    assert "implement: $ pytest -q" in html
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "$1.25" in html
+    assert "+ 1 unpriced" in html
+    assert 'name="viewport"' in html
+
+
+def test_the_live_part_and_the_json_follow_the_source() -> None:
+    failed = run(3, "failed", cause="CI red on abc1234 (tests)", last_lines=("repair-1: Edit",))
+    source = ScriptedSource(
+        [page(run(1, "running")), page(run(1, "succeeded"), failures=(failed,))]
+    )
+    client = TestClient(make_app(source))
+
+    first = client.get("/live").text
+    then = client.get("/api/status").json()
+
+    assert 'data-run="1" data-state="running"' in first
+    assert [r["state"] for r in then["recent"]] == ["succeeded"]
+    assert then["failures"][0]["cause"] == "CI red on abc1234 (tests)"
+    assert then["leases"][0]["fencing_token"] == 3
+    assert then["in_flight"] == []
+
+
+def test_with_a_token_nothing_but_the_health_check_answers_without_it() -> None:
+    client = TestClient(make_app(ScriptedSource([page()]), token="s3cret-token"))
+
+    assert client.get("/healthz").status_code == 200
+    refused = client.get("/api/status")
+    assert refused.status_code == 401
+    assert "?token=" in refused.text
+    assert "s3cret-token" not in refused.text
+    assert client.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    bearer = {"Authorization": "Bearer s3cret-token"}
+    assert client.get("/api/status", headers=bearer).status_code == 200
+
+
+def test_a_browser_opens_the_page_once_with_the_token_and_keeps_a_cookie() -> None:
+    client = TestClient(make_app(ScriptedSource([page()]), token="s3cret-token"))
+
+    opened = client.get("/?token=s3cret-token", follow_redirects=False)
+
+    assert opened.status_code == 303
+    assert opened.headers["location"] == "/"  # the token leaves the address bar
+    assert "httponly" in opened.headers["set-cookie"].lower()
+    assert client.get("/live").status_code == 200  # the cookie does
+    stranger = TestClient(make_app(ScriptedSource([page()]), token="s3cret-token"))
+    assert stranger.get("/?token=nope", follow_redirects=False).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [("127.0.0.1:8765", ("127.0.0.1", 8765)), ("[::1]:80", ("::1", 80))],
+)
+def test_an_address_is_host_and_port(text: str, address: tuple[str, int]) -> None:
+    assert parse_address(text) == address
+
+
+@pytest.mark.parametrize("text", ["8765", "localhost:", ":80", "host:99999", "host:http"])
+def test_a_bad_address_shows_the_form(text: str) -> None:
+    with pytest.raises(ConfigError, match=r"expected HOST:PORT, for example 127\.0\.0\.1:8765"):
+        parse_address(text)
+
+
+def test_only_loopback_needs_no_token() -> None:
+    assert is_loopback("127.0.0.1")
+    assert is_loopback("::1")
+    assert is_loopback("localhost")
+    assert not is_loopback("0.0.0.0")  # noqa: S104
+    assert not is_loopback("192.168.1.20")

@@ -1,0 +1,13 @@
+"""The status page: ``thirdshift daemon --http HOST:PORT`` serves a read-only page of what the
+daemon is doing, rendered on the server and refreshed in place, and the JSON behind it.
+
+``page`` builds the page's content from the daemon's state and the store (what a Run shows, its
+condensed log); ``app`` is the Starlette application (routes, the token check, the templates);
+``server`` runs it with uvicorn in a thread of the daemon's process.
+"""
+
+from thirdshift.web.app import make_app
+from thirdshift.web.page import PageSource, StorePageSource
+from thirdshift.web.server import StatusServer
+
+__all__ = ["PageSource", "StatusServer", "StorePageSource", "make_app"]

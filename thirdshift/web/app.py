@@ -1,0 +1,116 @@
+"""The status page's Starlette application: read-only, rendered on the server with Jinja2.
+
+Routes: ``/`` (the page), ``/live`` (the part of it that changes, which the page fetches every
+few seconds and puts in place), ``/api/status`` (the JSON behind it), ``/healthz``. With a
+token (required when bound beyond loopback), every route but ``/healthz`` asks for it: an
+``Authorization: Bearer`` header, or ``?token=`` once, which sets a cookie for a browser.
+"""
+
+from __future__ import annotations
+
+import hmac
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from thirdshift.web.page import Page, PageSource
+
+TEMPLATES = Path(__file__).parent / "templates"
+COOKIE = "thirdshift_status"
+REFRESH_SECONDS = 3
+
+
+def _environment() -> Environment:
+    environment = Environment(
+        loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"])
+    )
+    environment.filters["clock"] = _clock
+    environment.filters["ago"] = _ago
+    return environment
+
+
+def _clock(moment: Any) -> str:
+    if not isinstance(moment, datetime):
+        return ""
+    return moment.astimezone(UTC).strftime("%H:%M:%S UTC")
+
+
+def _ago(moment: Any) -> str:
+    if not isinstance(moment, datetime):
+        return ""
+    seconds = int((datetime.now(UTC) - moment).total_seconds())
+    if seconds < 60:
+        return f"{max(seconds, 0)}s ago"
+    if seconds < 3600:
+        return f"{seconds // 60}m ago"
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m ago"
+
+
+class _TokenCheck(BaseHTTPMiddleware):
+    def __init__(self, app: Any, token: str) -> None:
+        super().__init__(app)
+        self._token = token
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        if request.url.path == "/healthz":
+            return await call_next(request)
+        given = request.query_params.get("token")
+        if given is not None and self._matches(given):
+            # Once, from a link: a browser keeps the cookie, and the token leaves the address.
+            response = RedirectResponse(request.url.path, status_code=303)
+            response.set_cookie(COOKIE, self._token, httponly=True, samesite="strict")
+            return response
+        header = request.headers.get("authorization", "")
+        bearer = header[7:] if header.lower().startswith("bearer ") else None
+        cookie = request.cookies.get(COOKIE)
+        if any(self._matches(value) for value in (bearer, cookie) if value is not None):
+            return await call_next(request)
+        return Response(
+            "a token is required: open the page once with ?token=<http_token>, or send "
+            "Authorization: Bearer <http_token>\n",
+            status_code=401,
+            media_type="text/plain",
+        )
+
+    def _matches(self, given: str) -> bool:
+        return hmac.compare_digest(given.encode(), self._token.encode())
+
+
+def make_app(source: PageSource, *, token: str | None = None) -> Starlette:
+    """The application over ``source``; ``token``, when given, is asked for on every route."""
+    environment = _environment()
+
+    def render(name: str, page: Page) -> HTMLResponse:
+        html = environment.get_template(name).render(page=page, refresh=REFRESH_SECONDS)
+        return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+
+    def index(request: Request) -> Response:
+        return render("index.html", source.page())
+
+    def live(request: Request) -> Response:
+        return render("live.html", source.page())
+
+    def status(request: Request) -> Response:
+        return JSONResponse(source.page().json(), headers={"Cache-Control": "no-store"})
+
+    def healthz(request: Request) -> Response:
+        return Response("ok\n", media_type="text/plain")
+
+    middleware = [Middleware(_TokenCheck, token=token)] if token else []
+    return Starlette(
+        routes=[
+            Route("/", index),
+            Route("/live", live),
+            Route("/api/status", status),
+            Route("/healthz", healthz),
+        ],
+        middleware=middleware,
+    )

@@ -1,0 +1,84 @@
+"""The status page's server: uvicorn in a thread of the daemon's process, stopped with it."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+import time
+
+import uvicorn
+from starlette.applications import Starlette
+
+from thirdshift.errors import ConfigError
+
+STARTUP_SECONDS = 10.0
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6), or a ConfigError showing the form."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--http {text}: expected HOST:PORT, for example 127.0.0.1:8765")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach ``host``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class StatusServer:
+    """Serves ``app`` on ``host:port`` from a daemon thread; ``start`` returns once it listens
+    (or raises ConfigError naming the address and why), ``stop`` ends it."""
+
+    def __init__(self, app: Starlette, host: str, port: int) -> None:
+        self._host = host
+        self._port = port
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
+        )
+        # Run from a thread other than the main one, uvicorn leaves the signals alone: SIGTERM
+        # stops the daemon, which stops this server.
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, name="thirdshift-status-page", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self._port}/"
+
+    def start(self) -> None:
+        self._check_free()
+        self._thread.start()
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise ConfigError(
+                    f"the status page could not listen on {self._host}:{self._port}; "
+                    "choose another --http address"
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+    def _check_free(self) -> None:
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((self._host, self._port))
+            except OSError as error:
+                raise ConfigError(
+                    f"the status page cannot listen on {self._host}:{self._port} "
+                    f"({error.strerror}); choose another --http address"
+                ) from error
