@@ -122,7 +122,8 @@ def test_a_healthy_machine_passes_every_check_in_the_reports_order() -> None:
     found = by_name(checks)
     assert found["database"].detail.endswith("migrated to revision 0004")
     assert found["harness claude"].detail == (
-        "2.1.328 (Claude Code) at /opt/bin/claude; starts in the agent sandbox"
+        "2.1.328 (Claude Code) at /opt/bin/claude; starts sealed in the agent sandbox, as a "
+        "Session does"
     )
 
 

@@ -278,7 +278,7 @@ def check_harness(
         problem, fix = split_fix(str(error))
         problem = f"{found}, but it does not start in the agent sandbox: {problem}"
         return Check(check, "FAIL", problem, fix)
-    return Check(check, "PASS", f"{found}; starts in the agent sandbox")
+    return Check(check, "PASS", f"{found}; starts sealed in the agent sandbox, as a Session does")
 
 
 def check_sandbox(outside: _Outside, settings: Settings) -> Check:
