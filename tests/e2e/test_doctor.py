@@ -163,3 +163,24 @@ def test_no_bubblewrap_fails_the_sandbox_with_its_fix(world: RunWorld, tmp_path:
     claude, _ = line(result, "harness claude")
     assert claude.startswith("PASS")
     assert "not started in the agent sandbox" in claude
+
+
+def test_a_harness_whose_node_the_sandbox_hides_fails_to_start(
+    world: RunWorld, tmp_path: Path
+) -> None:
+    """codex (a node script) answers `--version` in thirdshift's own environment but not
+    sealed: its node lies in thirdshift's home, which the agent sandbox hides, so every
+    Session would fail."""
+    hidden_bin = world.home / "node-bin"
+    hidden_bin.mkdir(parents=True, exist_ok=True)
+    node = shutil.which("node")
+    assert node, "node is needed on this machine"
+    if not (hidden_bin / "node").exists():
+        (hidden_bin / "node").symlink_to(node)
+    path = os.pathsep.join([str(hidden_bin), path_of(tmp_path, "git", "bwrap", "cat")])
+    result = doctor(world, PATH=path, THIRDSHIFT_HARNESS="codex")
+    assert result.returncode == 1
+    codex, fix = line(result, "harness codex")
+    assert codex.startswith("FAIL  harness codex: codex-cli 0.169.0 at ")
+    assert ", but it does not start in the agent sandbox: `codex --version` failed (" in codex
+    assert fix.startswith("fix: install it and what it runs on (node) outside the directories")

@@ -210,7 +210,7 @@ def test_a_harness_that_does_not_start_in_the_sandbox_fails() -> None:
     assert check.status == "FAIL"
     assert check.detail.startswith("2.1.328 (Claude Code) at /opt/bin/claude, but it does not")
     assert "node: not found" in check.detail
-    assert check.fix == "run it by hand to see why, and reinstall it"
+    assert check.fix.startswith("install it and what it runs on (node) outside the directories")
 
 
 def test_a_token_without_push_permission_fails_its_repository_and_skips_the_labels() -> None:

@@ -275,9 +275,15 @@ def check_harness(
     try:
         outside.sealed_version(settings, harness)
     except ThirdshiftError as error:
-        problem, fix = split_fix(str(error))
-        problem = f"{found}, but it does not start in the agent sandbox: {problem}"
-        return Check(check, "FAIL", problem, fix)
+        problem, _ = split_fix(str(error))
+        return Check(
+            check,
+            "FAIL",
+            f"{found}, but it does not start in the agent sandbox: {problem}",
+            "install it and what it runs on (node) outside the directories the sandbox hides "
+            "(your home, thirdshift's home, /tmp), for example with npm install -g under "
+            "/usr/local",
+        )
     return Check(check, "PASS", f"{found}; starts sealed in the agent sandbox, as a Session does")
 
 

@@ -112,7 +112,8 @@ class SystemOutside:
             argv, env = sandbox.wrap(
                 [cli.executable, "--version"], cli.environment(self._environ), sealed
             )
-            return _first_line(argv, env=env, cwd=sealed.worktree)
+            shown = f"{cli.executable} --version"
+            return _first_line(argv, env=env, cwd=sealed.worktree, shown=shown)
 
     def free_disk_mb(self, settings: Settings) -> int:
         home = Home(settings.home)
@@ -122,10 +123,13 @@ class SystemOutside:
         return shutil.disk_usage(home.root).free // (1024 * 1024)
 
 
-def _first_line(argv: Sequence[str], *, env: dict[str, str], cwd: Path) -> str:
-    """The first line ``argv`` prints, or a ThirdshiftError with its exit status and the last
-    line of its stderr."""
-    shown = " ".join(Path(argv[0]).name if i == 0 else a for i, a in enumerate(argv))
+def _first_line(
+    argv: Sequence[str], *, env: dict[str, str], cwd: Path, shown: str | None = None
+) -> str:
+    """The first line ``argv`` prints, or a ThirdshiftError naming the command (``shown``,
+    default: ``argv`` with the program's bare name) and the last line of its stderr."""
+    if shown is None:
+        shown = " ".join([Path(argv[0]).name, *argv[1:]])
     try:
         done = subprocess.run(
             list(argv),
