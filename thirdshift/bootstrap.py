@@ -14,7 +14,8 @@ import shutil
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from thirdshift.daemon import ActivityLog, Daemon, ProviderPauses, ReadyRules, R
 from thirdshift.daemon.daemon import Limits
 from thirdshift.daemon.ready import blocker_reason, labeller_reason
 from thirdshift.daemon.state import write_state
+from thirdshift.doctor import Check, SystemOutside, diagnose
 from thirdshift.errors import (
     ConfigError,
     NotClaimed,
@@ -44,7 +46,7 @@ from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions, Fallback
 from thirdshift.sessions.ledger import Budgets, unpriced_harnesses
-from thirdshift.settings import Settings, check_repository_name
+from thirdshift.settings import Settings, check_repository_name, load_settings
 from thirdshift.store import Store
 from thirdshift.web import StatusServer, StorePageSource, make_app
 from thirdshift.web.server import is_loopback, parse_address
@@ -495,6 +497,45 @@ def run_event(
         store.close()
 
 
+def run_doctor(
+    repositories: Sequence[str],
+    *,
+    environ: Mapping[str, str],
+    report: Callable[[Check], None],
+    progress: Callable[[str], None],
+) -> list[Check]:
+    """Every check of ``thirdshift doctor`` (with ``repositories`` besides the configured ones),
+    each handed to ``report`` as it is made, scrubbed: no secret of the environment or the
+    settings ever reaches the report."""
+    known: list[str] = []
+    # When these cannot be read, the settings check and the GitHub check say why.
+    with suppress(ThirdshiftError):
+        known = credential_secrets(load_settings(environ))
+    scrub = Scrubber.from_environment(environ, known)
+    clock = SystemClock(threading.Event())
+
+    def say(line: str) -> None:
+        progress(scrub(line))
+
+    def github_for(settings: Settings, repository: tuple[str, str] | None) -> GitHub:
+        # A token ignores the repository; a GitHub App needs it to find its installation.
+        owner, name = repository or ("", "")
+        credentials = _credentials(settings, owner, name, clock=clock, scrub=scrub, progress=say)
+        return _adapter(settings, credentials, scrub=scrub, clock=clock, progress=say)
+
+    outside = SystemOutside(
+        environ,
+        github_for=github_for,
+        hidden=lambda settings: hidden_from_agents(settings, environ),
+    )
+
+    def scrubbed(check: Check) -> Check:
+        return replace(check, detail=scrub(check.detail), fix=scrub(check.fix))
+
+    checks = diagnose(outside, repositories, report=lambda check: report(scrubbed(check)))
+    return [scrubbed(check) for check in checks]
+
+
 @dataclass(frozen=True)
 class _Credentials:
     """What thirdshift acts on GitHub with, for one repository: the source of the current
@@ -666,4 +707,4 @@ def _kept_worktree(home: Path, owner: str, name: str, branch: str) -> bool:
     return (home / "worktrees" / f"{owner}-{name}-{branch}").is_dir()
 
 
-__all__ = ["IssueRef", "RunRequest", "run_daemon", "run_event", "run_issue"]
+__all__ = ["IssueRef", "RunRequest", "run_daemon", "run_doctor", "run_event", "run_issue"]

@@ -286,6 +286,55 @@ def _clock_time(moment: Any) -> str:
     return str(moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
 
+@main.command("doctor")
+@click.option(
+    "--repo",
+    "repos",
+    multiple=True,
+    metavar="OWNER/NAME",
+    help="A repository to check too (repeatable; added to the repositories setting).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per check, for scripts.")
+def doctor_command(repos: tuple[str, ...], as_json: bool) -> None:
+    """Check that this machine is ready for a Run: settings, database, GitHub credentials and
+    each repository's permission and labels, git, each Harness CLI, the agent sandbox, disk.
+
+    One line per check (PASS, WARN, FAIL or SKIP), with the fix under each WARN and FAIL. Exit 0
+    when nothing failed, 1 otherwise."""
+    import json
+    import os
+    from dataclasses import asdict
+
+    from thirdshift.bootstrap import run_doctor
+    from thirdshift.doctor import Check, failed
+    from thirdshift.settings import check_repository_name
+
+    for repo in repos:
+        try:
+            check_repository_name(repo)
+        except ValueError as error:
+            raise click.UsageError(f"--repo: {error}") from None
+
+    def report(check: Check) -> None:
+        if as_json:
+            click.echo(json.dumps(asdict(check)))
+            return
+        click.echo(f"{check.status}  {check.name}: {check.detail}")
+        if check.fix:
+            click.echo(f"      fix: {check.fix}")
+
+    checks = run_doctor(repos, environ=dict(os.environ), report=report, progress=Progress())
+    if not as_json:
+        failures = sum(check.status == "FAIL" for check in checks)
+        warnings = sum(check.status == "WARN" for check in checks)
+        click.echo(
+            f"{failures} check(s) failed, {warnings} warning(s)"
+            if failures or warnings
+            else "every check passed"
+        )
+    sys.exit(1 if failed(checks) else 0)
+
+
 def sandbox_mode(settings: Any) -> str:
     """How agents would run: sealed by bubblewrap, or unsealed because the unsafe setting
     allows it; an error (exit 1) when neither."""

@@ -216,6 +216,14 @@ def test_ensure_label_creates_a_missing_label_and_keeps_an_existing_one(
     assert (label.color, label.description) == ("fbca04", "thirdshift is working on it")
 
 
+def test_label_exists_tells_a_repositorys_labels_from_missing_ones(sandbox: Sandbox) -> None:
+    """``label_exists`` answers a missing label False (GitHub's 404), never an error."""
+    github, _ = adapter(sandbox)
+    assert not github.label_exists(OWNER, NAME, "in-progress")
+    github.ensure_label(OWNER, NAME, "in-progress", "fbca04", "thirdshift is working on it")
+    assert github.label_exists(OWNER, NAME, "in-progress")
+
+
 def test_set_issue_labels_replaces_the_whole_set(sandbox: Sandbox) -> None:
     """``set_issue_labels`` leaves exactly the labels given."""
     number = open_issue(sandbox, labels=("ready-for-agent", "bug"))

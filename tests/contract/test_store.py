@@ -40,6 +40,17 @@ def test_opening_migrates_to_the_newest_schema(store: Store, database_url: str) 
     )
 
 
+def test_revision_is_the_alembic_head_the_database_was_migrated_to(
+    store: Store, database_url: str
+) -> None:
+    """What `thirdshift doctor` reports: the revision alembic_version holds."""
+    engine = sa.create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.connect() as connection:
+        version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+    engine.dispose()
+    assert store.revision() == version
+
+
 def test_opening_twice_is_harmless(store: Store, database_url: str) -> None:
     """A second Store on an up-to-date database migrates nothing and sees the same rows."""
     store.ensure_repository("octo", "widgets")

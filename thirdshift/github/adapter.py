@@ -319,6 +319,18 @@ class GitHub:
             if exc.status != 422 or "already_exists" not in exc.detail:
                 raise
 
+    def label_exists(self, owner: str, name: str, label: str) -> bool:
+        """Whether the repository has the label ``label`` (GitHub ignores its case)."""
+        what = f"label '{label}' of {owner}/{name}"
+        try:
+            self._calls.call(
+                Request("GET", f"/repos/{owner}/{name}/labels/{_q(label)}", what),
+                lambda: self._repo(owner, name).get_label(label).complete(),
+            )
+        except NotFound:
+            return False
+        return True
+
     def set_issue_labels(self, owner: str, name: str, number: int, labels: Sequence[str]) -> None:
         """Replace the issue's labels with exactly ``labels`` (one ``PUT``)."""
         path = f"/repos/{owner}/{name}/issues/{number}/labels"

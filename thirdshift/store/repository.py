@@ -116,6 +116,13 @@ class Store:
     def dialect(self) -> str:
         return self._engine.dialect.name
 
+    def revision(self) -> str | None:
+        """The Alembic revision the schema is at (``thirdshift doctor`` reports it), or None
+        for a database no migration has touched."""
+        with self._session() as session:
+            found = session.connection().execute(sa.text("SELECT version_num FROM alembic_version"))
+            return next((str(row[0]) for row in found), None)
+
     def close(self) -> None:
         self._engine.dispose()
 

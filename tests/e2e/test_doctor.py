@@ -1,0 +1,187 @@
+"""`thirdshift doctor` against the GitHub stand-in, real git, real bubblewrap and the pinned
+Harness CLIs: a healthy world passes, and each broken piece is one FAIL line with its fix.
+One world serves every test (doctor changes nothing on GitHub); each test varies only the
+environment it runs doctor with, or restores what it changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.real_cli import BIN_DIR
+from tests.support.run_world import NAME, OWNER, TOKEN, RunWorld, start_world, stop_world
+
+pytestmark = pytest.mark.real_cli
+
+REPO = f"{OWNER}/{NAME}"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunWorld]:
+    made = start_world(tmp_path_factory.mktemp("doctor"), [])
+    yield made
+    stop_world(made)
+
+
+def doctor(world: RunWorld, *args: str, **settings: str) -> subprocess.CompletedProcess[str]:
+    """`thirdshift doctor --repo acme/calculator` with ``settings`` over the world's env."""
+    saved = dict(world.settings)
+    world.settings.update(settings)
+    try:
+        result = world.thirdshift("doctor", "--repo", REPO, *args, timeout=120)
+    finally:
+        world.settings.clear()
+        world.settings.update(saved)
+    assert TOKEN not in result.stdout + result.stderr
+    return result
+
+
+def line(result: subprocess.CompletedProcess[str], name: str) -> tuple[str, str]:
+    """The report line of check ``name`` and the fix line under it ('' when none)."""
+    lines = result.stdout.splitlines()
+    for index, text in enumerate(lines):
+        if text.split("  ", 1)[-1].startswith(f"{name}: "):
+            after = lines[index + 1] if index + 1 < len(lines) else ""
+            return text, after.strip() if after.startswith("      fix: ") else ""
+    raise AssertionError(f"no check {name!r} in:\n{result.stdout}")
+
+
+def path_of(tmp: Path, *kept: str, harnesses: bool = True) -> str:
+    """A PATH holding only ``kept`` programs (linked into a directory of their own), this
+    Python and, unless told not to, the pinned Harness CLIs: nothing else of /usr/bin."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    for program in kept:
+        found = shutil.which(program)
+        assert found, f"{program} is needed on this machine"
+        link = bin_dir / program
+        if not link.exists():
+            link.symlink_to(found)
+    dirs = [bin_dir, *([BIN_DIR] if harnesses else []), Path(sys.executable).parent]
+    return os.pathsep.join(str(directory) for directory in dirs)
+
+
+def test_a_healthy_world_passes_and_a_missing_label_only_warns(world: RunWorld) -> None:
+    """Every check passes but the in-progress label (a WARN with how to create it): exit 0.
+    Once the label exists, every check passes."""
+    result = doctor(world)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert line(result, "github")[0] == (
+        f"PASS  github: the token acts as maintainer on {world.api_url}"
+    )
+    assert line(result, f"repository {REPO}")[0].startswith("PASS")
+    assert line(result, "git")[0].startswith("PASS  git: git version ")
+    claude, _ = line(result, "harness claude")
+    assert claude.startswith("PASS  harness claude: 2.1.328 (Claude Code) at ")
+    assert claude.endswith("; starts sealed in the agent sandbox, as a Session does")
+    assert line(result, "agent sandbox")[0].startswith("PASS")
+    assert re.search(r", migrated to revision \d{4}$", line(result, "database")[0])
+    labels, fix = line(result, f"labels of {REPO}")
+    assert labels == f"WARN  labels of {REPO}: missing: in-progress"
+    assert f"gh label create in-progress --repo {REPO}" in fix
+    assert result.stdout.splitlines()[-1] == "0 check(s) failed, 1 warning(s)"
+
+    world.rest("POST", f"/repos/{REPO}/labels", {"name": "in-progress", "color": "fbca04"})
+    result = doctor(world, "--json")
+    assert result.returncode == 0, result.stdout
+    checks = [json.loads(text) for text in result.stdout.splitlines()]
+    assert {check["status"] for check in checks} == {"PASS"}
+    assert [check["name"] for check in checks] == [
+        "settings",
+        "database",
+        "github",
+        f"repository {REPO}",
+        f"labels of {REPO}",
+        "git",
+        "harness claude",
+        "agent sandbox",
+        "home and disk",
+    ]
+
+
+def test_a_missing_harness_cli_fails_with_how_to_install_it(
+    world: RunWorld, tmp_path: Path
+) -> None:
+    """claude not on PATH: its FAIL names the npm package; the other checks still pass."""
+    result = doctor(world, PATH=path_of(tmp_path, "git", "bwrap", "node", "cat", harnesses=False))
+    assert result.returncode == 1
+    claude, fix = line(result, "harness claude")
+    assert claude == (
+        "FAIL  harness claude: claude (the claude Harness, the harness setting) is not on PATH"
+    )
+    assert fix == (
+        "fix: install it (npm install -g @anthropic-ai/claude-code) or choose another with harness"
+    )
+    assert line(result, "agent sandbox")[0].startswith("PASS")
+    assert line(result, "git")[0].startswith("PASS")
+
+
+def test_a_token_without_push_permission_fails_its_repository(world: RunWorld) -> None:
+    world.client.add_user("maintainer", TOKEN, {REPO: "read"})
+    try:
+        result = doctor(world)
+    finally:
+        world.client.add_user("maintainer", TOKEN, {REPO: "admin"})
+    assert result.returncode == 1
+    repository, fix = line(result, f"repository {REPO}")
+    assert repository == (
+        f"FAIL  repository {REPO}: the token's user maintainer has no push permission on {REPO}"
+    )
+    assert fix.startswith("fix: thirdshift needs write there to push")
+    assert line(result, f"labels of {REPO}")[0].startswith("SKIP")
+
+
+def test_an_unreachable_database_fails_naming_it_without_its_password(world: RunWorld) -> None:
+    result = doctor(world, THIRDSHIFT_DATABASE_URL="postgresql://u:pw-secret@127.0.0.1:1/none")
+    assert result.returncode == 1
+    database, fix = line(result, "database")
+    assert database.startswith("FAIL  database: cannot open the database postgresql://u:")
+    assert "127.0.0.1:1/none" in database
+    assert "pw-secret" not in result.stdout + result.stderr
+    assert fix == "fix: check THIRDSHIFT_DATABASE_URL and that the server runs"
+    assert line(result, "github")[0].startswith("PASS")
+
+
+def test_no_bubblewrap_fails_the_sandbox_with_its_fix(world: RunWorld, tmp_path: Path) -> None:
+    """bwrap missing from PATH: the sandbox FAILs with how to install it (or the unsafe
+    setting); the Harness is found but not started sealed."""
+    result = doctor(world, PATH=path_of(tmp_path, "git", "node"))
+    assert result.returncode == 1
+    sandbox, fix = line(result, "agent sandbox")
+    assert sandbox == (
+        "FAIL  agent sandbox: the agent sandbox cannot be made: bubblewrap (bwrap) is not installed"
+    )
+    assert fix.startswith("fix: install it (Debian: apt-get install bubblewrap); or, knowing")
+    assert fix.endswith("set unsafe_agent_without_sandbox = true")
+    claude, _ = line(result, "harness claude")
+    assert claude.startswith("PASS")
+    assert "not started in the agent sandbox" in claude
+
+
+def test_a_harness_whose_node_the_sandbox_hides_fails_to_start(
+    world: RunWorld, tmp_path: Path
+) -> None:
+    """codex (a node script) answers `--version` in thirdshift's own environment but not
+    sealed: its node lies in thirdshift's home, which the agent sandbox hides, so every
+    Session would fail."""
+    hidden_bin = world.home / "node-bin"
+    hidden_bin.mkdir(parents=True, exist_ok=True)
+    node = shutil.which("node")
+    assert node, "node is needed on this machine"
+    if not (hidden_bin / "node").exists():
+        (hidden_bin / "node").symlink_to(node)
+    path = os.pathsep.join([str(hidden_bin), path_of(tmp_path, "git", "bwrap", "cat")])
+    result = doctor(world, PATH=path, THIRDSHIFT_HARNESS="codex")
+    assert result.returncode == 1
+    codex, fix = line(result, "harness codex")
+    assert codex.startswith("FAIL  harness codex: codex-cli 0.169.0 at ")
+    assert ", but it does not start in the agent sandbox: `codex --version` failed (" in codex
+    assert fix.startswith("fix: install it and what it runs on (node) outside the directories")

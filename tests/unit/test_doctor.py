@@ -1,0 +1,341 @@
+"""The checks of `thirdshift doctor`, through a scripted Outside: each finding becomes one
+Check with its fix, and a failure never hides the checks that can still run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from thirdshift.doctor.checks import Access, Check, Database, diagnose, failed, split_fix
+from thirdshift.errors import ConfigError, NotFound, StoreError, ThirdshiftError
+from thirdshift.harnesses import AgentSandboxUnavailable
+from thirdshift.settings import Settings
+
+HOME = Path("/srv/thirdshift")
+
+
+@dataclass
+class ScriptedOutside:
+    """A machine described by values: what is on PATH, each repository's role and labels,
+    and the error each step raises instead, if any (``raises[method]``)."""
+
+    settings_values: dict[str, Any] = field(default_factory=dict)
+    on_path: dict[str, str] = field(
+        default_factory=lambda: {
+            "git": "/usr/bin/git",
+            "claude": "/opt/bin/claude",
+            "codex": "/opt/bin/codex",
+        }
+    )
+    versions: dict[str, str] = field(
+        default_factory=lambda: {
+            "git": "git version 2.43.0",
+            "claude": "2.1.328 (Claude Code)",
+            "codex": "codex-cli 0.169.0",
+        }
+    )
+    roles: dict[str, str] = field(default_factory=lambda: {"acme/widgets": "write"})
+    labels: dict[str, set[str]] = field(
+        default_factory=lambda: {"acme/widgets": {"ready-for-agent", "in-progress"}}
+    )
+    raises: dict[str, ThirdshiftError] = field(default_factory=dict)
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+
+    def _step(self, method: str, argument: Any = None) -> None:
+        self.calls.append((method, argument))
+        if method in self.raises:
+            raise self.raises[method]
+
+    def settings(self) -> Settings:
+        self._step("settings")
+        return Settings(home=HOME, **self.settings_values)
+
+    def database(self, settings: Settings) -> Database:
+        self._step("database")
+        return Database("sqlite:////srv/thirdshift/thirdshift.db", "0004")
+
+    def github_login(self, settings: Settings, repository: tuple[str, str] | None) -> str:
+        self._step("github_login", repository)
+        return "factory"
+
+    def access(self, settings: Settings, owner: str, name: str) -> Access:
+        self._step("access", f"{owner}/{name}")
+        role = self.roles.get(f"{owner}/{name}")
+        if role is None:
+            raise NotFound("no such repository", 404)
+        return Access("factory", role, role in ("admin", "maintain", "write"))
+
+    def label_exists(self, settings: Settings, owner: str, name: str, label: str) -> bool:
+        self._step("label_exists", label)
+        return label in self.labels.get(f"{owner}/{name}", set())
+
+    def which(self, program: str) -> str | None:
+        self.calls.append(("which", program))
+        return self.on_path.get(program)
+
+    def version(self, argv: Sequence[str]) -> str:
+        program = Path(argv[0]).name
+        self._step("version", program)
+        return self.versions[program]
+
+    def sandbox(self, settings: Settings) -> str:
+        self._step("sandbox")
+        return "/usr/bin/bwrap"
+
+    def sealed_version(self, settings: Settings, harness: str) -> str:
+        self._step("sealed_version", harness)
+        return self.versions[harness]
+
+    def free_disk_mb(self, settings: Settings) -> int:
+        self._step("free_disk_mb")
+        return 20480
+
+
+def by_name(checks: Sequence[Check]) -> dict[str, Check]:
+    return {check.name: check for check in checks}
+
+
+def configured(**values: Any) -> ScriptedOutside:
+    return ScriptedOutside(settings_values={"repositories": ["acme/widgets"], **values})
+
+
+def test_a_healthy_machine_passes_every_check_in_the_reports_order() -> None:
+    """Settings, database, GitHub, each repository and its labels, git, the Harness, the
+    sandbox and the disk all pass, in that order, and nothing counts as failed."""
+    checks = diagnose(configured())
+    assert [(check.name, check.status) for check in checks] == [
+        ("settings", "PASS"),
+        ("database", "PASS"),
+        ("github", "PASS"),
+        ("repository acme/widgets", "PASS"),
+        ("labels of acme/widgets", "PASS"),
+        ("git", "PASS"),
+        ("harness claude", "PASS"),
+        ("agent sandbox", "PASS"),
+        ("home and disk", "PASS"),
+    ]
+    assert not failed(checks)
+    found = by_name(checks)
+    assert found["database"].detail.endswith("migrated to revision 0004")
+    assert found["harness claude"].detail == (
+        "2.1.328 (Claude Code) at /opt/bin/claude; starts sealed in the agent sandbox, as a "
+        "Session does"
+    )
+
+
+def test_checks_are_reported_as_they_are_made() -> None:
+    """The report hears each check once, in order, as diagnose returns them."""
+    heard: list[Check] = []
+    checks = diagnose(configured(), report=heard.append)
+    assert heard == checks
+
+
+def test_unreadable_settings_fail_and_skip_what_needs_them_but_git_is_still_checked() -> None:
+    """A ConfigError is a FAIL split into problem and fix; checks needing the settings say they
+    were skipped and why; git, which needs none, still runs."""
+    outside = configured()
+    outside.raises["settings"] = ConfigError(
+        "/srv/thirdshift/config.toml: unknown key 'harnes'; known keys are harness, home"
+    )
+    checks = by_name(diagnose(outside))
+    assert checks["settings"] == Check(
+        "settings",
+        "FAIL",
+        "/srv/thirdshift/config.toml: unknown key 'harnes'",
+        "known keys are harness, home",
+    )
+    for name in ("database", "github", "harness", "agent sandbox", "home and disk"):
+        assert checks[name].status == "SKIP"
+        assert checks[name].detail == "skipped: the settings cannot be read"
+    assert checks["git"].status == "PASS"
+
+
+def test_an_unreachable_database_fails_with_its_fix_and_the_rest_still_run() -> None:
+    """The store's message names the URL (password hidden) and what to check."""
+    outside = configured()
+    outside.raises["database"] = StoreError(
+        "cannot open the database postgresql://u:***@127.0.0.1:1/x: OperationalError: refused; "
+        "check THIRDSHIFT_DATABASE_URL and that the server runs"
+    )
+    checks = diagnose(outside)
+    found = by_name(checks)
+    assert found["database"].status == "FAIL"
+    assert found["database"].fix == "check THIRDSHIFT_DATABASE_URL and that the server runs"
+    assert [c.status for c in checks if c.name != "database"] == ["PASS"] * 8
+    assert failed(checks)
+
+
+def test_a_missing_harness_cli_fails_naming_its_package_and_the_other_checks_pass() -> None:
+    """The Harness not on PATH is a FAIL whose fix names the npm package to install; its
+    version and sandbox start are not tried."""
+    outside = configured()
+    del outside.on_path["claude"]
+    checks = by_name(diagnose(outside))
+    assert checks["harness claude"] == Check(
+        "harness claude",
+        "FAIL",
+        "claude (the claude Harness, the harness setting) is not on PATH",
+        "install it (npm install -g @anthropic-ai/claude-code) or choose another with harness",
+    )
+    assert ("sealed_version", "claude") not in outside.calls
+    assert checks["agent sandbox"].status == "PASS"
+
+
+def test_each_fallback_harness_is_checked_and_a_missing_one_says_to_drop_it() -> None:
+    """harness_fallbacks are checked after the Run's Harness; a missing one's fix is to
+    install it or take it out of harness_fallbacks."""
+    outside = configured(harness_fallbacks=["codex"])
+    del outside.on_path["codex"]
+    checks = diagnose(outside)
+    names = [check.name for check in checks]
+    assert names.index("harness claude") + 1 == names.index("harness codex")
+    codex = by_name(checks)["harness codex"]
+    assert codex.status == "FAIL"
+    assert "a fallback in harness_fallbacks" in codex.detail
+    assert codex.fix.endswith("or take it out of harness_fallbacks")
+
+
+def test_a_harness_that_does_not_start_in_the_sandbox_fails() -> None:
+    """A CLI found on PATH that cannot run sealed (its install hidden, say) would fail every
+    Session: a FAIL carrying the sandbox's reason."""
+    outside = configured()
+    outside.raises["sealed_version"] = ThirdshiftError(
+        "`claude --version` failed (node: not found); run it by hand to see why, and reinstall it"
+    )
+    check = by_name(diagnose(outside))["harness claude"]
+    assert check.status == "FAIL"
+    assert check.detail.startswith("2.1.328 (Claude Code) at /opt/bin/claude, but it does not")
+    assert "node: not found" in check.detail
+    assert check.fix.startswith("install it and what it runs on (node) outside the directories")
+
+
+def test_a_token_without_push_permission_fails_its_repository_and_skips_the_labels() -> None:
+    """A role that cannot push is a FAIL naming the login, the role and the fix."""
+    outside = configured()
+    outside.roles["acme/widgets"] = "read"
+    checks = by_name(diagnose(outside))
+    assert checks["repository acme/widgets"] == Check(
+        "repository acme/widgets",
+        "FAIL",
+        "the token's user factory has read permission on acme/widgets",
+        "thirdshift needs write there to push: use a token with write access, or drop the "
+        "repository",
+    )
+    assert checks["labels of acme/widgets"].status == "SKIP"
+
+
+def test_a_repository_github_does_not_show_fails_with_what_to_check() -> None:
+    outside = configured()
+    outside.roles.clear()
+    check = by_name(diagnose(outside))["repository acme/widgets"]
+    assert check.status == "FAIL"
+    assert check.fix == "check the name (--repo or the repositories setting) and the token"
+
+
+def test_missing_labels_are_a_warning_with_how_to_create_them() -> None:
+    """A missing Ready or in-progress label warns (no FAIL: the exit status stays 0)."""
+    outside = configured()
+    outside.labels["acme/widgets"] = {"in-progress"}
+    checks = diagnose(outside)
+    labels = by_name(checks)["labels of acme/widgets"]
+    assert labels.status == "WARN"
+    assert labels.detail == "missing: ready-for-agent"
+    assert "gh label create ready-for-agent --repo acme/widgets" in labels.fix
+    assert not failed(checks)
+
+
+def test_credentials_github_refuses_fail_once_and_skip_every_repository() -> None:
+    outside = configured()
+    outside.raises["github_login"] = ThirdshiftError(
+        "GitHub refused the token (401 Bad credentials); set GITHUB_TOKEN to a valid token"
+    )
+    checks = by_name(diagnose(outside, ["acme/gadgets"]))
+    assert checks["github"].fix == "set GITHUB_TOKEN to a valid token"
+    for name in ("repository acme/widgets", "repository acme/gadgets"):
+        assert checks[name].detail == "skipped: the GitHub credentials do not work"
+
+
+def test_repositories_from_settings_and_command_line_are_checked_once_each() -> None:
+    """--repo adds to the repositories setting; a name differing only in case is one repo."""
+    outside = configured()
+    outside.roles["acme/gadgets"] = "admin"
+    outside.labels["acme/gadgets"] = {"ready-for-agent", "in-progress"}
+    checks = diagnose(outside, ["ACME/widgets", "acme/gadgets"])
+    repositories = [c.name for c in checks if c.name.startswith("repository ")]
+    assert repositories == ["repository acme/widgets", "repository acme/gadgets"]
+    assert ("github_login", ("acme", "widgets")) in outside.calls
+
+
+def test_a_github_app_with_no_repository_to_check_on_warns() -> None:
+    """An App's installation is per account: with no repository, the check cannot be made."""
+    outside = ScriptedOutside(settings_values={"github_app_id": 42})
+    check = by_name(diagnose(outside))["github"]
+    assert check.status == "WARN"
+    assert check.fix.startswith("pass --repo OWNER/NAME")
+    assert not any(call[0] == "github_login" for call in outside.calls)
+
+
+def test_no_sandbox_fails_with_its_fix_and_harnesses_are_not_started_sealed() -> None:
+    outside = configured()
+    outside.raises["sandbox"] = AgentSandboxUnavailable(
+        "the agent sandbox cannot be made: bubblewrap (bwrap) is not installed; install it "
+        "(Debian: apt-get install bubblewrap); or, knowing the agent can then read "
+        "thirdshift's token, set unsafe_agent_without_sandbox = true"
+    )
+    checks = by_name(diagnose(outside))
+    assert checks["agent sandbox"].status == "FAIL"
+    assert checks["agent sandbox"].fix.startswith("install it (Debian: apt-get install bubblewrap)")
+    assert checks["harness claude"].status == "PASS"
+    assert "not started in the agent sandbox" in checks["harness claude"].detail
+    assert not any(call[0] == "sealed_version" for call in outside.calls)
+
+
+def test_the_unsafe_setting_warns_and_the_harness_starts_unsealed() -> None:
+    """Without the sandbox by choice: a WARN (not fatal), bubblewrap is not even probed."""
+    outside = configured(unsafe_agent_without_sandbox=True)
+    checks = diagnose(outside)
+    found = by_name(checks)
+    assert found["agent sandbox"].status == "WARN"
+    assert found["harness claude"].detail.endswith("starts unsealed (unsafe_agent_without_sandbox)")
+    assert not any(call[0] in ("sandbox", "sealed_version") for call in outside.calls)
+    assert not failed(checks)
+
+
+@pytest.mark.parametrize(
+    ("said", "status"),
+    [("git version 2.35.1", "FAIL"), ("git version 2.36.0", "PASS"), ("git version 3.0", "PASS")],
+)
+def test_git_older_than_2_36_fails(said: str, status: str) -> None:
+    outside = configured()
+    outside.versions["git"] = said
+    assert by_name(diagnose(outside))["git"].status == status
+
+
+def test_no_git_fails_with_the_version_to_install() -> None:
+    outside = configured()
+    del outside.on_path["git"]
+    assert by_name(diagnose(outside))["git"] == Check(
+        "git", "FAIL", "git is not on PATH", "install git 2.36 or newer"
+    )
+
+
+def test_a_full_disk_fails_with_the_home_checks_own_message() -> None:
+    from thirdshift.home import LocalProblem
+
+    outside = configured()
+    outside.raises["free_disk_mb"] = LocalProblem(
+        "only 12 MiB free on the disk of /srv/thirdshift; free some space (thirdshift needs "
+        "512 MiB, the setting min_free_disk_mb)"
+    )
+    check = by_name(diagnose(outside))["home and disk"]
+    assert check.status == "FAIL"
+    assert check.fix.startswith("free some space")
+
+
+def test_a_message_splits_into_problem_and_fix_at_its_first_semicolon() -> None:
+    assert split_fix("a; b; c") == ("a", "b; c")
+    assert split_fix("no fix given") == ("no fix given", "")

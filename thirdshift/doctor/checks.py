@@ -1,0 +1,354 @@
+"""The checks of ``thirdshift doctor``: pure functions over what the private ``_Outside`` seam
+finds on this machine, each giving one frozen ``Check``.
+
+Every check runs whatever the others found: a failure never hides the rest. Only a check that
+cannot run without an earlier one (the database without the settings, a repository's labels
+without its permission) is skipped, saying why. A message of thirdshift's own (a
+``ThirdshiftError``) says the problem, then after its first ``"; "`` the fix: the check keeps
+the two apart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from thirdshift.errors import NotFound, ThirdshiftError
+from thirdshift.settings import Settings, check_repository_name
+
+Status = Literal["PASS", "WARN", "FAIL", "SKIP"]
+
+MIN_GIT = (2, 36)
+"""The oldest git thirdshift's worktrees and merges are tested with (README, set-up)."""
+
+NPM_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report: what was checked, how it went, what was found, and (for a WARN
+    or a FAIL) what to do about it."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class Database:
+    """The database as opened: its URL with any password hidden, and its Alembic revision."""
+
+    shown_url: str
+    revision: str | None
+
+
+@dataclass(frozen=True)
+class Access:
+    """The token's user on one repository: its login, its role, and whether that role pushes."""
+
+    login: str
+    role: str
+    pushes: bool
+
+
+class _Outside(Protocol):
+    """What the checks need from the machine. Each method raises a ``ThirdshiftError`` whose
+    message names the problem and the fix; nothing else escapes."""
+
+    def settings(self) -> Settings:
+        """The settings in force (file and environment); ConfigError naming the key."""
+        ...
+
+    def database(self, settings: Settings) -> Database:
+        """Open the database (migrating it, as every command does); StoreError naming the URL
+        without its password."""
+        ...
+
+    def github_login(self, settings: Settings, repository: tuple[str, str] | None) -> str:
+        """The login thirdshift acts as (a GitHub App's: for ``repository``'s installation);
+        ConfigError for missing credentials, GitHubError for a token GitHub refuses."""
+        ...
+
+    def access(self, settings: Settings, owner: str, name: str) -> Access:
+        """The token's user's role on ``owner/name``; NotFound when GitHub shows no such
+        repository to it."""
+        ...
+
+    def label_exists(self, settings: Settings, owner: str, name: str, label: str) -> bool:
+        """Whether the repository has ``label``."""
+        ...
+
+    def which(self, program: str) -> str | None:
+        """Where ``program`` is on thirdshift's PATH, or None."""
+        ...
+
+    def version(self, argv: Sequence[str]) -> str:
+        """The first line ``argv`` (a ``--version`` call) prints, within a short timeout."""
+        ...
+
+    def sandbox(self, settings: Settings) -> str:
+        """Where bubblewrap is, once it sealed a trivial command here; AgentSandboxUnavailable
+        naming the cause and the fix."""
+        ...
+
+    def sealed_version(self, settings: Settings, harness: str) -> str:
+        """The first line the Harness's ``--version`` prints when started as a Session's CLI
+        is: in the agent sandbox, with the Session's environment."""
+        ...
+
+    def free_disk_mb(self, settings: Settings) -> int:
+        """Make and try the home's directories, then the MiB free on its disk; LocalProblem
+        for a home a Run cannot use or a disk below ``min_free_disk_mb``."""
+        ...
+
+
+def split_fix(message: str) -> tuple[str, str]:
+    """A thirdshift message cut into its problem and its fix (after the first ``"; "``)."""
+    problem, _, fix = message.partition("; ")
+    return problem, fix
+
+
+def _failed(name: str, error: ThirdshiftError) -> Check:
+    problem, fix = split_fix(str(error))
+    return Check(name, "FAIL", problem, fix)
+
+
+def _skipped(name: str, why: str) -> Check:
+    return Check(name, "SKIP", f"skipped: {why}")
+
+
+def check_settings(outside: _Outside) -> tuple[Check, Settings | None]:
+    try:
+        settings = outside.settings()
+    except ThirdshiftError as error:
+        return _failed("settings", error), None
+    detail = f"read (home {settings.home}, harness {settings.harness})"
+    return Check("settings", "PASS", detail), settings
+
+
+def check_database(outside: _Outside, settings: Settings) -> Check:
+    try:
+        found = outside.database(settings)
+    except ThirdshiftError as error:
+        return _failed("database", error)
+    revision = found.revision or "none (no migration recorded)"
+    return Check("database", "PASS", f"{found.shown_url}, migrated to revision {revision}")
+
+
+def repositories_of(settings: Settings, extra: Sequence[str]) -> list[str]:
+    """The configured repositories and ``--repo`` ones, each once (GitHub ignores case)."""
+    spelled: dict[str, str] = {}
+    for full_name in [*settings.repositories, *extra]:
+        spelled.setdefault(full_name.lower(), full_name)
+    return list(spelled.values())
+
+
+def check_github(outside: _Outside, settings: Settings, repositories: Sequence[str]) -> list[Check]:
+    """The credentials, then each repository's permission and labels."""
+    acting = "the GitHub App" if settings.github_app_id is not None else "the token"
+    first = check_repository_name(repositories[0]) if repositories else None
+    if first is None and settings.github_app_id is not None:
+        return [
+            Check(
+                "github",
+                "WARN",
+                "a GitHub App acts through one installation per account, and no repository "
+                "is configured to check it on",
+                "pass --repo OWNER/NAME (or set repositories) to check the App there",
+            )
+        ]
+    try:
+        login = outside.github_login(settings, first)
+    except ThirdshiftError as error:
+        found = [_failed("github", error)]
+        return found + [
+            _skipped(f"repository {full_name}", "the GitHub credentials do not work")
+            for full_name in repositories
+        ]
+    found = [Check("github", "PASS", f"{acting} acts as {login} on {settings.github_api_url}")]
+    for full_name in repositories:
+        found += _repository_checks(outside, settings, full_name)
+    return found
+
+
+def _repository_checks(outside: _Outside, settings: Settings, full_name: str) -> list[Check]:
+    owner, name = check_repository_name(full_name)
+    check = f"repository {full_name}"
+    labels = f"labels of {full_name}"
+    try:
+        access = outside.access(settings, owner, name)
+    except NotFound:
+        return [
+            Check(
+                check,
+                "FAIL",
+                f"GitHub has no repository {full_name}, or the token's user cannot see it",
+                "check the name (--repo or the repositories setting) and the token",
+            ),
+            _skipped(labels, f"{full_name} cannot be seen"),
+        ]
+    except ThirdshiftError as error:
+        return [_failed(check, error), _skipped(labels, f"{full_name} cannot be read")]
+    if not access.pushes:
+        return [
+            Check(
+                check,
+                "FAIL",
+                f"the token's user {access.login} has {access.role} permission on {full_name}",
+                "thirdshift needs write there to push: use a token with write access, or drop "
+                "the repository",
+            ),
+            _skipped(labels, "the token cannot push there"),
+        ]
+    pushes = Check(check, "PASS", f"{access.login} has {access.role} permission")
+    try:
+        missing = [
+            label
+            for label in (settings.ready_label, settings.in_progress_label)
+            if not outside.label_exists(settings, owner, name, label)
+        ]
+    except ThirdshiftError as error:
+        return [pushes, _failed(labels, error)]
+    if not missing:
+        return [pushes, Check(labels, "PASS", f"{' and '.join(_both(settings))} exist")]
+    create = "; ".join(f"gh label create {label} --repo {full_name}" for label in missing)
+    return [
+        pushes,
+        Check(
+            labels,
+            "WARN",
+            f"missing: {', '.join(missing)}",
+            f"create them in the repository's Labels page, or: {create} (a Claim adds "
+            f"{settings.in_progress_label} itself when it is missing)",
+        ),
+    ]
+
+
+def _both(settings: Settings) -> tuple[str, str]:
+    return settings.ready_label, settings.in_progress_label
+
+
+def check_git(outside: _Outside) -> Check:
+    wanted = ".".join(str(part) for part in MIN_GIT)
+    program = outside.which("git")
+    if program is None:
+        return Check("git", "FAIL", "git is not on PATH", f"install git {wanted} or newer")
+    try:
+        said = outside.version([program, "--version"])
+    except ThirdshiftError as error:
+        return _failed("git", error)
+    number = re.search(r"(\d+)\.(\d+)", said)
+    if number is not None and (int(number[1]), int(number[2])) < MIN_GIT:
+        return Check("git", "FAIL", f"{said} is too old", f"install git {wanted} or newer")
+    return Check("git", "PASS", f"{said} at {program}")
+
+
+def check_harness(
+    outside: _Outside, settings: Settings, harness: str, *, fallback: bool, sandbox: Check
+) -> Check:
+    """The Harness CLI on PATH, its version, and (sandbox willing) its start in the agent
+    sandbox: ``--version`` as a Session's CLI is started. No model is asked: that costs money
+    and needs a provider's key (adr/0017)."""
+    check = f"harness {harness}"
+    role = "a fallback in harness_fallbacks" if fallback else "the harness setting"
+    program = outside.which(harness)
+    if program is None:
+        other = "take it out of harness_fallbacks" if fallback else "choose another with harness"
+        return Check(
+            check,
+            "FAIL",
+            f"{harness} (the {harness} Harness, {role}) is not on PATH",
+            f"install it (npm install -g {NPM_PACKAGES.get(harness, harness)}) or {other}",
+        )
+    try:
+        version = outside.version([program, "--version"])
+    except ThirdshiftError as error:
+        return _failed(check, error)
+    found = f"{version} at {program}"
+    if settings.unsafe_agent_without_sandbox:
+        return Check(check, "PASS", f"{found}; starts unsealed (unsafe_agent_without_sandbox)")
+    if sandbox.status != "PASS":
+        return Check(check, "PASS", f"{found}; not started in the agent sandbox, which fails")
+    try:
+        outside.sealed_version(settings, harness)
+    except ThirdshiftError as error:
+        problem, _ = split_fix(str(error))
+        return Check(
+            check,
+            "FAIL",
+            f"{found}, but it does not start in the agent sandbox: {problem}",
+            "install it and what it runs on (node) outside the directories the sandbox hides "
+            "(your home, thirdshift's home, /tmp), for example with npm install -g under "
+            "/usr/local",
+        )
+    return Check(check, "PASS", f"{found}; starts sealed in the agent sandbox, as a Session does")
+
+
+def check_sandbox(outside: _Outside, settings: Settings) -> Check:
+    if settings.unsafe_agent_without_sandbox:
+        return Check(
+            "agent sandbox",
+            "WARN",
+            "agents run without their sandbox (unsafe_agent_without_sandbox): an agent can read "
+            "thirdshift's token",
+            "install bubblewrap and remove unsafe_agent_without_sandbox, unless no stranger "
+            "can write to the issues",
+        )
+    try:
+        program = outside.sandbox(settings)
+    except ThirdshiftError as error:
+        return _failed("agent sandbox", error)
+    return Check("agent sandbox", "PASS", f"bubblewrap at {program} seals a process here")
+
+
+def check_disk(outside: _Outside, settings: Settings) -> Check:
+    try:
+        free = outside.free_disk_mb(settings)
+    except ThirdshiftError as error:
+        return _failed("home and disk", error)
+    least = settings.min_free_disk_mb
+    detail = f"{free} MiB free on the disk of {settings.home} (min_free_disk_mb {least})"
+    return Check("home and disk", "PASS", detail)
+
+
+def diagnose(
+    outside: _Outside,
+    repositories: Sequence[str] = (),
+    *,
+    report: Callable[[Check], None] = lambda _check: None,
+) -> list[Check]:
+    """Every check, in the order of the report; ``report`` hears each as it is made."""
+    found: list[Check] = []
+
+    def add(*checks: Check) -> None:
+        for check in checks:
+            found.append(check)
+            report(check)
+
+    why = "the settings cannot be read"
+    settings_check, settings = check_settings(outside)
+    add(settings_check)
+    if settings is None:
+        add(_skipped("database", why), _skipped("github", why))
+    else:
+        add(check_database(outside, settings))
+        add(*check_github(outside, settings, repositories_of(settings, repositories)))
+    add(check_git(outside))
+    if settings is None:
+        add(*(_skipped(name, why) for name in ("harness", "agent sandbox", "home and disk")))
+        return found
+    # The sandbox is probed first: whether a Harness starts sealed depends on it.
+    sandbox = check_sandbox(outside, settings)
+    add(check_harness(outside, settings, settings.harness, fallback=False, sandbox=sandbox))
+    for name in settings.fallback_harnesses:
+        add(check_harness(outside, settings, name, fallback=True, sandbox=sandbox))
+    add(sandbox, check_disk(outside, settings))
+    return found
+
+
+def failed(checks: Sequence[Check]) -> bool:
+    """Whether any check failed: ``doctor`` then exits 1."""
+    return any(check.status == "FAIL" for check in checks)

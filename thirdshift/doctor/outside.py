@@ -1,0 +1,159 @@
+"""The real Outside of ``thirdshift doctor``: it asks this machine what a Run would ask it, with
+the functions a Run uses (``load_settings``, ``Store.open``, ``token_role``, ``probe``,
+``check_home``), so the doctor and a Run never disagree. Built by the composition root, which
+hands it the GitHub adapter of each repository's credentials.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from thirdshift.doctor.checks import Access, Database
+from thirdshift.errors import ThirdshiftError
+from thirdshift.github import GitHub
+from thirdshift.harnesses import SealedPaths, harness_named, install_dirs, probe
+from thirdshift.home import Home, check_home
+from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
+from thirdshift.settings import Settings, load_settings
+from thirdshift.store import Store, redact_url
+
+VERSION_SECONDS = 30
+"""A ``--version`` that takes longer is hung (a CLI waiting on the network, say)."""
+
+GitHubFor = Callable[[Settings, tuple[str, str] | None], GitHub]
+"""The GitHub adapter acting with the credentials for a repository (None: any, for a token)."""
+
+
+class SystemOutside:
+    """The machine as a Run sees it. ``environ`` is thirdshift's own environment; ``hidden``
+    gives what the agent sandbox hides besides the home (the composition root's list)."""
+
+    def __init__(
+        self,
+        environ: Mapping[str, str],
+        *,
+        github_for: GitHubFor,
+        hidden: Callable[[Settings], tuple[Path, ...]],
+    ) -> None:
+        self._environ = environ
+        self._github_for = github_for
+        self._hidden = hidden
+        self._adapters: dict[tuple[str, str] | None, GitHub] = {}
+
+    def settings(self) -> Settings:
+        return load_settings(self._environ)
+
+    def database(self, settings: Settings) -> Database:
+        url = settings.effective_database_url
+        store = Store.open(url)
+        try:
+            return Database(redact_url(url), store.revision())
+        finally:
+            store.close()
+
+    def _github(self, settings: Settings, repository: tuple[str, str] | None) -> GitHub:
+        # A GitHub App's installation depends on the account; a token's adapter serves all.
+        key = repository if settings.github_app_id is not None else None
+        if key not in self._adapters:
+            self._adapters[key] = self._github_for(settings, repository)
+        return self._adapters[key]
+
+    def github_login(self, settings: Settings, repository: tuple[str, str] | None) -> str:
+        return self._github(settings, repository).authenticated_login()
+
+    def access(self, settings: Settings, owner: str, name: str) -> Access:
+        github = self._github(settings, (owner, name))
+        login = github.authenticated_login()
+        role = token_role(github, owner, name, login)
+        return Access(login, role, role in PERMISSIONS_THAT_PUSH)
+
+    def label_exists(self, settings: Settings, owner: str, name: str, label: str) -> bool:
+        return self._github(settings, (owner, name)).label_exists(owner, name, label)
+
+    def which(self, program: str) -> str | None:
+        return shutil.which(program, path=self._environ.get("PATH"))
+
+    def version(self, argv: Sequence[str]) -> str:
+        return _first_line(argv, env=dict(self._environ), cwd=Path("/"))
+
+    def sandbox(self, settings: Settings) -> str:
+        found = probe(self._environ.get("PATH"), unsafe_without=False)
+        return found.bwrap or "bwrap"
+
+    def sealed_version(self, settings: Settings, harness: str) -> str:
+        path = self._environ.get("PATH")
+        cli = harness_named(harness)
+        sandbox = probe(path, unsafe_without=settings.unsafe_agent_without_sandbox)
+        try:
+            settings.home.mkdir(parents=True, exist_ok=True)
+            scratch_dir = tempfile.TemporaryDirectory(prefix="doctor-", dir=settings.home)
+        except OSError as error:
+            raise ThirdshiftError(
+                f"{settings.home} cannot be written ({error.strerror}); check THIRDSHIFT_HOME "
+                "and its permissions"
+            ) from error
+        # A throwaway Worktree, clone and agent home laid out as a Run's, so the seal is the
+        # one a Session gets (the home and the user's home hidden, the CLI's install readable).
+        with scratch_dir as scratch:
+            root = Path(scratch)
+            sealed = SealedPaths(
+                worktree=root / "worktree",
+                clone=root / "clone",
+                agent_home=root / "agent-home",
+                hidden=(settings.home, *self._hidden(settings)),
+                readable=install_dirs(cli.executable, path),
+            )
+            for directory in (sealed.worktree, sealed.clone, sealed.agent_home):
+                directory.mkdir()
+            argv, env = sandbox.wrap(
+                [cli.executable, "--version"], cli.environment(self._environ), sealed
+            )
+            shown = f"{cli.executable} --version"
+            return _first_line(argv, env=env, cwd=sealed.worktree, shown=shown)
+
+    def free_disk_mb(self, settings: Settings) -> int:
+        home = Home(settings.home)
+        check_home(
+            home, database_dir=settings.sqlite_directory, min_free_mb=settings.min_free_disk_mb
+        )
+        return shutil.disk_usage(home.root).free // (1024 * 1024)
+
+
+def _first_line(
+    argv: Sequence[str], *, env: dict[str, str], cwd: Path, shown: str | None = None
+) -> str:
+    """The first line ``argv`` prints, or a ThirdshiftError naming the command (``shown``,
+    default: ``argv`` with the program's bare name) and the last line of its stderr."""
+    if shown is None:
+        shown = " ".join([Path(argv[0]).name, *argv[1:]])
+    try:
+        done = subprocess.run(
+            list(argv),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=VERSION_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise ThirdshiftError(
+            f"`{shown}` printed nothing within {VERSION_SECONDS}s; run it by hand to see why"
+        ) from error
+    except OSError as error:
+        raise ThirdshiftError(
+            f"`{shown}` cannot be started ({error.strerror}); reinstall it"
+        ) from error
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        said = done.stderr.strip().splitlines()
+        why = said[-1] if said else f"exit {done.returncode}"
+        raise ThirdshiftError(
+            f"`{shown}` failed ({why}); run it by hand to see why, and reinstall it"
+        )
+    return lines[0]
