@@ -100,10 +100,10 @@ def usage_command(group: str, repository: str | None, days: int, as_json: bool) 
     """The usage ledger: tokens, cost and Harnesses of the sessions, added up."""
     import json
     import os
-    from dataclasses import asdict
     from datetime import UTC, datetime, timedelta
 
     from thirdshift.console import format_duration
+    from thirdshift.report import shapes
     from thirdshift.settings import check_repository_name, load_settings
     from thirdshift.store import Store
 
@@ -122,9 +122,7 @@ def usage_command(group: str, repository: str | None, days: int, as_json: bool) 
         store.close()
     if as_json:
         for total in totals:
-            line = asdict(total)
-            line["first_started"] = total.first_started.isoformat()
-            click.echo(json.dumps(line))
+            click.echo(json.dumps(shapes.usage_total_shape(total)))
         return
     if not totals:
         click.echo(f"no sessions in the last {days} day(s)")

@@ -124,7 +124,7 @@ def test_runs_lists_the_runs_newest_first_in_text_and_json(filled: Filled) -> No
     assert second.startswith("Run 2  acme/calculator#1  run  succeeded  ready  PR #2  ")
     assert "claude (" in second
     assert "$" in second
-    assert first.startswith("Run 1  acme/calculator#1  run  failed  failed: interrupted")
+    assert first.startswith("Run 1  acme/calculator#1  run  failed  interrupted")
     assert "no PR" not in second
 
     lines = [json.loads(line) for line in world.thirdshift("runs", "--json").stdout.splitlines()]

@@ -119,6 +119,12 @@ def test_a_run_line_names_its_issue_outcome_pull_request_harness_and_cost() -> N
     )
 
 
+def test_a_run_line_gives_the_cause_of_a_run_that_did_not_succeed() -> None:
+    failed = run(state="failed", cause="Declined CI fix", pull_request_number=None)
+    assert "  run  failed  Declined CI fix  no PR  " in views.run_line(failed, None)
+    assert "  run  running  -  PR #3  " in views.run_line(run(state="running", ended_at=None), None)
+
+
 def test_a_run_with_an_unpriced_session_says_so_beside_its_cost() -> None:
     unpriced = session(id=6, usage=Usage(input_tokens=10))
     assert views.run_line(run(), total(session(), unpriced)).endswith("$0.2500 + unpriced")

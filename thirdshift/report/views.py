@@ -40,6 +40,14 @@ def outcome(run: Run) -> str:
     return run.state
 
 
+def ending(run: Run) -> str:
+    """What ``runs`` prints beside the state: ``ready`` or ``merged``, the cause of a Run that
+    did not succeed, ``-`` while it runs."""
+    if run.state in ("failed", "crashed"):
+        return run.cause or "no cause recorded"
+    return "-" if run.state == "running" else outcome(run)
+
+
 def cost(total: UsageTotal | None) -> str:
     """``$0.0123``, ``$0.0123 + unpriced`` when some session has no cost figure, ``-`` before
     any session."""
@@ -72,7 +80,7 @@ def run_line(run: Run, total: UsageTotal | None) -> str:
             f"{run.repository.full_name}#{run.issue_number}",
             run.kind,
             run.state,
-            cut(outcome(run), CAUSE_WIDTH),
+            cut(ending(run), CAUSE_WIDTH),
             pull,
             stamp(run.started_at),
             duration(run.started_at, run.ended_at),
