@@ -87,6 +87,12 @@ def _fill(world: RunWorld) -> Filled:
     # The third turn's line came while the session (hanging at its fourth) still ran.
     assert run.poll() is None
     assert follow.poll() is None
+    # A second follow of the same live session, stopped by Ctrl-C: exit 0, as tail -f.
+    interrupted = world.start_thirdshift("logs", "1", "--follow", "--raw")
+    assert interrupted.stdout is not None
+    assert interrupted.stdout.readline().startswith("{")
+    interrupted.send_signal(signal.SIGINT)
+    assert interrupted.wait(timeout=30) == 0, interrupted.communicate()
     run.send_signal(signal.SIGTERM)
     run.communicate(timeout=120)
     assert follow.stderr is not None
@@ -108,7 +114,8 @@ def test_logs_follow_prints_a_running_session_s_lines_as_they_arrive_and_ends_wi
     filled: Filled,
 ) -> None:
     """`logs --follow` started mid-session printed the later turns' progress lines before the
-    session ended, and exited 0 once SIGTERM ended the session."""
+    session ended, and exited 0 once SIGTERM ended the session (and Ctrl-C ends a follow with
+    exit 0: checked while filling)."""
     assert filled.followed[0].startswith("implement: ")
     assert any("following-marker" in line for line in filled.followed)
     assert filled.follow_exit == 0, filled.follow_rest
