@@ -100,10 +100,10 @@ def usage_command(group: str, repository: str | None, days: int, as_json: bool) 
     """The usage ledger: tokens, cost and Harnesses of the sessions, added up."""
     import json
     import os
-    from dataclasses import asdict
     from datetime import UTC, datetime, timedelta
 
     from thirdshift.console import format_duration
+    from thirdshift.report import shapes
     from thirdshift.settings import check_repository_name, load_settings
     from thirdshift.store import Store
 
@@ -122,9 +122,7 @@ def usage_command(group: str, repository: str | None, days: int, as_json: bool) 
         store.close()
     if as_json:
         for total in totals:
-            line = asdict(total)
-            line["first_started"] = total.first_started.isoformat()
-            click.echo(json.dumps(line))
+            click.echo(json.dumps(shapes.usage_total_shape(total)))
         return
     if not totals:
         click.echo(f"no sessions in the last {days} day(s)")
@@ -333,6 +331,137 @@ def doctor_command(repos: tuple[str, ...], as_json: bool) -> None:
             else "every check passed"
         )
     sys.exit(1 if failed(checks) else 0)
+
+
+def _open_store() -> tuple[Any, str]:
+    """The settings' database, opened (and migrated); its URL for messages."""
+    import os
+
+    from thirdshift.settings import load_settings
+    from thirdshift.store import Store
+
+    settings = _guarded(lambda: load_settings(os.environ))
+    url = settings.effective_database_url
+    return _guarded(lambda: Store.open(url)), url
+
+
+@main.command("runs")
+@click.option("--repo", "repository", metavar="OWNER/NAME", help="Only this repository's Runs.")
+@click.option(
+    "--state",
+    type=click.Choice(["running", "succeeded", "failed", "refused", "crashed"]),
+    default=None,
+    help="Only Runs in this state.",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most N Runs."
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line, for scripts.")
+def runs_command(repository: str | None, state: str | None, limit: int, as_json: bool) -> None:
+    """Recent Runs, newest first, one line each."""
+    import json
+
+    from thirdshift.report import reading, shapes, views
+    from thirdshift.settings import check_repository_name
+
+    if repository is not None:
+        try:
+            check_repository_name(repository)
+        except ValueError as error:
+            raise click.UsageError(f"--repo: {error}") from None
+    store, _ = _open_store()
+    try:
+        found = _guarded(
+            lambda: reading.recent_runs(store, repository=repository, state=state, limit=limit)
+        )
+    finally:
+        store.close()
+    for run, total in found:
+        click.echo(
+            json.dumps(shapes.run_shape(run, total)) if as_json else views.run_line(run, total)
+        )
+    if not found and not as_json:
+        click.echo("no Runs recorded", err=True)
+
+
+@main.command("show")
+@click.argument("run_id", metavar="RUN", type=click.IntRange(min=1))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
+def show_command(run_id: int, as_json: bool) -> None:
+    """One Run whole: its record, Lease, sessions with their prompts, earlier Runs on its issue
+    and its Activity lines."""
+    import json
+
+    from thirdshift.report import reading
+
+    store, url = _open_store()
+    try:
+        view = _guarded(lambda: reading.run_view(store, run_id, url))
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(view.shape()))
+        return
+    for line in view.lines():
+        click.echo(line)
+
+
+@main.command("logs")
+@click.argument("run_id", metavar="RUN", type=click.IntRange(min=1))
+@click.option(
+    "--session",
+    "kind",
+    metavar="KIND",
+    default=None,
+    help="This Session kind's log (default: "
+    "the Run's last session; the last of that kind when several).",
+)
+@click.option(
+    "--follow", is_flag=True, help="Keep printing as the log grows, until the session ends."
+)
+@click.option("--raw", is_flag=True, help="The raw JSONL stream instead of condensed lines.")
+def logs_command(run_id: int, kind: str | None, follow: bool, raw: bool) -> None:
+    """A Run's Session log as condensed lines (the progress lines the Run printed), or raw."""
+    import os
+
+    from thirdshift.bootstrap import credential_secrets
+    from thirdshift.clock import SystemClock
+    from thirdshift.errors import Interrupted
+    from thirdshift.harnesses import harness_named
+    from thirdshift.report import logs, reading
+    from thirdshift.scrub import Scrubber
+    from thirdshift.settings import load_settings
+
+    settings = _guarded(lambda: load_settings(os.environ))
+    scrub = Scrubber.from_environment(os.environ, credential_secrets(settings))
+    store, url = _open_store()
+    interrupt = threading.Event()
+    try:
+        run = _guarded(lambda: reading.find_run(store, run_id, url))
+        session = _guarded(lambda: logs.pick_session(run, store.run_sessions(run.id), kind))
+        reader = None if raw else _guarded(lambda: harness_named(session.harness)).reader(scrub)
+        worktree = settings.home / "worktrees" / f"{run.repository.owner}-{run.repository.name}-"
+        condenser = logs.Condenser(
+            session.kind,
+            reader,
+            worktree=f"{worktree}{run.issue_branch}" if run.issue_branch else None,
+            scrub=scrub,
+        )
+        with _signals_set(interrupt, Progress(), quiet=True):
+            try:
+                logs.show_log(
+                    session,
+                    condenser,
+                    _emit,
+                    rows=store if follow else None,
+                    clock=SystemClock(interrupt) if follow else None,
+                )
+            except Interrupted:
+                pass  # Ctrl-C ends a follow, as it ends tail -f: not a failure
+            except ThirdshiftError as error:
+                _fail(error)
+    finally:
+        store.close()
 
 
 def sandbox_mode(settings: Any) -> str:

@@ -37,6 +37,11 @@ class SandboxError(ThirdshiftError):
     given a scenario it cannot play (a bad script, an unknown repository)."""
 
 
+class NotRecorded(ThirdshiftError):
+    """``thirdshift show`` or ``logs`` was asked for a Run, a Session kind or a Session log the
+    database (or this machine) does not have; the message names it and where to look."""
+
+
 class Interrupted(ThirdshiftError):
     """thirdshift was asked to stop (Ctrl-C or SIGTERM) while waiting; the Run ends as a Failed
     run whose cause is "interrupted"."""

@@ -389,6 +389,51 @@ def test_activity_lines_are_kept_per_repository_in_order(store: Store) -> None:
     assert [a.message for a in store.activity(repository=widgets)] == ["picked up #3"]
 
 
+def test_runs_list_by_repository_whatever_its_case_and_by_state(store: Store) -> None:
+    """`thirdshift runs --repo` sees only that repository's Runs, newest first, and combines
+    with the state and the limit."""
+    widgets = store.ensure_repository("octo", "widgets")
+    gadgets = store.ensure_repository("octo", "gadgets")
+    first = store.start_run(widgets, 1)
+    store.start_run(gadgets, 2)
+    third = store.start_run(widgets, 3)
+    store.finish_run(first.id, "failed", cause="no pull request")
+    assert [run.id for run in store.list_runs(repository="Octo/Widgets")] == [third.id, first.id]
+    assert [run.id for run in store.list_runs(repository="octo/widgets", limit=1)] == [third.id]
+    assert [run.id for run in store.list_runs(repository="octo/widgets", state="failed")] == [
+        first.id
+    ]
+    assert store.list_runs(repository="octo/nothing") == []
+
+
+def test_activity_lines_of_one_run_are_its_own(store: Store) -> None:
+    """`thirdshift show` takes the Activity lines naming its Run, not its neighbours'."""
+    widgets = store.ensure_repository("octo", "widgets")
+    run = store.start_run(widgets, 1)
+    other = store.start_run(widgets, 2)
+    store.add_activity("pickup", "picked up #1", daemon="d1", repository=widgets, run_id=run.id)
+    store.add_activity("pickup", "picked up #2", daemon="d1", repository=widgets, run_id=other.id)
+    store.add_activity("end", "#1 ended", daemon="d1", repository=widgets, run_id=run.id)
+    assert [a.message for a in store.activity(run_id=run.id)] == ["picked up #1", "#1 ended"]
+
+
+def test_the_usage_ledger_adds_up_only_the_runs_asked_for(store: Store) -> None:
+    """`thirdshift runs` prices each Run it lists from the ledger of those Runs alone; a
+    session with no cost figure counts as unpriced."""
+    widgets = store.ensure_repository("octo", "widgets")
+    runs = [store.start_run(widgets, n) for n in (1, 2, 3)]
+    for run, cost in zip(runs, (0.25, 0.5, None), strict=True):
+        row = store.start_session(run.id, "implement", harness="claude", log_path="/l", prompt="p")
+        store.end_session(row.id, state="ended", usage=Usage(cost_usd=cost))
+    totals = {t.key: t for t in store.usage_ledger("run", runs=[runs[0].id, runs[2].id])}
+    assert set(totals) == {str(runs[0].id), str(runs[2].id)}
+    assert (totals[str(runs[0].id)].cost_usd, totals[str(runs[0].id)].unpriced_sessions) == (
+        0.25,
+        0,
+    )
+    assert totals[str(runs[2].id)].unpriced_sessions == 1
+
+
 def test_a_run_is_recorded_under_its_lease_only_while_the_lease_is_held(store: Store) -> None:
     """A Run paused between taking its Lease and recording itself, past the Lease, records
     nothing: its successor's Run stays the issue's newest."""

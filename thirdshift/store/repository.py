@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -236,12 +236,23 @@ class Store:
                 return None
             return _run(row, self._repository(session, row.repository_id))
 
-    def list_runs(self, *, limit: int = 50, state: str | None = None) -> list[Run]:
-        """The newest Runs first."""
+    def list_runs(
+        self, *, limit: int = 50, state: str | None = None, repository: str | None = None
+    ) -> list[Run]:
+        """The newest Runs first; only those in ``state`` and of ``repository`` (OWNER/NAME,
+        whatever its case) when given."""
         with self._session() as session:
             query = select(RunRow).order_by(col(RunRow.id).desc()).limit(limit)
             if state is not None:
                 query = query.where(RunRow.state == state)
+            if repository is not None:
+                owner, _, name = repository.partition("/")
+                query = query.join(
+                    RepositoryRow, col(RepositoryRow.id) == col(RunRow.repository_id)
+                ).where(
+                    sa.func.lower(RepositoryRow.owner) == owner.lower(),
+                    sa.func.lower(RepositoryRow.name) == name.lower(),
+                )
             rows = session.exec(query).all()
             repositories = {
                 r.id: _repository(r)
@@ -349,11 +360,16 @@ class Store:
         return float(total or 0.0)
 
     def usage_ledger(
-        self, by: str, *, since: datetime | None = None, repository: str | None = None
+        self,
+        by: str,
+        *,
+        since: datetime | None = None,
+        repository: str | None = None,
+        runs: Collection[int] | None = None,
     ) -> list[UsageTotal]:
         """The ledger's totals ``by`` ``run``, ``repository`` or ``day`` (UTC), newest first,
-        over the sessions started at or after ``since``, of ``repository`` (OWNER/NAME) when
-        given."""
+        over the sessions started at or after ``since``, of ``repository`` (OWNER/NAME) and of
+        the Runs ``runs`` when given."""
         if by not in ("run", "repository", "day"):
             raise StoreError(f"the usage ledger has no totals by {by!r}")
         # Only the ledger's columns: prompts and final messages stay in the database.
@@ -388,6 +404,8 @@ class Store:
                 sa.func.lower(RepositoryRow.owner) == owner.lower(),
                 sa.func.lower(RepositoryRow.name) == name.lower(),
             )
+        if runs is not None:
+            query = query.where(col(RunRow.id).in_(set(runs)))
         totals: dict[str, UsageTotal] = {}
         with self._session() as session:
             for row in session.execute(query).all():
@@ -729,12 +747,21 @@ class Store:
             session.commit()
             return _activity(row, repository.full_name if repository else None)
 
-    def activity(self, *, limit: int = 100, repository: Repository | None = None) -> list[Activity]:
-        """The newest Activity lines, oldest of them first."""
+    def activity(
+        self,
+        *,
+        limit: int = 100,
+        repository: Repository | None = None,
+        run_id: int | None = None,
+    ) -> list[Activity]:
+        """The newest Activity lines (of ``repository``, of the Run ``run_id``, when given),
+        oldest of them first."""
         with self._session() as session:
             query = select(ActivityRow).order_by(col(ActivityRow.id).desc()).limit(limit)
             if repository is not None:
                 query = query.where(ActivityRow.repository_id == repository.id)
+            if run_id is not None:
+                query = query.where(ActivityRow.run_id == run_id)
             rows = list(reversed(session.exec(query).all()))
             names = {
                 r.id: f"{r.owner}/{r.name}"

@@ -1,0 +1,90 @@
+"""What ``runs`` and ``show`` read from the store, gathered in one place so the commands only
+print it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from thirdshift.errors import NotRecorded
+from thirdshift.records import Activity, Lease, Run, SessionRecord, UsageTotal
+from thirdshift.report import shapes, views
+from thirdshift.store import Store, redact_url
+
+EARLIER_RUNS = 10
+"""How many earlier Runs on the same issue ``show`` lists."""
+ACTIVITY_LINES = 200
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One Run whole: its record, the ledger's totals of it and of its earlier Runs (by Run
+    id), the Lease of its issue, its sessions oldest first, the earlier Runs on its issue
+    newest first, and its Activity lines."""
+
+    run: Run
+    usage: dict[int, UsageTotal]
+    lease: Lease | None
+    sessions: tuple[SessionRecord, ...]
+    earlier_runs: tuple[Run, ...]
+    activity: tuple[Activity, ...]
+
+    def lines(self) -> list[str]:
+        return views.show_lines(
+            self.run,
+            usage=self.usage,
+            lease=self.lease,
+            sessions=self.sessions,
+            earlier_runs=self.earlier_runs,
+            activity=self.activity,
+        )
+
+    def shape(self) -> shapes.Shape:
+        return shapes.run_view_shape(
+            self.run,
+            usage=self.usage,
+            lease=self.lease,
+            sessions=self.sessions,
+            earlier_runs=self.earlier_runs,
+            activity=self.activity,
+        )
+
+
+def usage_by_run(store: Store, runs: list[Run]) -> dict[int, UsageTotal]:
+    """The ledger's total of each of ``runs`` that has sessions."""
+    if not runs:
+        return {}
+    totals = store.usage_ledger("run", runs=[run.id for run in runs])
+    return {int(total.key): total for total in totals}
+
+
+def recent_runs(
+    store: Store, *, repository: str | None, state: str | None, limit: int
+) -> list[tuple[Run, UsageTotal | None]]:
+    """The newest Runs first, each with its ledger total."""
+    runs = store.list_runs(limit=limit, state=state, repository=repository)
+    usage = usage_by_run(store, runs)
+    return [(run, usage.get(run.id)) for run in runs]
+
+
+def find_run(store: Store, run_id: int, database_url: str) -> Run:
+    """The Run, or NotRecorded naming the database that has no such Run."""
+    run = store.get_run(run_id)
+    if run is None:
+        raise NotRecorded(
+            f"no Run {run_id} in the database {redact_url(database_url)}; `thirdshift runs` "
+            "lists the Runs it has (check THIRDSHIFT_DATABASE_URL if you expected another)"
+        )
+    return run
+
+
+def run_view(store: Store, run_id: int, database_url: str) -> RunView:
+    run = find_run(store, run_id, database_url)
+    earlier = store.earlier_runs(run, limit=EARLIER_RUNS)
+    return RunView(
+        run=run,
+        usage=usage_by_run(store, [run, *earlier]),
+        lease=store.lease_of(run.repository, run.issue_number),
+        sessions=tuple(store.run_sessions(run.id)),
+        earlier_runs=tuple(earlier),
+        activity=tuple(store.activity(run_id=run.id, limit=ACTIVITY_LINES)),
+    )
