@@ -37,6 +37,11 @@ class SandboxError(ThirdshiftError):
     given a scenario it cannot play (a bad script, an unknown repository)."""
 
 
+class NotificationFailed(ThirdshiftError):
+    """A notification target did not take a message (refused, unreachable, timed out). Always
+    reported as a warning naming the target: it never fails a Run."""
+
+
 class Interrupted(ThirdshiftError):
     """thirdshift was asked to stop (Ctrl-C or SIGTERM) while waiting; the Run ends as a Failed
     run whose cause is "interrupted"."""
