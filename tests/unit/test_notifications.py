@@ -123,3 +123,30 @@ def test_a_webhook_is_named_without_its_path_or_credentials() -> None:
 def _conforms(notifier: Notifier) -> NotifierPort:
     """mypy holds the real Notifier to the seam a Run takes."""
     return notifier
+
+
+def test_the_scrubber_learns_every_notification_secret() -> None:
+    """The webhook's secret and URL, and each Apprise URL with its credential parts, but not
+    plain host names."""
+    from pydantic import SecretStr
+
+    from thirdshift.bootstrap import notification_secrets
+    from thirdshift.settings import Settings
+
+    settings = Settings(
+        notify_webhook_url="https://hooks.test/T0KENPATH123",
+        notify_webhook_secret=SecretStr("whsec-0123456789"),
+        notify_urls=[
+            "mailto://someone:Pa55word-long@gmail.com",
+            "slack://TA1B2C3D4/BE5F6G7H8/xYz0123456789abc",
+        ],
+    )
+    found = notification_secrets(settings)
+    scrub = Scrubber(found)
+    assert "whsec-0123456789" in found
+    assert "https://hooks.test/T0KENPATH123" in found
+    assert "Pa55word-long" in found
+    assert "xYz0123456789abc" in found
+    assert "gmail.com" not in found
+    assert scrub("sent to slack://TA1B2C3D4/BE5F6G7H8/xYz0123456789abc") == "sent to [REDACTED]"
+    assert scrub("mail for gmail.com, pass Pa55word-long") == "mail for gmail.com, pass [REDACTED]"
