@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from pathlib import Path
 
 import pytest
 
@@ -125,7 +126,7 @@ def _conforms(notifier: Notifier) -> NotifierPort:
     return notifier
 
 
-def test_the_scrubber_learns_every_notification_secret() -> None:
+def test_the_scrubber_learns_every_notification_secret(tmp_path: Path) -> None:
     """The webhook's secret and URL, and each Apprise URL with its credential parts, but not
     plain host names."""
     from pydantic import SecretStr
@@ -134,6 +135,7 @@ def test_the_scrubber_learns_every_notification_secret() -> None:
     from thirdshift.settings import Settings
 
     settings = Settings(
+        home=tmp_path,
         notify_webhook_url="https://hooks.test/T0KENPATH123",
         notify_webhook_secret=SecretStr("whsec-0123456789"),
         notify_urls=[
