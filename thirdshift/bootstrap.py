@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shutil
 import socket
 import threading
@@ -18,12 +19,13 @@ from contextlib import suppress
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from thirdshift.actions import Runner, decide, read_event
 from thirdshift.clock import Clock, SystemClock
 from thirdshift.daemon import ActivityLog, Daemon, ProviderPauses, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
-from thirdshift.daemon.ready import blocker_reason, labeller_reason
+from thirdshift.daemon.ready import blocker_reason, labeller_reason, pass_over_notification
 from thirdshift.daemon.state import write_state
 from thirdshift.doctor import Check, SystemOutside, diagnose
 from thirdshift.errors import (
@@ -40,6 +42,7 @@ from thirdshift.github.requests import TOKEN, Credential
 from thirdshift.harnesses import harness_named, probe
 from thirdshift.home import Home, check_home
 from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
+from thirdshift.notify import AppriseTarget, Notifier, Target, WebhookTarget
 from thirdshift.records import ProviderOutage, RepoInfo, Run
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
@@ -94,7 +97,7 @@ def run_issue(
     why it stopped a Run (``stopped_because``) and what learns the Run's id once it is recorded
     (``on_recorded``) and what learns of a provider outage (``on_outage``: the daemon's
     pauses); each Run still gets its own clock, GitHub adapter and interrupt."""
-    known = credential_secrets(settings)
+    known = [*credential_secrets(settings), *notification_secrets(settings)]
     harness_base = environ if agent_environ is None else agent_environ
     agent_secrets = [value for name, value in harness_base.items() if looks_secret(name)]
     scrub = Scrubber.from_environment(environ, [*known, *agent_secrets])
@@ -211,6 +214,7 @@ def run_issue(
             claimant=claimant,
             stopped_because=stopped_because,
             on_recorded=on_recorded,
+            notifier=notifier_of(settings, scrub=scrub, progress=say),
         )
         try:
             return delivery.run(request)
@@ -237,7 +241,7 @@ def run_daemon(
     Pre-flight problems (no token, a repository the token cannot push to, an unusable home, no
     sandbox, a status page bound beyond loopback without http_token) stop it before it
     starts."""
-    known = credential_secrets(settings)
+    known = [*credential_secrets(settings), *notification_secrets(settings)]
     page_token = settings.http_token.get_secret_value() if settings.http_token else None
     address = parse_address(http) if http else None
     if address is not None and not is_loopback(address[0]) and not page_token:
@@ -266,6 +270,7 @@ def run_daemon(
     sandbox = probe(environ.get("PATH"), unsafe_without=settings.unsafe_agent_without_sandbox)
     if not sandbox.sealed:
         say("warning: agents run without their sandbox (unsafe_agent_without_sandbox)")
+    notifier = notifier_of(settings, scrub=scrub, progress=say)
     clock = SystemClock(stop)
     # One adapter per set of credentials: a GitHub App has one installation per account, so
     # repositories of several owners may need several.
@@ -371,6 +376,7 @@ def run_daemon(
                     kept_worktree=partial(_kept_worktree, settings.home, owner, name),
                     sweeper=f"daemon {daemon_name}",
                     paused=paused,
+                    notifier=notifier,
                 )
             )
         server = None
@@ -416,7 +422,9 @@ def run_event(
         # The runner names the GitHub it serves: GitHub Enterprise works as github.com does.
         settings = settings.model_copy(update={"github_api_url": environ["GITHUB_API_URL"]})
     runner = Runner(environ, write) if Runner.detected(environ) else None
-    scrub = Scrubber.from_environment(environ, credential_secrets(settings))
+    scrub = Scrubber.from_environment(
+        environ, [*credential_secrets(settings), *notification_secrets(settings)]
+    )
     owner, name, number = decision.owner, decision.name, decision.number
     clock = SystemClock(interrupt)
     credentials = _credentials(settings, owner, name, clock=clock, scrub=scrub, progress=progress)
@@ -426,6 +434,17 @@ def run_event(
     except NotFound:
         role = "none"  # not a collaborator at all
     reason = labeller_reason(decision.sender, role, _rules(settings))
+    if reason is not None and decision.labelled:
+        # A label nobody may act on: its event comes once, so its message does too.
+        ref = IssueRef(web_host_of(settings.github_api_url), owner, name, number)
+        notifier_of(settings, scrub=scrub, progress=progress).notify(
+            pass_over_notification(
+                f"{owner}/{name}",
+                number,
+                f"https://{ref.host}/{owner}/{name}/issues/{number}",
+                reason,
+            )
+        )
     if reason is None:
         # The daemon's other rules hold here too: an excluded label or an open blocker waits.
         issue = github.issue(owner, name, number)
@@ -583,6 +602,49 @@ def _app_key(settings: Settings) -> str | None:
             "THIRDSHIFT_APP_ID)"
         )
     return key
+
+
+def notification_secrets(settings: Settings) -> list[str]:
+    """The secret texts of the notification settings, for the scrubber: the webhook's secret
+    and URL (a URL may carry a token in its path), and each Apprise URL whole and in the parts
+    that carry its credentials (user, password, host-like tokens, path and query words)."""
+    found: list[str] = []
+    if settings.notify_webhook_secret is not None:
+        found.append(settings.notify_webhook_secret.get_secret_value())
+    if settings.notify_webhook_url:
+        found.append(settings.notify_webhook_url)
+    for url in settings.notify_urls:
+        found += [url, *url_secret_parts(url)]
+    return [value for value in found if value.strip()]
+
+
+def url_secret_parts(url: str) -> list[str]:
+    """The parts of an Apprise URL that may be credentials: every user, password, host, path
+    segment and query value of 8 characters or more, except plain host names (``gmail.com``),
+    which would otherwise be scrubbed out of every message."""
+    parts = urlsplit(url)
+    words = [parts.username or "", parts.password or "", parts.hostname or ""]
+    words += [unquote(segment) for segment in parts.path.split("/")]
+    words += [value for _, value in parse_qsl(parts.query)]
+    return [word for word in words if len(word) >= 8 and not _HOST_NAME.fullmatch(word)]
+
+
+_HOST_NAME = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+")
+
+
+def notifier_of(
+    settings: Settings, *, scrub: Scrubber, progress: Callable[[str], None]
+) -> Notifier:
+    """The Notifier of the configured targets (none: it sends nothing). A webhook without its
+    secret, or an Apprise URL Apprise does not know, is a ConfigError before anything starts."""
+    targets: list[Target] = []
+    if settings.notify_webhook_url:
+        secret = settings.notify_webhook_secret
+        targets.append(
+            WebhookTarget(settings.notify_webhook_url, secret.get_secret_value() if secret else "")
+        )
+    targets += [AppriseTarget(url, i) for i, url in enumerate(settings.notify_urls, start=1)]
+    return Notifier(targets, scrub=scrub, progress=progress)
 
 
 def credential_secrets(settings: Settings) -> list[str]:

@@ -42,6 +42,11 @@ class NotRecorded(ThirdshiftError):
     database (or this machine) does not have; the message names it and where to look."""
 
 
+class NotificationFailed(ThirdshiftError):
+    """A notification target did not take a message (refused, unreachable, timed out). Always
+    reported as a warning naming the target: it never fails a Run."""
+
+
 class Interrupted(ThirdshiftError):
     """thirdshift was asked to stop (Ctrl-C or SIGTERM) while waiting; the Run ends as a Failed
     run whose cause is "interrupted"."""

@@ -317,6 +317,26 @@ class SessionHistory:
     head: str | None = None
 
 
+@dataclass(frozen=True)
+class Notification:
+    """One message to the notification targets: a Run's end (``event`` ``run.ended``, with
+    ``state`` ready, merged, refused, failed or interrupted) or a Ready label passed over because
+    its labeller lacks permission (``issue.passed_over``, ``state`` ``passed-over``, the reason
+    as ``cause``). ``post_mortem`` is the Post-mortem's short form."""
+
+    event: str
+    repository: str
+    issue_number: int
+    issue_url: str
+    state: str
+    run_id: int | None = None
+    kind: str | None = None
+    cause: str | None = None
+    pull_request_url: str | None = None
+    cost_usd: float | None = None
+    post_mortem: str | None = None
+
+
 # -- the process supervisor's limits ----------------------------------------------------------
 
 

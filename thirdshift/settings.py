@@ -291,6 +291,23 @@ class Settings(BaseSettings):
         description="How long a daemon pauses pickups for a Harness whose provider is down and "
         "announced no reset.",
     )
+    # Notifications
+    notify_webhook_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^\s/]+",
+        description="Where each Run end (and each pass-over for permissions) is POSTed as JSON, "
+        "signed with notify_webhook_secret; it may hold a secret, so it is never printed.",
+    )
+    notify_webhook_secret: SecretStr | None = Field(
+        default=None,
+        description="The shared secret of the webhook's HMAC-SHA256 signature; never written "
+        "anywhere.",
+    )
+    notify_urls: list[str] = Field(
+        default_factory=list,
+        description="Apprise URLs (chat, e-mail, ...) that get the same messages as text; they "
+        "hold secrets, so they are never printed.",
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -336,6 +353,8 @@ class Settings(BaseSettings):
         "github_app_private_key",
         "github_app_private_key_file",
         "http_token",
+        "notify_webhook_url",
+        "notify_webhook_secret",
         mode="before",
     )
     @classmethod

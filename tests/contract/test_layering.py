@@ -67,6 +67,9 @@ def test_the_package_keeps_every_import_contract(tree: Path) -> None:
         ("sessions/rules.py", "import github", "Only thirdshift.github imports PyGithub"),
         ("store/tables.py", "import git", "Only thirdshift.git imports GitPython"),
         ("git/runner.py", "import sqlalchemy", "Only thirdshift.store imports SQLAlchemy"),
+        ("store/rows.py", "import apprise", "Only thirdshift.notify imports Apprise"),
+        ("runs/post_mortem.py", "import thirdshift.store", "Rules never import adapters"),
+        ("runs/delivery.py", "import thirdshift.notify", "A Run reaches GitHub and the Harness"),
         ("harnesses/base.py", "import thirdshift.harnesses.claude", "No import cycle"),
     ],
 )

@@ -34,7 +34,7 @@ def test_opening_migrates_to_the_newest_schema(store: Store, database_url: str) 
     with engine.connect() as connection:
         version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
     engine.dispose()
-    assert version == "0004"
+    assert version == "0005"
     assert {"cli_version", "input_tokens", "cache_write_tokens", "cost_usd", "cost_source"} <= (
         ledger
     )
@@ -662,3 +662,15 @@ def test_the_ledger_migration_goes_down_and_up_again_with_sessions_and_events_ke
         reopened.close()
     assert (kept.kind, kept.usage.cost_usd) == ("implement", None)  # the figures went with 0004
     assert [event.summary for event in events] == ["hi"]
+
+
+def test_a_run_end_may_be_announced_once_and_only_once_it_ended(store: Store) -> None:
+    """``claim_notice`` is True for the first call on an ended Run and False for any other: a
+    running Run, a second call, a second store on the same database."""
+    run = store.start_run(store.ensure_repository("octo", "widgets"), 1)
+    assert store.claim_notice(run.id) is False  # still running
+    store.finish_run(run.id, "failed", cause="boom")
+    assert store.claim_notice(run.id) is True
+    assert store.claim_notice(run.id) is False
+    store.finish_run(run.id, "failed", cause="recorded twice")
+    assert store.claim_notice(run.id) is False

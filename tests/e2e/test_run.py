@@ -329,7 +329,8 @@ def test_sigterm_mid_session_is_a_failed_run_that_saves_the_work_and_a_second_ru
     assert CLAIM_MARKER in claim["body"]
     assert len(comments) == 1
     assert "interrupted" in comments[0]["body"]
-    assert "Last lines of the Session log" in comments[0]["body"]
+    assert "**What the agent did last** (Session `repair-1`)" in comments[0]["body"]
+    assert "`thirdshift show 1`" in comments[0]["body"]
     assert PLANTED not in comments[0]["body"]
     assert "[REDACTED]" in comments[0]["body"]
     with sqlite3.connect(world.home / "thirdshift.db") as db:

@@ -20,9 +20,11 @@ from tests.support.scripted_sessions import ScriptedSessions, git
 from thirdshift.clock import ManualClock
 from thirdshift.git import Identity, ManagedClone
 from thirdshift.issue_url import IssueRef
+from thirdshift.notify import Notifier, ScriptedTarget, Target
 from thirdshift.records import RepoInfo
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.claims import CLAIM_MARKER
+from thirdshift.runs.ports import NO_NOTIFIER
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings
 from thirdshift.store import Store
@@ -45,6 +47,14 @@ class RunWorld:
     interrupt: threading.Event = field(default_factory=threading.Event)
     lines: list[str] = field(default_factory=list)
     urls: list[str] = field(default_factory=list)
+    targets: list[Target] = field(default_factory=list)
+    """Notification targets (none: the Run has no Notifier, as when nothing is configured)."""
+
+    def notify_to(self, name: str = "scripted") -> ScriptedTarget:
+        """A scripted notification target the Runs of this world announce their ends to."""
+        target = ScriptedTarget(name)
+        self.targets.append(target)
+        return target
 
     @property
     def environ(self) -> dict[str, str]:
@@ -77,6 +87,11 @@ class RunWorld:
             progress=self.lines.append,
             interrupt=self.interrupt,
             emit_url=self.urls.append,
+            notifier=(
+                Notifier(self.targets, scrub=scrub, progress=self.lines.append)
+                if self.targets
+                else NO_NOTIFIER
+            ),
         )
 
     def run(self, number: int, *, merge: bool = False) -> int:

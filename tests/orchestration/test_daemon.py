@@ -28,6 +28,7 @@ from thirdshift.daemon import (
 from thirdshift.daemon.daemon import Limits
 from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.issue_url import IssueRef
+from thirdshift.notify import Notifier, ScriptedTarget
 from thirdshift.records import ProviderOutage, Repository, Usage
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.claims import CLAIM_MARKER
@@ -53,6 +54,7 @@ class DaemonWorld:
     def __post_init__(self) -> None:
         self.world.github.add_user(MAINTAINER, "maintain")
         self.world.github.add_user(READER, "read")
+        self.notified = ScriptedTarget("pass-overs")
         # With a daily budget, the poll's day must be the store's (whose clock is manual).
         start = self.world.clock.now() if self.daily_budget_usd else datetime.now(UTC)
         self.poll_clock = ManualClock(start)
@@ -101,6 +103,9 @@ class DaemonWorld:
                 self.world.settings.home / "worktrees" / f"acme-widgets-{b}"
             ).is_dir(),
             paused=self.paused,
+            notifier=Notifier(
+                [self.notified], scrub=Scrubber([PLANTED_TOKEN]), progress=self.world.lines.append
+            ),
         )
         self.daemon.watch(self.poll)
 
@@ -221,6 +226,28 @@ def test_a_readers_label_is_passed_over_once_and_a_maintainers_label_is_taken(
     assert dw.daemon.once() == 0
     [run] = dw.world.store.list_runs()
     assert (run.issue_number, run.state) == (number, "succeeded")
+
+
+def test_a_label_passed_over_for_permission_is_announced_once_across_polls(
+    dw: DaemonWorld,
+) -> None:
+    """The reader's label gives one message naming the issue and the reason, however many polls
+    see it again; a pass-over for another reason (a blocker) gives none."""
+    number = dw.ready_issue("From a reader", labeller=READER)
+    blocked = dw.ready_issue("Blocked", labeller=MAINTAINER)
+    dw.world.github.block(blocked, dw.world.github.add_issue("Blocker"))
+
+    for _ in range(3):
+        assert dw.daemon.once() == 0
+
+    [(notice, _body)] = dw.notified.sent
+    assert (notice.event, notice.issue_number, notice.state) == (
+        "issue.passed_over",
+        number,
+        "passed-over",
+    )
+    assert f"{READER} added {READY} with read permission" in (notice.cause or "")
+    assert notice.issue_url.endswith(f"/issues/{number}")
 
 
 def test_a_repository_whose_daily_budget_is_spent_is_passed_over_and_nothing_is_claimed(

@@ -126,7 +126,11 @@ def test_a_failed_session_saves_the_work_and_reports_once(world: RunWorld) -> No
     [comment] = world.failure_comments(number)
     assert "thirdshift could not finish this issue" in comment
     assert "<!-- thirdshift:failed-run -->" in comment
-    assert '"type": "failed"' in comment  # the tail of the Session log
+    # The Post-mortem: the Session's last events, the Run's Sessions, where to see more.
+    assert "error: the CLI died printing [REDACTED]" in comment
+    assert "implement · scripted · failed ·" in comment
+    assert "`thirdshift show 1`" in comment
+    assert "`thirdshift logs 1`" in comment
     [run] = world.store.list_runs()
     assert run.state == "failed"
     assert run.cause == "the CLI died printing [REDACTED]"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from thirdshift.issue_url import IssueRef
+from thirdshift.records import SessionEvent
 from thirdshift.runs.ports import SessionSource
 from thirdshift.sessions import SessionEnding, SessionFailed, Sessions
 from thirdshift.sessions.rules import ProviderUnavailable
@@ -90,6 +91,10 @@ class _ScriptedOutside:
                 raise
             except SessionFailed as failure:
                 log.write(json.dumps({"type": "failed", "cause": failure.cause}) + "\n")
+                # As a Harness's reader would: the failure is the Session's last event.
+                self.store.add_session_events(
+                    record.id, [SessionEvent(seq=1, kind="error", summary=failure.cause)]
+                )
                 self.store.end_session(record.id, state="failed", error=failure.cause)
                 raise SessionFailed(failure.cause, log_path) from failure
             log.write(json.dumps({"type": "result", "message": message}) + "\n")

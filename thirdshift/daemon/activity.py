@@ -79,16 +79,18 @@ class ActivityLog:
         except OSError as problem:
             self._progress(f"warning: the Activity log file lost a line: {problem}")
 
-    def pass_over(self, repository: Repository, issue_number: int, reason: str) -> None:
-        """A pass-over, written only when its reason for this issue changed."""
+    def pass_over(self, repository: Repository, issue_number: int, reason: str) -> bool:
+        """A pass-over, written only when its reason for this issue changed: True when it was
+        (news worth a notification), False when it repeats the last one."""
         key = (repository.id, issue_number)
         with self._lock:
             if self._passed_over.get(key) == reason:
-                return
+                return False
             self._passed_over[key] = reason
         self.line(
             "pass-over", f"passed over: {reason}", repository=repository, issue_number=issue_number
         )
+        return True
 
     def forget(self, repository: Repository, issue_number: int) -> None:
         """The issue was picked up: a later pass-over is news again."""

@@ -24,9 +24,11 @@ from thirdshift.daemon.ready import (
     first_look,
     labeller_reason,
     lowest_first,
+    pass_over_notification,
 )
 from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.records import IssueSummary, Repository, Run
+from thirdshift.runs.ports import NO_NOTIFIER, Notifier
 from thirdshift.store import Store
 
 
@@ -58,7 +60,9 @@ class RepositoryPoll:
         kept_worktree: Callable[[str], bool],
         sweeper: str = "thirdshift",
         paused: Callable[[], str | None] = lambda: None,
+        notifier: Notifier = NO_NOTIFIER,
     ) -> None:
+        self._notifier = notifier
         self._paused = paused
         self._sweeper = sweeper
         self._repository: Repository | None = None
@@ -140,9 +144,19 @@ class RepositoryPoll:
         for issue in lowest_first(ready):
             if issue.number in leased or self._running_here(issue.number):
                 continue
-            reason = spent or paused or self._pass_over_reason(repository, issue, roles, now)
+            labeller: list[str] = []
+            reason = (
+                spent or paused or self._pass_over_reason(repository, issue, roles, now, labeller)
+            )
             if reason is not None:
-                self._activity.pass_over(repository, issue.number, reason)
+                written = self._activity.pass_over(repository, issue.number, reason)
+                if written and reason in labeller:
+                    # A person labelled it and waits: tell the team, once per reason.
+                    self._notifier.notify(
+                        pass_over_notification(
+                            repository.full_name, issue.number, issue.html_url, reason
+                        )
+                    )
                 continue
             self._activity.forget(repository, issue.number)
             pickups.append(Pickup(issue.number))
@@ -165,8 +179,15 @@ class RepositoryPoll:
         return budget_reason(spent, self._rules, self.full_name)
 
     def _pass_over_reason(
-        self, repository: Repository, issue: IssueSummary, roles: dict[str, str], now: float
+        self,
+        repository: Repository,
+        issue: IssueSummary,
+        roles: dict[str, str],
+        now: float,
+        labeller: list[str],
     ) -> str | None:
+        """Why the issue is passed over now, or None; a reason about the labeller's permission
+        is also put in ``labeller``."""
         seen = self._seen.get(issue.number)
         if seen is None or seen[0] != issue.updated_at:
             seen = (issue.updated_at, now)
@@ -186,6 +207,7 @@ class RepositoryPoll:
             role = roles[login]
         reason = labeller_reason(login, role, self._rules)
         if reason is not None:
+            labeller.append(reason)
             return reason
         return blocker_reason(self._gh.open_blockers(self.owner, self.name, issue.number))
 

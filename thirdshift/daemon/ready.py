@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from thirdshift.records import IssueSummary
+from thirdshift.records import IssueSummary, Notification
 
 ROLES_THAT_LABEL = frozenset({"admin", "maintain", "write", "triage"})
 
@@ -107,3 +107,17 @@ def blocker_reason(open_blockers: Sequence[int]) -> str | None:
 
 def lowest_first(issues: Sequence[IssueSummary]) -> list[IssueSummary]:
     return sorted(issues, key=lambda issue: issue.number)
+
+
+def pass_over_notification(
+    repository: str, issue_number: int, issue_url: str, reason: str
+) -> Notification:
+    """The message of a Ready label passed over because its labeller lacks permission."""
+    return Notification(
+        event="issue.passed_over",
+        repository=repository,
+        issue_number=issue_number,
+        issue_url=issue_url,
+        state="passed-over",
+        cause=reason,
+    )

@@ -39,7 +39,9 @@ from thirdshift.runs.claims import (
 )
 from thirdshift.runs.failed_run import COMMENT_MARKER, FailedRun, Salvage
 from thirdshift.runs.loop_outside import RunLoopOutside
-from thirdshift.runs.ports import CloneSource, GitHubPort, SessionSource
+from thirdshift.runs.notices import announce_run_end
+from thirdshift.runs.ports import NO_NOTIFIER, CloneSource, GitHubPort, Notifier, SessionSource
+from thirdshift.runs.post_mortem import PostMortem
 from thirdshift.runs.prompts import (
     PULL_REQUEST_FILE,
     cut_bytes,
@@ -118,7 +120,9 @@ class Delivery:
         claimant: str = "thirdshift run",
         stopped_because: Callable[[], str | None] = lambda: None,
         on_recorded: Callable[[int], None] = lambda _run_id: None,
+        notifier: Notifier = NO_NOTIFIER,
     ) -> None:
+        self._notifier = notifier
         self._on_recorded = on_recorded
         self._claimant = claimant
         self._stopped_because = stopped_because
@@ -353,6 +357,14 @@ class Delivery:
                 self._remove_worktree(clone, worktree.path)
             if outcome.open_pull_url:
                 self._emit_url(outcome.open_pull_url)
+            self._announce(
+                record,
+                issue,
+                outcome.state,
+                cause=outcome.cause,
+                pull_url=outcome.open_pull_url,
+                report=outcome.report,
+            )
             for line in outcome.last_lines:
                 self._progress(self._scrub(line))
             return 1
@@ -370,7 +382,31 @@ class Delivery:
         state = "merged" if result.merged else "ready"
         self.say(f"pull request {pull.html_url} is {state}")
         self._emit_url(pull.html_url)
+        self._announce(record, issue, state, pull_url=pull.html_url)
         return 0
+
+    def _announce(
+        self,
+        record: Run,
+        issue: IssueInfo,
+        state: str,
+        *,
+        cause: str | None = None,
+        pull_url: str | None = None,
+        report: PostMortem | None = None,
+    ) -> None:
+        announce_run_end(
+            store=self._store,
+            notifier=self._notifier,
+            scrub=self._scrub,
+            progress=self.say,
+            run=record,
+            issue_url=issue.html_url,
+            state=state,
+            cause=cause,
+            pull_request_url=pull_url,
+            report=report,
+        )
 
     def _still_wanted(
         self, request: RunRequest, repository: Repository, seen: IssueInfo

@@ -4,8 +4,8 @@ can see what happened.
 Abort an unfinished merge; commit uncommitted work as ``thirdshift: failed run (<reason>)`` and
 push it (never forced); turn an open pull request back to draft (not after a Policy refusal);
 record the cause, the killed work, the last Session log, branch and head in the database; post
-one marked, scrubbed comment on the issue with the cause and the end of the last Session log
-(a later Run edits it rather than adding another); release the Claim when nothing reached origin.
+one marked, scrubbed comment on the issue with the cause and the Post-mortem (a later Run edits
+it rather than adding another); release the Claim when nothing reached origin.
 If the push fails, the Worktree is kept and named. Salvage problems are reported, never put in
 place of the cause.
 """
@@ -23,6 +23,7 @@ from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo, Run
 from thirdshift.runs.ports import GitHubPort
+from thirdshift.runs.post_mortem import LAST_LINES, PostMortem, markdown, post_mortem
 from thirdshift.runs.repair_loop import PolicyRefusal
 from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber
@@ -31,8 +32,6 @@ from thirdshift.sessions.rules import ProviderUnavailable
 from thirdshift.store import Store
 
 COMMENT_MARKER = "<!-- thirdshift:failed-run -->"
-LOG_TAIL_LINES = 20
-LOG_LINE_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -52,6 +51,9 @@ class FailedOutcome:
     open_pull_url: str | None
     last_lines: tuple[str, ...]
     kept_worktree: bool
+    state: str = "failed"
+    """How the Run ended: ``refused`` (a Policy refusal), ``interrupted`` or ``failed``."""
+    report: PostMortem | None = None
 
 
 def is_policy_refusal(error: BaseException) -> bool:
@@ -63,24 +65,6 @@ def reason_of(cause: str) -> str:
     """The first line of the cause, short enough for a commit subject."""
     first = cause.strip().splitlines()[0] if cause.strip() else "unknown cause"
     return first if len(first) <= 100 else first[:99] + "…"
-
-
-def log_tail(path: Path | None, scrub: Scrubber) -> str:
-    """The last lines of a Session log, each cut short, scrubbed."""
-    if path is None or not path.exists():
-        return ""
-    with path.open("rb") as handle:
-        handle.seek(0, 2)
-        size = handle.tell()
-        handle.seek(max(0, size - 256 * 1024))
-        lines = handle.read().decode("utf-8", "replace").splitlines()[-LOG_TAIL_LINES:]
-    # Scrub first, then cut: a cut could leave a prefix of a secret the scrubber no longer knows.
-    scrubbed = [scrub(line) for line in lines]
-    cut = [
-        line if len(line) <= LOG_LINE_CHARS else line[: LOG_LINE_CHARS - 1] + "…"
-        for line in scrubbed
-    ]
-    return "\n".join(cut)
 
 
 class Salvage:
@@ -143,8 +127,10 @@ class Salvage:
         # happen again, and a daemon would run the issue again and again. A person asks.
         give_back = releasing and failed.claim_had_ready_label and _stopped(failed.error)
         ask = releasing and failed.claim_had_ready_label and not give_back
+        report = self.post_mortem(cause)
         self._attempt(
-            "commenting on the issue", lambda: self._comment(failed, cause, head, pull, ask=ask)
+            "commenting on the issue",
+            lambda: self._comment(failed, cause, head, pull, report, ask=ask),
         )
         if releasing:
             self._release_claim(give_back)
@@ -158,7 +144,22 @@ class Salvage:
             open_pull_url=open_url,
             last_lines=tuple(lines),
             kept_worktree=kept is not None,
+            state="refused" if policy else ending_state(failed.error),
+            report=report,
         )
+
+    def post_mortem(self, cause: str | None) -> PostMortem | None:
+        """The Run's Post-mortem from the database, or None (with a warning) when it cannot be
+        read: the comment then goes without it rather than not at all."""
+        try:
+            sessions = self._store.run_sessions(self._run.id)
+            events = (
+                self._store.session_events(sessions[-1].id, last=LAST_LINES) if sessions else []
+            )
+        except ThirdshiftError as problem:
+            self._progress(f"warning: could not read the Run's Sessions: {problem}")
+            return None
+        return post_mortem(self._run.id, cause, sessions, events, self._scrub)
 
     def _lost(self, failed: FailedRun, cause: str) -> FailedOutcome:
         """Another Run holds the issue now: nothing is pushed, drafted, labelled or posted (that
@@ -178,7 +179,12 @@ class Salvage:
         lines = [cause, *([kept] if kept else [])]
         lines.append(f"session log: {failed.last_log if failed.last_log else 'none'}")
         return FailedOutcome(
-            cause=cause, open_pull_url=None, last_lines=tuple(lines), kept_worktree=kept is not None
+            cause=cause,
+            open_pull_url=None,
+            last_lines=tuple(lines),
+            kept_worktree=kept is not None,
+            state=ending_state(failed.error),
+            report=self.post_mortem(cause),
         )
 
     def _commit_failure(self, worktree: Worktree | None, cause: str) -> None:
@@ -280,6 +286,7 @@ class Salvage:
         cause: str,
         head: str | None,
         pull: PullRequestInfo | None,
+        report: PostMortem | None,
         *,
         ask: bool = False,
     ) -> None:
@@ -288,11 +295,11 @@ class Salvage:
             parts.append("**Background work that was killed:** " + "; ".join(failed.killed_work))
         where = f"`{self._branch}`" + (f" at `{head[:7]}`" if head else "")
         parts.append(f"**Work:** {where}" + (f", pull request #{pull.number}" if pull else ""))
-        tail = log_tail(failed.last_log, self._scrub)
-        if failed.last_log is not None:
-            parts.append(
-                f"**Last lines of the Session log** (`{failed.last_log.name}`):\n\n```\n{tail}\n```"
-            )
+        log_name = failed.last_log.name if failed.last_log is not None else None
+        if report is not None:
+            parts += markdown(report, log_name)
+        else:
+            parts.append(f"**See more:** `thirdshift show {self._run.id}`.")
         if self._job_url:
             parts.append(f"**Job:** {self._job_url} (its log, and the Session logs as an artifact)")
         if ask:
@@ -341,6 +348,17 @@ class Salvage:
             self._progress(f"warning: {what} failed: {self._scrub(str(problem))}")
             return False
         return True
+
+
+def ending_state(error: BaseException) -> str:
+    """``interrupted`` for a Run that was stopped (Ctrl-C, SIGTERM, a daemon stopping), else
+    ``failed``: the state a notification gives the Run's end."""
+    original = getattr(error, "original", None)
+    return (
+        "interrupted"
+        if isinstance(error, Interrupted) or isinstance(original, Interrupted)
+        else "failed"
+    )
 
 
 def _stopped(error: BaseException) -> bool:

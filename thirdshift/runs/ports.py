@@ -28,6 +28,7 @@ from thirdshift.records import (
     IssueInfo,
     IssueSummary,
     MergeResult,
+    Notification,
     PullRequestInfo,
     RepoInfo,
 )
@@ -35,6 +36,32 @@ from thirdshift.sessions import Sessions
 
 CloneSource = Callable[[IssueRef, RepoInfo], ManagedClone]
 """The managed clone of the issue's repository (nothing is done until ``sync``)."""
+
+
+class Notifier(Protocol):
+    """Where a Run's end (and a daemon's pass-over for permissions) is announced: the real one
+    (``thirdshift.notify.Notifier``) sends to every configured target; ``NO_NOTIFIER`` sends
+    nothing."""
+
+    @property
+    def configured(self) -> bool:
+        """Whether any target is configured (else a Run end is not even marked announced)."""
+        ...
+
+    def notify(self, notification: Notification) -> None:
+        """Send ``notification`` to every target, scrubbed. Never raises: a target that fails
+        is a warning on the progress lines, naming the target without its secrets."""
+        ...
+
+
+class _Silent:
+    configured = False
+
+    def notify(self, notification: Notification) -> None:
+        """Nothing is configured: nothing is sent."""
+
+
+NO_NOTIFIER: Notifier = _Silent()
 
 
 class SessionSource(Protocol):

@@ -710,6 +710,23 @@ class Store:
             ).all()
             return [_repository(row) for row in rows]
 
+    def claim_notice(self, run_id: int) -> bool:
+        """Take the one right to announce the Run's end: True for the first call on an ended
+        Run, False ever after (and while it still runs). One conditional statement, so two
+        processes that both record the end cannot both announce it."""
+        with self._session() as session:
+            result = session.execute(
+                sa.update(RunRow)
+                .where(
+                    col(RunRow.id) == run_id,
+                    col(RunRow.state) != "running",
+                    col(RunRow.notified_at).is_(None),
+                )
+                .values(notified_at=self._clock.now())
+            )
+            session.commit()
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
     def live_leases(self, repository: Repository, *, now: datetime | None = None) -> list[Lease]:
         """The repository's Leases held now."""
         with self._session() as session:

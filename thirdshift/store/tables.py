@@ -70,6 +70,8 @@ class RunRow(SQLModel, table=True):
     last_session_log: str | None = Field(default=None, sa_type=sa.Text)
     started_at: datetime = _when()
     ended_at: datetime | None = _when(nullable=True)
+    # When its end was announced to the notification targets (at most once: ADR 0018).
+    notified_at: datetime | None = _when(nullable=True)
 
 
 class SessionRow(SQLModel, table=True):

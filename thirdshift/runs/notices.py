@@ -1,0 +1,62 @@
+"""Announcing a Run's end to the notification targets, at most once per Run.
+
+The right to announce is taken in the database first (``Store.claim_notice``, one conditional
+statement): a Run end recorded twice, two processes, or a daemon restarted after it announced
+never send a second message. A message lost because its process died between the mark and the
+send is not sent again; ADR 0018 weighs that against a repeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from thirdshift.errors import ThirdshiftError
+from thirdshift.records import Run
+from thirdshift.runs.ports import Notifier
+from thirdshift.runs.post_mortem import PostMortem, post_mortem, run_end_notification
+from thirdshift.scrub import Scrubber
+from thirdshift.store import Store
+
+
+def announce_run_end(
+    *,
+    store: Store,
+    notifier: Notifier,
+    scrub: Scrubber,
+    progress: Callable[[str], None],
+    run: Run,
+    issue_url: str,
+    state: str,
+    cause: str | None = None,
+    pull_request_url: str | None = None,
+    report: PostMortem | None = None,
+) -> None:
+    """Send the message of ``run``'s end (``state``: ready, merged, refused, failed or
+    interrupted) unless it was sent already or no target is configured. ``report`` is the
+    Post-mortem when the caller has it; else it is read here. Never raises."""
+    if not notifier.configured:
+        return
+    try:
+        if not store.claim_notice(run.id):
+            return
+        sessions = store.run_sessions(run.id)
+    except ThirdshiftError as problem:
+        progress(f"warning: could not announce the end of Run {run.id}: {problem}")
+        return
+    if report is None:
+        report = post_mortem(run.id, cause, sessions, (), scrub)
+    costs = [s.usage.cost_usd for s in sessions if s.usage.cost_usd is not None]
+    notifier.notify(
+        run_end_notification(
+            run_id=run.id,
+            repository=run.repository.full_name,
+            issue_number=run.issue_number,
+            issue_url=issue_url,
+            kind=run.kind,
+            state=state,
+            cause=cause,
+            pull_request_url=pull_request_url,
+            cost_usd=round(sum(costs), 6) if costs else None,
+            report=report,
+        )
+    )
