@@ -150,6 +150,7 @@ def status_command(as_json: bool) -> None:
     from datetime import UTC, datetime, timedelta
 
     from thirdshift.daemon.state import is_live, read_states
+    from thirdshift.report import reading, shapes
     from thirdshift.settings import load_settings
     from thirdshift.store import Store
 
@@ -164,6 +165,7 @@ def status_command(as_json: bool) -> None:
             for lease in store.live_leases(repository)
         ]
         running = store.list_runs(state="running", limit=200)
+        usage = reading.usage_by_run(store, running)
         latest: dict[tuple[str | None, int | None], Any] = {}
         for line in store.activity(limit=1000):
             if line.kind == "pass-over" and now - line.created_at < timedelta(days=1):
@@ -176,36 +178,9 @@ def status_command(as_json: bool) -> None:
             json.dumps(
                 {
                     "daemons": [dict(state, live=is_live(state, now)) for state in daemons],
-                    "leases": [
-                        {
-                            "repository": name,
-                            "issue_number": lease.issue_number,
-                            "owner": lease.owner,
-                            "fencing_token": lease.fencing_token,
-                            "run_id": lease.run_id,
-                            "acquired_at": lease.acquired_at.isoformat(),
-                            "expires_at": lease.expires_at.isoformat(),
-                        }
-                        for name, lease in leases
-                    ],
-                    "running": [
-                        {
-                            "run_id": run.id,
-                            "repository": run.repository.full_name,
-                            "issue_number": run.issue_number,
-                            "started_at": run.started_at.isoformat(),
-                        }
-                        for run in running
-                    ],
-                    "passed_over": [
-                        {
-                            "repository": line.repository,
-                            "issue_number": line.issue_number,
-                            "reason": line.message.removeprefix("passed over: "),
-                            "at": line.created_at.isoformat(),
-                        }
-                        for line in latest.values()
-                    ],
+                    "leases": [shapes.lease_shape(lease, name) for name, lease in leases],
+                    "running": [shapes.run_shape(run, usage.get(run.id)) for run in running],
+                    "passed_over": [shapes.activity_shape(line) for line in latest.values()],
                 }
             )
         )

@@ -341,6 +341,10 @@ def test_a_daemon_killed_mid_session_is_continued_after_a_restart(
     [daemon] = state["daemons"]
     assert (daemon["live"], daemon["running"][0]["run_id"]) == (True, 1)
     assert daemon["rate_limit_remaining"] > 0
+    [held] = state["leases"]
+    assert (held["type"], held["repository"], held["run_id"]) == ("lease", "acme/alpha", 1)
+    [run] = state["running"]
+    assert (run["type"], run["id"], run["state"]) == ("run", 1, "running")
     first.send_signal(signal.SIGKILL)
     first.communicate()
     world.processes.remove(first)

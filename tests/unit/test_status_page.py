@@ -10,6 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from thirdshift.errors import ConfigError
+from thirdshift.records import Lease, Repository, Run
 from thirdshift.web import make_app
 from thirdshift.web.page import LeaseView, Page, RunView
 from thirdshift.web.server import is_loopback, parse_address
@@ -17,22 +18,30 @@ from thirdshift.web.server import is_loopback, parse_address
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-def run(run_id: int, state: str, **changes: object) -> RunView:
-    fields: dict[str, object] = {
-        "run_id": run_id,
-        "repository": "acme/widgets",
-        "issue_number": run_id + 10,
-        "state": state,
-        "cause": None,
-        "pull_request_number": None,
-        "started_at": NOW - timedelta(minutes=5),
-        "duration": "5m 00s",
-        "session": "implement",
-        "cost_usd": 0.42,
-        "last_lines": (),
-    }
-    fields.update(changes)
-    return RunView(**fields)  # type: ignore[arg-type]
+def run(
+    run_id: int, state: str, *, cause: str | None = None, last_lines: tuple[str, ...] = ()
+) -> RunView:
+    record = Run(
+        id=run_id,
+        repository=Repository(1, "acme", "widgets"),
+        issue_number=run_id + 10,
+        kind="run",
+        state=state,
+        base_branch="main",
+        issue_branch=f"issue-{run_id + 10}",
+        head_sha=None,
+        pull_request_number=None,
+        harness="claude",
+        model=None,
+        cause=cause,
+        killed_work=None,
+        last_session_log=None,
+        started_at=NOW - timedelta(minutes=5),
+        ended_at=None if state == "running" else NOW,
+    )
+    return RunView(
+        run=record, usage=None, duration="5m 00s", session="implement", last_lines=last_lines
+    )
 
 
 @dataclass
@@ -50,7 +59,7 @@ def page(*runs: RunView, failures: tuple[RunView, ...] = ()) -> Page:
         in_flight=tuple(r for r in runs if r.state == "running"),
         recent=tuple(r for r in runs if r.state != "running"),
         failures=failures,
-        leases=(LeaseView("acme/widgets", 11, "daemon night:1:ab", 1, NOW, 3),),
+        leases=(LeaseView("acme/widgets", Lease(1, 11, "daemon night:1:ab", 3, 1, NOW, NOW)),),
         cost_today_usd=1.25,
         unpriced_today=1,
     )
@@ -85,7 +94,10 @@ def test_the_live_part_and_the_json_follow_the_source() -> None:
     assert 'data-run="1" data-state="running"' in first
     assert [r["state"] for r in then["recent"]] == ["succeeded"]
     assert then["failures"][0]["cause"] == "CI red on abc1234 (tests)"
+    assert (then["failures"][0]["type"], then["failures"][0]["id"]) == ("run", 3)
+    assert then["failures"][0]["last_lines"] == ["repair-1: Edit"]
     assert then["leases"][0]["fencing_token"] == 3
+    assert then["leases"][0]["repository"] == "acme/widgets"
     assert then["in_flight"] == []
 
 

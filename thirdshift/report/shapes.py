@@ -147,9 +147,11 @@ def session_event_shape(event: SessionEvent) -> Shape:
     }
 
 
-def lease_shape(lease: Lease) -> Shape:
+def lease_shape(lease: Lease, repository: str | None = None) -> Shape:
+    """A Lease; ``repository`` (OWNER/NAME) when the caller knows it."""
     return _head("lease") | {
         "repository_id": lease.repository_id,
+        "repository": repository,
         "issue_number": lease.issue_number,
         "owner": lease.owner,
         "fencing_token": lease.fencing_token,
@@ -185,7 +187,7 @@ def run_view_shape(
     ``usage`` holds the ledger's total of each Run (by id) that has sessions."""
     return _head("run_view") | {
         "run": run_shape(run, usage.get(run.id)),
-        "lease": None if lease is None else lease_shape(lease),
+        "lease": None if lease is None else lease_shape(lease, run.repository.full_name),
         "sessions": [session_shape(session) for session in sessions],
         "earlier_runs": [run_shape(earlier, usage.get(earlier.id)) for earlier in earlier_runs],
         "activity": [activity_shape(line) for line in activity],

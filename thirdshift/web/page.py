@@ -17,7 +17,8 @@ from thirdshift.console import format_duration
 from thirdshift.daemon.state import DaemonState, state_json
 from thirdshift.errors import UsageError
 from thirdshift.harnesses import harness_named
-from thirdshift.records import Run, SessionRecord
+from thirdshift.records import Lease, Run, SessionRecord, UsageTotal
+from thirdshift.report.shapes import lease_shape, run_shape
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 
@@ -29,33 +30,50 @@ LOG_BYTES = 512 * 1024
 
 @dataclass(frozen=True)
 class RunView:
-    """One Run as the page shows it."""
+    """One Run as the page shows it: the Run, its ledger total, its last session's kind and,
+    while it matters, that session's last condensed lines."""
 
-    run_id: int
-    repository: str
-    issue_number: int
-    state: str
-    cause: str | None
-    pull_request_number: int | None
-    started_at: datetime
+    run: Run
+    usage: UsageTotal | None
     duration: str
     session: str | None
     """The kind of its last session (implement, repair-2, ...)."""
-    cost_usd: float | None
     last_lines: tuple[str, ...]
 
+    @property
+    def run_id(self) -> int:
+        return self.run.id
+
+    @property
+    def repository(self) -> str:
+        return self.run.repository.full_name
+
+    @property
+    def issue_number(self) -> int:
+        return self.run.issue_number
+
+    @property
+    def state(self) -> str:
+        return self.run.state
+
+    @property
+    def cause(self) -> str | None:
+        return self.run.cause
+
+    @property
+    def pull_request_number(self) -> int | None:
+        return self.run.pull_request_number
+
+    @property
+    def cost_usd(self) -> float | None:
+        if self.usage is None or self.usage.sessions == self.usage.unpriced_sessions:
+            return None
+        return self.usage.cost_usd
+
     def json(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "repository": self.repository,
-            "issue_number": self.issue_number,
-            "state": self.state,
-            "cause": self.cause,
-            "pull_request_number": self.pull_request_number,
-            "started_at": self.started_at.astimezone(UTC).isoformat(),
-            "duration": self.duration,
+        """The Run's own JSON shape (docs/json.md), with what the page adds."""
+        return run_shape(self.run, self.usage) | {
             "session": self.session,
-            "cost_usd": self.cost_usd,
             "last_lines": list(self.last_lines),
         }
 
@@ -63,11 +81,23 @@ class RunView:
 @dataclass(frozen=True)
 class LeaseView:
     repository: str
-    issue_number: int
-    owner: str
-    run_id: int | None
-    expires_at: datetime
-    fencing_token: int
+    lease: Lease
+
+    @property
+    def issue_number(self) -> int:
+        return self.lease.issue_number
+
+    @property
+    def owner(self) -> str:
+        return self.lease.owner
+
+    @property
+    def run_id(self) -> int | None:
+        return self.lease.run_id
+
+    @property
+    def expires_at(self) -> datetime:
+        return self.lease.expires_at
 
 
 @dataclass(frozen=True)
@@ -90,17 +120,7 @@ class Page:
             "in_flight": [run.json() for run in self.in_flight],
             "recent": [run.json() for run in self.recent],
             "failures": [run.json() for run in self.failures],
-            "leases": [
-                {
-                    "repository": lease.repository,
-                    "issue_number": lease.issue_number,
-                    "owner": lease.owner,
-                    "run_id": lease.run_id,
-                    "expires_at": lease.expires_at.astimezone(UTC).isoformat(),
-                    "fencing_token": lease.fencing_token,
-                }
-                for lease in self.leases
-            ],
+            "leases": [lease_shape(view.lease, view.repository) for view in self.leases],
             "cost_today_usd": self.cost_today_usd,
             "unpriced_today": self.unpriced_today,
         }
@@ -160,48 +180,47 @@ class StorePageSource:
         ][:RECENT_RUNS]
         names = {repository.id: repository.full_name for repository in self._store.repositories()}
         leases = tuple(
-            LeaseView(
-                names[repository.id],
-                lease.issue_number,
-                lease.owner,
-                lease.run_id,
-                lease.expires_at,
-                lease.fencing_token,
-            )
+            LeaseView(names[repository.id], lease)
             for repository in self._store.repositories()
             for lease in self._store.live_leases(repository)
         )
         day = now.replace(hour=0, minute=0, second=0, microsecond=0)
         today = self._store.usage_ledger("day", since=day)
+        shown = running + ended[:RECENT_RUNS] + failures
+        usage = (
+            {
+                int(total.key): total
+                for total in self._store.usage_ledger("run", runs=[run.id for run in shown])
+            }
+            if shown
+            else {}
+        )
         return Page(
             generated_at=now,
             daemon=self._state(),
-            in_flight=tuple(self._view(run, now, with_log=True) for run in running),
-            recent=tuple(self._view(run, now, with_log=False) for run in ended[:RECENT_RUNS]),
-            failures=tuple(self._view(run, now, with_log=True) for run in failures),
+            in_flight=tuple(self._view(run, usage, now, with_log=True) for run in running),
+            recent=tuple(
+                self._view(run, usage, now, with_log=False) for run in ended[:RECENT_RUNS]
+            ),
+            failures=tuple(self._view(run, usage, now, with_log=True) for run in failures),
             leases=leases,
             cost_today_usd=sum(total.cost_usd for total in today),
             unpriced_today=sum(total.unpriced_sessions for total in today),
         )
 
-    def _view(self, run: Run, now: datetime, *, with_log: bool) -> RunView:
+    def _view(
+        self, run: Run, usage: dict[int, UsageTotal], now: datetime, *, with_log: bool
+    ) -> RunView:
         sessions = self._store.run_sessions(run.id)
         last: SessionRecord | None = sessions[-1] if sessions else None
-        costs = [s.usage.cost_usd for s in sessions if s.usage.cost_usd is not None]
         lines: tuple[str, ...] = ()
         if with_log and last is not None:
             lines = condensed_tail(Path(last.log_path), last.harness, self._scrub)
         end = run.ended_at or now
         return RunView(
-            run_id=run.id,
-            repository=run.repository.full_name,
-            issue_number=run.issue_number,
-            state=run.state,
-            cause=run.cause,
-            pull_request_number=run.pull_request_number,
-            started_at=run.started_at,
+            run=run,
+            usage=usage.get(run.id),
             duration=format_duration((end - run.started_at).total_seconds()),
             session=last.kind if last else None,
-            cost_usd=sum(costs) if costs else None,
             last_lines=lines,
         )
