@@ -522,6 +522,7 @@ def run_doctor(
     environ: Mapping[str, str],
     report: Callable[[Check], None],
     progress: Callable[[str], None],
+    session: bool = False,
 ) -> list[Check]:
     """Every check of ``thirdshift doctor`` (with ``repositories`` besides the configured ones),
     each handed to ``report`` as it is made, scrubbed: no secret of the environment or the
@@ -529,7 +530,13 @@ def run_doctor(
     known: list[str] = []
     # When these cannot be read, the settings check and the GitHub check say why.
     with suppress(ThirdshiftError):
-        known = credential_secrets(load_settings(environ))
+        loaded = load_settings(environ)
+        page_token = loaded.http_token.get_secret_value() if loaded.http_token else None
+        known = [
+            *notification_secrets(loaded),
+            *([page_token] if page_token else []),
+            *credential_secrets(loaded),
+        ]
     scrub = Scrubber.from_environment(environ, known)
     clock = SystemClock(threading.Event())
 
@@ -551,7 +558,9 @@ def run_doctor(
     def scrubbed(check: Check) -> Check:
         return replace(check, detail=scrub(check.detail), fix=scrub(check.fix))
 
-    checks = diagnose(outside, repositories, report=lambda check: report(scrubbed(check)))
+    checks = diagnose(
+        outside, repositories, report=lambda check: report(scrubbed(check)), session=session
+    )
     return [scrubbed(check) for check in checks]
 
 

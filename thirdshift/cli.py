@@ -267,8 +267,13 @@ def _clock_time(moment: Any) -> str:
     metavar="OWNER/NAME",
     help="A repository to check too (repeatable; added to the repositories setting).",
 )
+@click.option(
+    "--session",
+    is_flag=True,
+    help="Also run one tiny real session of each Harness (asks its model: costs a few cents).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per check, for scripts.")
-def doctor_command(repos: tuple[str, ...], as_json: bool) -> None:
+def doctor_command(repos: tuple[str, ...], session: bool, as_json: bool) -> None:
     """Check that this machine is ready for a Run: settings, database, GitHub credentials and
     each repository's permission and labels, git, each Harness CLI, the agent sandbox, disk.
 
@@ -296,7 +301,9 @@ def doctor_command(repos: tuple[str, ...], as_json: bool) -> None:
         if check.fix:
             click.echo(f"      fix: {check.fix}")
 
-    checks = run_doctor(repos, environ=dict(os.environ), report=report, progress=Progress())
+    checks = run_doctor(
+        repos, environ=dict(os.environ), report=report, progress=Progress(), session=session
+    )
     if not as_json:
         failures = sum(check.status == "FAIL" for check in checks)
         warnings = sum(check.status == "WARN" for check in checks)

@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.real_cli import BIN_DIR
 from tests.support.run_world import NAME, OWNER, TOKEN, RunWorld, start_world, stop_world
+from thirdshift.sandbox.model.server import ModelScript
 
 pytestmark = pytest.mark.real_cli
 
@@ -185,3 +186,45 @@ def test_a_harness_whose_node_the_sandbox_hides_fails_to_start(
     assert codex.startswith("FAIL  harness codex: codex-cli 0.169.0 at ")
     assert ", but it does not start in the agent sandbox: `codex --version` failed (" in codex
     assert fix.startswith("fix: install it and what it runs on (node) outside the directories")
+
+
+def test_a_test_session_asks_the_model_once_and_a_refusing_provider_fails_it(
+    world: RunWorld,
+) -> None:
+    """--session: the real claude CLI runs one tiny session in the agent sandbox against the
+    scripted model and answers (PASS with its answer); with the provider refusing the key
+    (401), the session check FAILs naming it and what to check."""
+    before = len(world.model.requests())
+
+    result = doctor(world, "--session")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    session, _ = line(result, "session claude")
+    assert session.startswith("PASS  session claude: answered in ")
+    asked = world.model.requests()[before:]
+    assert asked
+    assert "This is a test by thirdshift doctor" in json.dumps(asked[0]["body"])
+
+    world.restart_model(
+        ModelScript.from_dict(
+            {
+                "sessions": [
+                    {
+                        "name": "doctor",
+                        "marker": "thirdshift doctor",
+                        "turns": [
+                            {"error": "api_error", "status": 401, "message": "invalid x-api-key"}
+                        ]
+                        * 3,
+                    }
+                ]
+            }
+        )
+    )
+    refused = doctor(world, "--session", CLAUDE_CODE_MAX_RETRIES="1")
+
+    assert refused.returncode == 1
+    failed, fix = line(refused, "session claude")
+    assert failed.startswith("FAIL  session claude: a test session of claude failed: ")
+    assert "401" in failed or "invalid x-api-key" in failed
+    assert fix.startswith("fix: check its model provider's key, quota and network")

@@ -94,6 +94,10 @@ class ScriptedOutside:
         self._step("free_disk_mb")
         return 20480
 
+    def test_session(self, settings: Settings, harness: str) -> str:
+        self._step("test_session", harness)
+        return f"answered in 2s: 'OK' ({harness})"
+
 
 def by_name(checks: Sequence[Check]) -> dict[str, Check]:
     return {check.name: check for check in checks}
@@ -339,3 +343,26 @@ def test_a_full_disk_fails_with_the_home_checks_own_message() -> None:
 def test_a_message_splits_into_problem_and_fix_at_its_first_semicolon() -> None:
     assert split_fix("a; b; c") == ("a", "b; c")
     assert split_fix("no fix given") == ("no fix given", "")
+
+
+def test_a_session_is_run_only_when_asked_and_only_for_a_harness_that_starts() -> None:
+    """--session: each Harness that starts runs one tiny session (a PASS with its answer, a
+    FAIL with the provider's problem and fix); one that does not start is skipped."""
+    outside = ScriptedOutside(
+        settings_values={"harness_fallbacks": ["codex"]},
+        on_path={"git": "/usr/bin/git", "claude": "/opt/bin/claude"},
+    )
+    assert [c.name for c in diagnose(outside) if c.name.startswith("session")] == []
+
+    checks = {c.name: c for c in diagnose(outside, session=True)}
+
+    assert (checks["session claude"].status, checks["session claude"].detail) == (
+        "PASS",
+        "answered in 2s: 'OK' (claude)",
+    )
+    assert checks["session codex"].status == "SKIP"
+    outside.raises["test_session"] = ThirdshiftError(
+        "a test session of claude failed: 401 invalid x-api-key; check its model provider's key"
+    )
+    failed = {c.name: c for c in diagnose(outside, session=True)}["session claude"]
+    assert (failed.status, failed.fix) == ("FAIL", "check its model provider's key")

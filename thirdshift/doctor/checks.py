@@ -104,6 +104,12 @@ class _Outside(Protocol):
         for a home a Run cannot use or a disk below ``min_free_disk_mb``."""
         ...
 
+    def test_session(self, settings: Settings, harness: str) -> str:
+        """Run one tiny real session of ``harness`` as a Run would (its Model and options, in
+        the agent sandbox unless that is turned off) and say how it answered; a
+        ThirdshiftError naming the failure (a provider key, quota, network) otherwise."""
+        ...
+
 
 def split_fix(message: str) -> tuple[str, str]:
     """A thirdshift message cut into its problem and its fix (after the first ``"; "``)."""
@@ -287,6 +293,17 @@ def check_harness(
     return Check(check, "PASS", f"{found}; starts sealed in the agent sandbox, as a Session does")
 
 
+def check_session(outside: _Outside, settings: Settings, harness: str) -> Check:
+    """``doctor --session``: a tiny real session of the Harness, which asks its model (a few
+    cents) and so proves the provider key, quota and network a Run needs."""
+    check = f"session {harness}"
+    try:
+        answered = outside.test_session(settings, harness)
+    except ThirdshiftError as error:
+        return _failed(check, error)
+    return Check(check, "PASS", answered)
+
+
 def check_sandbox(outside: _Outside, settings: Settings) -> Check:
     if settings.unsafe_agent_without_sandbox:
         return Check(
@@ -319,8 +336,10 @@ def diagnose(
     repositories: Sequence[str] = (),
     *,
     report: Callable[[Check], None] = lambda _check: None,
+    session: bool = False,
 ) -> list[Check]:
-    """Every check, in the order of the report; ``report`` hears each as it is made."""
+    """Every check, in the order of the report; ``report`` hears each as it is made. With
+    ``session``, each Harness that starts also runs one tiny real session."""
     found: list[Check] = []
 
     def add(*checks: Check) -> None:
@@ -342,9 +361,18 @@ def diagnose(
         return found
     # The sandbox is probed first: whether a Harness starts sealed depends on it.
     sandbox = check_sandbox(outside, settings)
-    add(check_harness(outside, settings, settings.harness, fallback=False, sandbox=sandbox))
-    for name in settings.fallback_harnesses:
-        add(check_harness(outside, settings, name, fallback=True, sandbox=sandbox))
+    for name, fallback in [
+        (settings.harness, False),
+        *((other, True) for other in settings.fallback_harnesses),
+    ]:
+        started = check_harness(outside, settings, name, fallback=fallback, sandbox=sandbox)
+        add(started)
+        if session:
+            add(
+                check_session(outside, settings, name)
+                if started.status == "PASS"
+                else _skipped(f"session {name}", f"the {name} Harness does not start")
+            )
     add(sandbox, check_disk(outside, settings))
     return found
 

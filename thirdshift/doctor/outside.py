@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -23,6 +24,11 @@ from thirdshift.store import Store, redact_url
 
 VERSION_SECONDS = 30
 """A ``--version`` that takes longer is hung (a CLI waiting on the network, say)."""
+SESSION_SECONDS = 180
+"""A test session asks the model once; past this, the provider is not answering."""
+SESSION_PROMPT = (
+    "This is a test by thirdshift doctor. Reply with the single word OK, and do nothing else."
+)
 
 GitHubFor = Callable[[Settings, tuple[str, str] | None], GitHub]
 """The GitHub adapter acting with the credentials for a repository (None: any, for a token)."""
@@ -114,6 +120,74 @@ class SystemOutside:
             )
             shown = f"{cli.executable} --version"
             return _first_line(argv, env=env, cwd=sealed.worktree, shown=shown)
+
+    def test_session(self, settings: Settings, harness: str) -> str:
+        own = settings.harness_args if harness == settings.harness else []
+        options = next((v for k, v in settings.harness_options.items() if k == harness), [])
+        cli = harness_named(harness, extra_args=[*own, *options])
+        path = self._environ.get("PATH")
+        sandbox = probe(path, unsafe_without=settings.unsafe_agent_without_sandbox)
+        try:
+            settings.home.mkdir(parents=True, exist_ok=True)
+            scratch_dir = tempfile.TemporaryDirectory(prefix="doctor-", dir=settings.home)
+        except OSError as error:
+            raise ThirdshiftError(
+                f"{settings.home} cannot be written ({error.strerror}); check THIRDSHIFT_HOME "
+                "and its permissions"
+            ) from error
+        with scratch_dir as scratch:
+            root = Path(scratch)
+            sealed = SealedPaths(
+                worktree=root / "worktree",
+                clone=root / "clone",
+                agent_home=root / "agent-home",
+                hidden=(settings.home, *self._hidden(settings)),
+                readable=install_dirs(cli.executable, path),
+            )
+            for directory in (sealed.worktree, sealed.clone, sealed.agent_home):
+                directory.mkdir()
+            home = cli.private_home(self._environ, sealed.agent_home)
+            argv, env = sandbox.wrap(
+                cli.argv(SESSION_PROMPT, model=settings.model_for(harness), resume_id=None),
+                {**cli.environment(self._environ), **home},
+                sealed,
+            )
+            started = time.monotonic()
+            try:
+                done = subprocess.run(
+                    argv,
+                    cwd=sealed.worktree,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=SESSION_SECONDS,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired as error:
+                raise ThirdshiftError(
+                    f"a test session of {harness} did not end within {SESSION_SECONDS}s; check "
+                    "that its model provider is reachable from here"
+                ) from error
+            except OSError as error:
+                raise ThirdshiftError(
+                    f"a test session of {harness} cannot be started ({error.strerror}); "
+                    "reinstall it"
+                ) from error
+            took = time.monotonic() - started
+        reader = cli.reader()
+        for line in done.stdout.splitlines():
+            reader.feed(line)
+        outcome = reader.finish(done.returncode, stopped_after_result=False)
+        if outcome.failed:
+            said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            why = outcome.failure_cause or (said[-1] if said else f"exit {done.returncode}")
+            raise ThirdshiftError(
+                f"a test session of {harness} failed: {why}; check its model provider's key, "
+                f"quota and network (the variables {harness} reads), then run doctor --session "
+                "again"
+            )
+        answer = " ".join((outcome.final_message or "").split())[:80] or "no message"
+        return f"answered in {took:.0f}s: {answer!r} ({outcome.usage.describe()})"
 
     def free_disk_mb(self, settings: Settings) -> int:
         home = Home(settings.home)
