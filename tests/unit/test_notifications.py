@@ -152,3 +152,63 @@ def test_the_scrubber_learns_every_notification_secret(tmp_path: Path) -> None:
     assert "gmail.com" not in found
     assert scrub("sent to slack://TA1B2C3D4/BE5F6G7H8/xYz0123456789abc") == "sent to [REDACTED]"
     assert scrub("mail for gmail.com, pass Pa55word-long") == "mail for gmail.com, pass [REDACTED]"
+
+
+class _Crashing:
+    name = "webhook https://odd.test"
+
+    def send(self, notification: Notification, body: bytes) -> None:
+        raise ValueError("a malformed status line")
+
+
+class _Stalling:
+    name = "webhook https://slow.test"
+
+    def __init__(self) -> None:
+        import threading
+
+        self.release = threading.Event()
+
+    def send(self, notification: Notification, body: bytes) -> None:
+        self.release.wait(30)
+
+
+def test_a_target_that_breaks_in_any_way_is_a_warning_and_the_others_still_get_it() -> None:
+    lines: list[str] = []
+    fine = ScriptedTarget("slack (1)")
+    Notifier([_Crashing(), fine], scrub=Scrubber(), progress=lines.append).notify(ENDED)
+    assert lines[0] == (
+        "warning: could not notify webhook https://odd.test of Run 12: failed (ValueError)"
+    )
+    assert len(fine.sent) == 1
+
+
+def test_a_target_that_does_not_answer_is_left_behind_at_the_deadline() -> None:
+    """urllib bounds each read, not the whole answer: a receiver trickling bytes must not hold
+    a Run (and its Lease) or the daemon's poll."""
+    lines: list[str] = []
+    stalling = _Stalling()
+    notifier = Notifier([stalling], scrub=Scrubber(), progress=lines.append, deadline_seconds=0.3)
+    try:
+        notifier.notify(ENDED)
+    finally:
+        stalling.release.set()
+    assert lines == [
+        "warning: could not notify webhook https://slow.test of Run 12: no answer within 0.3s; "
+        "left behind"
+    ]
+
+
+def test_a_webhook_port_out_of_range_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigError, match="a port from 1 to 65535"):
+        WebhookTarget("http://hooks.test:99999/x", "s3cret")
+
+
+def test_chat_wide_mentions_in_agent_text_are_broken() -> None:
+    from thirdshift.notify.targets import _no_mentions
+
+    text = _no_mentions("ping @everyone and @here, <!channel> too; mail me@example.com")
+    assert "@everyone" not in text
+    assert "@here" not in text
+    assert "<!channel>" not in text
+    assert "me@example.com" in text

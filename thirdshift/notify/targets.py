@@ -7,6 +7,7 @@ an Apprise URL's service and its place in ``notify_urls``), because it appears i
 
 from __future__ import annotations
 
+import re
 import urllib.error
 import urllib.request
 from collections import deque
@@ -49,8 +50,15 @@ class WebhookTarget:
 
     def __init__(self, url: str, secret: str, *, timeout: float = SEND_TIMEOUT_SECONDS) -> None:
         parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError("notify_webhook_url must be an http:// or https:// URL with a host")
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
+            raise ConfigError(
+                "notify_webhook_url must be an http:// or https:// URL with a host (and a port "
+                "from 1 to 65535, if any)"
+            )
         if not secret:
             raise ConfigError(
                 "notify_webhook_url is set without notify_webhook_secret; set a shared secret "
@@ -59,8 +67,8 @@ class WebhookTarget:
         self._url = url
         self._secret = secret
         self._timeout = timeout
-        port = f":{parts.port}" if parts.port else ""
-        self._name = f"webhook {parts.scheme}://{parts.hostname}{port}"
+        shown_port = f":{port}" if port else ""
+        self._name = f"webhook {parts.scheme}://{parts.hostname}{shown_port}"
         self._opener = urllib.request.build_opener(_NoRedirects)
 
     @property
@@ -118,7 +126,15 @@ class AppriseTarget:
             try:
                 sender = apprise.Apprise()
                 sender.add(self._url)
-                sent = bool(sender.notify(body=text, title=title, timeout=SEND_TIMEOUT_SECONDS))
+                # Plain text, always: the message quotes what an agent printed, which must
+                # not become HTML in an e-mail or a mention in a chat.
+                sent = bool(
+                    sender.notify(
+                        body=_no_mentions(text),
+                        title=_no_mentions(title),
+                        body_format=apprise.NotifyFormat.TEXT,
+                    )
+                )
             except Exception as error:
                 raise NotificationFailed(f"Apprise failed ({error.__class__.__name__})") from None
             said = captured.getvalue() if hasattr(captured, "getvalue") else ""
@@ -126,6 +142,14 @@ class AppriseTarget:
             # Apprise's last line says why; the Notifier scrubs the warning.
             last = said.strip().splitlines()[-1].split(" - ", 2)[-1] if said.strip() else ""
             raise NotificationFailed("not sent" + (f" ({last})" if last else ""))
+
+
+_MENTIONS = re.compile(r"@(everyone|here|channel)\b|<!(channel|here|everyone)[^>]*>", re.I)
+
+
+def _no_mentions(text: str) -> str:
+    """``text`` with chat-wide mentions broken (a zero-width space after the ``@``/``<``)."""
+    return _MENTIONS.sub(lambda m: m.group(0)[0] + "\u200b" + m.group(0)[1:], text)
 
 
 class ScriptedTarget:
