@@ -54,6 +54,10 @@ from thirdshift.store import Store
 from thirdshift.web import StatusServer, StorePageSource, make_app
 from thirdshift.web.server import is_loopback, parse_address
 
+MIN_PAGE_TOKEN = 16
+"""The status page's token is a password on the network: a short one is guessed (and the
+scrubber ignores secrets shorter than 8 characters)."""
+
 
 def hidden_from_agents(settings: Settings, environ: Mapping[str, str]) -> tuple[Path, ...]:
     """What an agent must not see besides thirdshift's home: the user's home (from the
@@ -97,7 +101,7 @@ def run_issue(
     why it stopped a Run (``stopped_because``) and what learns the Run's id once it is recorded
     (``on_recorded``) and what learns of a provider outage (``on_outage``: the daemon's
     pauses); each Run still gets its own clock, GitHub adapter and interrupt."""
-    known = [*credential_secrets(settings), *notification_secrets(settings)]
+    known = [*credential_secrets(settings), *setting_secrets(settings)]
     harness_base = environ if agent_environ is None else agent_environ
     agent_secrets = [value for name, value in harness_base.items() if looks_secret(name)]
     scrub = Scrubber.from_environment(environ, [*known, *agent_secrets])
@@ -241,7 +245,7 @@ def run_daemon(
     Pre-flight problems (no token, a repository the token cannot push to, an unusable home, no
     sandbox, a status page bound beyond loopback without http_token) stop it before it
     starts."""
-    known = [*credential_secrets(settings), *notification_secrets(settings)]
+    known = [*credential_secrets(settings), *setting_secrets(settings)]
     page_token = settings.http_token.get_secret_value() if settings.http_token else None
     address = parse_address(http) if http else None
     if address is not None and not is_loopback(address[0]) and not page_token:
@@ -249,8 +253,11 @@ def run_daemon(
             f"--http {http}: beyond loopback the status page needs a token; set "
             "THIRDSHIFT_HTTP_TOKEN (or http_token in the config file), or bind 127.0.0.1"
         )
-    if page_token:
-        known = [*known, page_token]
+    if page_token is not None and len(page_token) < MIN_PAGE_TOKEN:
+        raise ConfigError(
+            f"http_token is shorter than {MIN_PAGE_TOKEN} characters; use a long random one "
+            "(for example: python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
     spelled: dict[str, str] = {}
     for full_name in [*settings.repositories, *repositories]:
         spelled.setdefault(full_name.lower(), full_name)  # GitHub ignores case: one poll each
@@ -355,6 +362,7 @@ def run_daemon(
             stop=stop,
             progress=say,
             name=daemon_name,
+            scrub=scrub,
             publish=partial(write_state, settings.home / "daemons"),
             pauses=pauses.states,
             rate_limit=partial(_rate_limit_left, tuple(adapters.values())),
@@ -382,7 +390,8 @@ def run_daemon(
         server = None
         if address is not None:
             source = StorePageSource(store, daemon.snapshot, scrub)
-            server = StatusServer(make_app(source, token=page_token), *address)
+            app = make_app(source, token=page_token, host=address[0], port=address[1])
+            server = StatusServer(app, *address)
             server.start()
             say(f"status page at {server.url}")
         try:
@@ -423,7 +432,7 @@ def run_event(
         settings = settings.model_copy(update={"github_api_url": environ["GITHUB_API_URL"]})
     runner = Runner(environ, write) if Runner.detected(environ) else None
     scrub = Scrubber.from_environment(
-        environ, [*credential_secrets(settings), *notification_secrets(settings)]
+        environ, [*credential_secrets(settings), *setting_secrets(settings)]
     )
     owner, name, number = decision.owner, decision.name, decision.number
     clock = SystemClock(interrupt)
@@ -527,17 +536,8 @@ def run_doctor(
     """Every check of ``thirdshift doctor`` (with ``repositories`` besides the configured ones),
     each handed to ``report`` as it is made, scrubbed: no secret of the environment or the
     settings ever reaches the report."""
-    known: list[str] = []
     # When these cannot be read, the settings check and the GitHub check say why.
-    with suppress(ThirdshiftError):
-        loaded = load_settings(environ)
-        page_token = loaded.http_token.get_secret_value() if loaded.http_token else None
-        known = [
-            *notification_secrets(loaded),
-            *([page_token] if page_token else []),
-            *credential_secrets(loaded),
-        ]
-    scrub = Scrubber.from_environment(environ, known)
+    scrub = Scrubber.from_environment(environ, known_secrets(environ))
     clock = SystemClock(threading.Event())
 
     def say(line: str) -> None:
@@ -549,10 +549,14 @@ def run_doctor(
         credentials = _credentials(settings, owner, name, clock=clock, scrub=scrub, progress=say)
         return _adapter(settings, credentials, scrub=scrub, clock=clock, progress=say)
 
+    def notification_targets(settings: Settings) -> tuple[str, ...]:
+        return notifier_of(settings, scrub=scrub, progress=say).names
+
     outside = SystemOutside(
         environ,
         github_for=github_for,
         hidden=lambda settings: hidden_from_agents(settings, environ),
+        notification_targets=notification_targets,
     )
 
     def scrubbed(check: Check) -> Check:
@@ -611,6 +615,26 @@ def _app_key(settings: Settings) -> str | None:
             "THIRDSHIFT_APP_ID)"
         )
     return key
+
+
+def known_secrets(environ: Mapping[str, str]) -> list[str]:
+    """Every secret of the settings a scrubber must know, as far as they can be read: for the
+    commands that read (``logs``, ``doctor``), which must work without GitHub credentials."""
+    try:
+        settings = load_settings(environ)
+    except ThirdshiftError:
+        return []
+    known = setting_secrets(settings)
+    with suppress(ThirdshiftError):  # no GitHub credentials: nothing of theirs to hide
+        known.extend(credential_secrets(settings))
+    return known
+
+
+def setting_secrets(settings: Settings) -> list[str]:
+    """The secrets of the settings besides GitHub's: the notification targets' and the status
+    page's token."""
+    page = [settings.http_token.get_secret_value()] if settings.http_token is not None else []
+    return [*notification_secrets(settings), *page]
 
 
 def notification_secrets(settings: Settings) -> list[str]:

@@ -18,13 +18,20 @@ from typing import Any, NoReturn
 import click
 
 from thirdshift import __version__
-from thirdshift.console import LiveProgress, Progress, format_duration, progress_for
+from thirdshift.console import LiveProgress, Progress, format_duration, printable, progress_for
 from thirdshift.errors import ThirdshiftError
 
 
 def _fail(error: ThirdshiftError) -> NoReturn:
     click.echo(f"thirdshift: {error}", err=True)
     sys.exit(error.exit_code)
+
+
+def _show(text: str) -> None:
+    """A line for a person's terminal: what an agent printed (a log line, a prompt) may hold
+    control characters, which are shown, never acted on."""
+    with suppress(OSError, ValueError):
+        click.echo(printable(text))
 
 
 def _emit(url: str) -> None:
@@ -174,7 +181,7 @@ def status_command(as_json: bool) -> None:
         store.close()
     daemons = read_states(settings.home / "daemons")
     if as_json:
-        click.echo(
+        _show(
             json.dumps(
                 {
                     "daemons": [dict(state, live=is_live(state, now)) for state in daemons],
@@ -186,22 +193,22 @@ def status_command(as_json: bool) -> None:
         )
         return
     for line in _status_lines(daemons, now):
-        click.echo(line)
-    click.echo("Leases held:" if leases else "Leases held: none")
+        _show(line)
+    _show("Leases held:" if leases else "Leases held: none")
     for name, lease in leases:
         run = f", Run {lease.run_id}" if lease.run_id else ""
-        click.echo(
+        _show(
             f"  {name}#{lease.issue_number}: {lease.owner}{run}, until "
             f"{_clock_time(lease.expires_at)} (fencing token {lease.fencing_token})"
         )
-    click.echo("Runs running:" if running else "Runs running: none")
+    _show("Runs running:" if running else "Runs running: none")
     for run in running:
         took = format_duration((now - run.started_at).total_seconds())
-        click.echo(f"  Run {run.id} on {run.repository.full_name}#{run.issue_number}, for {took}")
-    click.echo("Passed over in the last day:" if latest else "Passed over in the last day: none")
+        _show(f"  Run {run.id} on {run.repository.full_name}#{run.issue_number}, for {took}")
+    _show("Passed over in the last day:" if latest else "Passed over in the last day: none")
     for line in latest.values():
         reason = line.message.removeprefix("passed over: ")
-        click.echo(f"  {line.repository}#{line.issue_number}: {reason}")
+        _show(f"  {line.repository}#{line.issue_number}: {reason}")
 
 
 def _status_lines(daemons: list[dict[str, Any]], now: Any) -> list[str]:
@@ -359,9 +366,7 @@ def runs_command(repository: str | None, state: str | None, limit: int, as_json:
     finally:
         store.close()
     for run, total in found:
-        click.echo(
-            json.dumps(shapes.run_shape(run, total)) if as_json else views.run_line(run, total)
-        )
+        _show(json.dumps(shapes.run_shape(run, total)) if as_json else views.run_line(run, total))
     if not found and not as_json:
         click.echo("no Runs recorded", err=True)
 
@@ -385,7 +390,7 @@ def show_command(run_id: int, as_json: bool) -> None:
         click.echo(json.dumps(view.shape()))
         return
     for line in view.lines():
-        click.echo(line)
+        _show(line)
 
 
 @main.command("logs")
@@ -406,7 +411,7 @@ def logs_command(run_id: int, kind: str | None, follow: bool, raw: bool) -> None
     """A Run's Session log as condensed lines (the progress lines the Run printed), or raw."""
     import os
 
-    from thirdshift.bootstrap import credential_secrets
+    from thirdshift.bootstrap import known_secrets
     from thirdshift.clock import SystemClock
     from thirdshift.errors import Interrupted
     from thirdshift.harnesses import harness_named
@@ -415,7 +420,7 @@ def logs_command(run_id: int, kind: str | None, follow: bool, raw: bool) -> None
     from thirdshift.settings import load_settings
 
     settings = _guarded(lambda: load_settings(os.environ))
-    scrub = Scrubber.from_environment(os.environ, credential_secrets(settings))
+    scrub = Scrubber.from_environment(os.environ, known_secrets(os.environ))
     store, url = _open_store()
     interrupt = threading.Event()
     try:
@@ -434,7 +439,7 @@ def logs_command(run_id: int, kind: str | None, follow: bool, raw: bool) -> None
                 logs.show_log(
                     session,
                     condenser,
-                    _emit,
+                    _show,
                     rows=store if follow else None,
                     clock=SystemClock(interrupt) if follow else None,
                 )

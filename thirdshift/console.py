@@ -18,6 +18,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
 
+# C0 controls but tab and newline, DEL, and C1: what a terminal would act on (cursor moves,
+# colours, OSC 52 writes to the clipboard, a title change) rather than show.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to write to a terminal: control characters an agent's output may carry are
+    shown as ``�`` instead of acted on."""
+    return _CONTROLS.sub("\ufffd", text)
+
 
 class Progress:
     """Writes one timestamped line per call. The stream is chosen by the composition root."""
@@ -35,7 +45,7 @@ class Progress:
         stamp = datetime.now().astimezone().strftime("%H:%M:%S")
         # The terminal may be gone (SIGHUP): saving the work matters more than the line.
         with suppress(OSError, ValueError):
-            self._stream.write(f"[{stamp}] {line}\n")
+            self._stream.write(f"[{stamp}] {printable(line)}\n")
             self._stream.flush()
 
 
@@ -80,7 +90,7 @@ def status_line(status: Status, elapsed_seconds: float, width: int) -> str:
     head = f"▸ {format_duration(elapsed_seconds)}"
     if status.ci:
         head += f" · {status.ci}"
-    line = f"{head} · {' '.join(status.step.split())}"
+    line = f"{head} · {printable(' '.join(status.step.split()))}"
     if len(line) > width:
         line = line[: max(width - 1, 0)] + "…" if width > 1 else line[:width]
     return line

@@ -101,6 +101,7 @@ def test_a_healthy_world_passes_and_a_missing_label_only_warns(world: RunWorld) 
         "github",
         f"repository {REPO}",
         f"labels of {REPO}",
+        "notifications",
         "git",
         "harness claude",
         "agent sandbox",

@@ -11,6 +11,7 @@ from thirdshift.console import (
     Progress,
     Status,
     next_status,
+    printable,
     progress_for,
     status_line,
 )
@@ -67,3 +68,13 @@ def test_plain_lines_off_a_terminal_and_one_line_ones_on_an_actions_runner() -> 
     live = progress_for(Tty(), {"TERM": "xterm"})
     assert isinstance(live, LiveProgress)
     live.close()
+
+
+def test_control_characters_an_agent_printed_are_shown_never_acted_on() -> None:
+    """An OSC 52 clipboard write, a cursor move, a colour: shown as �; tabs and newlines kept."""
+    clipboard = "\x1b]52;c;ZXZpbA==\x07"
+    assert printable(f"a{clipboard}b\tc\nd\x9b2J") == "a\ufffd]52;c;ZXZpbA==\ufffdb\tc\nd\ufffd2J"
+    stream = io.StringIO()
+    Progress(stream)(f"implement: $ echo {clipboard}")
+    assert "\x1b" not in stream.getvalue()
+    assert "\x07" not in stream.getvalue()

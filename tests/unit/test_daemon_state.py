@@ -74,3 +74,21 @@ def test_a_daemon_is_live_while_it_writes_lately_and_its_process_is_alive() -> N
     dead.wait()
     assert not is_live({**written, "pid": dead.pid}, NOW)
     assert not is_live({"updated_at": "yesterday", "pid": 1}, NOW)
+
+
+def test_a_state_file_cut_short_edited_or_from_another_version_is_left_out(
+    tmp_path: Path,
+) -> None:
+    write_state(tmp_path, state())
+    good = json.loads((tmp_path / "night_1.json").read_text())
+    bad = [
+        {**good, "updated_at": "garbage"},
+        {**good, "updated_at": "2026-03-01T12:00:00"},  # no time zone
+        {key: value for key, value in good.items() if key != "daemon"},
+        {**good, "running": [{"repository": "acme/widgets"}]},
+        {**good, "pauses": "none"},
+    ]
+    for index, text in enumerate(bad):
+        (tmp_path / f"bad-{index}.json").write_text(json.dumps(text))
+
+    assert [s["daemon"] for s in read_states(tmp_path)] == ["night/1"]

@@ -94,6 +94,10 @@ class ScriptedOutside:
         self._step("free_disk_mb")
         return 20480
 
+    def notification_targets(self, settings: Settings) -> tuple[str, ...]:
+        self._step("notification_targets")
+        return ()
+
     def test_session(self, settings: Settings, harness: str) -> str:
         self._step("test_session", harness)
         return f"answered in 2s: 'OK' ({harness})"
@@ -117,6 +121,7 @@ def test_a_healthy_machine_passes_every_check_in_the_reports_order() -> None:
         ("github", "PASS"),
         ("repository acme/widgets", "PASS"),
         ("labels of acme/widgets", "PASS"),
+        ("notifications", "PASS"),
         ("git", "PASS"),
         ("harness claude", "PASS"),
         ("agent sandbox", "PASS"),
@@ -169,7 +174,7 @@ def test_an_unreachable_database_fails_with_its_fix_and_the_rest_still_run() -> 
     found = by_name(checks)
     assert found["database"].status == "FAIL"
     assert found["database"].fix == "check THIRDSHIFT_DATABASE_URL and that the server runs"
-    assert [c.status for c in checks if c.name != "database"] == ["PASS"] * 8
+    assert [c.status for c in checks if c.name != "database"] == ["PASS"] * 9
     assert failed(checks)
 
 
@@ -366,3 +371,18 @@ def test_a_session_is_run_only_when_asked_and_only_for_a_harness_that_starts() -
     )
     failed = {c.name: c for c in diagnose(outside, session=True)}["session claude"]
     assert (failed.status, failed.fix) == ("FAIL", "check its model provider's key")
+
+
+def test_a_notification_target_a_run_would_refuse_fails_the_doctor_too() -> None:
+    """A webhook without its secret stops every Run: the doctor says so with the fix."""
+    outside = configured()
+    outside.raises["notification_targets"] = ConfigError(
+        "notify_webhook_url is set without notify_webhook_secret; set a shared secret so the "
+        "receiver can check that a message comes from thirdshift"
+    )
+    found = by_name(diagnose(outside))["notifications"]
+    assert (found.status, found.detail) == (
+        "FAIL",
+        "notify_webhook_url is set without notify_webhook_secret",
+    )
+    assert found.fix.startswith("set a shared secret")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from thirdshift.errors import ConfigError
@@ -44,6 +45,10 @@ def run(
     )
 
 
+def client_of(app: Starlette) -> TestClient:
+    return TestClient(app, base_url="http://127.0.0.1:8765")
+
+
 @dataclass
 class ScriptedSource:
     pages: list[Page] = field(default_factory=list)
@@ -68,7 +73,7 @@ def page(*runs: RunView, failures: tuple[RunView, ...] = ()) -> Page:
 def test_the_page_shows_runs_in_flight_with_their_lines_escaped() -> None:
     lines = ("implement: $ pytest -q", "implement: <script>alert(1)</script>")
     source = ScriptedSource([page(run(1, "running", last_lines=lines), run(2, "succeeded"))])
-    client = TestClient(make_app(source))
+    client = client_of(make_app(source))
 
     html = client.get("/").text
 
@@ -86,7 +91,7 @@ def test_the_live_part_and_the_json_follow_the_source() -> None:
     source = ScriptedSource(
         [page(run(1, "running")), page(run(1, "succeeded"), failures=(failed,))]
     )
-    client = TestClient(make_app(source))
+    client = client_of(make_app(source))
 
     first = client.get("/live").text
     then = client.get("/api/status").json()
@@ -102,7 +107,7 @@ def test_the_live_part_and_the_json_follow_the_source() -> None:
 
 
 def test_with_a_token_nothing_but_the_health_check_answers_without_it() -> None:
-    client = TestClient(make_app(ScriptedSource([page()]), token="s3cret-token"))
+    client = client_of(make_app(ScriptedSource([page()]), token="s3cret-token-s3cret-token"))
 
     assert client.get("/healthz").status_code == 200
     refused = client.get("/api/status")
@@ -110,20 +115,20 @@ def test_with_a_token_nothing_but_the_health_check_answers_without_it() -> None:
     assert "?token=" in refused.text
     assert "s3cret-token" not in refused.text
     assert client.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    bearer = {"Authorization": "Bearer s3cret-token"}
+    bearer = {"Authorization": "Bearer s3cret-token-s3cret-token"}
     assert client.get("/api/status", headers=bearer).status_code == 200
 
 
 def test_a_browser_opens_the_page_once_with_the_token_and_keeps_a_cookie() -> None:
-    client = TestClient(make_app(ScriptedSource([page()]), token="s3cret-token"))
+    client = client_of(make_app(ScriptedSource([page()]), token="s3cret-token-s3cret-token"))
 
-    opened = client.get("/?token=s3cret-token", follow_redirects=False)
+    opened = client.get("/?token=s3cret-token-s3cret-token", follow_redirects=False)
 
     assert opened.status_code == 303
     assert opened.headers["location"] == "/"  # the token leaves the address bar
     assert "httponly" in opened.headers["set-cookie"].lower()
     assert client.get("/live").status_code == 200  # the cookie does
-    stranger = TestClient(make_app(ScriptedSource([page()]), token="s3cret-token"))
+    stranger = client_of(make_app(ScriptedSource([page()]), token="s3cret-token-s3cret-token"))
     assert stranger.get("/?token=nope", follow_redirects=False).status_code == 401
 
 
@@ -147,3 +152,28 @@ def test_only_loopback_needs_no_token() -> None:
     assert is_loopback("localhost")
     assert not is_loopback("0.0.0.0")  # noqa: S104
     assert not is_loopback("192.168.1.20")
+
+
+def test_a_request_naming_another_host_is_refused_against_dns_rebinding() -> None:
+    """A page on loopback, without a token, still answers only to a loopback name: a site the
+    operator visits cannot rebind its own name to 127.0.0.1 and read the page."""
+    app = make_app(ScriptedSource([page()]))
+    assert client_of(app).get("/api/status").status_code == 200
+    rebound = TestClient(app, base_url="http://attacker.example:8765")
+    assert rebound.get("/api/status").status_code == 400
+    bound = make_app(ScriptedSource([page()]), host="192.168.1.20", token="t" * 32)
+    named = TestClient(bound, base_url="http://192.168.1.20:8765")
+    assert named.get("/healthz").status_code == 200
+
+
+def test_the_cookie_holds_no_token_and_is_this_port_s_own() -> None:
+    app = make_app(ScriptedSource([page()]), token="s3cret-token-s3cret-token", port=8765)
+    opened = client_of(app).get("/?token=s3cret-token-s3cret-token", follow_redirects=False)
+    cookie = opened.headers["set-cookie"]
+    assert cookie.startswith("thirdshift_status_8765=")
+    assert "s3cret-token" not in cookie
+    assert "samesite=strict" in cookie.lower()
+    escaped = client_of(app).get(
+        "/%2F/evil.example/?token=s3cret-token-s3cret-token", follow_redirects=False
+    )
+    assert not escaped.headers["location"].startswith("//")  # never off to another site

@@ -87,11 +87,13 @@ class Daemon:
         stop: threading.Event,
         progress: Callable[[str], None],
         name: str = "thirdshift",
+        scrub: Callable[[str], str] = str,
         publish: Callable[[DaemonState], None] = lambda _state: None,
         pauses: Callable[[], tuple[PauseState, ...]] = tuple,
         rate_limit: Callable[[], int | None] = lambda: None,
     ) -> None:
         self._name = name
+        self._scrub = scrub
         self._publish = publish
         self._pauses = pauses
         self._rate_limit = rate_limit
@@ -313,7 +315,8 @@ class Daemon:
         except Exception as error:  # a poll must never take the daemon down
             with self._lock:
                 self._failures += 1
-                self._polled[poll.full_name] = (self._clock.now(), str(error))
+                # Shown by status and the status page: scrubbed like every outbound text.
+                self._polled[poll.full_name] = (self._clock.now(), self._scrub(str(error)))
             self._activity.line(
                 "poll",
                 f"the poll failed and is tried again next cycle: {error}",

@@ -127,9 +127,57 @@ def read_states(directory: Path) -> list[dict[str, Any]]:
             loaded = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(loaded, dict) and isinstance(loaded.get("updated_at"), str):
+        if isinstance(loaded, dict) and _well_formed(loaded):
             states.append(loaded)
     return sorted(states, key=lambda state: str(state["updated_at"]), reverse=True)
+
+
+def _well_formed(state: dict[str, Any]) -> bool:
+    """Whether ``state`` has the shape ``state_json`` writes (a file cut short, edited by hand
+    or written by another version is left out rather than breaking ``status``)."""
+    if not isinstance(state.get("daemon"), str) or not isinstance(state.get("pid"), int):
+        return False
+    if not all(_aware(state.get(key)) for key in ("started_at", "updated_at")):
+        return False
+    polls, running, pauses = state.get("repositories"), state.get("running"), state.get("pauses")
+    if not isinstance(polls, list) or not isinstance(running, list):
+        return False
+    if not isinstance(pauses, list):
+        return False
+    return (
+        all(_poll_well_formed(poll) for poll in polls)
+        and all(
+            isinstance(run, dict)
+            and isinstance(run.get("repository"), str)
+            and isinstance(run.get("issue_number"), int)
+            and _aware(run.get("started_at"))
+            for run in running
+        )
+        and all(
+            isinstance(pause, dict)
+            and isinstance(pause.get("harness"), str)
+            and _aware(pause.get("until"))
+            for pause in pauses
+        )
+    )
+
+
+def _poll_well_formed(poll: Any) -> bool:
+    if not isinstance(poll, dict) or not isinstance(poll.get("repository"), str):
+        return False
+    return all(poll.get(key) is None or _aware(poll.get(key)) for key in _POLL_TIMES)
+
+
+_POLL_TIMES = ("last_poll_at", "next_poll_at")
+
+
+def _aware(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        return datetime.fromisoformat(value).tzinfo is not None
+    except ValueError:
+        return False
 
 
 def is_live(state: dict[str, Any], now: datetime) -> bool:

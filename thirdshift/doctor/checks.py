@@ -104,6 +104,11 @@ class _Outside(Protocol):
         for a home a Run cannot use or a disk below ``min_free_disk_mb``."""
         ...
 
+    def notification_targets(self, settings: Settings) -> tuple[str, ...]:
+        """The notification targets as a Run builds them, each named without its secrets;
+        ConfigError for a webhook without its secret or a URL Apprise cannot send to."""
+        ...
+
     def test_session(self, settings: Settings, harness: str) -> str:
         """Run one tiny real session of ``harness`` as a Run would (its Model and options, in
         the agent sandbox unless that is turned off) and say how it answered; a
@@ -304,6 +309,17 @@ def check_session(outside: _Outside, settings: Settings, harness: str) -> Check:
     return Check(check, "PASS", answered)
 
 
+def check_notifications(outside: _Outside, settings: Settings) -> Check:
+    """The notification targets build as a Run builds them (a bad one stops every Run)."""
+    try:
+        targets = outside.notification_targets(settings)
+    except ThirdshiftError as error:
+        return _failed("notifications", error)
+    if not targets:
+        return Check("notifications", "PASS", "none configured")
+    return Check("notifications", "PASS", ", ".join(targets))
+
+
 def check_sandbox(outside: _Outside, settings: Settings) -> Check:
     if settings.unsafe_agent_without_sandbox:
         return Check(
@@ -355,6 +371,7 @@ def diagnose(
     else:
         add(check_database(outside, settings))
         add(*check_github(outside, settings, repositories_of(settings, repositories)))
+        add(check_notifications(outside, settings))
     add(check_git(outside))
     if settings is None:
         add(*(_skipped(name, why) for name in ("harness", "agent sandbox", "home and disk")))

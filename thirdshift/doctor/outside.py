@@ -44,7 +44,9 @@ class SystemOutside:
         *,
         github_for: GitHubFor,
         hidden: Callable[[Settings], tuple[Path, ...]],
+        notification_targets: Callable[[Settings], tuple[str, ...]] = lambda _settings: (),
     ) -> None:
+        self._notification_targets = notification_targets
         self._environ = environ
         self._github_for = github_for
         self._hidden = hidden
@@ -120,6 +122,9 @@ class SystemOutside:
             )
             shown = f"{cli.executable} --version"
             return _first_line(argv, env=env, cwd=sealed.worktree, shown=shown)
+
+    def notification_targets(self, settings: Settings) -> tuple[str, ...]:
+        return self._notification_targets(settings)
 
     def test_session(self, settings: Settings, harness: str) -> str:
         own = settings.harness_args if harness == settings.harness else []

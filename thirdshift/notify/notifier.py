@@ -32,6 +32,11 @@ class Notifier:
     def configured(self) -> bool:
         return bool(self._targets)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Where it sends, each named without its secrets."""
+        return tuple(target.name for target in self._targets)
+
     def scrubbed(self, notification: Notification) -> Notification:
         """``notification`` with every text scrubbed (a cause or a post-mortem may quote what
         the agent printed)."""

@@ -17,6 +17,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -55,23 +56,32 @@ def _ago(moment: Any) -> str:
 
 
 class _TokenCheck(BaseHTTPMiddleware):
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Any, token: str, port: int) -> None:
         super().__init__(app)
         self._token = token
+        # Cookies are kept per host, not per port: each page has a cookie of its own, and the
+        # cookie holds a value derived from the token, never the token, so another service on
+        # this host that receives it learns nothing it can use elsewhere.
+        self._cookie = f"{COOKIE}_{port}"
+        self._cookie_value = hmac.new(
+            token.encode(), b"thirdshift status page", "sha256"
+        ).hexdigest()
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         if request.url.path == "/healthz":
             return await call_next(request)
         given = request.query_params.get("token")
-        if given is not None and self._matches(given):
+        if given is not None and _same(given, self._token):
             # Once, from a link: a browser keeps the cookie, and the token leaves the address.
-            response = RedirectResponse(request.url.path, status_code=303)
-            response.set_cookie(COOKIE, self._token, httponly=True, samesite="strict")
+            response = RedirectResponse("/" + request.url.path.lstrip("/"), status_code=303)
+            response.set_cookie(self._cookie, self._cookie_value, httponly=True, samesite="strict")
             return response
         header = request.headers.get("authorization", "")
         bearer = header[7:] if header.lower().startswith("bearer ") else None
-        cookie = request.cookies.get(COOKIE)
-        if any(self._matches(value) for value in (bearer, cookie) if value is not None):
+        cookie = request.cookies.get(self._cookie)
+        if (bearer is not None and _same(bearer, self._token)) or (
+            cookie is not None and _same(cookie, self._cookie_value)
+        ):
             return await call_next(request)
         return Response(
             "a token is required: open the page once with ?token=<http_token>, or send "
@@ -80,12 +90,21 @@ class _TokenCheck(BaseHTTPMiddleware):
             media_type="text/plain",
         )
 
-    def _matches(self, given: str) -> bool:
-        return hmac.compare_digest(given.encode(), self._token.encode())
+
+def _same(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
-def make_app(source: PageSource, *, token: str | None = None) -> Starlette:
-    """The application over ``source``; ``token``, when given, is asked for on every route."""
+def make_app(
+    source: PageSource,
+    *,
+    token: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> Starlette:
+    """The application over ``source`` as served on ``host:port``; ``token``, when given, is
+    asked for on every route. Requests must name this host (or a loopback name): a page on
+    loopback must not be readable through a domain rebound to 127.0.0.1."""
     environment = _environment()
 
     def render(name: str, page: Page) -> HTMLResponse:
@@ -104,7 +123,10 @@ def make_app(source: PageSource, *, token: str | None = None) -> Starlette:
     def healthz(request: Request) -> Response:
         return Response("ok\n", media_type="text/plain")
 
-    middleware = [Middleware(_TokenCheck, token=token)] if token else []
+    hosts = sorted({"localhost", "127.0.0.1", "[::1]", "::1", host, f"[{host}]"})
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts)]
+    if token:
+        middleware.append(Middleware(_TokenCheck, token=token, port=port))
     return Starlette(
         routes=[
             Route("/", index),

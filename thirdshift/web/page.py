@@ -7,6 +7,8 @@ lines a Run prints.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,6 +24,7 @@ from thirdshift.report.shapes import lease_shape, run_shape
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 
+CACHE_SECONDS = 2.0
 LOG_LINES = 12
 RECENT_RUNS = 15
 LOG_BYTES = 512 * 1024
@@ -161,13 +164,32 @@ class StorePageSource:
     """The real page source: the daemon's own state and the database."""
 
     def __init__(
-        self, store: Store, state: Callable[[], DaemonState | None], scrub: Scrubber
+        self,
+        store: Store,
+        state: Callable[[], DaemonState | None],
+        scrub: Scrubber,
+        *,
+        fresh_seconds: float = CACHE_SECONDS,
     ) -> None:
         self._store = store
         self._state = state
         self._scrub = scrub
+        self._fresh = fresh_seconds
+        # One page built at a time and kept a moment: however many tabs poll, the daemon's
+        # own database connections (which renew its Leases) see one build every few seconds.
+        self._lock = threading.Lock()
+        self._built: tuple[float, Page] | None = None
 
     def page(self) -> Page:
+        with self._lock:
+            now = time.monotonic()
+            if self._built is not None and now - self._built[0] < self._fresh:
+                return self._built[1]
+            built = self._build()
+            self._built = (time.monotonic(), built)
+            return built
+
+    def _build(self) -> Page:
         now = datetime.now(UTC)
         running = self._store.list_runs(state="running", limit=50)
         ended = [run for run in self._store.list_runs(limit=200) if run.state != "running"]
