@@ -250,6 +250,33 @@ def test_a_label_passed_over_for_permission_is_announced_once_across_polls(
     assert notice.issue_url.endswith(f"/issues/{number}")
 
 
+def test_a_pass_over_announced_once_is_not_announced_again_when_its_reason_flips_back(
+    world: RunWorld,
+) -> None:
+    """The reader's label is announced; a Harness pause then passes the issue over for another
+    reason, and when the pause ends the reader's reason is back: no second message. Taken off
+    and labelled again, it is news again."""
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    pause: list[str | None] = [None]
+    dw = DaemonWorld(world, paused=lambda: pause[0])
+    number = dw.ready_issue("From a reader", labeller=READER)
+
+    assert dw.daemon.once() == 0
+    pause[0] = "claude's provider is overloaded (529); pickups wait"
+    assert dw.daemon.once() == 0
+    pause[0] = None
+    assert dw.daemon.once() == 0
+
+    assert len(dw.notified.sent) == 1
+    dw.unlabel(number, READY, MAINTAINER)
+    assert dw.daemon.once() == 0
+    dw.label(number, READY, READER)
+    assert dw.daemon.once() == 0
+    assert len(dw.notified.sent) == 2
+
+
 def test_a_repository_whose_daily_budget_is_spent_is_passed_over_and_nothing_is_claimed(
     world: RunWorld,
 ) -> None:

@@ -68,6 +68,9 @@ class RepositoryPoll:
         self._repository: Repository | None = None
         # number -> (GitHub's updated_at as last seen, when this daemon first saw it so)
         self._seen: dict[int, tuple[datetime, float]] = {}
+        # (issue, reason) of the pass-overs announced while the issue stays labelled.
+        self._announced: set[tuple[int, str]] = set()
+        self._passed: set[int] = set()  # Ready issues passed over, while they stay Ready
         self.owner = owner
         self.name = name
         self._gh = github
@@ -150,8 +153,12 @@ class RepositoryPoll:
             )
             if reason is not None:
                 written = self._activity.pass_over(repository, issue.number, reason)
-                if written and reason in labeller:
-                    # A person labelled it and waits: tell the team, once per reason.
+                self._passed.add(issue.number)
+                announce = (issue.number, reason)
+                if written and reason in labeller and announce not in self._announced:
+                    # A person labelled it and waits: tell the team once, however the reason
+                    # flips meanwhile (a comment makes it "changed recently" for a while).
+                    self._announced.add(announce)
                     self._notifier.notify(
                         pass_over_notification(
                             repository.full_name, issue.number, issue.html_url, reason
@@ -162,6 +169,11 @@ class RepositoryPoll:
             pickups.append(Pickup(issue.number))
         listed = {issue.number for issue in ready}
         self._seen = {n: seen for n, seen in self._seen.items() if n in listed}
+        # Unlabelled: a new labelling is news again, for the Activity log and the team.
+        self._announced = {entry for entry in self._announced if entry[0] in listed}
+        for gone in self._passed - listed:
+            self._activity.forget(repository, gone)
+        self._passed = {number for number in self._passed if number in listed}
         if spent or paused:
             # A Rescue would fail at its first session too, and leave its issue without the
             # label a person must add again: it waits as a Ready issue does.
