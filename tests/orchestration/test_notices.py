@@ -133,6 +133,21 @@ def test_nothing_configured_leaves_the_run_unmarked(world: RunWorld) -> None:
     assert world.store.claim_notice(run.id) is True
 
 
+def test_an_end_the_database_could_not_record_is_not_announced_silently(world: RunWorld) -> None:
+    """The Run's row still says running (recording its end failed): no message can be claimed,
+    and a warning says so rather than nothing."""
+    target = world.notify_to()
+    run = world.store.start_run(world.store.ensure_repository("acme", "widgets"), 7)
+
+    lines = announce(world, run)
+
+    assert target.sent == []
+    assert lines == [
+        f"warning: could not announce the end of Run {run.id}: the database does not record "
+        "that it ended"
+    ]
+
+
 def announce(world: RunWorld, run: Run) -> list[str]:
     from thirdshift.notify import Notifier
 

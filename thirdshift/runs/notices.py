@@ -38,6 +38,14 @@ def announce_run_end(
         return
     try:
         if not store.claim_notice(run.id):
+            recorded = store.get_run(run.id)
+            if recorded is not None and recorded.state == "running":
+                # Its end could not be recorded (the database failed meanwhile): say so, since
+                # this is when the team most needs to hear of it.
+                progress(
+                    f"warning: could not announce the end of Run {run.id}: the database does "
+                    "not record that it ended"
+                )
             return
         sessions = store.run_sessions(run.id)
     except ThirdshiftError as problem:
