@@ -674,3 +674,16 @@ def test_a_run_end_may_be_announced_once_and_only_once_it_ended(store: Store) ->
     assert store.claim_notice(run.id) is False
     store.finish_run(run.id, "failed", cause="recorded twice")
     assert store.claim_notice(run.id) is False
+
+
+def test_a_run_holds_its_lease_while_it_is_attached_and_unexpired(store: Store) -> None:
+    repository = store.ensure_repository("octo", "widgets")
+    run = store.start_run(repository, 5)
+    assert not store.holds_lease(run)  # no Lease at all
+    lease = store.acquire_lease(repository, 5, "d:1", timedelta(minutes=10))
+    assert lease is not None
+    assert not store.holds_lease(run)  # held, but not by this Run yet
+    store.attach_run_to_lease(lease, run.id)
+    assert store.holds_lease(run)
+    assert store.release_lease(lease)
+    assert not store.holds_lease(run)

@@ -236,6 +236,9 @@ class ScriptedRows:
         ended = self._ended() and self.ending == "run"
         return run(state="crashed" if ended else "running", ended_at=None)
 
+    def holds_lease(self, run: Run) -> bool:
+        return not (self._ended() and self.ending == "lease")
+
     def run_sessions(self, run_id: int) -> list[SessionRecord]:
         self.looks += 1
         state = "ended" if self._ended() and self.ending == "session" else "running"
@@ -245,13 +248,14 @@ class ScriptedRows:
         return [session(log_path=str(self.log), state=state)]
 
 
-@pytest.mark.parametrize("ending", ["session", "run"])
+@pytest.mark.parametrize("ending", ["session", "run", "lease"])
 def test_a_follow_prints_lines_as_the_log_grows_until_the_session_or_its_run_ends(
     tmp_path: Path, ending: str
 ) -> None:
     """Lines written while the session runs are printed, a line split across two writes once
     whole, the last line written before the end too; then the follow stops by itself. A
-    crashed Run's session row stays running: the Run's state ends the follow as well."""
+    crashed Run's session row stays running: the Run's state ends the follow as well, and so
+    does a Lease no longer held (the Run died and nobody recorded it yet)."""
     log = tmp_path / "s.jsonl"
     log.write_bytes(b"one\n")
     rows = ScriptedRows(log, [b"two\nthr", b"ee\n", b"four\n"], ending=ending)

@@ -33,6 +33,10 @@ class _Rows(Protocol):
         """The Run's sessions, oldest first, as they are now."""
         ...
 
+    def holds_lease(self, run: Run) -> bool:
+        """Whether ``run`` still holds its issue's Lease (a live Run renews it)."""
+        ...
+
 
 def pick_session(run: Run, sessions: Sequence[SessionRecord], kind: str | None) -> SessionRecord:
     """The Run's last session, or its last of Session kind ``kind``; NotRecorded naming what
@@ -142,12 +146,16 @@ def show_log(
 
 
 def _running(rows: _Rows | None, session: SessionRecord) -> bool:
-    """The session's row says running, and so does its Run's: a crashed Run's last session row
-    stays running for ever."""
+    """The session's row says running, and so does its Run's, which still holds its Lease: a
+    crashed Run's last session row stays running for ever, and a dead Run's row says running
+    until a daemon's reaper records the crash."""
     if rows is None:
         return False
     run = rows.get_run(session.run_id)
     if run is None or run.state != "running":
+        return False
+    if not rows.holds_lease(run):
+        # Its process died and no daemon has recorded the crash yet: nothing more will come.
         return False
     now = next((s for s in rows.run_sessions(session.run_id) if s.id == session.id), None)
     return now is not None and now.state == "running"

@@ -620,6 +620,11 @@ class Store:
             ).first()
             return row is not None
 
+    def holds_lease(self, run: Run) -> bool:
+        """Whether ``run`` holds its issue's Lease now (a Run that died stops renewing it)."""
+        lease = self.lease_of(run.repository, run.issue_number)
+        return lease is not None and lease.run_id == run.id and self.lease_held(lease)
+
     def lease_of(self, repository: Repository, issue_number: int) -> Lease | None:
         with self._session() as session:
             row = session.exec(
