@@ -10,7 +10,8 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from thirdshift.doctor.checks import Access, Database
@@ -93,9 +94,22 @@ class SystemOutside:
         return found.bwrap or "bwrap"
 
     def sealed_version(self, settings: Settings, harness: str) -> str:
-        path = self._environ.get("PATH")
         cli = harness_named(harness)
-        sandbox = probe(path, unsafe_without=settings.unsafe_agent_without_sandbox)
+        sandbox = probe(
+            self._environ.get("PATH"), unsafe_without=settings.unsafe_agent_without_sandbox
+        )
+        with self._scratch(settings, cli.executable) as sealed:
+            argv, env = sandbox.wrap(
+                [cli.executable, "--version"], cli.environment(self._environ), sealed
+            )
+            shown = f"{cli.executable} --version"
+            return _first_line(argv, env=env, cwd=sealed.worktree, shown=shown)
+
+    @contextmanager
+    def _scratch(self, settings: Settings, executable: str) -> Iterator[SealedPaths]:
+        """A throwaway Worktree, clone and agent home under the home, laid out as a Run's, so
+        the seal is the one a Session gets (the home and the user's home hidden, the CLI's
+        install readable); removed afterwards."""
         try:
             settings.home.mkdir(parents=True, exist_ok=True)
             scratch_dir = tempfile.TemporaryDirectory(prefix="doctor-", dir=settings.home)
@@ -104,8 +118,6 @@ class SystemOutside:
                 f"{settings.home} cannot be written ({error.strerror}); check THIRDSHIFT_HOME "
                 "and its permissions"
             ) from error
-        # A throwaway Worktree, clone and agent home laid out as a Run's, so the seal is the
-        # one a Session gets (the home and the user's home hidden, the CLI's install readable).
         with scratch_dir as scratch:
             root = Path(scratch)
             sealed = SealedPaths(
@@ -113,15 +125,11 @@ class SystemOutside:
                 clone=root / "clone",
                 agent_home=root / "agent-home",
                 hidden=(settings.home, *self._hidden(settings)),
-                readable=install_dirs(cli.executable, path),
+                readable=install_dirs(executable, self._environ.get("PATH")),
             )
             for directory in (sealed.worktree, sealed.clone, sealed.agent_home):
                 directory.mkdir()
-            argv, env = sandbox.wrap(
-                [cli.executable, "--version"], cli.environment(self._environ), sealed
-            )
-            shown = f"{cli.executable} --version"
-            return _first_line(argv, env=env, cwd=sealed.worktree, shown=shown)
+            yield sealed
 
     def notification_targets(self, settings: Settings) -> tuple[str, ...]:
         return self._notification_targets(settings)
@@ -130,27 +138,10 @@ class SystemOutside:
         own = settings.harness_args if harness == settings.harness else []
         options = next((v for k, v in settings.harness_options.items() if k == harness), [])
         cli = harness_named(harness, extra_args=[*own, *options])
-        path = self._environ.get("PATH")
-        sandbox = probe(path, unsafe_without=settings.unsafe_agent_without_sandbox)
-        try:
-            settings.home.mkdir(parents=True, exist_ok=True)
-            scratch_dir = tempfile.TemporaryDirectory(prefix="doctor-", dir=settings.home)
-        except OSError as error:
-            raise ThirdshiftError(
-                f"{settings.home} cannot be written ({error.strerror}); check THIRDSHIFT_HOME "
-                "and its permissions"
-            ) from error
-        with scratch_dir as scratch:
-            root = Path(scratch)
-            sealed = SealedPaths(
-                worktree=root / "worktree",
-                clone=root / "clone",
-                agent_home=root / "agent-home",
-                hidden=(settings.home, *self._hidden(settings)),
-                readable=install_dirs(cli.executable, path),
-            )
-            for directory in (sealed.worktree, sealed.clone, sealed.agent_home):
-                directory.mkdir()
+        sandbox = probe(
+            self._environ.get("PATH"), unsafe_without=settings.unsafe_agent_without_sandbox
+        )
+        with self._scratch(settings, cli.executable) as sealed:
             home = cli.private_home(self._environ, sealed.agent_home)
             argv, env = sandbox.wrap(
                 cli.argv(SESSION_PROMPT, model=settings.model_for(harness), resume_id=None),
