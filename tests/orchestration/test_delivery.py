@@ -325,6 +325,52 @@ def test_a_merge_run_merges_at_the_watched_head_and_closes_the_issue(world: RunW
     assert BUSY not in world.github.labels_of(number)
 
 
+def test_a_pull_request_a_person_turned_back_to_draft_is_never_merged(world: RunWorld) -> None:
+    """CI is green, but before the Self-merge a person turned the pull request back to a draft:
+    thirdshift does not mark it ready again nor merge it; the Run ends refused, saying why, and
+    the pull request is left as the person left it."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+
+    def a_person_drafts(method: str) -> None:
+        if method == "wait_for_mergeable":
+            world.github._set_draft(world.github.pull_requests()[0].number, draft=True)
+
+    world.github.on_call = a_person_drafts
+
+    assert world.run(number, merge=True) == 1
+
+    [pull] = world.github.pull_requests()
+    assert (pull.state, pull.draft, pull.merged) == ("open", True, False)
+    assert world.github.called("merge_pull") == []
+    assert world.github.called("mark_ready") == []  # never marked ready over the person
+    [run] = world.store.list_runs()
+    assert run.state == "refused"
+    assert run.cause is not None
+    assert "was turned back to a draft, so it is not merged" in run.cause
+
+
+def test_each_step_after_a_merge_is_tried_on_its_own(world: RunWorld) -> None:
+    """Deleting the branch fails: the issue is still closed and its label still removed, and
+    the failed step is named as a warning."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    world.github.fail_next("delete_branch", GitHubError("branch is protected", 422))
+
+    assert world.run(number, merge=True) == 0
+
+    assert world.github.issue("acme", "widgets", number).state == "closed"
+    assert BUSY not in world.github.labels_of(number)
+    assert any(
+        line.startswith("warning: after the merge, deleting issue-1 failed: branch is protected")
+        for line in world.lines
+    )
+
+
 def test_an_interrupt_during_the_session_is_a_failed_run_that_pushes_the_work(
     world: RunWorld,
 ) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from thirdshift.records import CheckRun
+from thirdshift.records import CheckRun, PullRequestInfo
 from thirdshift.runs.ci_watch import CiResult
 from thirdshift.runs.repair_loop import (
     BaseMerge,
@@ -19,6 +19,8 @@ from thirdshift.runs.repair_loop import (
     MergeRefusedError,
     PolicyRefusal,
     RepairLoop,
+    merge_held,
+    merge_not_yet,
 )
 
 BASE = "b" * 40
@@ -218,3 +220,50 @@ def test_a_refusal_followed_by_a_moved_base_tries_the_merge_again() -> None:
     result = loop(outside, merge=True).run()
     assert result.merged
     assert [c for c in outside.calls if c.startswith("merge h")] == ["merge h0", "merge h0"]
+
+
+def _pull(**changes: object) -> PullRequestInfo:
+    from dataclasses import replace
+
+    base = PullRequestInfo(
+        number=4,
+        html_url="https://github.test/acme/widgets/pull/4",
+        state="open",
+        merged=False,
+        draft=False,
+        head_ref="issue-3",
+        head_sha="a" * 40,
+        base_ref="main",
+        title="Add a widget",
+        body="Closes #3",
+        mergeable=True,
+        mergeable_state="clean",
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_a_person_s_draft_closing_or_retargeting_holds_the_self_merge() -> None:
+    assert merge_held(_pull(), "main") is None
+    drafted = merge_held(_pull(draft=True), "main")
+    assert drafted is not None
+    assert "was turned back to a draft, so it is not merged; mark it ready" in drafted
+    assert merge_held(_pull(state="closed"), "main") == (
+        "pull request https://github.test/acme/widgets/pull/4 is closed; nothing to merge"
+    )
+    retargeted = merge_held(_pull(base_ref="release"), "main")
+    assert retargeted is not None
+    assert "now targets release, not main" in retargeted
+
+
+def test_the_self_merge_waits_for_github_to_say_mergeable_at_the_watched_head() -> None:
+    head = "a" * 40
+    assert merge_not_yet(_pull(), head) is None
+    assert merge_not_yet(_pull(head_sha="b" * 40), head) == (
+        "its head moved to bbbbbbb after CI was watched on aaaaaaa"
+    )
+    assert merge_not_yet(_pull(mergeable=None), head) == (
+        "GitHub has not said whether it can be merged"
+    )
+    assert merge_not_yet(_pull(mergeable=False, mergeable_state="blocked"), head) == (
+        "GitHub says it cannot be merged (blocked)"
+    )

@@ -652,19 +652,41 @@ class Delivery:
                 )
             return pull
         branch = pull.head_ref
-        try:
+
+        # Each step on its own: the first failing must not skip the rest, and each says how
+        # it went (the merge itself is done; these only tidy up).
+        def step(what: str, action: Callable[[], str | None]) -> None:
+            try:
+                said = action()
+            except ThirdshiftError as problem:
+                self.say(f"warning: after the merge, {what} failed: {problem}; do it by hand")
+                return
+            if said:
+                self.say(said)
+
+        def delete_branch() -> str:
             gh.delete_branch(ref.owner, ref.repo, branch)
-            self.say(f"deleted {branch}")
-            issue = gh.issue(ref.owner, ref.repo, ref.number)
-            if issue.state == "open":
-                gh.close_issue(ref.owner, ref.repo, ref.number)
-                self.say(f"closed issue #{ref.number}")
+            return f"deleted {branch}"
+
+        def close_issue() -> str | None:
+            if gh.issue(ref.owner, ref.repo, ref.number).state != "open":
+                return None
+            gh.close_issue(ref.owner, ref.repo, ref.number)
+            return f"closed issue #{ref.number}"
+
+        def remove_label() -> str | None:
             busy = self._settings.in_progress_label.lower()
-            for label in [label for label in issue.labels if label.lower() == busy]:
+            labels = gh.issue(ref.owner, ref.repo, ref.number).labels
+            found = [label for label in labels if label.lower() == busy]
+            for label in found:
                 gh.remove_label(ref.owner, ref.repo, ref.number, label)
-                self.say(f"removing {self._settings.in_progress_label} from issue #{ref.number}")
-        except ThirdshiftError as problem:
-            self.say(f"warning: after the merge: {problem}")
+            if not found:
+                return None
+            return f"removed {self._settings.in_progress_label} from issue #{ref.number}"
+
+        step(f"deleting {branch}", delete_branch)
+        step(f"closing issue #{ref.number}", close_issue)
+        step(f"removing {self._settings.in_progress_label}", remove_label)
         return pull
 
     def _as_failure(

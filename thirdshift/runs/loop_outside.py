@@ -13,7 +13,13 @@ from thirdshift.records import CheckRun, CommitStatus, PullRequestInfo, Run
 from thirdshift.runs.ci_watch import CiResult, inherited_failures, latest_per_name, watch_ci
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.prompts import FailedCheck, ci_fix_prompt, conflict_prompt
-from thirdshift.runs.repair_loop import BaseMerge, MergeRefusedError
+from thirdshift.runs.repair_loop import (
+    BaseMerge,
+    MergeHeld,
+    MergeRefusedError,
+    merge_held,
+    merge_not_yet,
+)
 from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import EVENTS_IN_RESUME, Sessions, follow_up_preamble
@@ -194,8 +200,12 @@ class RunLoopOutside:
         pull = self._gh.wait_for_mergeable(
             self._ref.owner, self._ref.repo, self._pull.number, timeout=60
         )
-        if pull.draft:
-            self._gh.mark_ready(self._ref.owner, self._ref.repo, pull.number)
+        held = merge_held(pull, self.base_branch)
+        if held is not None:
+            raise MergeHeld(held)
+        not_yet = merge_not_yet(pull, head)
+        if not_yet is not None:
+            raise MergeRefusedError(not_yet)
         try:
             self._gh.merge_pull(
                 self._ref.owner,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from thirdshift.errors import ThirdshiftError
-from thirdshift.records import CheckRun
+from thirdshift.records import CheckRun, PullRequestInfo
 from thirdshift.runs.ci_watch import CiResult
 
 
@@ -44,6 +44,41 @@ class PolicyRefusal(RunFailed):
 
 class MergeRefusedError(ThirdshiftError):
     """Raised by the seam when GitHub refuses a Self-merge."""
+
+
+class MergeHeld(PolicyRefusal):
+    """A person stopped the Self-merge: the pull request was turned back to a draft, closed, or
+    retargeted. thirdshift never overrides that; the pull request is left as they left it."""
+
+
+def merge_held(pull: PullRequestInfo, base_branch: str) -> str | None:
+    """Why a person's decision stops the Self-merge, or None. thirdshift marked the pull request
+    ready itself before the loop, and only a Failed run drafts it: a draft now is a person's."""
+    if pull.state != "open":
+        return f"pull request {pull.html_url} is {pull.state}; nothing to merge"
+    if pull.draft:
+        return (
+            f"pull request {pull.html_url} was turned back to a draft, so it is not merged; "
+            "mark it ready and run thirdshift with --merge again to merge it"
+        )
+    if pull.base_ref != base_branch:
+        return (
+            f"pull request {pull.html_url} now targets {pull.base_ref}, not {base_branch}; "
+            "not merging a pull request someone retargeted: run thirdshift again on it"
+        )
+    return None
+
+
+def merge_not_yet(pull: PullRequestInfo, head: str) -> str | None:
+    """Why GitHub's answer does not allow the Self-merge now (another round may change it), or
+    None: mergeable as GitHub reports it, at the head whose CI was watched."""
+    if pull.head_sha != head:
+        return f"its head moved to {pull.head_sha[:7]} after CI was watched on {head[:7]}"
+    if pull.mergeable is None:
+        return "GitHub has not said whether it can be merged"
+    if not pull.mergeable:
+        return f"GitHub says it cannot be merged ({pull.mergeable_state})"
+    return None
 
 
 @dataclass(frozen=True)
