@@ -371,6 +371,78 @@ def test_each_step_after_a_merge_is_tried_on_its_own(world: RunWorld) -> None:
     )
 
 
+def test_a_commit_a_person_pushed_during_the_run_is_merged_in_never_overwritten(
+    world: RunWorld,
+) -> None:
+    """While the session works, a person pushes a commit to the Issue branch: thirdshift's push
+    merges it in (a merge, no force-push), says so naming it, and the Run ends ready with the
+    person's commit in the final head."""
+    world.push_branch("issue-1", "half.txt")
+    number = world.github.add_issue("Add a widget", "", [READY])
+    work = commit_file("widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT)
+
+    def session_while_a_person_pushes(worktree: Path, prompt: str) -> str | None:
+        said = work(worktree, prompt)
+        person = world.root / "person"
+        git(world.root, "clone", "-q", "-b", "issue-1", str(world.origin), str(person))
+        (person / "person.txt").write_text("by hand\n")
+        git(person, "add", "person.txt")
+        git(person, "commit", "-qm", "Fix by hand")
+        git(person, "push", "-q", "origin", "issue-1")
+        return said
+
+    world.sessions.plays["implement"] = session_while_a_person_pushes
+
+    assert world.run(number) == 0
+
+    theirs = git(world.origin, "rev-parse", "issue-1^2")  # the merge's second parent
+    assert git(world.origin, "log", "-1", "--format=%s", theirs) == "Fix by hand"
+    subjects = world.origin_log("issue-1")
+    assert subjects[0] == "Merge the commits pushed to issue-1 meanwhile"
+    assert "Add the widget" in subjects
+    assert world.origin_file("issue-1", "person.txt") == "by hand"
+    assert any(
+        line.startswith("issue-1 on origin has commits thirdshift did not make (")
+        and " Fix by hand (" in line
+        and line.endswith("); merged them in")
+        for line in world.lines
+    )
+    [pull] = world.github.pull_requests()
+    assert pull.draft is False
+
+
+def test_a_person_s_commit_that_conflicts_is_never_overwritten_and_our_work_is_kept(
+    world: RunWorld,
+) -> None:
+    """The person's commit changes the same file: nothing is pushed over it, the Run fails
+    naming the conflict and what to do, and thirdshift's work stays in its Worktree."""
+    world.push_branch("issue-1", "half.txt")
+    number = world.github.add_issue("Add a widget", "", [READY])
+    work = commit_file("half.txt", "ours\n", "Change half", pull_request=PR_TEXT)
+
+    def session_while_a_person_pushes(worktree: Path, prompt: str) -> str | None:
+        said = work(worktree, prompt)
+        person = world.root / "person"
+        git(world.root, "clone", "-q", "-b", "issue-1", str(world.origin), str(person))
+        (person / "half.txt").write_text("theirs\n")
+        git(person, "commit", "-qam", "Theirs")
+        git(person, "push", "-q", "origin", "issue-1")
+        return said
+
+    world.sessions.plays["implement"] = session_while_a_person_pushes
+
+    assert world.run(number) == 1
+
+    assert world.origin_log("issue-1")[0] == "Theirs"
+    assert world.origin_file("issue-1", "half.txt") == "theirs"
+    [run] = world.store.list_runs()
+    assert run.cause is not None
+    assert "has commits thirdshift did not make" in run.cause
+    assert "that conflict with its own in half.txt; merge them by hand" in run.cause
+    kept = world.settings.home / "worktrees" / "acme-widgets-issue-1"
+    assert git(kept, "log", "--format=%s").splitlines()[1] == "Change half"
+
+
 def test_an_interrupt_during_the_session_is_a_failed_run_that_pushes_the_work(
     world: RunWorld,
 ) -> None:

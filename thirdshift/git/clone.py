@@ -520,6 +520,12 @@ class Worktree:
         result = self._git.run("diff", "--name-only", "-z", since, "HEAD")
         return tuple(path for path in result.stdout.split("\0") if path)
 
+    def commits_not_here(self, ref: str) -> tuple[str, ...]:
+        """The commits of ``ref`` that HEAD lacks, oldest first, each as ``<short sha> <subject>
+        (<author>)``."""
+        result = self._git.run("log", "--reverse", "--format=%h %s (%an)", f"HEAD..{ref}")
+        return tuple(result.stdout.splitlines())
+
     def log_subjects(self, since: str) -> tuple[str, ...]:
         """The subjects of the commits in HEAD that are not in ``since``, oldest first."""
         result = self._git.run("log", "--reverse", "--format=%s", f"{since}..HEAD")

@@ -569,7 +569,7 @@ class Delivery:
                 "open a pull request for"
             )
         self.say(f"pushing {choice.branch}")
-        push_checked(worktree, choice.branch, base, self._scrub.findings, fence)
+        push_checked(worktree, choice.branch, base, self._scrub.findings, fence, say=self.say)
         written = self._pull_request_text(ref, worktree)
         title, body = written or self._default_text(ref)
         if pull is None:

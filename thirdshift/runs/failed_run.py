@@ -242,7 +242,15 @@ class Salvage:
             self._progress(f"warning: could not save the work in {worktree.path}: {problem}")
             return None, False, self._kept(worktree, None)
         try:
-            push_checked(worktree, self._branch, self._base, self._scrub.findings, self._fence)
+            push_checked(
+                worktree,
+                self._branch,
+                self._base,
+                self._scrub.findings,
+                self._fence,
+                say=self._progress,
+            )
+            head = worktree.head()  # a merge of commits pushed meanwhile moves it
             self._progress(f"pushed {self._branch} at {head[:7]}")
         except ThirdshiftError as problem:
             self._progress(

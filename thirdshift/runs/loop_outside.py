@@ -100,7 +100,12 @@ class RunLoopOutside:
         if self._worktree.is_dirty():
             self._worktree.commit_all("thirdshift: work the Repair left uncommitted")
         push_checked(
-            self._worktree, self._pull.head_ref, self.base_branch, self._scrub.findings, self._fence
+            self._worktree,
+            self._pull.head_ref,
+            self.base_branch,
+            self._scrub.findings,
+            self._fence,
+            say=self.progress,
         )
         head = self._worktree.head()
         self._store.update_run(self._record.id, head_sha=head)

@@ -57,6 +57,26 @@ def leaks_in(
     return tuple(found)
 
 
+class ForeignCommitsConflict(ThirdshiftError):
+    """Commits pushed to the Issue branch by someone else conflict with thirdshift's."""
+
+
+def _merge_foreign(worktree: Worktree, branch: str, say: Callable[[str], None]) -> None:
+    foreign = worktree.commits_not_here(tracking(branch))
+    outcome = worktree.merge(
+        tracking(branch), message=f"Merge the commits pushed to {branch} meanwhile"
+    )
+    if outcome.status == "conflict":
+        worktree.abort_merge()
+        raise ForeignCommitsConflict(
+            f"origin/{branch} has commits thirdshift did not make ({'; '.join(foreign)}) that "
+            f"conflict with its own in {', '.join(outcome.conflicted_paths)}; merge them by "
+            f"hand (git pull in {worktree.path}), push, and run thirdshift again"
+        )
+    shown = "; ".join(foreign[:5]) + (f"; and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+    say(f"{branch} on origin has commits thirdshift did not make ({shown}); merged them in")
+
+
 def describe(branch: str, leaks: Sequence[Leak], worktree: str) -> str:
     shown = ", ".join(f"{leak.where} ({leak.kind})" for leak in leaks[:SHOWN])
     more = f" and {len(leaks) - SHOWN} more" if len(leaks) > SHOWN else ""
@@ -73,12 +93,19 @@ def push_checked(
     base: str,
     find: Callable[[str], Sequence[_Finding]],
     fence: Callable[[], None],
+    say: Callable[[str], None] = lambda _line: None,
 ) -> None:
     """Push ``branch`` unless a commit not yet on origin (neither in its ``base`` nor in its
     ``branch``, as origin has them now) adds a secret; then raise SecretInCommits and push
-    nothing. The remote-tracking refs are fetched again first: the agent can write them."""
+    nothing. The remote-tracking refs are fetched again first: the agent can write them.
+
+    Commits someone else pushed to ``branch`` meanwhile are merged in first (a merge, never a
+    rebase, never a force-push), and ``say`` names them; commits that conflict with ours raise
+    ForeignCommitsConflict with nothing pushed and the merge undone."""
     on_origin = [name for name in (base, branch) if name in worktree.remote_branches()]
     worktree.fetch(*on_origin)
+    if branch in on_origin and not worktree.is_ancestor(tracking(branch)):
+        _merge_foreign(worktree, branch, say)
     leaks = leaks_in(worktree.added_lines(*(tracking(name) for name in on_origin)), find)
     if leaks:
         raise SecretInCommits(describe(branch, leaks, str(worktree.path)), leaks)
