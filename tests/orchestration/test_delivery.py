@@ -398,7 +398,7 @@ def test_a_commit_a_person_pushed_during_the_run_is_merged_in_never_overwritten(
     theirs = git(world.origin, "rev-parse", "issue-1^2")  # the merge's second parent
     assert git(world.origin, "log", "-1", "--format=%s", theirs) == "Fix by hand"
     subjects = world.origin_log("issue-1")
-    assert subjects[0] == "Merge the commits pushed to issue-1 meanwhile"
+    assert subjects[0] == "thirdshift: merge the commits pushed to issue-1 meanwhile"
     assert "Add the widget" in subjects
     assert world.origin_file("issue-1", "person.txt") == "by hand"
     assert any(
@@ -438,9 +438,72 @@ def test_a_person_s_commit_that_conflicts_is_never_overwritten_and_our_work_is_k
     [run] = world.store.list_runs()
     assert run.cause is not None
     assert "has commits thirdshift did not make" in run.cause
-    assert "that conflict with its own in half.txt; merge them by hand" in run.cause
+    assert "that conflict with its own in half.txt; in " in run.cause
+    assert "run git merge refs/remotes/origin/issue-1, resolve, commit" in run.cause
     kept = world.settings.home / "worktrees" / "acme-widgets-issue-1"
     assert git(kept, "log", "--format=%s").splitlines()[1] == "Change half"
+
+
+def test_a_branch_a_person_rewrote_is_never_pushed_over(world: RunWorld) -> None:
+    """A force-push drops the commit the Run started from: thirdshift does not bring it back
+    (no merge, no push); the Run fails saying the branch was rewritten, its work kept."""
+    world.push_branch("issue-1", "half.txt")
+    number = world.github.add_issue("Add a widget", "", [READY])
+    work = commit_file("widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT)
+
+    def session_while_a_person_rewrites(worktree: Path, prompt: str) -> str | None:
+        said = work(worktree, prompt)
+        person = world.root / "person"
+        git(world.root, "clone", "-q", "-b", "issue-1", str(world.origin), str(person))
+        git(person, "reset", "-q", "--hard", "origin/main")
+        (person / "other.txt").write_text("their way\n")
+        git(person, "add", "other.txt")
+        git(person, "commit", "-qm", "Their way")
+        git(person, "push", "-q", "--force", "origin", "issue-1")
+        return said
+
+    world.sessions.plays["implement"] = session_while_a_person_rewrites
+
+    assert world.run(number) == 1
+
+    assert world.origin_log("issue-1")[0] == "Their way"
+    assert "Add half.txt" not in world.origin_log("issue-1")
+    [run] = world.store.list_runs()
+    assert run.cause is not None
+    assert "issue-1 on origin was rewritten: it no longer holds " in run.cause
+    kept = world.settings.home / "worktrees" / "acme-widgets-issue-1"
+    assert "Add the widget" in git(kept, "log", "--format=%s")
+
+
+def test_a_merge_run_does_not_self_merge_commits_others_pushed_unreviewed(
+    world: RunWorld,
+) -> None:
+    """A person's commit was merged in during a Merge run: the pull request is left ready, not
+    merged, and the Run says why."""
+    world.push_branch("issue-1", "half.txt")
+    number = world.github.add_issue("Add a widget", "", [READY])
+    work = commit_file("widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT)
+
+    def session_while_a_person_pushes(worktree: Path, prompt: str) -> str | None:
+        said = work(worktree, prompt)
+        person = world.root / "person"
+        git(world.root, "clone", "-q", "-b", "issue-1", str(world.origin), str(person))
+        (person / "person.txt").write_text("by hand\n")
+        git(person, "add", "person.txt")
+        git(person, "commit", "-qm", "Fix by hand")
+        git(person, "push", "-q", "origin", "issue-1")
+        return said
+
+    world.sessions.plays["implement"] = session_while_a_person_pushes
+
+    assert world.run(number, merge=True) == 1
+
+    [pull] = world.github.pull_requests()
+    assert (pull.merged, pull.draft) == (False, False)
+    [run] = world.store.list_runs()
+    assert run.state == "refused"
+    assert run.cause is not None
+    assert "it does not Self-merge them unreviewed" in run.cause
 
 
 def test_an_interrupt_during_the_session_is_a_failed_run_that_pushes_the_work(

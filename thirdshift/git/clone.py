@@ -181,7 +181,9 @@ class ManagedClone:
                 fix=f"check that {start} exists (sync the clone first) and that no other "
                 f"Worktree has {branch} checked out (remove it first)",
             )
-        return self._open_worktree(path, branch)
+        worktree = self._open_worktree(path, branch)
+        worktree.known_on_origin = worktree.head()
+        return worktree
 
     def kept_worktree(self, path: Path, branch: str) -> Worktree:
         """The Worktree an earlier Run left at ``path`` on ``branch``, to adopt its work."""
@@ -351,6 +353,11 @@ class Worktree:
         self._git = git
         self._remote_fix = remote_fix
         self._locked = locked
+        # What this Run knows origin held: where it started, then what it pushed. Kept here,
+        # never read back from refs/remotes (the agent can write those).
+        self.known_on_origin: str | None = None
+        # Commits others pushed that this Run merged in (named, for a Merge run to hold).
+        self.foreign_merged: list[str] = []
 
     def __repr__(self) -> str:
         return f"Worktree({str(self.path)!r}, branch={self.branch!r})"
@@ -485,6 +492,7 @@ class Worktree:
         with self._locked():
             result = self._git.run(*args, check=False)
         if result.status == 0:
+            self.known_on_origin = self.head()
             return
         refused = [line for line in result.stdout.splitlines() if line.startswith("!")]
         if refused:
@@ -520,11 +528,13 @@ class Worktree:
         result = self._git.run("diff", "--name-only", "-z", since, "HEAD")
         return tuple(path for path in result.stdout.split("\0") if path)
 
-    def commits_not_here(self, ref: str) -> tuple[str, ...]:
-        """The commits of ``ref`` that HEAD lacks, oldest first, each as ``<short sha> <subject>
-        (<author>)``."""
-        result = self._git.run("log", "--reverse", "--format=%h %s (%an)", f"HEAD..{ref}")
-        return tuple(result.stdout.splitlines())
+    def commits_not_here(self, ref: str, *, besides: str | None = None) -> tuple[str, ...]:
+        """The commits of ``ref`` that HEAD lacks (and ``besides`` too, when given), oldest
+        first, each as ``<short sha> <subject> (<author>)``."""
+        args = ["log", "--reverse", "--format=%h %s (%an)", f"HEAD..{ref}"]
+        if besides is not None:
+            args += ["--not", besides]
+        return tuple(self._git.run(*args).stdout.splitlines())
 
     def log_subjects(self, since: str) -> tuple[str, ...]:
         """The subjects of the commits in HEAD that are not in ``since``, oldest first."""

@@ -444,7 +444,7 @@ class Delivery:
         kept = clone.kept_worktree(path, branch)
         kept.commit_all("thirdshift: work an earlier Run left in its Worktree")
         try:
-            push_checked(kept, branch, base, self._scrub.findings, fence)
+            push_checked(kept, branch, base, self._scrub.findings, fence, say=self.say)
         except ThirdshiftError as error:
             raise ThirdshiftError(
                 f"the worktree {path} from an earlier Run holds work that is not on origin "

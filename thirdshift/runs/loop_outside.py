@@ -206,6 +206,14 @@ class RunLoopOutside:
             self._ref.owner, self._ref.repo, self._pull.number, timeout=60
         )
         held = merge_held(pull, self.base_branch)
+        if held is None and self._worktree.foreign_merged:
+            # Until a session reviews them, commits by others are not merged unreviewed.
+            shown = "; ".join(self._worktree.foreign_merged[:5])
+            held = (
+                f"commits thirdshift did not make were merged into {pull.head_ref} during the "
+                f"Run ({shown}); it does not Self-merge them unreviewed: review pull request "
+                f"{pull.html_url} and merge it, or run thirdshift with --merge again"
+            )
         if held is not None:
             raise MergeHeld(held)
         not_yet = merge_not_yet(pull, head)

@@ -61,20 +61,42 @@ class ForeignCommitsConflict(ThirdshiftError):
     """Commits pushed to the Issue branch by someone else conflict with thirdshift's."""
 
 
-def _merge_foreign(worktree: Worktree, branch: str, say: Callable[[str], None]) -> None:
-    foreign = worktree.commits_not_here(tracking(branch))
+class BranchRewritten(ThirdshiftError):
+    """Someone rewrote the Issue branch on origin (a force-push dropped commits this Run started
+    from or pushed): thirdshift pushes nothing over their decision."""
+
+
+SHOWN_COMMITS = 5
+
+
+def _merge_foreign(
+    worktree: Worktree, branch: str, base: str, say: Callable[[str], None]
+) -> tuple[str, ...]:
+    known = worktree.known_on_origin
+    if known is not None and not worktree.is_ancestor(known, tracking(branch)):
+        raise BranchRewritten(
+            f"{branch} on origin was rewritten: it no longer holds {known[:7]}, which this Run "
+            f"started from or pushed; thirdshift pushes nothing over that. Its work is in "
+            f"{worktree.path}: look at both, merge what should stay, and push it yourself"
+        )
+    foreign = worktree.commits_not_here(tracking(branch), besides=tracking(base))
+    shown = "; ".join(foreign[:SHOWN_COMMITS])
+    if len(foreign) > SHOWN_COMMITS:
+        shown += f"; and {len(foreign) - SHOWN_COMMITS} more"
     outcome = worktree.merge(
-        tracking(branch), message=f"Merge the commits pushed to {branch} meanwhile"
+        tracking(branch), message=f"thirdshift: merge the commits pushed to {branch} meanwhile"
     )
     if outcome.status == "conflict":
         worktree.abort_merge()
         raise ForeignCommitsConflict(
-            f"origin/{branch} has commits thirdshift did not make ({'; '.join(foreign)}) that "
-            f"conflict with its own in {', '.join(outcome.conflicted_paths)}; merge them by "
-            f"hand (git pull in {worktree.path}), push, and run thirdshift again"
+            f"origin/{branch} has commits thirdshift did not make ({shown}) that conflict with "
+            f"its own in {', '.join(outcome.conflicted_paths)}; in {worktree.path}, run git "
+            f"merge refs/remotes/origin/{branch}, resolve, commit, then git push origin "
+            f"HEAD:{branch}, and run thirdshift again"
         )
-    shown = "; ".join(foreign[:5]) + (f"; and {len(foreign) - 5} more" if len(foreign) > 5 else "")
     say(f"{branch} on origin has commits thirdshift did not make ({shown}); merged them in")
+    worktree.foreign_merged.extend(foreign)
+    return foreign
 
 
 def describe(branch: str, leaks: Sequence[Leak], worktree: str) -> str:
@@ -94,20 +116,25 @@ def push_checked(
     find: Callable[[str], Sequence[_Finding]],
     fence: Callable[[], None],
     say: Callable[[str], None] = lambda _line: None,
-) -> None:
+) -> tuple[str, ...]:
     """Push ``branch`` unless a commit not yet on origin (neither in its ``base`` nor in its
     ``branch``, as origin has them now) adds a secret; then raise SecretInCommits and push
     nothing. The remote-tracking refs are fetched again first: the agent can write them.
 
     Commits someone else pushed to ``branch`` meanwhile are merged in first (a merge, never a
-    rebase, never a force-push), and ``say`` names them; commits that conflict with ours raise
-    ForeignCommitsConflict with nothing pushed and the merge undone."""
+    rebase, never a force-push), ``say`` names them, and they are returned; commits that
+    conflict with ours raise ForeignCommitsConflict with nothing pushed and the merge undone,
+    and a branch rewritten under this Run (a force-push that dropped what it started from or
+    pushed) raises BranchRewritten with nothing pushed."""
     on_origin = [name for name in (base, branch) if name in worktree.remote_branches()]
     worktree.fetch(*on_origin)
+    merged: tuple[str, ...] = ()
     if branch in on_origin and not worktree.is_ancestor(tracking(branch)):
-        _merge_foreign(worktree, branch, say)
+        fence()  # a Run that lost its Lease writes nothing, not even a merge
+        merged = _merge_foreign(worktree, branch, base, say)
     leaks = leaks_in(worktree.added_lines(*(tracking(name) for name in on_origin)), find)
     if leaks:
         raise SecretInCommits(describe(branch, leaks, str(worktree.path)), leaks)
     fence()  # right before the push: a Run that lost its Lease pushes nothing
     worktree.push(branch)
+    return merged
