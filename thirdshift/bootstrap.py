@@ -747,8 +747,9 @@ def _adapter(
 
 
 def _rate_limit_left(adapters: Sequence[GitHub]) -> int | None:
-    """The smallest core rate-limit budget left among the daemon's credentials."""
-    known = [left for left in (a.rate_limit_remaining() for a in adapters) if left is not None]
+    """The smallest core rate-limit budget left among the daemon's credentials, as GitHub's
+    last answers said it: never a request of its own, so it never waits on GitHub."""
+    known = [left for left in (a.rate_limit_seen() for a in adapters) if left is not None]
     return min(known) if known else None
 
 

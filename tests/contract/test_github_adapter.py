@@ -484,6 +484,21 @@ def test_commit_statuses_are_empty_when_only_actions_report(sandbox: Sandbox) ->
     assert github.commit_statuses(OWNER, NAME, sandbox.main_sha) == ()
 
 
+def test_the_rate_limit_seen_is_the_last_answer_s_and_asks_nothing(sandbox: Sandbox) -> None:
+    """``rate_limit_seen`` reads what GitHub's last answer said, without a request: unknown
+    before any answer; then the budget that answer stated."""
+    github, _ = adapter(sandbox, "rex")
+    assert github.rate_limit_seen() is None
+    github.repo(OWNER, NAME)
+    seen = github.rate_limit_seen()
+    assert seen is not None
+    assert github.rate_limit_seen() == seen  # reading it made no request
+    github.repo(OWNER, NAME)
+    after = github.rate_limit_seen()
+    assert after is not None
+    assert after < seen
+
+
 def test_rate_limit_remaining_counts_the_requests_made(sandbox: Sandbox) -> None:
     """``rate_limit_remaining`` answers the core budget left; asking costs nothing."""
     github, _ = adapter(sandbox, "rex")

@@ -97,7 +97,6 @@ class Daemon:
         self._publish = publish
         self._pauses = pauses
         self._rate_limit = rate_limit
-        self._rate_limit_left: int | None = None
         self._started_at = clock.now()
         self._polled: dict[str, tuple[datetime, str | None]] = {}
         self._scheduler: BackgroundScheduler | None = None
@@ -182,7 +181,7 @@ class Daemon:
             polls=tuple(polls),
             running=running,
             pauses=self._pauses(),
-            rate_limit_remaining=self._rate_limit_left,
+            rate_limit_remaining=self._rate_limit_seen(),
             stopped=stopped,
         )
 
@@ -192,11 +191,13 @@ class Daemon:
         except (OSError, ThirdshiftError) as problem:  # the display must never stop the work
             self._progress(f"warning: could not write the daemon's state: {problem}")
 
-    def _ask_rate_limit(self) -> None:
+    def _rate_limit_seen(self) -> int | None:
+        """What GitHub's last answer said of the rate limit (never a request: a stopping
+        daemon must not wait on GitHub for its status)."""
         try:
-            self._rate_limit_left = self._rate_limit()
-        except ThirdshiftError as problem:
-            self._progress(f"warning: could not read GitHub's rate limit: {problem}")
+            return self._rate_limit()
+        except ThirdshiftError:
+            return None
 
     # -- one cycle (cron, tests) -----------------------------------------------------------
 
@@ -219,7 +220,6 @@ class Daemon:
             if self._stop.is_set():
                 self._stop_runs()
                 break
-        self._ask_rate_limit()
         self._publish_state(stopped=True)
         return 1 if self._failures else 0
 
@@ -255,16 +255,6 @@ class Daemon:
             max_instances=1,
             coalesce=True,
             misfire_grace_time=None,  # it may wait behind a poll on the one worker
-        )
-        # On the polls' one worker: the adapter is not thread-safe, and asking costs nothing.
-        scheduler.add_job(
-            self._ask_rate_limit,
-            IntervalTrigger(seconds=60),
-            id="rate-limit",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=None,
-            next_run_time=now,
         )
         self._scheduler = scheduler
         scheduler.start()

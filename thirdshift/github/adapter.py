@@ -691,6 +691,12 @@ class GitHub:
         request = Request("POST", f"{run_path}/rerun-failed-jobs", what)
         self._calls.call(request, send, happened=happened)
 
+    def rate_limit_seen(self) -> int | None:
+        """Requests left in the core rate limit as GitHub's last answer said (its
+        ``X-RateLimit-Remaining``), without asking: None before any answer said it."""
+        remaining, limit = self._gh.requester.rate_limiting
+        return None if remaining < 0 or limit < 0 else int(remaining)
+
     def rate_limit_remaining(self) -> int | None:
         """Requests left in the token's core rate limit (asking costs none), or None where
         GitHub has rate limiting turned off."""
