@@ -15,6 +15,7 @@ from thirdshift.runs.repair_loop import (
     Budgets,
     BudgetSpent,
     DeclinedCiFix,
+    HeadMoved,
     InheritedFailure,
     MergeRefusedError,
     PolicyRefusal,
@@ -57,6 +58,7 @@ class ScriptedOutside:
     moves: int = 0
     inherited_names: tuple[str, ...] = ()
     refusals: int = 0
+    head_moves: int = 0
     moved_on_checks: frozenset[int] = frozenset()
     base_checks: int = 0
     base_branch: str = "main"
@@ -108,6 +110,9 @@ class ScriptedOutside:
 
     def self_merge(self, head: str) -> None:
         self.calls.append(f"merge {head}")
+        if self.head_moves:
+            self.head_moves -= 1
+            raise HeadMoved(f"its head moved to x after CI was watched on {head}")
         if self.refusals:
             self.refusals -= 1
             raise MergeRefusedError("405 Pull Request is not mergeable")
@@ -267,3 +272,15 @@ def test_the_self_merge_waits_for_github_to_say_mergeable_at_the_watched_head() 
     assert merge_not_yet(_pull(mergeable=False, mergeable_state="blocked"), head) == (
         "GitHub says it cannot be merged (blocked)"
     )
+
+
+def test_a_head_that_keeps_moving_before_the_merge_spends_the_upstream_budget() -> None:
+    """Someone pushes after every CI watch: each round merges it in and watches CI again,
+    counted like a moving Base branch, so it ends instead of looping for ever."""
+    twice = ScriptedOutside(deque([green("")]), head_moves=2)
+    result = loop(twice, merge=True).run()
+    assert result.merged
+    assert result.upstream_moves == 2
+    restless = ScriptedOutside(deque([green("")]), head_moves=99)
+    with pytest.raises(BudgetSpent, match="the pull request's head kept moving: merged it again 5"):
+        loop(restless, merge=True).run()

@@ -15,6 +15,7 @@ from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.prompts import FailedCheck, ci_fix_prompt, conflict_prompt
 from thirdshift.runs.repair_loop import (
     BaseMerge,
+    HeadMoved,
     MergeHeld,
     MergeRefusedError,
     merge_held,
@@ -218,7 +219,7 @@ class RunLoopOutside:
             raise MergeHeld(held)
         not_yet = merge_not_yet(pull, head)
         if not_yet is not None:
-            raise MergeRefusedError(not_yet)
+            raise (HeadMoved if pull.head_sha != head else MergeRefusedError)(not_yet)
         try:
             self._gh.merge_pull(
                 self._ref.owner,

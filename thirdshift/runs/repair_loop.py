@@ -46,6 +46,11 @@ class MergeRefusedError(ThirdshiftError):
     """Raised by the seam when GitHub refuses a Self-merge."""
 
 
+class HeadMoved(MergeRefusedError):
+    """The pull request's head moved after CI was watched (someone pushed): the next round
+    merges it in and watches CI again, spending an upstream move."""
+
+
 class MergeHeld(PolicyRefusal):
     """A person stopped the Self-merge: the pull request was turned back to a draft, closed, or
     retargeted. thirdshift never overrides that; the pull request is left as they left it."""
@@ -202,6 +207,11 @@ class RepairLoop:
                 outside.progress(f"merging the pull request into {base} at {head[:7]}")
                 try:
                     outside.self_merge(head)
+                except HeadMoved as moved:
+                    # Not a refusal to retry once: each push by someone else is a new round,
+                    # bounded like a moving Base branch.
+                    self._spend_move(f"the merge waits: {moved}; merging it in again", head=True)
+                    continue
                 except MergeRefusedError as refusal:
                     outside.progress(f"the merge failed: {refusal}")
                     self._refused = (head, self._repairs, self._moves)
@@ -249,11 +259,11 @@ class RepairLoop:
             f"{cause}; starting Repair {self._repairs} of {self._budgets.max_repairs}"
         )
 
-    def _spend_move(self, line: str) -> None:
+    def _spend_move(self, line: str, *, head: bool = False) -> None:
         if self._moves >= self._budgets.max_upstream_moves:
+            moving = "the pull request's head" if head else f"origin/{self._outside.base_branch}"
             raise BudgetSpent(
-                f"origin/{self._outside.base_branch} kept moving: merged it again "
-                f"{self._budgets.max_upstream_moves} times"
+                f"{moving} kept moving: merged it again {self._budgets.max_upstream_moves} times"
             )
         self._moves += 1
         self._outside.progress(line)
