@@ -371,6 +371,27 @@ def test_each_step_after_a_merge_is_tried_on_its_own(world: RunWorld) -> None:
     )
 
 
+def while_a_person_pushes(
+    world: RunWorld, work: Play, path: str, text: str, subject: str, *, rewrite: bool = False
+) -> Play:
+    """``work``, then a person, in a clone of origin's issue-1, commits ``path`` holding
+    ``text`` and pushes it; with ``rewrite``, onto main instead, force-pushed over the branch."""
+
+    def session(worktree: Path, prompt: str) -> str | None:
+        said = work(worktree, prompt)
+        person = world.root / "person"
+        git(world.root, "clone", "-q", "-b", "issue-1", str(world.origin), str(person))
+        if rewrite:
+            git(person, "reset", "-q", "--hard", "origin/main")
+        (person / path).write_text(text)
+        git(person, "add", path)
+        git(person, "commit", "-qm", subject)
+        git(person, "push", "-q", *(["--force"] if rewrite else []), "origin", "issue-1")
+        return said
+
+    return session
+
+
 def test_a_commit_a_person_pushed_during_the_run_is_merged_in_never_overwritten(
     world: RunWorld,
 ) -> None:
@@ -381,17 +402,9 @@ def test_a_commit_a_person_pushed_during_the_run_is_merged_in_never_overwritten(
     number = world.github.add_issue("Add a widget", "", [READY])
     work = commit_file("widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT)
 
-    def session_while_a_person_pushes(worktree: Path, prompt: str) -> str | None:
-        said = work(worktree, prompt)
-        person = world.root / "person"
-        git(world.root, "clone", "-q", "-b", "issue-1", str(world.origin), str(person))
-        (person / "person.txt").write_text("by hand\n")
-        git(person, "add", "person.txt")
-        git(person, "commit", "-qm", "Fix by hand")
-        git(person, "push", "-q", "origin", "issue-1")
-        return said
-
-    world.sessions.plays["implement"] = session_while_a_person_pushes
+    world.sessions.plays["implement"] = while_a_person_pushes(
+        world, work, "person.txt", "by hand\n", "Fix by hand"
+    )
 
     assert world.run(number) == 0
 
@@ -420,16 +433,9 @@ def test_a_person_s_commit_that_conflicts_is_never_overwritten_and_our_work_is_k
     number = world.github.add_issue("Add a widget", "", [READY])
     work = commit_file("half.txt", "ours\n", "Change half", pull_request=PR_TEXT)
 
-    def session_while_a_person_pushes(worktree: Path, prompt: str) -> str | None:
-        said = work(worktree, prompt)
-        person = world.root / "person"
-        git(world.root, "clone", "-q", "-b", "issue-1", str(world.origin), str(person))
-        (person / "half.txt").write_text("theirs\n")
-        git(person, "commit", "-qam", "Theirs")
-        git(person, "push", "-q", "origin", "issue-1")
-        return said
-
-    world.sessions.plays["implement"] = session_while_a_person_pushes
+    world.sessions.plays["implement"] = while_a_person_pushes(
+        world, work, "half.txt", "theirs\n", "Theirs"
+    )
 
     assert world.run(number) == 1
 
@@ -451,18 +457,9 @@ def test_a_branch_a_person_rewrote_is_never_pushed_over(world: RunWorld) -> None
     number = world.github.add_issue("Add a widget", "", [READY])
     work = commit_file("widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT)
 
-    def session_while_a_person_rewrites(worktree: Path, prompt: str) -> str | None:
-        said = work(worktree, prompt)
-        person = world.root / "person"
-        git(world.root, "clone", "-q", "-b", "issue-1", str(world.origin), str(person))
-        git(person, "reset", "-q", "--hard", "origin/main")
-        (person / "other.txt").write_text("their way\n")
-        git(person, "add", "other.txt")
-        git(person, "commit", "-qm", "Their way")
-        git(person, "push", "-q", "--force", "origin", "issue-1")
-        return said
-
-    world.sessions.plays["implement"] = session_while_a_person_rewrites
+    world.sessions.plays["implement"] = while_a_person_pushes(
+        world, work, "other.txt", "their way\n", "Their way", rewrite=True
+    )
 
     assert world.run(number) == 1
 
@@ -484,17 +481,9 @@ def test_a_merge_run_does_not_self_merge_commits_others_pushed_unreviewed(
     number = world.github.add_issue("Add a widget", "", [READY])
     work = commit_file("widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT)
 
-    def session_while_a_person_pushes(worktree: Path, prompt: str) -> str | None:
-        said = work(worktree, prompt)
-        person = world.root / "person"
-        git(world.root, "clone", "-q", "-b", "issue-1", str(world.origin), str(person))
-        (person / "person.txt").write_text("by hand\n")
-        git(person, "add", "person.txt")
-        git(person, "commit", "-qm", "Fix by hand")
-        git(person, "push", "-q", "origin", "issue-1")
-        return said
-
-    world.sessions.plays["implement"] = session_while_a_person_pushes
+    world.sessions.plays["implement"] = while_a_person_pushes(
+        world, work, "person.txt", "by hand\n", "Fix by hand"
+    )
 
     assert world.run(number, merge=True) == 1
 
