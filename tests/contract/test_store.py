@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -687,3 +688,58 @@ def test_a_run_holds_its_lease_while_it_is_attached_and_unexpired(store: Store) 
     assert store.holds_lease(run)
     assert store.release_lease(lease)
     assert not store.holds_lease(run)
+
+
+def test_a_holder_paused_inside_a_write_does_not_stall_the_takeover_of_its_lease(
+    postgres_url: str,
+) -> None:
+    """A is stopped (SIGSTOP, a frozen VM) between renewing its Lease and committing, so it
+    keeps the claims row locked. B's takeover after expiry does not wait on A forever: the
+    server ends A's idle transaction, and B gets the Lease with the next fencing token; A's
+    late commit fails as a database error, and A's renewal then finds the Lease lost."""
+    a = Store.open(postgres_url, stall_seconds=1)
+    b = Store.open(postgres_url, stall_seconds=1)
+    try:
+        repository = a.ensure_repository("octo", "widgets")
+        past = utcnow() - timedelta(minutes=10)
+        held = a.acquire_lease(repository, 3, "run-a", timedelta(minutes=5), now=past)
+        assert held is not None
+        paused = a._engine.connect()  # A's renewal, cut off before its commit
+        paused.execute(sa.text("UPDATE claims SET expires_at = expires_at WHERE issue_number = 3"))
+        started = time.monotonic()
+        taken = b.acquire_lease(repository, 3, "run-b", timedelta(minutes=5))
+        waited = time.monotonic() - started
+        assert taken is not None
+        assert (taken.owner, taken.fencing_token) == ("run-b", 2)
+        assert waited < 20, f"B waited {waited:.1f} s on A's lock"
+        with pytest.raises(sa.exc.DBAPIError, match="idle-in-transaction timeout"):
+            paused.commit()
+        paused.close()
+        assert a.renew_lease(held, timedelta(minutes=5)) is None
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_statement_waits_for_a_lock_only_so_long_then_fails_as_a_database_error(
+    postgres_url: str,
+) -> None:
+    """A lock held by a live transaction (not idle: a slow statement) makes a write wait at
+    most its bound, then fail with a StoreError its caller retries, never hang."""
+    a = Store.open(postgres_url, stall_seconds=60)
+    b = Store.open(postgres_url, stall_seconds=1)
+    try:
+        repository = a.ensure_repository("octo", "widgets")
+        run = a.start_run(repository, 7)
+        busy = a._engine.connect()
+        busy.execute(sa.text("UPDATE runs SET cause = 'busy' WHERE id = :id"), {"id": run.id})
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="database error"):
+            b.record_crash(run.id, "gone")
+        assert time.monotonic() - started < 20
+        busy.rollback()
+        busy.close()
+        assert b.record_crash(run.id, "gone") is True
+    finally:
+        a.close()
+        b.close()

@@ -104,15 +104,20 @@ class DaemonWorld:
         return base
 
     def daemon(self, home: str, *args: str, **settings: str) -> subprocess.Popen[str]:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "thirdshift.cli", "daemon", *args],
-            env=self.env(home, **settings),
-            cwd=self.tmp,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        # stderr goes to a file: a pipe nobody reads until the end could fill and stall the
+        # daemon, and a test that times out can still show what each daemon said.
+        log = self.tmp / f"{home}-{len(self.processes)}.stderr"
+        with log.open("w") as sink:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "thirdshift.cli", "daemon", *args],
+                env=self.env(home, **settings),
+                cwd=self.tmp,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=sink,
+                text=True,
+            )
+        _STDERR[process.pid] = log
         self.processes.append(process)
         return process
 
@@ -186,10 +191,16 @@ class DaemonWorld:
                 return
             for process in self.processes:
                 if process.poll() is not None and process.returncode != 0:
-                    _, err = process.communicate()
-                    raise AssertionError(f"a daemon exited {process.returncode}:\n{err[-4000:]}")
+                    raise AssertionError(
+                        f"a daemon exited {process.returncode}:\n{stderr_of(process)[-4000:]}"
+                    )
             time.sleep(0.5)
-        raise AssertionError(f"{what} did not happen within {timeout}s")
+        said = "".join(
+            f"\n--- {_STDERR[p.pid].name} ---\n{stderr_of(p)[-3000:]}"
+            for p in self.processes
+            if p.pid in _STDERR
+        )
+        raise AssertionError(f"{what} did not happen within {timeout}s{said}")
 
 
 @pytest.fixture
@@ -225,10 +236,23 @@ def make_world(tmp_path: Path, postgres_url: str) -> Iterator[Any]:
         world.stand_in.stop()
 
 
+_STDERR: dict[int, Path] = {}
+
+
+def stderr_of(process: subprocess.Popen[str]) -> str:
+    """What the process wrote to stderr so far: its file (a daemon's), else its pipe once it
+    ended."""
+    log = _STDERR.get(process.pid)
+    if log is not None:
+        return log.read_text(errors="replace")
+    _, err = process.communicate()
+    return str(err or "")
+
+
 def stop(process: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=timeout)
-    return process.returncode, err
+    return process.returncode, stderr_of(process) if process.pid in _STDERR else str(err)
 
 
 def test_two_daemons_on_one_database_run_each_of_twenty_issues_exactly_once(

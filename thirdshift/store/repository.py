@@ -60,6 +60,11 @@ RELEASED = ""
 _LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+# How long a PostgreSQL transaction may sit idle, and a statement wait for a lock, before the
+# server gives up on it (see _engine): far above any write of ours, far below a Lease.
+STALL_SECONDS = 30.0
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -95,14 +100,16 @@ class Store:
         migrate: bool = True,
         clock: Clock | None = None,
         database_time: bool | None = None,
+        stall_seconds: float = STALL_SECONDS,
     ) -> Store:
         """Connect to ``url`` and, unless told not to, upgrade the schema to the newest
         migration. SQLite gets WAL, foreign keys and a busy timeout on every connection.
         Without ``clock``, times come from the system and Lease expiry from the database
         server's clock (``database_time``, default: when no ``clock`` is given); a test passes a
-        ``ManualClock`` to drive both."""
+        ``ManualClock`` to drive both. On PostgreSQL, ``stall_seconds`` bounds how long one
+        process may sit in an open transaction and how long a statement waits for a lock."""
         try:
-            engine = _engine(url)
+            engine = _engine(url, stall_seconds)
             if migrate:
                 upgrade(engine)
         except SQLAlchemyError as exc:
@@ -816,7 +823,7 @@ class Store:
         return _repository(row)
 
 
-def _engine(url: str) -> Engine:
+def _engine(url: str, stall_seconds: float = 0) -> Engine:
     if url.startswith("sqlite"):
         database = url.split(":///", 1)[-1]
         if database and database != ":memory:":
@@ -837,7 +844,23 @@ def _engine(url: str) -> Engine:
     if url.startswith("postgresql://") or url.startswith("postgres://"):
         # psycopg 3 is the driver we ship; a bare postgresql:// URL means it.
         url = "postgresql+psycopg://" + url.split("://", 1)[1]
-    return sa.create_engine(url, pool_pre_ping=True)
+    engine = sa.create_engine(url, pool_pre_ping=True)
+    if stall_seconds > 0:
+        # A process paused (SIGSTOP, a frozen VM) between a write and its commit keeps its row
+        # locks: every other daemon's write to that row (a Lease it is taking over) would wait
+        # for it forever. The server ends a transaction left idle this long, and no statement
+        # waits longer than this for a lock (it fails, and its poll or renewal tries again).
+        stall_ms = max(1, round(stall_seconds * 1000))
+
+        @sa.event.listens_for(engine, "connect")
+        def _timeouts(connection: Any, _record: Any) -> None:
+            cursor = connection.cursor()
+            cursor.execute(f"SET idle_in_transaction_session_timeout = {stall_ms}")
+            cursor.execute(f"SET lock_timeout = {stall_ms}")
+            cursor.close()
+            connection.commit()
+
+    return engine
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -863,13 +886,16 @@ def _migration_lock(engine: Engine) -> Iterator[None]:
     database (the database's own locks are released between statements)."""
     if engine.dialect.name == "postgresql":
         key = {"key": _MIGRATION_LOCK_KEY}
-        with engine.connect() as connection:
+        # Outside any transaction, and waiting as long as another process's migration takes:
+        # the stall bounds are for a Run's short writes, not for this lock.
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.execute(sa.text("SET lock_timeout = 0"))
             connection.execute(sa.text("SELECT pg_advisory_lock(:key)"), key)
             try:
                 yield
             finally:
                 connection.execute(sa.text("SELECT pg_advisory_unlock(:key)"), key)
-                connection.commit()
+                connection.invalidate()  # its session settings are not the pool's
         return
     database = engine.url.database
     if engine.dialect.name != "sqlite" or not database or database == ":memory:":
