@@ -675,6 +675,18 @@ def test_labels_are_added_and_removed_one_at_a_time_keeping_the_others(sandbox: 
     assert github.issue(OWNER, NAME, number).labels == ("in-progress",)
 
 
+def test_of_two_runs_taking_one_label_only_the_first_is_told_it_took_it(
+    sandbox: Sandbox,
+) -> None:
+    """take_label is the Claim between Runs sharing no database: GitHub answers the second
+    removal 404, and the adapter says False instead of raising; the other labels stay."""
+    github, _ = adapter(sandbox)
+    number = open_issue(sandbox, "Claimed twice", ("ready-for-agent", "bug"))
+    assert github.take_label(OWNER, NAME, number, "ready-for-agent") is True
+    assert github.take_label(OWNER, NAME, number, "ready-for-agent") is False
+    assert github.issue(OWNER, NAME, number).labels == ("bug",)
+
+
 def test_after_an_interrupt_only_a_salvage_keeps_its_retries(faults: Sandbox) -> None:
     """Interrupted, a wait for a retry ends the request at once; once the salvage starts, the
     same 502s are retried again (within the salvage's bound) and the write goes through."""
@@ -963,6 +975,18 @@ def test_a_label_whose_answer_was_lost_is_checked_not_added_again(faults: Sandbo
     made = [(r["method"], r["status"]) for r in faults.client.requests()[before:]]
     assert made == [("POST", 502), ("GET", 200)]
     assert github.issue(OWNER, NAME, number).labels == ("in-progress",)
+
+
+def test_a_label_taken_whose_answer_was_lost_counts_as_taken(faults: Sandbox) -> None:
+    """The removal was made and its answer lost: take_label reads the issue, finds the label
+    gone, and says it took it (without asking a second time, which GitHub would answer 404)."""
+    number = open_issue(faults, "Lost take", ("ready-for-agent",))
+    github, _ = adapter(faults)
+    faults.stand_in.set_faults(Faults(lost_answers=1.0))
+    before = len(faults.client.requests())
+    assert github.take_label(OWNER, NAME, number, "ready-for-agent") is True
+    made = [(r["method"], r["status"]) for r in faults.client.requests()[before:]]
+    assert made == [("DELETE", 502), ("GET", 200)]
 
 
 def test_a_comment_whose_answer_was_lost_is_posted_once(faults: Sandbox) -> None:

@@ -32,6 +32,7 @@ from tests.support.run_world import (
 )
 from thirdshift.actions.workflow import WorkflowChoices, workflow_text
 from thirdshift.runs.claims import CLAIM_MARKER
+from thirdshift.store import Store
 
 pytestmark = pytest.mark.real_cli
 
@@ -232,12 +233,40 @@ def test_two_runs_on_one_issue_sharing_a_database_run_it_once(
 
     assert (first.returncode, second.returncode) == (0, 0), outcomes
     stderrs = [stderr for _, stderr in outcomes]
-    assert (
-        sum("nothing to run: acme/calculator#1 is already being worked on" in e for e in stderrs)
-        == 1
-    )
+    [lost] = [e for e in stderrs if "nothing to run: acme/calculator#1 is already" in e]
+    assert "is claimed by GitHub Actions" in lost  # the shared Lease stopped it, not GitHub
     assert len(world.pulls()) == 1
     assert len(world.comments()) == 1
+    store = Store.open(postgres_url, migrate=False)
+    try:
+        assert [run.state for run in store.list_runs()] == ["succeeded"]
+    finally:
+        store.close()
+
+
+def test_two_runs_on_one_issue_sharing_no_database_run_it_once(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """The same event delivered to two runners at once, each with the SQLite database that
+    dies with its job: both hold a Lease of their own, and the Claim on GitHub decides (of
+    two removals of the Ready label GitHub answers one). One Run takes the issue to a pull
+    request, the other ends with one line having changed nothing."""
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": FIX}])
+    worlds.append(world)
+    first, _ = start_on_runner(world, event(world), "job-a")
+    second, _ = start_on_runner(world, event(world), "job-b")
+    outcomes = [process.communicate(timeout=240) for process in (first, second)]
+
+    assert (first.returncode, second.returncode) == (0, 0), outcomes
+    stderrs = [stderr for _, stderr in outcomes]
+    [lost] = [e for e in stderrs if "nothing to run: acme/calculator#1 is already" in e]
+    assert (
+        "was claimed on GitHub by another Run first" in lost
+        or "is no longer open with ready-for-agent" in lost
+    ), lost
+    assert len(world.pulls()) == 1
+    assert len(world.comments()) == 1
+    assert labels(world) == ["in-progress"]
 
 
 @pytest.mark.parametrize(

@@ -593,6 +593,64 @@ def test_an_issue_no_longer_ready_under_the_lease_is_not_claimed(dw: DaemonWorld
     assert dw.world.github.labels_of(number) == [BUSY]
 
 
+def test_a_run_sharing_no_database_backs_off_when_another_took_the_ready_label_first(
+    dw: DaemonWorld,
+) -> None:
+    """Two Runs with databases of their own (a workflow, a daemon on another machine) both hold
+    a Lease. Right before this one takes the Ready label off, the other takes it: GitHub tells
+    this one the label is gone, and it ends Not claimed, having recorded, labelled and posted
+    nothing."""
+    number = dw.ready_issue("Raced across machines")
+    ref = IssueRef("github.test", "acme", "widgets", number)
+    github = dw.world.github
+
+    def the_other_machine_claims(method: str) -> None:
+        if method == "take_label":
+            github.on_call = None
+            github.unlabel_issue(number, READY, by="other-machine")
+            github.label_issue(number, BUSY, by="other-machine")
+
+    github.on_call = the_other_machine_claims
+    said: list[str] = []
+
+    status = dw._run(
+        RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, said.append
+    )
+
+    assert status == 3
+    assert dw.world.store.list_runs() == []
+    assert github.comments_on(number) == []
+    assert github.labels_of(number) == [BUSY]
+    assert github.called("add_label") == []
+    assert any("was claimed on GitHub by another Run first" in line for line in said), said
+
+
+def test_the_ready_label_is_taken_off_before_the_run_is_recorded_or_anything_else_changes(
+    dw: DaemonWorld,
+) -> None:
+    """The Claim on GitHub begins with the decisive step: the Ready label comes off before the
+    Run's record, the in-progress label or the claim comment; the Run then goes on as ever."""
+    number = dw.ready_issue("In order")
+    ref = IssueRef("github.test", "acme", "widgets", number)
+    seen: list[tuple[str, int]] = []
+    github = dw.world.github
+    github.on_call = lambda method: seen.append((method, len(dw.world.store.list_runs())))
+
+    status = dw._run(
+        RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, print
+    )
+
+    assert status == 0, dw.world.lines
+    writes = [
+        (m, runs)
+        for m, runs in seen
+        if m in ("take_label", "add_label", "remove_label", "upsert_marked_comment")
+    ]
+    assert writes[0] == ("take_label", 0)
+    assert github.called("remove_label") == []
+    assert github.labels_of(number) == [BUSY]
+
+
 class _ListedPoll:
     """A repository whose poll always proposes the same issues (the limits are the subject)."""
 

@@ -164,6 +164,14 @@ class FakeGitHub:
         if any(existing.name.lower() == label.lower() for existing in issue.labels):
             self.world.remove_label(self.repo_state, issue, label, self.login)
 
+    def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
+        self._enter("take_label", number, label)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        if not any(existing.name.lower() == label.lower() for existing in issue.labels):
+            return False
+        self.world.remove_label(self.repo_state, issue, label, self.login)
+        return True
+
     def upsert_marked_comment(
         self, owner: str, name: str, number: int, marker: str, body: str
     ) -> Comment:

@@ -372,6 +372,32 @@ class GitHub:
             if exc.status != 404:
                 raise
 
+    def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
+        """Take ``label`` off as a claim; False when GitHub says the issue no longer has it.
+        After an answer lost to a 5xx, a label found gone counts as taken by this call: GitHub
+        cannot say by whom, and a race that coincides with a lost answer is rarer still."""
+        path = f"/repos/{owner}/{name}/issues/{number}/labels/{_q(label)}"
+
+        def send() -> bool:
+            self._repo(owner, name).get_issue(number).remove_from_labels(label)
+            return True
+
+        def happened() -> bool | None:
+            labels = self.issue(owner, name, number).labels
+            return True if all(have.lower() != label.lower() for have in labels) else None
+
+        try:
+            return self._calls.call(
+                Request("DELETE", path, f"label '{label}' of issue #{number} of {owner}/{name}"),
+                send,
+                repeatable=False,
+                happened=happened,
+            )
+        except GitHubError as exc:
+            if exc.status == 404:
+                return False
+            raise
+
     def upsert_marked_comment(
         self, owner: str, name: str, number: int, marker: str, body: str
     ) -> Comment:

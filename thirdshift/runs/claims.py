@@ -171,6 +171,10 @@ class FencedGitHub:
         self._fence()
         return self._gh.remove_label(owner, name, number, label)
 
+    def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
+        self._fence()
+        return self._gh.take_label(owner, name, number, label)
+
     def upsert_marked_comment(
         self, owner: str, name: str, number: int, marker: str, body: str
     ) -> Comment:
@@ -274,9 +278,11 @@ def claim_labels(
     ready_label: str,
     in_progress_label: str,
     say: Callable[[str], None],
+    ready_taken: bool = False,
 ) -> Claim:
-    """Put ``in-progress`` in place of ``ready-for-agent`` (one request keeping every other
-    label). An issue already in progress and no longer ready is left as it is."""
+    """Put ``in-progress`` in place of ``ready-for-agent``, one label at a time. An issue
+    already in progress and no longer ready is left as it is. ``ready_taken``: the Run took the
+    Ready label off already, as its claim against Runs sharing no database."""
     ready, busy = ready_label, in_progress_label
     labels = list(issue.labels)
     had_ready = any(label.lower() == ready.lower() for label in labels)
@@ -289,7 +295,7 @@ def claim_labels(
             ref.owner, ref.repo, busy, "fbca04", "thirdshift is working on this issue"
         )
         github.add_label(ref.owner, ref.repo, ref.number, busy)
-    if had_ready:
+    if had_ready and not ready_taken:
         ready_name = next(label for label in labels if label.lower() == ready.lower())
         github.remove_label(ref.owner, ref.repo, ref.number, ready_name)
     say(f"labelling #{ref.number} {busy}" + (f", in place of {ready}" if had_ready else ""))

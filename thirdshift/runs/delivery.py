@@ -10,6 +10,7 @@ the Repair loop, and for a Merge run the Self-merge. Any other ending is a Faile
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import threading
@@ -198,6 +199,7 @@ class Delivery:
                 choice = choose_issue_branch(number, remote, self._issue_pulls(ref, remote))
             # An interrupt before the Claim changes nothing: no record, no label, no comment.
             self._check_interrupt()
+            ready_taken = self._take_ready(ref, issue, keeper.check)
             if choice.continuation:
                 self.say(f"continuing {choice.branch}, which an earlier Run left on origin")
             record = self._store.start_run_under(
@@ -211,12 +213,43 @@ class Delivery:
                 model=self._session_source.model,
             )
             if record is None:  # paused past the Lease before this Run was even recorded
+                if ready_taken is not None:  # the Run that holds the issue now may want it
+                    with contextlib.suppress(ThirdshiftError):
+                        self._github.add_label(ref.owner, ref.repo, number, ready_taken)
                 raise keeper.lost_error()
             self._on_recorded(record.id)
             self.say(f"Run {record.id} on {ref}: {issue.title}")
             if request.rescue_of is not None:
                 self.say(f"taking over from Run {request.rescue_of}, which crashed")
-            return self._deliver(request, record, clone, issue, choice, base, worktree_path, keeper)
+            return self._deliver(
+                request,
+                record,
+                clone,
+                issue,
+                choice,
+                base,
+                worktree_path,
+                keeper,
+                ready_taken=ready_taken is not None,
+            )
+
+    def _take_ready(self, ref: IssueRef, issue: IssueInfo, fence: Callable[[], None]) -> str | None:
+        """The first step of the Claim on GitHub, taken under the Lease: the Ready label off.
+        Runs that share no database (a workflow, a daemon elsewhere) can both hold a Lease of
+        their own; GitHub answers only one of two removals of a label, so the other Run backs
+        off, ``NotClaimed``, having changed nothing. The label's name as the issue spells it,
+        or None when the issue had no Ready label (a Run by hand, a Continuation)."""
+        wanted = self._settings.ready_label.lower()
+        ready = next((label for label in issue.labels if label.lower() == wanted), None)
+        if ready is None:
+            return None
+        fence()
+        if not self._github.take_label(ref.owner, ref.repo, ref.number, ready):
+            raise NotClaimed(
+                f"{ref} was claimed on GitHub by another Run first (it took the {ready} label "
+                "off); this Run changed nothing"
+            )
+        return ready
 
     def _deliver(
         self,
@@ -228,11 +261,13 @@ class Delivery:
         base: str,
         worktree_path: Path,
         keeper: LeaseKeeper,
+        *,
+        ready_taken: bool,
     ) -> int:
         ref = request.issue
         gh = FencedGitHub(self._github, keeper.check)
         owner, name, number = ref.owner, ref.repo, ref.number
-        claim = Claim(had_ready_label=False, added_label=False)
+        claim = Claim(had_ready_label=ready_taken, added_label=False)
         worktree: Worktree | None = None
         sessions: Sessions | None = None
         pull: PullRequestInfo | None = choice.open_pull
@@ -261,6 +296,7 @@ class Delivery:
                 ready_label=self._settings.ready_label,
                 in_progress_label=self._settings.in_progress_label,
                 say=self.say,
+                ready_taken=ready_taken,
             )
             claim_comment(
                 gh,

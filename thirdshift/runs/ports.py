@@ -137,6 +137,12 @@ class GitHubPort(Protocol):
         """Take ``label`` off, keeping every other label; one the issue lacks is fine."""
         ...
 
+    def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
+        """Take ``label`` off as a claim: True when this call took it off, False when the issue
+        no longer had it (someone took it first). GitHub answers one of two racing removals
+        404, so this decides between Runs that share no database."""
+        ...
+
     def upsert_marked_comment(
         self, owner: str, name: str, number: int, marker: str, body: str
     ) -> Comment:
