@@ -43,7 +43,7 @@ from thirdshift.harnesses import harness_named, probe
 from thirdshift.home import Home, check_home
 from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
 from thirdshift.notify import AppriseTarget, Notifier, Target, WebhookTarget
-from thirdshift.records import ProviderOutage, RepoInfo, Run
+from thirdshift.records import ProviderOutage, RepoInfo, Run, SessionRecord
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.scrub import Scrubber, looks_secret
@@ -89,6 +89,7 @@ def run_issue(
     stopped_because: Callable[[], str | None] = lambda: None,
     on_recorded: Callable[[int], None] = lambda _run_id: None,
     on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
+    on_checks: Callable[[str], None] = lambda _checks: None,
 ) -> int:
     """Run one issue and return the exit status. Errors before the Run starts (pre-flight)
     are reported on ``progress`` and change nothing.
@@ -100,7 +101,8 @@ def run_issue(
     A daemon passes its ``store`` (shared by its Runs), its name as ``claimant``, what says
     why it stopped a Run (``stopped_because``) and what learns the Run's id once it is recorded
     (``on_recorded``) and what learns of a provider outage (``on_outage``: the daemon's
-    pauses); each Run still gets its own clock, GitHub adapter and interrupt."""
+    pauses); each Run still gets its own clock, GitHub adapter and interrupt. ``on_checks``
+    learns what CI said of the head a Run reached its goal on (the job summary shows it)."""
     known = [*credential_secrets(settings), *setting_secrets(settings)]
     harness_base = environ if agent_environ is None else agent_environ
     agent_secrets = [value for name, value in harness_base.items() if looks_secret(name)]
@@ -219,6 +221,7 @@ def run_issue(
             stopped_because=stopped_because,
             on_recorded=on_recorded,
             notifier=notifier_of(settings, scrub=scrub, progress=say),
+            on_checks=on_checks,
         )
         try:
             return delivery.run(request)
@@ -471,6 +474,7 @@ def run_event(
     ref = IssueRef(web_host_of(settings.github_api_url), owner, name, number)
     urls: list[str] = []
     recorded: list[int] = []
+    checks: list[str] = []
     errors: list[tuple[str, str]] = []
 
     def emit(url: str) -> None:
@@ -508,6 +512,7 @@ def run_event(
                     else f"GitHub Actions, started by {decision.sender}"
                 ),
                 on_recorded=recorded.append,
+                on_checks=checks.append,
             )
         finally:
             if runner is not None:
@@ -519,7 +524,8 @@ def run_event(
             for kind, message in errors:
                 (runner.error if kind == "error" else runner.warning)(message)
             run = store.get_run(recorded[-1]) if recorded else None
-            _report(runner, run, ref, status, urls)
+            sessions = store.run_sessions(run.id) if run else []
+            _report(runner, run, ref, status, urls, sessions=sessions, checks=checks)
         return status
     finally:
         store.close()
@@ -763,9 +769,18 @@ def _rules(settings: Settings) -> ReadyRules:
     )
 
 
-def _report(runner: Runner, run: Run | None, ref: IssueRef, status: int, urls: list[str]) -> None:
+def _report(
+    runner: Runner,
+    run: Run | None,
+    ref: IssueRef,
+    status: int,
+    urls: list[str],
+    *,
+    sessions: Sequence[SessionRecord] = (),
+    checks: Sequence[str] = (),
+) -> None:
     """The job summary and step outputs of a Run that started (``run``: its record, None when
-    it stopped before it was recorded)."""
+    it stopped before it was recorded): what a reviewer needs without opening the log."""
     state = run.state if run else "not recorded"
     url = urls[-1] if urls else ""
     rows = [
@@ -773,10 +788,24 @@ def _report(runner: Runner, run: Run | None, ref: IssueRef, status: int, urls: l
         ("Pull request", url or "none"),
         ("State", state),
     ]
+    if checks:
+        rows.append(("Checks", checks[-1]))
+    elif run is not None and run.cause:
+        rows.append(("Checks", "see the cause"))
     if run is not None and run.cause:
         rows.append(("Cause", _code_span(run.cause)))
+    if sessions:
+        rows.append(("Sessions", ", ".join(_session_cell(s) for s in sessions)))
+        costs = [s.usage.cost_usd for s in sessions if s.usage.cost_usd is not None]
+        cost = f"${sum(costs):.4f}" if costs else "not reported"
+        if costs and len(costs) < len(sessions):
+            cost += f" ({len(sessions) - len(costs)} session(s) reported none)"
+        rows.append(("Cost", cost))
     if run is not None and run.last_session_log:
         rows.append(("Last Session log", _code_span(Path(run.last_session_log).name)))
+    if sessions and runner.job_url:
+        artifact = _code_span(runner.session_logs_artifact)
+        rows.append(("Session logs", f"artifact {artifact} on [the run's page]({runner.job_url})"))
     table = "\n".join(f"| {key} | {value} |" for key, value in rows)
     runner.summary(f"### thirdshift: {ref}\n\n| | |\n|---|---|\n{table}\n")
     runner.output("state", state)
@@ -784,6 +813,11 @@ def _report(runner: Runner, run: Run | None, ref: IssueRef, status: int, urls: l
         runner.output("pull-request-url", url)
     if status != 0 and run is not None and run.cause:
         runner.error(run.cause, title=f"thirdshift could not finish {ref}")
+
+
+def _session_cell(session: SessionRecord) -> str:
+    """One session in the summary: its kind, Harness and how it ended."""
+    return _code_span(f"{session.kind} ({session.harness}, {session.state})")
 
 
 def _code_span(text: str) -> str:

@@ -624,9 +624,9 @@ def actions_init(root: Path, install: str | None, harness: str, force: bool) -> 
     import os
 
     from thirdshift.actions.workflow import (
+        HOSTED_JOB_LIMIT_MINUTES,
         WorkflowChoices,
-        timeout_minutes,
-        wanted_minutes,
+        fitted,
         workflow_text,
     )
     from thirdshift.settings import load_settings
@@ -635,7 +635,7 @@ def actions_init(root: Path, install: str | None, harness: str, force: bool) -> 
     target = root / ".github" / "workflows" / "thirdshift.yml"
     if target.exists() and not force:
         _fail(ThirdshiftError(f"{target} already exists; pass --force to replace it"))
-    choices = WorkflowChoices(
+    asked = WorkflowChoices(
         install=install or f"thirdshift=={__version__}",
         harness=harness,
         ready_label=settings.ready_label,
@@ -643,11 +643,16 @@ def actions_init(root: Path, install: str | None, harness: str, force: bool) -> 
         session_wall_seconds=settings.session_wall_seconds,
         ci_timeout_seconds=settings.ci_timeout_seconds,
     )
-    if wanted_minutes(choices) > timeout_minutes(choices):
+    choices = fitted(asked)
+    if choices != asked:
         click.echo(
-            f"warning: a whole Run may take {wanted_minutes(choices)} minutes, but a job on a "
-            f"GitHub-hosted runner stops after {timeout_minutes(choices)}; lower "
-            "session_wall_seconds or ci_timeout_seconds, or use a self-hosted runner",
+            f"note: a session may last {format_duration(asked.session_wall_seconds)} and CI "
+            f"{format_duration(asked.ci_timeout_seconds)}, more than a GitHub-hosted job's "
+            f"{HOSTED_JOB_LIMIT_MINUTES // 60} hours; the workflow lowers them to "
+            f"{format_duration(choices.session_wall_seconds)} and "
+            f"{format_duration(choices.ci_timeout_seconds)} (THIRDSHIFT_SESSION_WALL_SECONDS, "
+            "THIRDSHIFT_CI_TIMEOUT_SECONDS in the file; on a self-hosted runner raise them and "
+            "timeout-minutes together)",
             err=True,
         )
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -202,7 +203,14 @@ def test_a_maintainer_s_label_gives_a_ready_pull_request_a_job_summary_and_outpu
     summary = (runner / "summary.md").read_text()
     assert f"| Pull request | {pull['html_url']} |" in summary
     assert "| State | succeeded |" in summary
+    assert f"| Checks | green on {pull['head']['sha'][:7]} |" in summary
+    assert "| Sessions | `implement (claude, ended)` |" in summary
+    assert re.search(r"\| Cost \| \$\d+\.\d{4} \|", summary), summary
     assert "| Last Session log | `" in summary
+    assert (
+        "| Session logs | artifact `thirdshift-session-logs-4242-1` on [the run's page]("
+        f"{world.stand_in.web_url}/{OWNER}/{NAME}/actions/runs/4242) |"
+    ) in summary
     outputs = (runner / "output").read_text().splitlines()
     assert f"pull-request-url={pull['html_url']}" in outputs
     assert "state=succeeded" in outputs
@@ -311,7 +319,12 @@ def test_a_failed_run_shows_as_an_error_on_the_job_page_and_its_comment_links_th
     assert done.returncode == 1
     assert "::error title=thirdshift could not finish acme/calculator#1::" in done.stderr
     assert "made no commits" in done.stderr
-    assert "| State | failed |" in (runner / "summary.md").read_text()
+    summary = (runner / "summary.md").read_text()
+    assert "| State | failed |" in summary
+    assert "| Checks | see the cause |" in summary
+    assert "| Cause | `" in summary
+    assert "made no commits" in summary
+    assert "| Sessions | `implement (claude, ended)` |" in summary
     assert "state=failed" in (runner / "output").read_text()
     failure = [c["body"] for c in world.comments() if CLAIM_MARKER not in c["body"]]
     assert len(failure) == 1

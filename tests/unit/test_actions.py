@@ -13,7 +13,7 @@ import yaml
 
 from tests.support.actions_tools import actionlint, check_issues_payload, labelled
 from thirdshift.actions import Runner, decide
-from thirdshift.actions.workflow import WorkflowChoices, timeout_minutes, workflow_text
+from thirdshift.actions.workflow import WorkflowChoices, fitted, timeout_minutes, workflow_text
 from thirdshift.console import Progress
 
 READY = "ready-for-agent"
@@ -195,7 +195,13 @@ def test_the_workflow_queues_a_second_run_on_an_issue_and_covers_a_whole_run() -
         "group": "thirdshift-issue-${{ github.event.issue.number || inputs.issue }}",
         "cancel-in-progress": False,
     }
-    assert job["timeout-minutes"] == timeout_minutes(CHOICES) == 360  # a hosted job's most
+    [step] = [step for step in job["steps"] if step.get("id") == "thirdshift"]
+    env = step["env"]
+    wall, ci = (float(env[f"THIRDSHIFT_{k}_SECONDS"]) for k in ("SESSION_WALL", "CI_TIMEOUT"))
+    # The defaults (4 h and 3 h) do not fit a hosted job's 6 hours: both come down, and the job
+    # still lasts longer than a whole Run.
+    assert (wall, ci) == (188 * 60, 142 * 60)
+    assert job["timeout-minutes"] == 360 >= (wall + ci) / 60 + 30
     assert parsed["permissions"] == {
         "contents": "write",
         "issues": "write",
@@ -222,7 +228,11 @@ def test_the_runner_gets_the_labels_and_limits_the_file_was_written_for() -> Non
     """A label with YAML's own punctuation stays one string, the job's condition and the
     Run's settings agree, and the file still passes actionlint."""
     choices = WorkflowChoices(
-        install="thirdshift", ready_label="status: ready #now", in_progress_label="wip"
+        install="thirdshift",
+        ready_label="status: ready #now",
+        in_progress_label="wip",
+        session_wall_seconds=4 * 3600,
+        ci_timeout_seconds=3600,
     )
     text = workflow_text(choices)
     job = yaml.safe_load(text)["jobs"]["run"]
@@ -241,3 +251,60 @@ def test_on_a_runner_no_progress_line_can_start_another_line() -> None:
     [line] = stream.getvalue().splitlines()
     assert "::add-mask::" in line
     assert not line.split("] ", 1)[1].startswith("::")
+
+
+def test_limits_that_fit_a_hosted_job_are_written_as_they_are() -> None:
+    """An hour each, with the margin, fits in 6 hours: nothing is lowered, and the job lasts
+    the whole Run."""
+    choices = WorkflowChoices(
+        install="thirdshift", session_wall_seconds=3600, ci_timeout_seconds=3600
+    )
+    assert fitted(choices) == choices
+    assert timeout_minutes(choices) == 150
+
+
+@pytest.mark.parametrize(("wall", "ci"), [(4 * 3600, 3 * 3600), (10 * 3600, 60), (61, 9 * 3600)])
+def test_limits_past_a_hosted_job_are_lowered_in_proportion_so_the_job_outlasts_the_run(
+    wall: float, ci: float
+) -> None:
+    lowered = fitted(WorkflowChoices(install="x", session_wall_seconds=wall, ci_timeout_seconds=ci))
+    assert timeout_minutes(lowered) <= 360
+    total = lowered.session_wall_seconds + lowered.ci_timeout_seconds
+    assert total / 60 + 30 <= timeout_minutes(lowered)
+    assert lowered.session_wall_seconds % 60 == 0
+    assert lowered.session_wall_seconds > 0
+    assert lowered.ci_timeout_seconds > 0
+    assert abs(lowered.session_wall_seconds / total - wall / (wall + ci)) < 0.01
+
+
+def test_actions_init_writes_a_linted_workflow_pinned_to_this_version_and_keeps_an_existing_one(
+    tmp_path: Path,
+) -> None:
+    """The command as a user runs it: the file goes under --path, passes actionlint as
+    written, pins thirdshift to this version, lowers the default limits with a note saying
+    so, and is not replaced without --force."""
+    from click.testing import CliRunner
+
+    from thirdshift import __version__
+    from thirdshift.cli import main
+
+    env = {"THIRDSHIFT_HOME": str(tmp_path / "home")}
+    first = CliRunner().invoke(main, ["actions", "init", "--path", str(tmp_path)], env=env)
+    assert first.exit_code == 0, first.output
+    target = tmp_path / ".github" / "workflows" / "thirdshift.yml"
+    assert first.stdout.strip() == str(target)
+    assert "the workflow lowers them to 3h 08m and 2h 22m" in first.stderr
+    text = target.read_text()
+    assert actionlint(text) == []
+    assert f"thirdshift=={__version__}" in text
+    assert '"@anthropic-ai/claude-code@2.1.328"' in text
+
+    again = CliRunner().invoke(main, ["actions", "init", "--path", str(tmp_path)], env=env)
+    assert again.exit_code == 1
+    assert "already exists; pass --force to replace it" in again.stderr
+    assert target.read_text() == text
+    forced = CliRunner().invoke(
+        main, ["actions", "init", "--path", str(tmp_path), "--force", "--harness", "codex"], env=env
+    )
+    assert forced.exit_code == 0, forced.output
+    assert '"@openai/codex@0.169.0"' in target.read_text()

@@ -12,6 +12,9 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
 
+# The Session logs' artifact: the workflow names it this, then the run's id and attempt.
+SESSION_LOGS_ARTIFACT = "thirdshift-session-logs"
+
 
 def escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
@@ -41,6 +44,13 @@ class Runner:
         if not (server and repository and run_id.isdigit()):
             return None
         return f"{server}/{repository}/actions/runs/{run_id}"
+
+    @property
+    def session_logs_artifact(self) -> str:
+        """The name the workflow uploads this job's Session logs under."""
+        run_id = self._environ.get("GITHUB_RUN_ID", "")
+        attempt = self._environ.get("GITHUB_RUN_ATTEMPT", "1")
+        return f"{SESSION_LOGS_ARTIFACT}-{run_id}-{attempt}"
 
     def group(self, title: str) -> None:
         self._write(f"::group::{escape_data(title)}")

@@ -7,7 +7,9 @@ Decisions a reader of the file would otherwise question, each kept here with its
   other labels start are skipped before they join the group (GitHub keeps one waiting run per
   group; a newer one would push the waiting Run out).
 - ``timeout-minutes`` covers a whole Run: the session's wall-clock limit, then CI's timeout,
-  plus a margin for the install and the Repairs, within a hosted job's 6 hours.
+  plus a margin for the install and the Repairs. A hosted job stops after 6 hours, so when the
+  limits asked for do not fit, the file lowers both limits (in proportion) rather than letting
+  the job be killed before the Run can save its work.
 - The settings a Run needs to agree with this file (the labels, the limits) are written into
   the step's environment: the runner has no config file.
 - The Run step ``exec``s thirdshift: on cancel the runner signals the step's own process.
@@ -26,7 +28,9 @@ Decisions a reader of the file would otherwise question, each kept here with its
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from thirdshift.actions.runner import SESSION_LOGS_ARTIFACT
 
 CLI_PACKAGES = {
     "claude": ("@anthropic-ai/claude-code", "2.1.328", "ANTHROPIC_API_KEY"),
@@ -45,20 +49,38 @@ class WorkflowChoices:
 
 
 HOSTED_JOB_LIMIT_MINUTES = 360
+# Beyond the session's and CI's limits: the install, pushes, the Repair loop's own work.
+MARGIN_MINUTES = 30
 
 
 def timeout_minutes(choices: WorkflowChoices) -> int:
-    """A whole Run: the session's limit, CI's, and 30 minutes for the install and Repairs, at
-    most the 6 hours a GitHub-hosted job may last (``thirdshift actions init`` warns then)."""
-    wanted = int((choices.session_wall_seconds + choices.ci_timeout_seconds) // 60) + 30
-    return min(wanted, HOSTED_JOB_LIMIT_MINUTES)
+    """A whole Run: the session's limit, CI's, and the margin (``fitted`` keeps this within
+    the 6 hours a GitHub-hosted job may last)."""
+    return wanted_minutes(choices)
 
 
 def wanted_minutes(choices: WorkflowChoices) -> int:
-    return int((choices.session_wall_seconds + choices.ci_timeout_seconds) // 60) + 30
+    return int((choices.session_wall_seconds + choices.ci_timeout_seconds + 59) // 60) + (
+        MARGIN_MINUTES
+    )
+
+
+def fitted(choices: WorkflowChoices) -> WorkflowChoices:
+    """``choices`` whose session and CI limits, with the margin, fit a GitHub-hosted job: when
+    they do not, both are lowered in proportion, to whole minutes, so the job's
+    ``timeout-minutes`` still covers a whole Run (a job cut off by its timeout cannot save its
+    work; a Run that meets its own limit can)."""
+    if wanted_minutes(choices) <= HOSTED_JOB_LIMIT_MINUTES:
+        return choices
+    room = (HOSTED_JOB_LIMIT_MINUTES - MARGIN_MINUTES) * 60
+    total = choices.session_wall_seconds + choices.ci_timeout_seconds
+    session = max(60.0, (choices.session_wall_seconds * room / total) // 60 * 60)
+    return replace(choices, session_wall_seconds=session, ci_timeout_seconds=room - session)
 
 
 def workflow_text(choices: WorkflowChoices) -> str:
+    """The workflow file for ``choices``, its limits ``fitted`` to a GitHub-hosted job."""
+    choices = fitted(choices)
     package, version, key = CLI_PACKAGES[choices.harness]
     label = choices.ready_label.replace("'", "''")
     condition = f"github.event_name == 'workflow_dispatch' || github.event.label.name == '{label}'"
@@ -144,7 +166,7 @@ jobs:
         if: always()
         uses: actions/upload-artifact@v4
         with:
-          name: thirdshift-session-logs-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}
+          name: {SESSION_LOGS_ARTIFACT}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}
           path: ${{{{ runner.temp }}}}/thirdshift/logs
           if-no-files-found: ignore
 """

@@ -122,9 +122,11 @@ class Delivery:
         stopped_because: Callable[[], str | None] = lambda: None,
         on_recorded: Callable[[int], None] = lambda _run_id: None,
         notifier: Notifier = NO_NOTIFIER,
+        on_checks: Callable[[str], None] = lambda _checks: None,
     ) -> None:
         self._notifier = notifier
         self._on_recorded = on_recorded
+        self._on_checks = on_checks
         self._claimant = claimant
         self._stopped_because = stopped_because
         self._settings = settings
@@ -405,6 +407,7 @@ class Delivery:
                 self._progress(self._scrub(line))
             return 1
         # The goal is reached: from here on a problem is a warning, never a Failed run.
+        self._on_checks(checks_line(result))
         try:
             self._store.finish_run(
                 record.id,
@@ -756,3 +759,14 @@ class Delivery:
             raise Interrupted("interrupted")
 
     # -- used by the loop's Outside ------------------------------------------------------------
+
+
+def checks_line(result: LoopResult) -> str:
+    """What CI said of the head a Run ended on, in a few words (the job summary's Checks)."""
+    head = result.head[:7]
+    said = (
+        f"none appeared on {head}: CI counted as absent" if result.ci_absent else f"green on {head}"
+    )
+    if result.repairs:
+        said += f", after {result.repairs} Repair(s)"
+    return said
