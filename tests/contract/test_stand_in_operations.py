@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import urllib.request
 
+import pytest
 from github import Consts
 
-from tests.contract.conftest import FULL_NAME, Sandbox, out_of_contract
+from tests.contract.conftest import FULL_NAME, TOKENS, Sandbox, out_of_contract
 from tests.support.openapi import OpenAPIDescription
 from thirdshift.sandbox.github.server import API_PREFIX
 
@@ -104,3 +105,27 @@ def test_pygithub_drives_every_operation_of_the_stand_in(
         if exchange.path.startswith(API_PREFIX) and not out_of_contract(exchange)
     }
     assert len(operations) >= 25, sorted(operations)
+
+
+def test_what_a_workflow_s_own_token_pushes_or_merges_starts_no_ci(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on GitHub, events caused by a workflow's GITHUB_TOKEN (github-actions[bot]) start no
+    workflow: its push gets no checks, nor does its merge on the base; a person's push does."""
+    bot, token = "github-actions[bot]", "ghs_workflow_0123456789abcdef"
+    sandbox.client.add_user(bot, token, {FULL_NAME: "write"})
+    monkeypatch.setitem(TOKENS, bot, token)
+    by_bot = sandbox.push("by-bot", {"bot.txt": "bot\n"}, login=bot)
+    by_wes = sandbox.push("by-wes", {"wes.txt": "wes\n"})
+    assert sandbox.client.wait_for_checks("acme", "widgets", by_wes, timeout=60)
+    repo = sandbox.github("ada").get_repo(FULL_NAME)
+    assert repo.get_commit(by_bot).get_check_runs().totalCount == 0
+    pull = (
+        sandbox.github(bot, token=token)
+        .get_repo(FULL_NAME)
+        .create_pull(title="Bot", body="", head="by-bot", base="main")
+    )
+    merged = pull.merge(merge_method="merge")
+    assert merged.merged
+    assert sandbox.client.wait_for_checks("acme", "widgets", by_wes, timeout=60)
+    assert repo.get_commit(merged.sha).get_check_runs().totalCount == 0

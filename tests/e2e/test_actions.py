@@ -261,8 +261,8 @@ def test_two_runs_on_one_issue_sharing_no_database_run_it_once(
     request, the other ends with one line having changed nothing."""
     world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": FIX}])
     worlds.append(world)
-    first, _ = start_on_runner(world, event(world), "job-a")
-    second, _ = start_on_runner(world, event(world), "job-b")
+    first, first_dir = start_on_runner(world, event(world), "job-a")
+    second, second_dir = start_on_runner(world, event(world), "job-b")
     outcomes = [process.communicate(timeout=240) for process in (first, second)]
 
     assert (first.returncode, second.returncode) == (0, 0), outcomes
@@ -275,6 +275,13 @@ def test_two_runs_on_one_issue_sharing_no_database_run_it_once(
     assert len(world.pulls()) == 1
     assert len(world.comments()) == 1
     assert labels(world) == ["in-progress"]
+    # Without an App the workflow's own token pushed, and GitHub starts no CI for that.
+    [summary] = [
+        (d / "summary.md").read_text()
+        for d in (first_dir, second_dir)
+        if (d / "summary.md").exists()
+    ]
+    assert "| Checks | none appeared on " in summary
 
 
 @pytest.mark.parametrize(
@@ -386,7 +393,8 @@ def test_a_job_cancelled_during_a_repair_leaves_a_draft_that_the_next_run_finish
 ) -> None:
     """The pull request is open and CI red; GitHub cancels the job while the Repair works:
     within the window the fix is pushed and the pull request turned back to a draft; a Run
-    started by hand afterwards, on a fresh runner, marks it ready once CI is green."""
+    started by hand afterwards, on a fresh runner, marks it ready once CI is green. It acts as
+    a GitHub App: pushes made with the workflow's own token would start no CI to be red."""
     breaks = write_file_command("calc.py", CALC_BROKEN) + " && git commit -qam 'Rework add()'"
     implement = [
         {"tool_calls": [bash(breaks, "rework")]},
@@ -407,7 +415,9 @@ def test_a_job_cancelled_during_a_repair_leaves_a_draft_that_the_next_run_finish
         files={"README.md": "# calculator\n", "calc.py": CALC_FIXED, "test_calc.py": TEST_CALC},
     )
     worlds.append(world)
-    job, _ = start_on_runner(world, event(world), "job-1")
+    private, public = key_pair()
+    app = AppSecrets(world.client.add_app("night-shift", public, [f"{OWNER}/{NAME}"]), private)
+    job, _ = start_on_runner(world, event(world), "job-1", app=app)
     deadline = time.monotonic() + 180
     while not world.model_requests("repair") or not any(
         r.get("turn") == 2 for r in world.model_requests("repair")
@@ -427,7 +437,10 @@ def test_a_job_cancelled_during_a_repair_leaves_a_draft_that_the_next_run_finish
     assert (inspect / "calc.py").read_text() == REPAIRED
 
     again, _ = on_runner(
-        world, dispatched(issue="1", sender="maintainer", owner=OWNER, name=NAME), "job-2"
+        world,
+        dispatched(issue="1", sender="maintainer", owner=OWNER, name=NAME),
+        "job-2",
+        app=app,
     )
 
     assert again.returncode == 0, again.stderr

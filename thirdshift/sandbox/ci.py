@@ -49,6 +49,10 @@ WORKFLOW_NAME = "CI"
 QUEUED, IN_PROGRESS, COMPLETED = "queued", "in_progress", "completed"
 SUCCESS, FAILURE, CANCELLED = "success", "failure", "cancelled"
 
+# The login GitHub gives a workflow's own GITHUB_TOKEN. Events it causes (a push, a merge)
+# start no workflow run, so no CI: GitHub's guard against workflows triggering themselves.
+WORKFLOW_BOT_LOGIN = "github-actions[bot]"
+
 
 @dataclass(frozen=True)
 class CheckRunRecord:
@@ -346,6 +350,8 @@ class SimulatedCI:
     def _on_push(self, event: PushEvent) -> None:
         if event.new_sha == ZERO_SHA or not event.ref.startswith("refs/heads/"):
             return
+        if event.pusher == WORKFLOW_BOT_LOGIN:
+            return  # as on GitHub: what a workflow's GITHUB_TOKEN does starts no workflow
         with self._lock:
             if self._stopped:
                 return

@@ -92,6 +92,7 @@ class PushEvent:
     ref: str
     old_sha: str
     new_sha: str
+    pusher: str = ""  # the login the push authenticated as
 
 
 @dataclass(frozen=True)
@@ -367,7 +368,11 @@ class BareRepos:
                     env["PATH_INFO"],
                     done.stderr.decode(errors="replace").strip(),
                 )
-            events = _read_push_log(push_log, request.owner, request.name) if is_push else []
+            events = (
+                _read_push_log(push_log, request.owner, request.name, request.remote_user)
+                if is_push
+                else []
+            )
         with self._lock:
             callbacks = list(self._callbacks)
         for event in events:
@@ -475,7 +480,7 @@ def _parse_cgi(output: bytes) -> GitHttpResponse:
     return GitHttpResponse(status, headers, body)
 
 
-def _read_push_log(path: Path, owner: str, name: str) -> list[PushEvent]:
+def _read_push_log(path: Path, owner: str, name: str, pusher: str) -> list[PushEvent]:
     if not path.is_file():
         return []
     events = []
@@ -483,5 +488,7 @@ def _read_push_log(path: Path, owner: str, name: str) -> list[PushEvent]:
         parts = line.split()
         if len(parts) == 3:
             old, new, ref = parts
-            events.append(PushEvent(owner=owner, name=name, ref=ref, old_sha=old, new_sha=new))
+            events.append(
+                PushEvent(owner=owner, name=name, ref=ref, old_sha=old, new_sha=new, pusher=pusher)
+            )
     return events

@@ -9,6 +9,7 @@ import subprocess
 from typing import Any
 
 from thirdshift.errors import SandboxError
+from thirdshift.sandbox.ci import WORKFLOW_BOT_LOGIN
 from thirdshift.sandbox.git_http import git_env
 from thirdshift.sandbox.github.api import Call, Reply, Router
 from thirdshift.sandbox.github.shapes import Json, node_id, stamp
@@ -366,7 +367,8 @@ def merge_pull(call: Call) -> Reply:
         raise ApiError(405, "Pull Request is not mergeable") from exc
     call.world.record_merge(repo, issue, sha, call.login or "")
     repo.pushed_at = utcnow()
-    call.backend.ci.trigger(repo.owner, repo.name, sha, pull.base_ref)
+    if call.login != WORKFLOW_BOT_LOGIN:  # a workflow's token starts no workflow
+        call.backend.ci.trigger(repo.owner, repo.name, sha, pull.base_ref)
     return Reply(200, {"sha": sha, "merged": True, "message": "Pull Request successfully merged"})
 
 
