@@ -33,6 +33,7 @@ from tests.support.run_world import (
 )
 from thirdshift.actions.workflow import WorkflowChoices, workflow_text
 from thirdshift.runs.claims import CLAIM_MARKER
+from thirdshift.sandbox.github.limits import Faults
 from thirdshift.store import Store
 
 pytestmark = pytest.mark.real_cli
@@ -386,6 +387,48 @@ def test_a_cancelled_job_saves_the_work_inside_github_s_cancellation_window(
     assert "The earlier Run ran elsewhere and left no record here" in json.dumps(
         continuation["body"]
     )
+
+
+def test_a_job_killed_before_its_salvage_ends_leaves_what_reached_origin_to_the_next_run(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """GitHub is slow to answer (4 s a request) when the job is cancelled: the Run pushes its
+    commit at once, but SIGTERM finds it still waiting on GitHub and the kill 2.5 s later cuts
+    its comment short. Nothing that reached origin is lost: a Run started by hand on a fresh
+    runner says it continues the branch and takes it to a ready pull request."""
+    hang = [
+        {"tool_calls": [bash(write_file_command("calc.py", CALC_FIXED), "fix")]},
+        {"tool_calls": [bash("git add calc.py && git commit -qm 'Make add() add'", "commit")]},
+        {"hang": True},
+        {"tool_calls": [bash(pull_request_file("Make add() add", "Closes #1"), "pr")]},
+        {"text": "Finished what the earlier Run started."},
+    ]
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": hang}])
+    worlds.append(world)
+    job, _ = start_on_runner(world, event(world), "job")
+    deadline = time.monotonic() + 120
+    while not any(r.get("turn") == 2 for r in world.model.requests()):
+        assert time.monotonic() < deadline, "the session never reached its hang"
+        time.sleep(0.2)
+    world.stand_in.set_faults(Faults(delay_ms=4000))
+
+    cancel_as_github(job)
+    _, stderr = job.communicate()
+
+    assert job.returncode == -signal.SIGKILL, stderr  # the salvage did not finish in time
+    world.stand_in.set_faults(Faults())
+    inspect = world.clone()
+    world.git("checkout", "-q", "origin/issue-1", cwd=inspect)
+    assert (inspect / "calc.py").read_text() == CALC_FIXED
+    assert [c for c in world.comments() if CLAIM_MARKER not in c["body"]] == []
+
+    by_hand = dispatched(issue="1", sender="maintainer", owner=OWNER, name=NAME)
+    again, _ = on_runner(world, by_hand, "job-2")
+
+    assert again.returncode == 0, again.stderr
+    assert "continuing issue-1, which an earlier Run left on origin" in again.stderr
+    [pull] = world.pulls()
+    assert pull["draft"] is False
 
 
 def test_a_job_cancelled_during_a_repair_leaves_a_draft_that_the_next_run_finishes(
