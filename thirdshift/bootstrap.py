@@ -766,6 +766,8 @@ def _rules(settings: Settings) -> ReadyRules:
         excluded_labels=settings.excluded_labels,
         settle_seconds=settings.settle_seconds,
         daily_budget_usd=settings.cost_budget_per_repository_day_usd,
+        review_handle=settings.review_handle,
+        max_review_repairs=settings.max_review_repairs,
     )
 
 

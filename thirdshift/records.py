@@ -73,6 +73,33 @@ class PullRequestInfo:
     body: str
     mergeable: bool | None  # None while GitHub is still computing it
     mergeable_state: str  # "clean", "dirty", "blocked", "unstable", "unknown", ...
+    author: str = ""  # who opened it (empty where a read did not say)
+
+
+@dataclass(frozen=True)
+class Review:
+    """A review of a pull request: ``state`` is GitHub's (APPROVED, CHANGES_REQUESTED,
+    COMMENTED, DISMISSED)."""
+
+    id: int
+    author: str
+    state: str
+    body: str
+    is_bot: bool = False
+
+
+@dataclass(frozen=True)
+class ReviewComment:
+    """A comment on a line of a pull request's diff, part of review ``review_id``. ``line`` is
+    None once the line is gone from the diff (an outdated comment)."""
+
+    id: int
+    review_id: int | None
+    author: str
+    body: str
+    path: str
+    line: int | None
+    is_bot: bool = False
 
 
 @dataclass(frozen=True)

@@ -147,6 +147,18 @@ class Settings(BaseSettings):
     max_upstream_moves: int = Field(
         default=5, ge=0, description="Times a Run merges a moving Base branch in again."
     )
+    review_handle: str = Field(
+        default="thirdshift",
+        pattern=r"^@?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$",
+        description="The name people mention (@thirdshift) in a comment on one of thirdshift's "
+        "pull requests to ask it for a change.",
+    )
+    max_review_repairs: int = Field(
+        default=3,
+        ge=0,
+        description="Review Repairs per pull request; past them, review feedback is left to "
+        "people.",
+    )
     ci_grace_seconds: float = Field(
         default=60, ge=0, description="How long no check on a head means CI is absent."
     )

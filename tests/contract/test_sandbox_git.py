@@ -31,6 +31,7 @@ from thirdshift.sandbox.git_http import (
 )
 
 TOKEN = "ghs_sandboxtoken123"
+PUSHER = "x-access-token"  # the basic-auth user git sends, which serve_git is told
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -267,8 +268,8 @@ def test_push_lands_and_fires_on_push(git_world: GitWorld, seeded: str) -> None:
     git_world.git("push", "--quiet", "origin", "HEAD:refs/heads/feature", cwd=checkout)
     assert git_world.repos.branches("acme", "demo") == {"main": new, "feature": new}
     assert events == [
-        PushEvent("acme", "demo", "refs/heads/main", seeded, new),
-        PushEvent("acme", "demo", "refs/heads/feature", ZERO_SHA, new),
+        PushEvent("acme", "demo", "refs/heads/main", seeded, new, PUSHER),
+        PushEvent("acme", "demo", "refs/heads/feature", ZERO_SHA, new, PUSHER),
     ]
 
 
@@ -280,7 +281,7 @@ def test_deleting_a_branch_by_push_reports_zero_new_sha(git_world: GitWorld, see
     git_world.repos.on_push(events.append)
     git_world.git("push", "--quiet", "origin", "--delete", "gone", cwd=checkout)
     assert "gone" not in git_world.repos.branches("acme", "demo")
-    assert events == [PushEvent("acme", "demo", "refs/heads/gone", seeded, ZERO_SHA)]
+    assert events == [PushEvent("acme", "demo", "refs/heads/gone", seeded, ZERO_SHA, PUSHER)]
 
 
 def test_non_fast_forward_push_is_rejected(git_world: GitWorld, seeded: str) -> None:
@@ -454,7 +455,7 @@ def test_concurrent_pushes_each_report_only_their_own_refs(
         checkout = git_world.clone("acme", "demo", f"w{i}")
         sha = git_world.commit_file(checkout, f"f{i}.txt", f"{i}\n", f"F{i}")
         checkouts.append(checkout)
-        expected.append(PushEvent("acme", "demo", f"refs/heads/b{i}", ZERO_SHA, sha))
+        expected.append(PushEvent("acme", "demo", f"refs/heads/b{i}", ZERO_SHA, sha, PUSHER))
     threads = [
         threading.Thread(
             target=git_world.git,

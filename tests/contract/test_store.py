@@ -28,14 +28,20 @@ def test_opening_migrates_to_the_newest_schema(store: Store, database_url: str) 
     """A fresh database gets every table and the Alembic head revision."""
     engine = sa.create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1))
     inspector = sa.inspect(engine)
-    assert {"repositories", "runs", "sessions", "session_events", "claims", "activity"} <= set(
-        inspector.get_table_names()
-    )
+    assert {
+        "repositories",
+        "runs",
+        "sessions",
+        "session_events",
+        "claims",
+        "activity",
+        "review_feedback",
+    } <= set(inspector.get_table_names())
     ledger = {column["name"] for column in inspector.get_columns("sessions")}
     with engine.connect() as connection:
         version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
     engine.dispose()
-    assert version == "0005"
+    assert version == "0006"
     assert {"cli_version", "input_tokens", "cache_write_tokens", "cost_usd", "cost_source"} <= (
         ledger
     )
@@ -743,3 +749,21 @@ def test_a_statement_waits_for_a_lock_only_so_long_then_fails_as_a_database_erro
     finally:
         a.close()
         b.close()
+
+
+def test_review_feedback_is_taken_once_and_counts_the_review_repairs_of_a_pull(
+    store: Store,
+) -> None:
+    """A key another Run took stays that Run's; each pull request counts the Runs that took
+    its feedback, its review Repairs."""
+    repository = store.ensure_repository("octo", "widgets")
+    first, second = store.start_run(repository, 3), store.start_run(repository, 3)
+    assert store.take_feedback(repository, 12, ["review:1", "comment:7"], first.id) == (
+        "review:1",
+        "comment:7",
+    )
+    assert store.take_feedback(repository, 12, ["review:1", "review:2"], second.id) == ("review:2",)
+    assert store.handled_feedback(repository, 12) == {"review:1", "comment:7", "review:2"}
+    assert store.handled_feedback(repository, 13) == frozenset()
+    assert store.review_repairs(repository, 12) == 2
+    assert store.review_repairs(repository, 13) == 0

@@ -26,6 +26,8 @@ from thirdshift.records import (
     MergeResult,
     PullRequestInfo,
     RepoInfo,
+    Review,
+    ReviewComment,
 )
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.sandbox.github.state import ApiError, Issue, Pull, Repo, World
@@ -53,6 +55,10 @@ class FakeGitHub:
     checks: dict[str, list[CheckRun]] = field(default_factory=lambda: defaultdict(list))
     merge_refusals: deque[str] = field(default_factory=deque)
     on_call: Callable[[str], None] | None = None
+    reviews: dict[int, list[Review]] = field(default_factory=lambda: defaultdict(list))
+    review_comments: dict[int, list[ReviewComment]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
 
     def __post_init__(self) -> None:
         self.world.add_user(self.login, "unused", {f"{self.owner}/{self.name}": self.role})
@@ -71,6 +77,25 @@ class FakeGitHub:
 
     def add_comment(self, number: int, body: str, author: str = "alice") -> None:
         self.world.add_comment(self.repo_state, self.repo_state.issue(number), body, author)
+
+    def add_review(
+        self,
+        pull_number: int,
+        author: str,
+        state: str = "CHANGES_REQUESTED",
+        body: str = "",
+        comments: Sequence[tuple[str, int | None, str]] = (),
+    ) -> Review:
+        """``author`` reviews the pull request, with comments on ``(path, line, body)``."""
+        review_id = 90_000 + sum(len(r) for r in self.reviews.values()) + 1
+        review = Review(review_id, author, state, body, is_bot=author.endswith("[bot]"))
+        self.reviews[pull_number].append(review)
+        for path, line, text in comments:
+            comment_id = 80_000 + sum(len(c) for c in self.review_comments.values()) + 1
+            self.review_comments[pull_number].append(
+                ReviewComment(comment_id, review_id, author, text, path, line, review.is_bot)
+            )
+        return review
 
     def label_issue(self, number: int, label: str, by: str = "alice") -> None:
         """``by`` adds ``label`` to the issue (a ``labeled`` event, as on GitHub)."""
@@ -163,6 +188,14 @@ class FakeGitHub:
         issue = self._api(lambda: self.repo_state.issue(number))
         if any(existing.name.lower() == label.lower() for existing in issue.labels):
             self.world.remove_label(self.repo_state, issue, label, self.login)
+
+    def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]:
+        self._enter("pull_reviews", number)
+        return tuple(self.reviews.get(number, ()))
+
+    def pull_review_comments(self, owner: str, name: str, number: int) -> tuple[ReviewComment, ...]:
+        self._enter("pull_review_comments", number)
+        return tuple(self.review_comments.get(number, ()))
 
     def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
         self._enter("take_label", number, label)

@@ -383,6 +383,15 @@ class Daemon:
                     issue_number=ref.number,
                     run_id=pickup.rescue_of,
                 )
+            elif pickup.review_of is not None:
+                self._activity.line(
+                    "review",
+                    f"review feedback on the pull request of Run {pickup.review_of}; starting a "
+                    "review Repair",
+                    repository=repository,
+                    issue_number=ref.number,
+                    run_id=pickup.review_of,
+                )
             else:
                 self._activity.line(
                     "pickup",
@@ -392,7 +401,10 @@ class Daemon:
                 )
             status = self._start_run(
                 RunRequest(
-                    issue=ref, expect_ready=pickup.rescue_of is None, rescue_of=pickup.rescue_of
+                    issue=ref,
+                    expect_ready=pickup.rescue_of is None and pickup.review_of is None,
+                    rescue_of=pickup.rescue_of,
+                    review_of=pickup.review_of,
                 ),
                 active.interrupt,
                 lambda: active.reason,

@@ -28,16 +28,21 @@ from thirdshift.daemon.ready import (
 )
 from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.records import IssueSummary, Repository, Run
+from thirdshift.runs.claims import CLAIM_MARKER
+from thirdshift.runs.failed_run import COMMENT_MARKER
 from thirdshift.runs.ports import NO_NOTIFIER, Notifier
+from thirdshift.runs.review import REPLY_MARKER_PREFIX, feedback_to_handle
 from thirdshift.store import Store
 
 
 @dataclass(frozen=True)
 class Pickup:
-    """An issue to run: a Ready one, or (``rescue_of``) a Rescue of the issue of a crashed Run."""
+    """An issue to run: a Ready one, a Rescue of the issue of a crashed Run (``rescue_of``), or
+    a review Repair of the pull request a Run opened (``review_of``)."""
 
     number: int
     rescue_of: int | None = None
+    review_of: int | None = None  # a review Repair: that Run's pull request has feedback
 
 
 class RepositoryPoll:
@@ -259,7 +264,7 @@ class RepositoryPoll:
                     )
             return None
         if latest.state != "crashed":
-            return None
+            return self._review_pickup(repository, latest)
         branch = latest.issue_branch
         if branch is not None and (
             self._gh.branch_exists(self.owner, self.name, branch) or self._kept_worktree(branch)
@@ -279,6 +284,33 @@ class RepositoryPoll:
                     run_id=latest.id,
                 )
         return None
+
+    def _review_pickup(self, repository: Repository, latest: Run) -> Pickup | None:
+        """A review Repair when the pull request ``latest`` opened (and left ready) is still
+        open and has review feedback no Run took, within its budget. Every read is
+        conditional: a pull request nobody reviews costs nothing."""
+        pull_number = latest.pull_request_number
+        if latest.state not in ("succeeded", "refused") or pull_number is None:
+            return None
+        if self._store.review_repairs(repository, pull_number) >= self._rules.max_review_repairs:
+            return None
+        pull = self._gh.pull(self.owner, self.name, pull_number)
+        me = self._gh.authenticated_login()
+        if pull.state != "open" or (pull.author and pull.author.lower() != me.lower()):
+            return None
+        feedback = feedback_to_handle(
+            reviews=self._gh.pull_reviews(self.owner, self.name, pull_number),
+            review_comments=self._gh.pull_review_comments(self.owner, self.name, pull_number),
+            comments=self._gh.issue_comments(self.owner, self.name, pull_number),
+            me=me,
+            handle=self._rules.review_handle,
+            role_of=self._role,
+            handled=self._store.handled_feedback(repository, pull_number),
+            own_markers=(CLAIM_MARKER, COMMENT_MARKER, REPLY_MARKER_PREFIX),
+        )
+        if not feedback:
+            return None
+        return Pickup(latest.issue_number, review_of=latest.id)
 
     @contextmanager
     def _holding(self, repository: Repository, number: int, latest: Run) -> Iterator[bool]:

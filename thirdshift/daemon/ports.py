@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from thirdshift.records import IssueSummary
+from thirdshift.records import Comment, IssueSummary, PullRequestInfo, Review, ReviewComment
 
 
 class DaemonGitHub(Protocol):
@@ -31,6 +31,26 @@ class DaemonGitHub(Protocol):
 
     def branch_exists(self, owner: str, name: str, branch: str) -> bool:
         """Whether ``branch`` is on the repository now."""
+        ...
+
+    def authenticated_login(self) -> str:
+        """The login thirdshift acts as (its own comments and pull requests are its)."""
+        ...
+
+    def pull(self, owner: str, name: str, number: int) -> PullRequestInfo:
+        """One pull request (asked conditionally)."""
+        ...
+
+    def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]:
+        """The pull request's reviews, oldest first (conditionally)."""
+        ...
+
+    def pull_review_comments(self, owner: str, name: str, number: int) -> tuple[ReviewComment, ...]:
+        """The comments on lines of the pull request's diff (conditionally)."""
+        ...
+
+    def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]:
+        """The comments on an issue or a pull request, oldest first."""
         ...
 
     def add_label(self, owner: str, name: str, number: int, label: str) -> None: ...

@@ -24,6 +24,8 @@ class ReadyRules:
     excluded_labels: frozenset[str]  # lower case
     settle: timedelta
     daily_budget_usd: float | None = None
+    review_handle: str = "thirdshift"
+    max_review_repairs: int = 3
 
     @classmethod
     def of(
@@ -34,6 +36,8 @@ class ReadyRules:
         excluded_labels: Sequence[str],
         settle_seconds: float,
         daily_budget_usd: float | None = None,
+        review_handle: str = "thirdshift",
+        max_review_repairs: int = 3,
     ) -> ReadyRules:
         return cls(
             ready_label,
@@ -41,6 +45,8 @@ class ReadyRules:
             frozenset(label.lower() for label in excluded_labels),
             timedelta(seconds=settle_seconds),
             daily_budget_usd,
+            review_handle,
+            max_review_repairs,
         )
 
 

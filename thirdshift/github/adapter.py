@@ -50,6 +50,8 @@ from thirdshift.github.convert import (
     issue_summary_record,
     log_tail,
     pull_record,
+    review_comment_record,
+    review_record,
     status_record,
 )
 from thirdshift.github.requests import (
@@ -71,6 +73,8 @@ from thirdshift.records import (
     MergeResult,
     PullRequestInfo,
     RepoInfo,
+    Review,
+    ReviewComment,
 )
 from thirdshift.scrub import Scrubber
 
@@ -371,6 +375,34 @@ class GitHub:
         except GitHubError as exc:
             if exc.status != 404:
                 raise
+
+    def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]:
+        """The pull request's reviews, oldest first; conditional, so a daemon watching its pull
+        requests spends nothing while nobody reviews."""
+        path = f"/repos/{owner}/{name}/pulls/{number}/reviews"
+
+        def convert(found: list[Any]) -> tuple[Review, ...]:
+            return tuple(review_record(item) for item in found)
+
+        def send() -> tuple[Review, ...]:
+            return self._reads.pages(path, {}, lambda page: list(page), convert)
+
+        what = f"the reviews of pull request #{number} of {owner}/{name}"
+        return self._calls.call(Request("GET", path, what), send)
+
+    def pull_review_comments(self, owner: str, name: str, number: int) -> tuple[ReviewComment, ...]:
+        """The comments on lines of the pull request's diff, oldest first; conditional."""
+        path = f"/repos/{owner}/{name}/pulls/{number}/comments"
+
+        def convert(found: list[Any]) -> tuple[ReviewComment, ...]:
+            return tuple(review_comment_record(item) for item in found)
+
+        def send() -> tuple[ReviewComment, ...]:
+            query = {"sort": "created", "direction": "asc"}
+            return self._reads.pages(path, query, lambda page: list(page), convert)
+
+        what = f"the review comments of pull request #{number} of {owner}/{name}"
+        return self._calls.call(Request("GET", path, what), send)
 
     def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
         """Take ``label`` off as a claim; False when GitHub says the issue no longer has it.

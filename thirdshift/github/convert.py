@@ -5,6 +5,7 @@ nothing lazy escapes."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from github.CheckRun import CheckRun as GhCheckRun
 from github.CommitStatus import CommitStatus as GhCommitStatus
@@ -19,6 +20,8 @@ from thirdshift.records import (
     IssueInfo,
     IssueSummary,
     PullRequestInfo,
+    Review,
+    ReviewComment,
 )
 
 __all__ = [
@@ -88,6 +91,7 @@ def pull_record(pull: PullRequest, *, listed: bool = False) -> PullRequestInfo:
         body=pull.body or "",
         mergeable=None if listed else pull.mergeable,
         mergeable_state="unknown" if listed else (pull.mergeable_state or "unknown"),
+        author=pull.user.login if pull.user is not None else "",
     )
 
 
@@ -122,3 +126,37 @@ def log_tail(text: str, max_chars: int) -> str:
     tail = text[-max_chars:]
     cut = tail.find("\n")
     return tail[cut + 1 :] if 0 <= cut < len(tail) - 1 else tail
+
+
+def _is_bot(user: Any) -> bool:
+    """GitHub marks an App's or a workflow's account ``type: Bot``; its login ends ``[bot]``."""
+    login = str((user or {}).get("login") or "")
+    return (user or {}).get("type") == "Bot" or login.endswith("[bot]")
+
+
+def review_record(data: Any) -> Review:
+    """A review, from the list's JSON (a deleted account's review has no user)."""
+    user = data.get("user") or {}
+    return Review(
+        id=int(data["id"]),
+        author=str(user.get("login") or ""),
+        state=str(data.get("state") or ""),
+        body=str(data.get("body") or ""),
+        is_bot=_is_bot(user),
+    )
+
+
+def review_comment_record(data: Any) -> ReviewComment:
+    """A comment on a line of the diff, from the list's JSON."""
+    user = data.get("user") or {}
+    review = data.get("pull_request_review_id")
+    line = data.get("line")
+    return ReviewComment(
+        id=int(data["id"]),
+        review_id=int(review) if review is not None else None,
+        author=str(user.get("login") or ""),
+        body=str(data.get("body") or ""),
+        path=str(data.get("path") or ""),
+        line=int(line) if line is not None else None,
+        is_bot=_is_bot(user),
+    )

@@ -29,6 +29,8 @@ from thirdshift.records import (
     PullRequestInfo,
     RepoInfo,
     Repository,
+    Review,
+    ReviewComment,
 )
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.store import Store
@@ -170,6 +172,12 @@ class FencedGitHub:
     def remove_label(self, owner: str, name: str, number: int, label: str) -> None:
         self._fence()
         return self._gh.remove_label(owner, name, number, label)
+
+    def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]:
+        return self._gh.pull_reviews(owner, name, number)
+
+    def pull_review_comments(self, owner: str, name: str, number: int) -> tuple[ReviewComment, ...]:
+        return self._gh.pull_review_comments(owner, name, number)
 
     def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
         self._fence()

@@ -50,6 +50,15 @@ from thirdshift.runs.prompts import (
     trusted_comments,
 )
 from thirdshift.runs.repair_loop import Budgets, LoopResult, RepairLoop, RunFailed
+from thirdshift.runs.review import (
+    NO_FEEDBACK,
+    REPLY_MARKER_PREFIX,
+    Feedback,
+    feedback_to_handle,
+    reply_marker,
+    review_prompt,
+    review_reply,
+)
 from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import EVENTS_IN_RESUME, LaterStepFailed, Sessions, follow_up_preamble
@@ -95,6 +104,9 @@ class RunRequest:
     expect_ready: bool = False
     rescue_of: int | None = None
     job_url: str | None = None  # on GitHub Actions: the workflow run's page, for the comment
+    # A daemon's review pickup: that Run is still the issue's newest, and review feedback on
+    # its pull request waits (checked again under the Lease).
+    review_of: int | None = None
 
 
 class Delivery:
@@ -199,6 +211,9 @@ class Delivery:
                 clone.sync()
                 remote = clone.remote_branches()
                 choice = choose_issue_branch(number, remote, self._issue_pulls(ref, remote))
+            feedback = self._review_feedback(ref, repository, choice.open_pull)
+            if request.review_of is not None and not feedback:
+                raise NotClaimed(f"the review feedback on {ref}'s pull request was taken meanwhile")
             # An interrupt before the Claim changes nothing: no record, no label, no comment.
             self._check_interrupt()
             ready_taken = self._take_ready(ref, issue, keeper.check)
@@ -233,7 +248,96 @@ class Delivery:
                 worktree_path,
                 keeper,
                 ready_taken=ready_taken is not None,
+                feedback=feedback,
             )
+
+    def _review_feedback(
+        self, ref: IssueRef, repository: Repository, pull: PullRequestInfo | None
+    ) -> Feedback:
+        """The review feedback waiting on the issue's open pull request, when thirdshift opened
+        it (a person's own pull request is theirs to answer)."""
+        if pull is None or pull.state != "open":
+            return NO_FEEDBACK
+        me = self._github.authenticated_login()
+        if pull.author and pull.author.lower() != me.lower():
+            return NO_FEEDBACK
+        roles: dict[str, str] = {}
+
+        def role_of(login: str) -> str:
+            if login not in roles:
+                try:
+                    roles[login] = self._github.permission(ref.owner, ref.repo, login)
+                except GitHubError:
+                    roles[login] = "none"
+            return roles[login]
+
+        feedback = feedback_to_handle(
+            reviews=self._github.pull_reviews(ref.owner, ref.repo, pull.number),
+            review_comments=self._github.pull_review_comments(ref.owner, ref.repo, pull.number),
+            comments=self._github.issue_comments(ref.owner, ref.repo, pull.number),
+            me=me,
+            handle=self._settings.review_handle,
+            role_of=role_of,
+            handled=self._store.handled_feedback(repository, pull.number),
+            own_markers=(CLAIM_MARKER, COMMENT_MARKER, REPLY_MARKER_PREFIX),
+        )
+        if feedback.ignored:
+            self.say(
+                f"leaving {feedback.ignored} review item(s) on {pull.html_url} by bots or by "
+                "people without write permission out of every prompt"
+            )
+        if feedback:
+            spent = self._store.review_repairs(repository, pull.number)
+            if spent >= self._settings.max_review_repairs:
+                self.say(
+                    f"review feedback waits on {pull.html_url}, but its "
+                    f"{self._settings.max_review_repairs} review Repairs (max_review_repairs) "
+                    "are spent: it is left for people"
+                )
+                return NO_FEEDBACK
+        return feedback
+
+    def _take_review(self, record: Run, pull: PullRequestInfo, feedback: Feedback) -> str:
+        """Record the feedback as this Run's (each piece handled once, whatever happens
+        next), and the review session's kind, ``review-<i>``; ``implement`` when another Run
+        took all of it meanwhile."""
+        taken = self._store.take_feedback(record.repository, pull.number, feedback.keys, record.id)
+        if not taken:
+            return "implement"
+        count = self._store.review_repairs(record.repository, pull.number)
+        who = ", ".join(feedback.reviewers)
+        self.say(
+            f"answering the review of {pull.html_url} by {who} ({len(feedback.notes)} "
+            f"comment(s)) in session review-{count}"
+        )
+        return f"review-{count}"
+
+    def _reply(
+        self,
+        gh: GitHubPort,
+        ref: IssueRef,
+        pull: PullRequestInfo,
+        record: Run,
+        feedback: Feedback,
+        worktree: Worktree,
+        since: str,
+        result: LoopResult,
+    ) -> None:
+        """One marked reply on the pull request saying what the review Repair changed."""
+        body = review_reply(
+            feedback,
+            run_id=record.id,
+            commits=worktree.log_subjects(since),
+            head=result.head,
+            checks=checks_line(result),
+        )
+        try:
+            gh.upsert_marked_comment(
+                ref.owner, ref.repo, pull.number, reply_marker(record.id), self._scrub(body)
+            )
+            self.say(f"replied to the review on {pull.html_url}")
+        except ThirdshiftError as problem:
+            self.say(f"warning: could not reply to the review on {pull.html_url}: {problem}")
 
     def _take_ready(self, ref: IssueRef, issue: IssueInfo, fence: Callable[[], None]) -> str | None:
         """The first step of the Claim on GitHub, taken under the Lease: the Ready label off.
@@ -265,11 +369,13 @@ class Delivery:
         keeper: LeaseKeeper,
         *,
         ready_taken: bool,
+        feedback: Feedback = NO_FEEDBACK,
     ) -> int:
         ref = request.issue
         gh = FencedGitHub(self._github, keeper.check)
         owner, name, number = ref.owner, ref.repo, ref.number
         claim = Claim(had_ready_label=ready_taken, added_label=False)
+        reviewed_from: str | None = None  # the head a review Repair started from
         worktree: Worktree | None = None
         sessions: Sessions | None = None
         pull: PullRequestInfo | None = choice.open_pull
@@ -336,21 +442,35 @@ class Delivery:
                         f"leaving {left_out} comment(s) by people without triage or write "
                         "permission out of the prompt"
                     )
-                prompt = implement_prompt(
-                    issue,
-                    trusted,
-                    left_out=left_out,
-                    base_branch=base,
-                    issue_branch=choice.branch,
-                    continuation=choice.continuation,
-                    pull_request_url=pull.html_url if pull else None,
-                    earlier=(
-                        self._earlier_run(record, reports, worktree.remote_sha(choice.branch))
-                        if choice.continuation
-                        else ""
-                    ),
-                )
-                sessions.run("implement", self._scrub(prompt))
+                kind, prompt = "implement", ""
+                if feedback and pull is not None:
+                    kind = self._take_review(record, pull, feedback)
+                if kind != "implement" and pull is not None:
+                    reviewed_from = worktree.head()
+                    prompt = review_prompt(
+                        self._earlier_run(record, reports, worktree.remote_sha(choice.branch)),
+                        issue=issue,
+                        pull=pull,
+                        feedback=feedback,
+                        issue_branch=choice.branch,
+                    )
+                else:
+                    feedback = NO_FEEDBACK
+                    prompt = implement_prompt(
+                        issue,
+                        trusted,
+                        left_out=left_out,
+                        base_branch=base,
+                        issue_branch=choice.branch,
+                        continuation=choice.continuation,
+                        pull_request_url=pull.html_url if pull else None,
+                        earlier=(
+                            self._earlier_run(record, reports, worktree.remote_sha(choice.branch))
+                            if choice.continuation
+                            else ""
+                        ),
+                    )
+                sessions.run(kind, self._scrub(prompt))
                 self._check_interrupt()
                 pull = self._takeover(ref, worktree, choice, base, pull, gh, keeper.check)
                 self._store.update_run(record.id, pull_request_number=pull.number)
@@ -408,6 +528,8 @@ class Delivery:
             return 1
         # The goal is reached: from here on a problem is a warning, never a Failed run.
         self._on_checks(checks_line(result))
+        if feedback and reviewed_from is not None:
+            self._reply(gh, ref, pull, record, feedback, worktree, reviewed_from, result)
         try:
             self._store.finish_run(
                 record.id,
@@ -452,12 +574,13 @@ class Delivery:
     ) -> IssueInfo:
         """Under the Lease, the issue as the daemon chose it, or ``NotClaimed``: between its
         poll and this Lease another daemon may have run the issue to its end."""
-        if not request.expect_ready and request.rescue_of is None:
+        if not request.expect_ready and request.rescue_of is None and request.review_of is None:
             return seen
         ref = request.issue
-        if request.rescue_of is not None:
+        earlier = request.rescue_of if request.rescue_of is not None else request.review_of
+        if earlier is not None:
             latest = self._store.latest_run(repository, ref.number)
-            if latest is None or latest.id != request.rescue_of:
+            if latest is None or latest.id != earlier:
                 raise NotClaimed(
                     f"{ref} was taken over by Run {latest.id if latest else '?'} meanwhile"
                 )

@@ -31,6 +31,8 @@ from thirdshift.records import (
     Notification,
     PullRequestInfo,
     RepoInfo,
+    Review,
+    ReviewComment,
 )
 from thirdshift.sessions import Sessions
 
@@ -135,6 +137,15 @@ class GitHubPort(Protocol):
 
     def remove_label(self, owner: str, name: str, number: int, label: str) -> None:
         """Take ``label`` off, keeping every other label; one the issue lacks is fine."""
+        ...
+
+    def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]:
+        """The pull request's reviews, oldest first (asked conditionally: an unchanged list
+        costs no rate limit)."""
+        ...
+
+    def pull_review_comments(self, owner: str, name: str, number: int) -> tuple[ReviewComment, ...]:
+        """The comments on lines of the pull request's diff, oldest first (conditionally)."""
         ...
 
     def take_label(self, owner: str, name: str, number: int, label: str) -> bool:

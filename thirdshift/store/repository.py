@@ -47,6 +47,7 @@ from thirdshift.store.tables import (
     ActivityRow,
     ClaimRow,
     RepositoryRow,
+    ReviewFeedbackRow,
     RunRow,
     SessionEventRow,
     SessionRow,
@@ -721,6 +722,55 @@ class Store:
                 select(RepositoryRow).order_by(col(RepositoryRow.owner), col(RepositoryRow.name))
             ).all()
             return [_repository(row) for row in rows]
+
+    # -- review feedback -------------------------------------------------------------------
+
+    def handled_feedback(self, repository: Repository, pull_number: int) -> frozenset[str]:
+        """The keys of the pull request's review feedback that Runs took already."""
+        with self._session() as session:
+            keys = session.exec(
+                select(ReviewFeedbackRow.key).where(
+                    ReviewFeedbackRow.repository_id == repository.id,
+                    ReviewFeedbackRow.pull_number == pull_number,
+                )
+            ).all()
+            return frozenset(keys)
+
+    def take_feedback(
+        self, repository: Repository, pull_number: int, keys: Sequence[str], run_id: int
+    ) -> tuple[str, ...]:
+        """Record ``keys`` as taken by Run ``run_id``; the ones this call recorded (a key taken
+        before, by any Run, stays that Run's)."""
+        taken: list[str] = []
+        with self._session() as session:
+            for key in keys:
+                statement = (
+                    _insert(self.dialect, ReviewFeedbackRow)
+                    .values(
+                        repository_id=repository.id,
+                        pull_number=pull_number,
+                        key=key,
+                        run_id=run_id,
+                        handled_at=self._clock.now(),
+                    )
+                    .on_conflict_do_nothing(index_elements=["repository_id", "pull_number", "key"])
+                    .returning(col(ReviewFeedbackRow.key))
+                )
+                if session.execute(statement).first() is not None:
+                    taken.append(key)
+            session.commit()
+        return tuple(taken)
+
+    def review_repairs(self, repository: Repository, pull_number: int) -> int:
+        """How many Runs took review feedback on the pull request (its review Repairs)."""
+        with self._session() as session:
+            count = session.exec(
+                select(sa.func.count(sa.distinct(col(ReviewFeedbackRow.run_id)))).where(
+                    ReviewFeedbackRow.repository_id == repository.id,
+                    ReviewFeedbackRow.pull_number == pull_number,
+                )
+            ).one()
+            return int(count or 0)
 
     def claim_notice(self, run_id: int) -> bool:
         """Take the one right to announce the Run's end: True for the first call on an ended

@@ -149,3 +149,20 @@ class ActivityRow(SQLModel, table=True):
     daemon: str = Field(max_length=200)
     message: str = Field(sa_type=sa.Text)
     created_at: datetime = _when()
+
+
+class ReviewFeedbackRow(SQLModel, table=True):
+    """One piece of review feedback a Run took (``key``: ``review:<id>``, ``comment:<id>`` or
+    ``review-comment:<id>``), so it is handled once however many Runs and daemons look."""
+
+    __tablename__ = "review_feedback"
+    __table_args__ = (
+        sa.UniqueConstraint("repository_id", "pull_number", "key", name="uq_review_feedback"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repositories.id")
+    pull_number: int
+    key: str = Field(max_length=100)
+    run_id: int = Field(foreign_key="runs.id")
+    handled_at: datetime = _when()

@@ -1,0 +1,212 @@
+"""Review Repairs: what people asked of a pull request thirdshift opened, as pure rules.
+
+A review that requests changes, or a comment that mentions thirdshift's handle, by someone with
+write permission, is Review feedback: the next Run on the issue opens with a ``review-<i>``
+session whose prompt carries it. Everything else (approvals, reviews by people without write
+permission, bots, thirdshift's own comments) is left out of every prompt and only counted.
+Each piece of feedback is handled once: its key is recorded in the database when a Run takes
+it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from thirdshift.records import Comment, IssueInfo, PullRequestInfo, Review, ReviewComment
+from thirdshift.runs.prompts import PULL_REQUEST_FILE, cut_bytes
+
+# Who may ask thirdshift for changes: people who could push the change themselves.
+REVIEWER_ROLES = frozenset({"admin", "maintain", "write"})
+REVIEW_BYTES = 40_000  # the feedback's share of a prompt (an argv element; see prompts)
+NOTE_BYTES = 4_000  # one comment, so a long one cannot crowd the others out
+REPLY_MARKER_PREFIX = "<!-- thirdshift:review-reply"
+
+
+def reply_marker(run_id: int) -> str:
+    """The hidden mark of Run ``run_id``'s reply: one reply per review Repair, edited (never
+    repeated) when its posting is retried."""
+    return f"{REPLY_MARKER_PREFIX}:{run_id} -->"
+
+
+@dataclass(frozen=True)
+class ReviewNote:
+    """One thing a reviewer said: a review's body, or a comment (on ``path`` at ``line``)."""
+
+    author: str
+    body: str
+    path: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """Review feedback not yet handled on one pull request: the keys to record as handled,
+    the notes for the prompt (oldest first), who gave them, and how many review items were
+    left out for their authors (bots, people without write permission; thirdshift's own are not
+    counted)."""
+
+    keys: tuple[str, ...]
+    notes: tuple[ReviewNote, ...]
+    reviewers: tuple[str, ...]
+    ignored: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+
+NO_FEEDBACK = Feedback((), (), ())
+
+
+def mentions(text: str, handle: str) -> bool:
+    """Whether ``text`` mentions ``@handle`` as a word (``@thirdshift``, not
+    ``@thirdshift-fan``), whatever its case."""
+    name = re.escape(handle.lstrip("@"))
+    return re.search(rf"(?<![\w@])@{name}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def feedback_to_handle(
+    *,
+    reviews: Sequence[Review],
+    review_comments: Sequence[ReviewComment],
+    comments: Sequence[Comment],
+    me: str,
+    handle: str,
+    role_of: Callable[[str], str],
+    handled: frozenset[str],
+    own_markers: Sequence[str] = (),
+) -> Feedback:
+    """The pull request's feedback thirdshift has not handled yet (no ``keys``: none).
+
+    Taken: a review requesting changes (its body and all its line comments); a review, line
+    comment or pull request comment that mentions ``handle``. Each must be by a person with
+    write permission (``role_of`` gives a login's role) who is neither a bot nor ``me``, and
+    not in ``handled``. Comments carrying one of thirdshift's ``own_markers`` are never feedback.
+    """
+    keys: list[str] = []
+    notes: list[ReviewNote] = []
+    reviewers: list[str] = []
+    ignored = 0
+
+    def ours(author: str) -> bool:
+        return author.lower() == me.lower()
+
+    def allowed(author: str, is_bot: bool) -> bool:
+        return (
+            bool(author)
+            and not is_bot
+            and not author.endswith("[bot]")
+            and role_of(author) in REVIEWER_ROLES
+        )
+
+    def take(key: str, author: str, taken: Sequence[ReviewNote]) -> None:
+        keys.append(key)
+        notes.extend(taken)
+        if author not in reviewers:
+            reviewers.append(author)
+
+    line_comments = {c.id: c for c in review_comments}
+    taken_comments: set[int] = set()
+    for review in reviews:
+        key = f"review:{review.id}"
+        wanted = review.state == "CHANGES_REQUESTED" or mentions(review.body, handle)
+        if not wanted or key in handled or ours(review.author):
+            continue
+        if not allowed(review.author, review.is_bot):
+            ignored += 1
+            continue
+        own = [c for c in review_comments if c.review_id == review.id]
+        taken_comments.update(c.id for c in own)
+        body = [ReviewNote(review.author, review.body.strip())] if review.body.strip() else []
+        take(key, review.author, [*body, *(_note(c) for c in own)])
+    for comment in line_comments.values():
+        key = f"review-comment:{comment.id}"
+        if comment.id in taken_comments or key in handled or not mentions(comment.body, handle):
+            continue
+        if ours(comment.author):
+            continue
+        if not allowed(comment.author, comment.is_bot):
+            ignored += 1
+            continue
+        take(key, comment.author, [_note(comment)])
+    for said in comments:
+        key = f"comment:{said.id}"
+        if key in handled or ours(said.author) or any(m in said.body for m in own_markers):
+            continue
+        if not mentions(said.body, handle):
+            continue
+        if not allowed(said.author, False):
+            ignored += 1
+            continue
+        take(key, said.author, [ReviewNote(said.author, said.body.strip())])
+    return Feedback(tuple(keys), tuple(notes), tuple(reviewers), ignored)
+
+
+def _note(comment: ReviewComment) -> ReviewNote:
+    return ReviewNote(comment.author, comment.body.strip(), comment.path or None, comment.line)
+
+
+def review_prompt(
+    preamble: str,
+    *,
+    issue: IssueInfo,
+    pull: PullRequestInfo,
+    feedback: Feedback,
+    issue_branch: str,
+) -> str:
+    """The ``review-<i>`` session's prompt: what came before (the follow-up preamble), then
+    each note with its file and line, bounded, then what to do."""
+    shown: list[str] = []
+    for note in feedback.notes:
+        where = (
+            f"{note.path}:{note.line}"
+            if note.path and note.line
+            else (f"{note.path} (a line no longer in the diff)" if note.path else "")
+        )
+        head = f"On {where}, {note.author} wrote:" if where else f"{note.author} wrote:"
+        body = cut_bytes(note.body, NOTE_BYTES, "[the rest of this comment is left out]")
+        quoted = "\n".join(f"> {line}" if line else ">" for line in body.splitlines())
+        shown.append(f"{head}\n{quoted}")
+    notes = cut_bytes(
+        "\n\n".join(shown),
+        REVIEW_BYTES,
+        "[further review comments are left out; read the pull request]",
+    )
+    before = f"{preamble.strip()}\n\n" if preamble.strip() else ""
+    return f"""{before}You are working unattended on pull request #{pull.number} ({pull.html_url}),
+which implements issue #{issue.number} of this repository: {issue.title}
+
+People with write access reviewed it and asked for changes:
+
+{notes}
+
+Do this, in order:
+1. Make the changes they ask for on {issue_branch}; where you disagree or cannot, say why in
+   the pull request's description instead.
+2. Run the project's tests and checks, in the foreground, and make them pass.
+3. Commit your work on {issue_branch} with clear messages. Do not push: thirdshift pushes.
+4. If the title or description must change, write the whole pull request into the file
+   {PULL_REQUEST_FILE} at the repository root (first line the title, a blank line, the body,
+   which keeps the line "Closes #{issue.number}").
+
+Never end your turn while a command you started is still running.
+"""
+
+
+def review_reply(
+    feedback: Feedback, *, run_id: int, commits: Sequence[str], head: str, checks: str
+) -> str:
+    """The one reply on the pull request once a review Repair reached its goal: who asked,
+    what changed (the commits' subjects), the new head and what CI said of it."""
+    who = ", ".join(f"@{login}" for login in feedback.reviewers)
+    if commits:
+        changed = "\n".join(f"- {subject}" for subject in commits[:20])
+        if len(commits) > 20:
+            changed += f"\n- ... and {len(commits) - 20} more"
+    else:
+        changed = "- no commit: the session changed nothing (its reasons are in the description)"
+    return (
+        f"{who}: thirdshift worked on your review in Run {run_id}.\n\n"
+        f"{changed}\n\nThe pull request's head is now `{head[:7]}`; CI: {checks}."
+    )
