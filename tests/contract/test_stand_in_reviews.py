@@ -3,6 +3,8 @@ scenario's users; every answer is checked against GitHub's OpenAPI description a
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from github import GithubException
 from github.PullRequest import PullRequest
@@ -62,6 +64,10 @@ def test_requested_changes_list_their_line_comments_with_path_line_and_review(
     assert first.diff_hunk.endswith("+    return a + b")
     assert (first.position, first.original_line, first.user.login) == (2, 2, "ada")
     assert pull.get_review_comment(first.id).body == "Name the sum."
+    newest_first = pull.get_review_comments(sort="created", direction="desc")
+    assert [c.id for c in newest_first] == [c.id for c in reversed(comments)]
+    later = first.created_at + timedelta(days=1)
+    assert list(pull.get_review_comments(since=later)) == []
     by_review = pull.get_single_review_comments(review.id)
     assert [c.id for c in by_review] == [c.id for c in comments]
     assert [(r.id, r.state) for r in pull.get_reviews()] == [(review.id, "CHANGES_REQUESTED")]

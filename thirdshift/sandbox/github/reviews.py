@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from thirdshift.sandbox.github.api import Call, Reply, Router
@@ -266,6 +266,8 @@ def list_review_comments(call: Call) -> Reply:
             moment = datetime.fromisoformat(since.replace("Z", "+00:00"))
         except ValueError:
             raise ApiError(400, "Invalid value for parameter 'since'") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
         comments = [c for c in comments if c.updated_at >= moment]
     sort = call.query.get("sort")
     if sort is not None:

@@ -14,7 +14,7 @@ Every REST and GraphQL answer is handed to ``on_exchange`` as an :class:`Exchang
 
 Over 500 lines on purpose: the server's lifecycle, its four routes and the HTTP handler that
 dispatches to them read best together; each family of endpoints already lives in a module of
-its own (``issues``, ``pulls``, ``actions``), limits and faults in ``limits``.
+its own (``issues``, ``pulls``, ``reviews``, ``actions``), limits and faults in ``limits``.
 """
 
 from __future__ import annotations
