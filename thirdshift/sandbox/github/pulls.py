@@ -185,7 +185,7 @@ def pull_json(call: Call, repo: Repo, issue: Issue, full: bool) -> Json:
                 "mergeable_state": state,
                 "merged_by": shapes.user(pull.merged_by) if pull.merged_by else None,
                 "comments": len(issue.comment_ids),
-                "review_comments": 0,
+                "review_comments": len(call.world.review_comments_of(repo, issue)),
                 "maintainer_can_modify": False,
                 **_diff_stats(call, repo, base_sha, head),
             }

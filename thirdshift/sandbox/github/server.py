@@ -14,7 +14,7 @@ Every REST and GraphQL answer is handed to ``on_exchange`` as an :class:`Exchang
 
 Over 500 lines on purpose: the server's lifecycle, its four routes and the HTTP handler that
 dispatches to them read best together; each family of endpoints already lives in a module of
-its own (``issues``, ``pulls``, ``actions``), limits and faults in ``limits``.
+its own (``issues``, ``pulls``, ``reviews``, ``actions``), limits and faults in ``limits``.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from thirdshift.sandbox.github.limits import (
 )
 from thirdshift.sandbox.github.pulls import graphql
 from thirdshift.sandbox.github.pulls import register as register_pulls
+from thirdshift.sandbox.github.reviews import register as register_reviews
 from thirdshift.sandbox.github.shapes import Shapes, Urls
 from thirdshift.sandbox.github.state import ROLES, ApiError, App, World, rank, utcnow
 
@@ -106,6 +107,7 @@ class GitHubStandIn:
         self.router = Router()
         register_issues(self.router)
         register_pulls(self.router)
+        register_reviews(self.router)
         register_apps(self.router)
         register_actions(self.router)
         self.faults = Faults()

@@ -11,7 +11,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from thirdshift.sandbox.github.state import Comment, Event, Issue, Label, Repo, World, rank
+from thirdshift.sandbox.github.state import (
+    Comment,
+    Event,
+    Issue,
+    Label,
+    Repo,
+    Review,
+    ReviewComment,
+    World,
+    rank,
+)
 
 Json = dict[str, Any]
 
@@ -378,3 +388,72 @@ class Shapes:
             "event": "commented",
             "actor": self.user(comment.author),
         }
+
+    # -- pull request reviews -------------------------------------------------------------
+
+    def _pull_urls(self, repo: Repo, number: int) -> tuple[str, str]:
+        """The pull request's API URL and its web page."""
+        return (
+            f"{self.urls.repo(repo)}/pulls/{number}",
+            f"{self.urls.web}/{repo.full_name}/pull/{number}",
+        )
+
+    def review(self, repo: Repo, review: Review) -> Json:
+        """A ``pull-request-review``."""
+        api, web = self._pull_urls(repo, review.pull_number)
+        html = f"{web}#pullrequestreview-{review.id}"
+        return {
+            "id": review.id,
+            "node_id": node_id("PRR", review.id),
+            "user": self.user(review.author),
+            "body": review.body,
+            "state": review.state,
+            "html_url": html,
+            "pull_request_url": api,
+            "author_association": self.association(repo, review.author),
+            "_links": {"html": {"href": html}, "pull_request": {"href": api}},
+            "submitted_at": stamp(review.submitted_at),
+            "commit_id": review.commit_id,
+        }
+
+    def review_comment(self, repo: Repo, comment: ReviewComment) -> Json:
+        """A ``pull-request-review-comment`` (also a valid legacy ``review-comment``). Comments
+        never go outdated here: the current place is the original one."""
+        api, web = self._pull_urls(repo, comment.pull_number)
+        url = f"{self.urls.repo(repo)}/pulls/comments/{comment.id}"
+        html = f"{web}#discussion_r{comment.id}"
+        out: Json = {
+            "url": url,
+            "pull_request_review_id": comment.review_id,
+            "id": comment.id,
+            "node_id": node_id("PRRC", comment.id),
+            "diff_hunk": comment.diff_hunk,
+            "path": comment.path,
+            "position": comment.position,
+            "original_position": comment.position,
+            "commit_id": comment.commit_id,
+            "original_commit_id": comment.commit_id,
+            "user": self.user(comment.author),
+            "body": comment.body,
+            "created_at": stamp(comment.created_at),
+            "updated_at": stamp(comment.updated_at),
+            "html_url": html,
+            "pull_request_url": api,
+            "author_association": self.association(repo, comment.author),
+            "_links": {
+                "self": {"href": url},
+                "html": {"href": html},
+                "pull_request": {"href": api},
+            },
+            "reactions": self.reactions(url + "/reactions"),
+            "start_line": None,
+            "original_start_line": None,
+            "start_side": None,
+            "line": comment.line,
+            "original_line": comment.line,
+            "side": comment.side,
+            "subject_type": "line",
+        }
+        if comment.in_reply_to_id is not None:
+            out["in_reply_to_id"] = comment.in_reply_to_id
+        return out

@@ -55,7 +55,7 @@ class ApiError(Exception):
         self,
         status: int,
         message: str,
-        errors: list[dict[str, Any]] | None = None,
+        errors: list[dict[str, Any]] | list[str] | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
@@ -68,6 +68,11 @@ class ApiError(Exception):
 def not_found() -> ApiError:
     """GitHub's answer for anything missing or hidden from the caller."""
     return ApiError(404, "Not Found")
+
+
+def unprocessable(message: str) -> ApiError:
+    """A 422 whose ``errors`` are sentences, as GitHub refuses a review."""
+    return ApiError(422, "Unprocessable Entity", [message])
 
 
 def validation_failed(resource: str, field_name: str, code: str, **extra: str) -> ApiError:
@@ -145,6 +150,54 @@ class Event:
 
 
 @dataclass
+class Review:
+    """A submitted pull request review: ``state`` is ``APPROVED``, ``CHANGES_REQUESTED`` or
+    ``COMMENTED``; ``commit_id`` is the head it reviewed."""
+
+    id: int
+    pull_number: int
+    author: str
+    state: str
+    body: str
+    commit_id: str
+    submitted_at: datetime
+
+
+@dataclass
+class ReviewComment:
+    """A comment on one line of a pull request's diff, in a review. ``position`` counts lines
+    down from the file's first hunk header; ``diff_hunk`` ends at the commented line. A reply
+    names its thread's first comment in ``in_reply_to_id``."""
+
+    id: int
+    review_id: int
+    pull_number: int
+    author: str
+    body: str
+    path: str
+    line: int
+    side: str
+    position: int
+    diff_hunk: str
+    commit_id: str
+    created_at: datetime
+    updated_at: datetime
+    in_reply_to_id: int | None = None
+
+
+@dataclass
+class DraftComment:
+    """A review comment placed on the diff, before the review that carries it exists."""
+
+    path: str
+    line: int
+    side: str
+    position: int
+    diff_hunk: str
+    body: str
+
+
+@dataclass
 class Pull:
     """What makes an issue a pull request."""
 
@@ -189,6 +242,8 @@ class Repo:
     issues: dict[int, Issue] = field(default_factory=dict)
     comments: dict[int, Comment] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
+    reviews: dict[int, Review] = field(default_factory=dict)
+    review_comments: dict[int, ReviewComment] = field(default_factory=dict)
     merge_failures: deque[tuple[int, str]] = field(default_factory=deque)
 
     @property
@@ -511,6 +566,64 @@ class World:
         return [i for i in found if i is not None]
 
     # -- pull requests --------------------------------------------------------------------
+
+    def add_review(
+        self,
+        repo: Repo,
+        issue: Issue,
+        author: str,
+        state: str,
+        body: str,
+        commit_id: str,
+        comments: list[DraftComment],
+        in_reply_to: ReviewComment | None = None,
+    ) -> Review:
+        """Submit a review of the pull request ``issue`` with its line comments, all at once
+        (as GitHub does); ``in_reply_to`` makes its one comment a reply in that thread."""
+        with self.lock:
+            now = utcnow()
+            review = Review(self.new_id(), issue.number, author, state, body, commit_id, now)
+            repo.reviews[review.id] = review
+            for draft in comments:
+                comment = ReviewComment(
+                    id=self.new_id(),
+                    review_id=review.id,
+                    pull_number=issue.number,
+                    author=author,
+                    body=draft.body,
+                    path=draft.path,
+                    line=draft.line,
+                    side=draft.side,
+                    position=draft.position,
+                    diff_hunk=draft.diff_hunk,
+                    commit_id=commit_id,
+                    created_at=now,
+                    updated_at=now,
+                    in_reply_to_id=in_reply_to.id if in_reply_to else None,
+                )
+                repo.review_comments[comment.id] = comment
+            issue.updated_at = now
+            return review
+
+    def review(self, repo: Repo, issue: Issue, review_id: int) -> Review:
+        """The review ``review_id`` of the pull request ``issue``; 404 otherwise."""
+        found = repo.reviews.get(review_id)
+        if found is None or found.pull_number != issue.number:
+            raise not_found()
+        return found
+
+    def reviews(self, repo: Repo, issue: Issue) -> list[Review]:
+        """The pull request's reviews, oldest first."""
+        return sorted(
+            (r for r in repo.reviews.values() if r.pull_number == issue.number), key=lambda r: r.id
+        )
+
+    def review_comments_of(self, repo: Repo, issue: Issue) -> list[ReviewComment]:
+        """The pull request's review comments, oldest first."""
+        return sorted(
+            (c for c in repo.review_comments.values() if c.pull_number == issue.number),
+            key=lambda c: c.id,
+        )
 
     def record_merge(self, repo: Repo, issue: Issue, merge_sha: str, actor: str) -> list[int]:
         """Mark the pull request merged and closed; close the issues its body says it fixes
