@@ -8,11 +8,13 @@ the test's own temporary directory; the test prints where."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import socket
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -221,3 +223,49 @@ def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
     for name in ("in-flight-desktop", "in-flight-phone", "ended-phone", "ended-desktop"):
         assert (shots / f"{name}.png").stat().st_size > 0
     assert world.pulls()[0]["draft"] is False
+
+
+def test_with_http_token_the_daemon_s_json_answers_only_to_it(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """The token in the settings reaches the page the daemon serves (on loopback here, where
+    it is optional): without it, or with another, ``/api/status`` says 401; with it, the JSON."""
+    world = start_world(tmp_path, [])
+    worlds.append(world)
+    page_token = "page-token-0123456789-abcdef"
+    world.settings.update(
+        {
+            "THIRDSHIFT_HTTP_TOKEN": page_token,
+            "THIRDSHIFT_SETTLE_SECONDS": "3600",  # the issue never settles: no Run starts
+            "THIRDSHIFT_MIN_FREE_DISK_MB": "0",
+        }
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    daemon = world.start_thirdshift(
+        "daemon", "--repo", f"{OWNER}/{NAME}", "--http", f"127.0.0.1:{port}"
+    )
+    wait_until_served(url, daemon)
+
+    def status(token: str | None) -> tuple[int, bytes]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        request = urllib.request.Request(url + "api/status", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, answer.read()
+        except urllib.error.HTTPError as refused:
+            return refused.code, refused.read()
+
+    try:
+        without, said = status(None)
+        wrong, _ = status("page-token-0123456789-abcdeX")
+        right, body = status(page_token)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        _, stderr = daemon.communicate(timeout=120)
+    assert (without, wrong, right) == (401, 401, 200)
+    assert b"a token is required" in said
+    assert page_token.encode() not in said
+    assert json.loads(body)["daemon"]["daemon"]
+    assert daemon.returncode == 0, stderr
+    assert page_token not in stderr
