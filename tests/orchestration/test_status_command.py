@@ -98,11 +98,12 @@ def test_status_shows_the_next_poll_the_queue_the_pauses_and_what_was_passed_ove
     assert "Runs running: none" in shown
 
 
-def test_status_json_carries_the_same_for_scripts(filled: Path) -> None:
+def test_status_json_carries_the_same_in_the_documented_shapes(filled: Path) -> None:
     state = json.loads(status("--json"))
 
+    assert (state["type"], state["version"]) == ("status", 1)
     [daemon] = state["daemons"]
-    assert daemon["live"] is True
+    assert (daemon["type"], daemon["version"], daemon["live"]) == ("daemon_state", 1, True)
     assert daemon["repositories"] == [
         {
             "repository": "acme/widgets",
@@ -133,6 +134,18 @@ def test_a_daemon_whose_process_is_gone_shows_as_not_running_without_its_old_pla
     assert shown[0] == f"daemon night-1: not running (last seen {clock_text(NOW)})"
     assert not any("waiting for a slot" in line or "paused:" in line for line in shown)
     assert json.loads(status("--json"))["daemons"][0]["live"] is False
+
+
+def test_a_state_file_written_before_it_had_a_type_shows_as_daemon_state_1(home: Path) -> None:
+    publish(home)
+    [path] = (home / "daemons").iterdir()
+    older = json.loads(path.read_text())
+    del older["type"], older["version"]
+    path.write_text(json.dumps(older))
+
+    [daemon] = json.loads(status("--json"))["daemons"]
+
+    assert (daemon["type"], daemon["version"], daemon["daemon"]) == ("daemon_state", 1, "night-1")
 
 
 def test_status_says_so_when_no_daemon_has_run_in_this_home(home: Path) -> None:
