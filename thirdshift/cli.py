@@ -184,7 +184,16 @@ def status_command(as_json: bool) -> None:
         _show(
             json.dumps(
                 {
-                    "daemons": [dict(state, live=is_live(state, now)) for state in daemons],
+                    "type": "status",
+                    "version": 1,
+                    # A file written before the daemon state had its type and version is the
+                    # same shape, version 1.
+                    "daemons": [
+                        {"type": "daemon_state", "version": 1}
+                        | state
+                        | {"live": is_live(state, now)}
+                        for state in daemons
+                    ],
                     "leases": [shapes.lease_shape(lease, name) for name, lease in leases],
                     "running": [shapes.run_shape(run, usage.get(run.id)) for run in running],
                     "passed_over": [shapes.activity_shape(line) for line in latest.values()],
@@ -288,7 +297,6 @@ def doctor_command(repos: tuple[str, ...], session: bool, as_json: bool) -> None
     when nothing failed, 1 otherwise."""
     import json
     import os
-    from dataclasses import asdict
 
     from thirdshift.bootstrap import run_doctor
     from thirdshift.doctor import Check, failed
@@ -302,7 +310,7 @@ def doctor_command(repos: tuple[str, ...], session: bool, as_json: bool) -> None
 
     def report(check: Check) -> None:
         if as_json:
-            click.echo(json.dumps(asdict(check)))
+            click.echo(json.dumps(check.json()))
             return
         click.echo(f"{check.status}  {check.name}: {check.detail}")
         if check.fix:

@@ -85,3 +85,33 @@ def test_config_without_bubblewrap_refuses_unless_the_unsafe_setting_allows(
     result = thirdshift("config", env=env)
     assert result.returncode == 0, result.stderr
     assert "agent sandbox: none (unsafe_agent_without_sandbox)" in result.stdout
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0:8765", "[::]:8765", "192.0.2.10:8765"])
+def test_a_status_page_beyond_loopback_without_a_token_is_refused_before_anything_starts(
+    env: dict[str, str], address: str
+) -> None:
+    """The daemon names the rule and the setting, and stops before it asks GitHub anything (or
+    listens anywhere): the GitHub it is pointed at does not even answer."""
+    env["GITHUB_TOKEN"] = "ghp_verysecretverysecretverysecret000000"
+    env["THIRDSHIFT_GITHUB_API_URL"] = "http://127.0.0.1:1"
+    result = thirdshift("daemon", "--repo", "acme/widgets", "--http", address, env=env)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == (
+        f"thirdshift: --http {address}: beyond loopback the status page needs a token; set "
+        "THIRDSHIFT_HTTP_TOKEN (or http_token in the config file), or bind 127.0.0.1\n"
+    )
+
+
+def test_a_status_page_token_shorter_than_16_characters_is_refused_and_never_shown(
+    env: dict[str, str],
+) -> None:
+    env["GITHUB_TOKEN"] = "ghp_verysecretverysecretverysecret000000"
+    env["THIRDSHIFT_GITHUB_API_URL"] = "http://127.0.0.1:1"
+    env["THIRDSHIFT_HTTP_TOKEN"] = "page-token-1234"  # 15 characters
+    result = thirdshift("daemon", "--repo", "acme/widgets", "--http", "0.0.0.0:8765", env=env)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith(
+        "thirdshift: http_token is shorter than 16 characters; use a long random one"
+    )
+    assert "page-token-1234" not in result.stderr

@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +141,69 @@ def test_a_failed_run_sends_one_scrubbed_message_with_its_post_mortem(
     assert "`thirdshift show 1`" in body
     assert "`thirdshift logs 1`" in body
     assert PLANTED not in body
+
+
+def fix() -> dict[str, Any]:
+    return {
+        "tool_calls": [
+            bash(
+                write_file_command("calc.py", CALC_FIXED)
+                + " && git add calc.py && git commit -qm 'Make add() add' && "
+                + pull_request_file("Make add() add", "add() subtracted.\n\nCloses #1"),
+                "fix",
+            )
+        ]
+    }
+
+
+def test_a_merge_run_sends_one_message_saying_merged(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    world = start_world(tmp_path, [implement(fix(), {"text": "Fixed add()."})])
+    worlds.append(world)
+    with WebhookReceiver(status=204) as receiver:
+        notifying(world, receiver)
+
+        result = world.thirdshift("run", "--merge", world.issue_url)
+
+    assert result.returncode == 0, result.stderr
+    [delivery] = receiver.received
+    assert verified(delivery.body, delivery.headers["x-thirdshift-signature-256"])
+    message = json.loads(delivery.body)
+    assert (message["type"], message["version"]) == ("notification", 1)
+    assert (message["run_id"], message["state"], message["kind"]) == (1, "merged", "merge")
+    assert message["cause"] is None
+    assert message["pull_request_url"] == world.pulls()[0]["html_url"]
+    assert world.pulls()[0]["merged_at"] is not None
+
+
+def test_an_interrupted_run_sends_one_message_saying_interrupted(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """Ctrl-C while the session works: the work is saved as a Failed run, and its end is
+    announced once as `interrupted`, with the Post-mortem."""
+    stall = {
+        "tool_calls": [
+            bash(
+                f"echo {PLANTED} > DRAFT.md && python3 -c 'import time; time.sleep(300)'",
+                "long wait",
+            )
+        ]
+    }
+    world = start_world(tmp_path, [implement(stall)])
+    worlds.append(world)
+    with WebhookReceiver(status=204) as receiver:
+        notifying(world, receiver)
+        process = world.start_thirdshift("run", world.issue_url, new_group=True)
+        world.wait_for_process("time.sleep(300)")
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 1, stderr
+    [delivery] = receiver.received
+    assert verified(delivery.body, delivery.headers["x-thirdshift-signature-256"])
+    message = json.loads(delivery.body)
+    assert (message["run_id"], message["state"], message["kind"]) == (1, "interrupted", "run")
+    assert message["cause"] == "interrupted"
+    assert "Last lines of implement:" in message["post_mortem"]
+    assert PLANTED not in delivery.body.decode()

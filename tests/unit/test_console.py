@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import io
 import re
+import time
 
 from thirdshift.console import (
     LiveProgress,
     Progress,
     Status,
+    format_duration,
     next_status,
     printable,
     progress_for,
@@ -59,6 +61,25 @@ def test_on_a_terminal_each_line_scrolls_up_and_the_status_is_redrawn_under_it()
     assert out.endswith("\r\x1b[2K")  # closed: the status line is gone, the lines stay
     live("after the end")
     assert stream.getvalue().endswith("after the end\n")
+
+
+def test_the_elapsed_time_is_redrawn_each_tick_while_no_line_arrives() -> None:
+    """A session may print nothing for minutes: the status line still counts up."""
+    stream = Tty()
+    now = [100.0]
+    live = LiveProgress(stream, clock=lambda: now[0], tick_seconds=0.01, width=lambda: 80)
+    live("implement: session started")
+    try:
+        for elapsed in (65.0, 3725.0):
+            now[0] = 100.0 + elapsed
+            shown = f"\r\x1b[2K▸ {format_duration(elapsed)} · implement: session started"
+            deadline = time.monotonic() + 5
+            while shown not in stream.getvalue() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert shown in stream.getvalue()
+    finally:
+        live.close()
+    assert len(re.findall(r"\[\d\d:\d\d:\d\d\] ", stream.getvalue())) == 1  # no new line
 
 
 def test_plain_lines_off_a_terminal_and_one_line_ones_on_an_actions_runner() -> None:

@@ -41,6 +41,7 @@ def test_a_state_is_written_whole_under_a_safe_name_and_read_back(tmp_path: Path
 
     assert [p.name for p in tmp_path.iterdir()] == ["night_1.json"]
     [read] = read_states(tmp_path)
+    assert (read["type"], read["version"], read["daemon"]) == ("daemon_state", 1, "night/1")
     assert read["repositories"] == [
         {
             "repository": "acme/widgets",

@@ -386,3 +386,15 @@ def test_a_notification_target_a_run_would_refuse_fails_the_doctor_too() -> None
         "notify_webhook_url is set without notify_webhook_secret",
     )
     assert found.fix.startswith("set a shared secret")
+
+
+def test_a_check_s_json_is_the_documented_shape_with_its_type_and_version() -> None:
+    check = Check("git", "FAIL", "git 2.30 is too old", "install git 2.36 or newer")
+    assert check.json() == {
+        "type": "doctor_check",
+        "version": 1,
+        "name": "git",
+        "status": "FAIL",
+        "detail": "git 2.30 is too old",
+        "fix": "install git 2.36 or newer",
+    }

@@ -37,6 +37,8 @@ ENDED = Notification(
 
 def test_the_body_is_json_with_every_field() -> None:
     assert json.loads(body_of(ENDED)) == {
+        "type": "notification",
+        "version": 1,
         "event": "run.ended",
         "run_id": 12,
         "repository": "acme/widgets",

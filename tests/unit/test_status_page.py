@@ -95,6 +95,7 @@ def test_the_live_part_and_the_json_follow_the_source() -> None:
 
     first = client.get("/live").text
     then = client.get("/api/status").json()
+    assert (then["type"], then["version"]) == ("status_page", 1)
 
     assert 'data-run="1" data-state="running"' in first
     assert [r["state"] for r in then["recent"]] == ["succeeded"]

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 STALE_SECONDS = 60.0
+STATE_VERSION = 1
+"""The ``version`` of the ``daemon_state`` shape (docs/json.md): raised on a breaking change."""
 """A daemon writes every few seconds; one silent this long has stopped or is stuck."""
 
 
@@ -69,8 +71,11 @@ def _when(moment: datetime | None) -> str | None:
 
 
 def state_json(state: DaemonState) -> dict[str, Any]:
-    """The documented JSON shape of a daemon's state (docs/json.md)."""
+    """A daemon's state as its file holds it and ``status --json`` and the status page show it:
+    the ``daemon_state`` shape of docs/json.md."""
     return {
+        "type": "daemon_state",
+        "version": STATE_VERSION,
         "daemon": state.daemon,
         "pid": state.pid,
         "started_at": _when(state.started_at),

@@ -23,6 +23,9 @@ Status = Literal["PASS", "WARN", "FAIL", "SKIP"]
 MIN_GIT = (2, 36)
 """The oldest git thirdshift's worktrees and merges are tested with (README, set-up)."""
 
+CHECK_VERSION = 1
+"""The ``version`` of the ``doctor_check`` shape (docs/json.md)."""
+
 NPM_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
 
 
@@ -35,6 +38,18 @@ class Check:
     status: Status
     detail: str
     fix: str = ""
+
+    def json(self) -> dict[str, str | int]:
+        """The ``doctor_check`` shape of docs/json.md (``doctor --json``). Made here, not in
+        ``report.shapes``: the doctor and the report are layers that do not import each other."""
+        return {
+            "type": "doctor_check",
+            "version": CHECK_VERSION,
+            "name": self.name,
+            "status": self.status,
+            "detail": self.detail,
+            "fix": self.fix,
+        }
 
 
 @dataclass(frozen=True)

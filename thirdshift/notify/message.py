@@ -14,13 +14,18 @@ import json
 
 from thirdshift.records import Notification
 
+NOTIFICATION_VERSION = 1
+"""The ``version`` of the ``notification`` shape (docs/json.md): the webhook body."""
 SIGNATURE_HEADER = "X-Thirdshift-Signature-256"
 EVENT_HEADER = "X-Thirdshift-Event"
 
 
 def body_of(notification: Notification) -> bytes:
-    """The JSON body: every field of the message, keys sorted, UTF-8."""
+    """The JSON body (the ``notification`` shape of docs/json.md): every field of the
+    message, keys sorted, UTF-8."""
     document = {
+        "type": "notification",
+        "version": NOTIFICATION_VERSION,
         "event": notification.event,
         "run_id": notification.run_id,
         "repository": notification.repository,

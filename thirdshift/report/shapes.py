@@ -6,6 +6,8 @@ Every object carries ``type`` (``run``, ``session``, ``usage``, ``usage_total``,
 ``activity``, ``session_event``, ``run_view``) and ``version`` (``SHAPE_VERSION``): a field is
 only ever added within a version; renaming, removing or changing the meaning of one raises it.
 Times are ISO 8601 in UTC. Texts are as the store keeps them, already scrubbed when written.
+The shapes of what is not a store record (``daemon_state``, ``status_page``, ``doctor_check``,
+``notification``) are made beside their code, in packages that may not import this one.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ CACHE_SECONDS = 2.0
 LOG_LINES = 12
 RECENT_RUNS = 15
 LOG_BYTES = 512 * 1024
+PAGE_VERSION = 1
+"""The ``version`` of the ``status_page`` shape (docs/json.md)."""
 """How much of the end of a Session log is read to condense its last lines."""
 
 
@@ -117,7 +119,10 @@ class Page:
     unpriced_today: int
 
     def json(self) -> dict[str, Any]:
+        """The ``status_page`` shape of docs/json.md (``/api/status``)."""
         return {
+            "type": "status_page",
+            "version": PAGE_VERSION,
             "generated_at": self.generated_at.astimezone(UTC).isoformat(),
             "daemon": state_json(self.daemon) if self.daemon else None,
             "in_flight": [run.json() for run in self.in_flight],

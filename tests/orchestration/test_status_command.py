@@ -1,0 +1,154 @@
+"""`thirdshift status` in process, from a daemon's state file in a real home and pass-over lines
+in a real SQLite store: the next poll, the issues waiting for a slot, the Harness pauses and
+what was passed over, in text and in `--json`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from thirdshift.cli import main
+from thirdshift.clock import ManualClock
+from thirdshift.daemon.activity import ActivityLog
+from thirdshift.daemon.state import DaemonState, PauseState, PollState, write_state
+from thirdshift.scrub import Scrubber
+from thirdshift.store import Store
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+NEXT_POLL = NOW + timedelta(seconds=42)
+PAUSED_UNTIL = NOW + timedelta(minutes=5)
+READERS_REASON = "drive-by added ready-for-agent with read permission; a maintainer must add it"
+
+
+def clock_text(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def publish(home: Path, *, pid: int | None = None) -> None:
+    """What a daemon watching acme/widgets writes: its poll, two Ready issues waiting for a
+    slot, claude paused after an overload, the rate limit GitHub last reported."""
+    write_state(
+        home / "daemons",
+        DaemonState(
+            daemon="night-1",
+            pid=os.getpid() if pid is None else pid,
+            started_at=NOW - timedelta(hours=1),
+            updated_at=NOW,
+            stopping=False,
+            polls=(PollState("acme/widgets", NOW, None, NEXT_POLL, (9, 12)),),
+            running=(),
+            pauses=(PauseState("claude", PAUSED_UNTIL, "overloaded (529)"),),
+            rate_limit_remaining=4870,
+        ),
+    )
+
+
+def pass_over(home: Path, issue: int, reason: str, *, at: datetime) -> None:
+    """A pass-over as the daemon's Activity log writes it, at ``at``."""
+    clock = ManualClock(at)
+    store = Store.open(f"sqlite:///{home / 'thirdshift.db'}", clock=clock)
+    try:
+        log = ActivityLog(
+            store, daemon="night-1", directory=home / "activity", clock=clock,
+            scrub=Scrubber([]), progress=lambda _line: None,
+        )  # fmt: skip
+        log.pass_over(store.ensure_repository("acme", "widgets"), issue, reason)
+    finally:
+        store.close()
+
+
+def status(*args: str) -> str:
+    result = CliRunner().invoke(main, ["status", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture
+def filled(home: Path) -> Path:
+    publish(home)
+    pass_over(home, 8, "the repository's daily cost budget is spent", at=NOW - timedelta(hours=3))
+    pass_over(home, 8, READERS_REASON, at=NOW - timedelta(hours=2))  # the newest reason wins
+    pass_over(home, 5, "an open blocker: #4", at=NOW - timedelta(days=1, hours=1))  # too old
+    return home
+
+
+def test_status_shows_the_next_poll_the_queue_the_pauses_and_what_was_passed_over(
+    filled: Path,
+) -> None:
+    shown = status().splitlines()
+
+    assert shown[0].startswith("daemon night-1 (pid ")
+    assert shown[1:4] == [
+        f"  acme/widgets: last poll {clock_text(NOW)}, next {clock_text(NEXT_POLL)}; "
+        "waiting for a slot: #9, #12",
+        f"  paused: claude (overloaded (529)) until {clock_text(PAUSED_UNTIL)}",
+        "  GitHub rate limit: 4870 requests left",
+    ]
+    assert shown[-2:] == [
+        "Passed over in the last day:",
+        f"  acme/widgets#8: {READERS_REASON}",
+    ]
+    assert "Leases held: none" in shown
+    assert "Runs running: none" in shown
+
+
+def test_status_json_carries_the_same_in_the_documented_shapes(filled: Path) -> None:
+    state = json.loads(status("--json"))
+
+    assert (state["type"], state["version"]) == ("status", 1)
+    [daemon] = state["daemons"]
+    assert (daemon["type"], daemon["version"], daemon["live"]) == ("daemon_state", 1, True)
+    assert daemon["repositories"] == [
+        {
+            "repository": "acme/widgets",
+            "last_poll_at": NOW.isoformat(),
+            "last_poll_error": None,
+            "next_poll_at": NEXT_POLL.isoformat(),
+            "queued": [9, 12],
+        }
+    ]
+    assert daemon["pauses"] == [
+        {"harness": "claude", "until": PAUSED_UNTIL.isoformat(), "condition": "overloaded (529)"}
+    ]
+    [passed] = state["passed_over"]
+    assert (passed["type"], passed["kind"], passed["issue_number"]) == ("activity", "pass-over", 8)
+    assert passed["message"] == f"passed over: {READERS_REASON}"
+    assert (state["leases"], state["running"]) == ([], [])
+
+
+def test_a_daemon_whose_process_is_gone_shows_as_not_running_without_its_old_plans(
+    home: Path,
+) -> None:
+    gone = subprocess.Popen(["true"])  # a pid that has exited
+    gone.wait()
+    publish(home, pid=gone.pid)
+
+    shown = status().splitlines()
+
+    assert shown[0] == f"daemon night-1: not running (last seen {clock_text(NOW)})"
+    assert not any("waiting for a slot" in line or "paused:" in line for line in shown)
+    assert json.loads(status("--json"))["daemons"][0]["live"] is False
+
+
+def test_a_state_file_written_before_it_had_a_type_shows_as_daemon_state_1(home: Path) -> None:
+    publish(home)
+    [path] = (home / "daemons").iterdir()
+    older = json.loads(path.read_text())
+    del older["type"], older["version"]
+    path.write_text(json.dumps(older))
+
+    [daemon] = json.loads(status("--json"))["daemons"]
+
+    assert (daemon["type"], daemon["version"], daemon["daemon"]) == ("daemon_state", 1, "night-1")
+
+
+def test_status_says_so_when_no_daemon_has_run_in_this_home(home: Path) -> None:
+    assert status().splitlines()[0] == (
+        "no daemon has run in this home (thirdshift daemon writes its state here)"
+    )
