@@ -198,6 +198,23 @@ def test_the_resume_preamble_keeps_its_cap_the_newest_steps_and_an_exact_count(
     assert (int(cut[0]) if cut else 0) + len(listed) == max(total, len(steps[-50:]))
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    steps=st.lists(st.text(alphabet="abc $-", max_size=20), min_size=51, max_size=200),
+    cap=caps,
+)
+def test_without_a_total_the_left_out_count_still_counts_every_step_handed_in(
+    steps: list[str], cap: int
+) -> None:
+    """Called with no total and more steps than a preamble takes: those beyond the newest 50
+    are counted as left out too, never dropped without a word."""
+    text = resume_preamble(steps, "Finish the task.", cap_tokens=cap)
+    listed = [line for line in text.splitlines() if line.startswith("- ")]
+    cut = LEFT_OUT.findall(text)
+    assert cut
+    assert int(cut[0]) + len(listed) == len(steps)
+
+
 @settings(max_examples=150, deadline=None)
 @given(text=fenced_text, cap=st.integers(min_value=20, max_value=3000))
 def test_a_cut_keeps_its_cap_falls_on_a_line_boundary_and_closes_every_fence(

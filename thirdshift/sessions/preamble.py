@@ -143,9 +143,11 @@ def resume_preamble(
     tail = "\n" + cut_lines(instruction.strip(), cap_tokens // 2, "the instruction").rstrip()
     tail += "\n"
     budget = cap_tokens * 3 - len(head.encode()) - len(tail.encode())
+    # Counted before the cut to the newest 50: the steps that cut drops are left out too.
+    total = max(total_events, len(event_summaries))
     steps = _steps_block(
         list(event_summaries[-EVENTS_IN_RESUME:]),
-        total_events,
+        total,
         budget,
         "What it did, oldest first:\n",
     )
