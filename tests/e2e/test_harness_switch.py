@@ -62,8 +62,16 @@ def argv_logging_codex() -> Iterator[Path]:
 
 
 def codex_argvs(world: RunWorld) -> list[list[str]]:
+    """The argv of each codex session (the ledger's ``codex --version`` is no session)."""
     found = sorted((world.home / "agent-homes").glob("*/codex-argv-*"))
-    return [path.read_bytes().decode().split("\0")[:-1] for path in found]
+    argvs = [path.read_bytes().decode().split("\0")[:-1] for path in found]
+    return [argv for argv in argvs if argv != ["--version"]]
+
+
+def pinned(package: str) -> str:
+    """The version of a CLI package the tests pin."""
+    manifest = json.loads((BIN_DIR.parents[1] / "package.json").read_text())
+    return str(manifest["devDependencies"][package])
 
 
 def test_a_run_whose_claude_provider_is_overloaded_continues_on_codex(
@@ -160,3 +168,6 @@ def test_a_run_whose_claude_provider_is_overloaded_continues_on_codex(
     assert line["sessions"] == 2
     assert line["input_tokens"] > 0
     assert sessions[1].usage.input_tokens
+    # Each line names its CLI's version: claude's stream says it, codex is asked once.
+    assert sessions[0].usage.cli_version == pinned("@anthropic-ai/claude-code")
+    assert sessions[1].usage.cli_version == pinned("@openai/codex")
