@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,8 @@ class DaemonWorld:
     database_url: str
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
     issues: dict[str, list[int]] = field(default_factory=dict)
+    agent_env: dict[str, str] = field(default_factory=dict)
+    """Variables for the agent CLIs besides the scripted model server's (their retries)."""
 
     def env(self, home: str, **settings: str) -> dict[str, str]:
         base = {
@@ -76,6 +79,7 @@ class DaemonWorld:
         agent_home = self.tmp / f"agent-{home}"
         agent_home.mkdir(exist_ok=True)
         base.update(claude_env(self.model.url, agent_home))
+        base.update(self.agent_env)
         base["PATH"] = (
             f"{BIN_DIR}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{base['PATH']}"
         )
@@ -453,6 +457,72 @@ def test_sigterm_during_three_sessions_with_a_failing_github_saves_every_run_and
         assert CLAIM_MARKER in comments[0]
         assert "thirdshift could not finish this issue" in comments[1]
         assert "**Cause:** interrupted" in comments[1]
+
+
+def test_a_run_refused_by_a_rate_limited_provider_pauses_the_daemon_s_pickups_until_it_is_up(
+    make_world: Any,
+) -> None:
+    """The real claude CLI of issue 1's Run meets 429s past its retries, no fallback Harness:
+    the Run ends giving the issue back, the outage reaches the daemon's pauses through the
+    daemon's own wiring (no pause fed in by hand), and the polls meanwhile pass issue 2 over
+    naming the pause's end; no Run starts before it, and both issues are taken after it.
+    (claude with an API key announces no reset: the pause is provider_pause_seconds.)"""
+    refused = [{"error": "rate_limit"}, {"error": "rate_limit"}]
+    sessions = [
+        {
+            "name": "alpha-1",
+            "marker": marker("alpha", 1),
+            "turns": [*refused, *work_turns("alpha", 1)],
+        },
+        {"name": "alpha-2", "marker": marker("alpha", 2), "turns": work_turns("alpha", 2)},
+    ]
+    world = make_world(sessions)
+    # claude retries a 429 with backoff; once is enough here.
+    world.agent_env["CLAUDE_CODE_MAX_RETRIES"] = "1"
+    world.ready_issue("alpha", "Task 1")
+    settings = {"repositories": f'["{OWNER}/alpha"]', "provider_pause_seconds": "8"}
+    daemon = world.daemon("home", **settings)
+
+    def failed_runs() -> list[Any]:
+        store = Store.open(world.database_url, migrate=False)
+        try:
+            return store.list_runs(state="failed")
+        except StoreError:
+            return []
+        finally:
+            store.close()
+
+    world.wait_until(failed_runs, timeout=120, what="issue 1's Run failing on the 429s")
+    world.ready_issue("alpha", "Task 2")
+    world.wait_until(lambda: world.succeeded() == 2, timeout=240, what="both issues succeeding")
+    status, err = stop(daemon)
+    assert status == 0, err[-3000:]
+
+    store = Store.open(world.database_url)
+    try:
+        runs = sorted(store.list_runs(), key=lambda run: run.id)
+        passed_over = [
+            a for a in store.activity(limit=1000) if a.kind == "pass-over" and a.issue_number == 2
+        ]
+    finally:
+        store.close()
+    assert [(run.issue_number, run.state) for run in runs] == [
+        (1, "failed"),
+        (1, "succeeded"),
+        (2, "succeeded"),
+    ]
+    assert "429" in str(runs[0].cause)
+    [first, *_] = passed_over
+    found = re.search(
+        r"claude's provider is rate-limited \(429\); pickups wait until (\S+ \S+Z) "
+        r"\(no fallback Harness\)",
+        first.message,
+    )
+    assert found, first.message
+    until = datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%SZ").replace(tzinfo=UTC)
+    assert first.created_at < until
+    assert all(run.started_at >= until for run in runs[1:])  # nothing taken while paused
+    assert len(world.ready_pulls("alpha")) == 2
 
 
 @pytest.mark.parametrize("paused", ["daemon", "run"])

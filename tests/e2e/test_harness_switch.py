@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import stat
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.real_cli import BIN_DIR
+from tests.support.real_cli import BIN_DIR, argv_logging, logged_argvs
 from tests.support.run_world import (
     CALC_FIXED,
     RunWorld,
@@ -42,28 +39,19 @@ FIX = (
 
 @pytest.fixture
 def argv_logging_codex() -> Iterator[Path]:
-    """A directory holding a ``codex`` to put first on PATH: it writes its argv (NUL-separated)
-    into its HOME (the agent home, writable inside the Agent sandbox), then runs the pinned
-    codex. It lives inside the repository's ``node_modules``, so the Agent sandbox, which keeps
-    a CLI's ``node_modules`` readable, shows the agent the pinned codex too, wherever the
-    checkout is (under /tmp the sandbox hides everything else)."""
-    directory = BIN_DIR.parent / f".argv-logging-{uuid.uuid4().hex[:8]}"
-    directory.mkdir()
-    wrapper = directory / "codex"
-    wrapper.write_text(
-        '#!/bin/sh\nprintf \'%s\\0\' "$@" > "$HOME/codex-argv-$$"\n'
-        f'exec "{BIN_DIR / "codex"}" "$@"\n'
-    )
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    try:
+    """A directory to put first on PATH whose ``codex`` logs its argv (``argv_logging``)."""
+    with argv_logging("codex") as directory:
         yield directory
-    finally:
-        shutil.rmtree(directory)
 
 
 def codex_argvs(world: RunWorld) -> list[list[str]]:
-    found = sorted((world.home / "agent-homes").glob("*/codex-argv-*"))
-    return [path.read_bytes().decode().split("\0")[:-1] for path in found]
+    return logged_argvs(world.home, "codex")
+
+
+def pinned(package: str) -> str:
+    """The version of a CLI package the tests pin."""
+    manifest = json.loads((BIN_DIR.parents[1] / "package.json").read_text())
+    return str(manifest["devDependencies"][package])
 
 
 def test_a_run_whose_claude_provider_is_overloaded_continues_on_codex(
@@ -160,3 +148,6 @@ def test_a_run_whose_claude_provider_is_overloaded_continues_on_codex(
     assert line["sessions"] == 2
     assert line["input_tokens"] > 0
     assert sessions[1].usage.input_tokens
+    # Each line names its CLI's version: claude's stream says it, codex is asked once.
+    assert sessions[0].usage.cli_version == pinned("@anthropic-ai/claude-code")
+    assert sessions[1].usage.cli_version == pinned("@openai/codex")

@@ -5,13 +5,16 @@ with what the database holds, never with a native resume; the real claude CLI, t
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.real_cli import argv_logging, logged_argvs
 from tests.support.run_world import (
     CALC_FIXED,
     RunWorld,
@@ -52,20 +55,29 @@ def first_request(world: RunWorld, session: str) -> dict[str, Any]:
     return body
 
 
-def move_to(world: RunWorld, home: str) -> None:
-    """The next command runs on another machine: the old home is gone, a new one is used."""
+@pytest.fixture
+def argv_logging_claude() -> Iterator[Path]:
+    """A directory to put first on PATH whose ``claude`` logs its argv (``argv_logging``)."""
+    with argv_logging("claude") as directory:
+        yield directory
+
+
+def move_to(world: RunWorld, home: str, argvs: list[list[str]]) -> None:
+    """The next command runs on another machine: the old home is gone (its claude argvs kept
+    in ``argvs`` first), a new one is used."""
+    argvs += logged_argvs(world.home, "claude")
     shutil.rmtree(world.home)
     world.home = world.tmp / home
 
 
 def test_a_run_interrupted_on_one_machine_is_continued_on_others_from_the_database(
-    tmp_path: Path, worlds: list[RunWorld], postgres_url: str
+    tmp_path: Path, worlds: list[RunWorld], postgres_url: str, argv_logging_claude: Path
 ) -> None:
     """Run 1 is stopped mid-session (SIGTERM): its work is pushed, its record is in
     PostgreSQL. Its home is deleted. Run 2, from a fresh home, opens a fresh conversation
     (no native resume) whose prompt carries Run 1's session inline, its step included; its
     provider refuses, so it fails too. Run 3, from a third home, carries Run 2 inline and Run 1
-    as a pointer, and finishes the issue."""
+    as a pointer, and finishes the issue. No claude argv of the three Runs has --resume."""
     world = start_world(
         tmp_path,
         [
@@ -82,13 +94,15 @@ def test_a_run_interrupted_on_one_machine_is_continued_on_others_from_the_databa
     )
     worlds.append(world)
     world.settings["THIRDSHIFT_DATABASE_URL"] = postgres_url
+    world.settings["PATH"] = f"{argv_logging_claude}{os.pathsep}{world.env()['PATH']}"
+    argvs: list[list[str]] = []
 
     process = world.start_thirdshift("run", world.issue_url)
     world.wait_for_process("time.sleep(300)")
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 1, stderr
-    move_to(world, "home-2")
+    move_to(world, "home-2", argvs)
 
     second = world.thirdshift("run", world.issue_url)
 
@@ -100,7 +114,7 @@ def test_a_run_interrupted_on_one_machine_is_continued_on_others_from_the_databa
     assert "The session just before this one (Run 1, session implement):" in prompt
     assert "first-machine-step" in prompt.split("Its steps, oldest first:", 1)[1]
     assert "Its Run ended failed: interrupted" in prompt
-    move_to(world, "home-3")
+    move_to(world, "home-3", argvs)
 
     third = world.thirdshift("run", world.issue_url)
 
@@ -118,6 +132,11 @@ def test_a_run_interrupted_on_one_machine_is_continued_on_others_from_the_databa
         sessions = [row for run in runs for row in store.run_sessions(run.id)]
     finally:
         store.close()
+    argvs += logged_argvs(world.home, "claude")
+    # One session a Run (the first one's stopped), each a fresh claude: nothing resumed.
+    assert len(argvs) == 3
+    assert all(argv[:1] == ["-p"] for argv in argvs)
+    assert all({"--resume", "-r", "--continue", "-c"}.isdisjoint(argv) for argv in argvs)
     assert [run.state for run in runs] == ["failed", "failed", "succeeded"]
     assert all(row.resumed_from_id is None for row in sessions)
     assert len({row.harness_session_id for row in sessions}) == len(sessions)

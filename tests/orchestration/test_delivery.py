@@ -14,7 +14,7 @@ from thirdshift.errors import GitHubError
 from thirdshift.records import CheckRun
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.runs.failed_run import COMMENT_MARKER
-from thirdshift.sessions import SessionFailed, SessionInterrupted
+from thirdshift.sessions import SessionFailed, SessionInterrupted, count_tokens
 
 
 def test_a_fresh_issue_becomes_a_ready_pull_request_and_a_succeeded_run(world: RunWorld) -> None:
@@ -733,3 +733,47 @@ def test_a_person_quoting_a_marker_is_still_heard_and_an_old_report_is_worded_as
     assert "please keep going" in prompt
     assert "An earlier Run ran elsewhere and failed; a later Run may have gone further" in prompt
     assert "an old failure" in prompt
+
+
+LONG_BODY = "\n".join(f"Requirement {i}: the widget must do thing {i}." for i in range(600))
+
+
+@pytest.mark.parametrize("cap", [200, 4000])
+def test_follow_up_preamble_tokens_caps_a_repair_s_preamble(world: RunWorld, cap: int) -> None:
+    """The setting is the Repair's preamble's budget: within it, and filled by the earlier
+    session's long brief (its fifth of the cap) whatever the cap."""
+    world.settings = world.settings.model_copy(update={"follow_up_preamble_tokens": cap})
+    number = world.github.add_issue("Add a widget", LONG_BODY, [READY])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    world.sessions.plays["repair-1"] = commit_file("fix.txt", "fixed\n", "Fix the tests")
+    red_ci(world, only_first_head=True)
+
+    assert world.run(number) == 0
+
+    preamble = world.sessions.prompts["repair-1"].rpartition("CI is red on ")[0]
+    assert "The session just before this one (Run 1, session implement):" in preamble
+    assert cap // 6 < count_tokens(preamble) <= cap
+
+
+@pytest.mark.parametrize("cap", [200, 4000])
+def test_follow_up_preamble_tokens_caps_a_continuation_s_preamble(
+    world: RunWorld, cap: int
+) -> None:
+    """The setting is the Continuation's preamble's budget too, across Runs."""
+    world.settings = world.settings.model_copy(update={"follow_up_preamble_tokens": cap})
+    number = world.github.add_issue("Add a widget", LONG_BODY, [READY])
+    world.sessions.plays["implement"] = _fails_after(
+        commit_file("half.txt", "half\n", "Half of it"), "the model gave up"
+    )
+    assert world.run(number) == 1
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "The rest", pull_request=PR_TEXT
+    )
+
+    assert world.run(number) == 0
+
+    preamble = world.sessions.prompts["implement"].rpartition("You are working unattended")[0]
+    assert "The session just before this one (Run 1, session implement):" in preamble
+    assert cap // 6 < count_tokens(preamble) <= cap

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -63,6 +68,37 @@ def cli_path(harness: Harness) -> Path:
             pytrace=False,
         )
     return path
+
+
+@contextmanager
+def argv_logging(*names: Harness) -> Iterator[Path]:
+    """A directory to put first on PATH holding, for each of ``names``, a wrapper that writes
+    its argv (NUL-separated) into its HOME (the agent home, writable inside the Agent sandbox),
+    then runs the pinned CLI. It lives inside the repository's ``node_modules``, so the Agent
+    sandbox, which keeps a CLI's ``node_modules`` readable, shows the agent the pinned CLI too,
+    wherever the checkout is (under /tmp the sandbox hides everything else)."""
+    directory = BIN_DIR.parent / f".argv-logging-{uuid.uuid4().hex[:8]}"
+    directory.mkdir()
+    for name in names:
+        wrapper = directory / name
+        wrapper.write_text(
+            f'#!/bin/sh\nprintf \'%s\\0\' "$@" > "$HOME/{name}-argv-$$"\n'
+            f'exec "{BIN_DIR / name}" "$@"\n'
+        )
+        wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory)
+
+
+def logged_argvs(home: Path, name: Harness) -> list[list[str]]:
+    """The argv of each ``name`` process the wrappers of ``argv_logging`` saw under a
+    thirdshift ``home`` (its agent homes), but ``--version`` (asked for the ledger, no
+    session)."""
+    found = sorted((home / "agent-homes").glob(f"*/{name}-argv-*"))
+    argvs = [path.read_bytes().decode().split("\0")[:-1] for path in found]
+    return [argv for argv in argvs if argv != ["--version"]]
 
 
 def make_git_repo(path: Path, files: dict[str, str] | None = None) -> Path:

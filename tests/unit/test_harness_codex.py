@@ -160,6 +160,30 @@ def test_harness_named_builds_the_codex_adapter() -> None:
     assert isinstance(harness_named("codex"), CodexHarness)
 
 
+def test_the_cli_version_is_asked_of_codex_since_its_stream_names_none() -> None:
+    """codex exec's stream carries no version: the ledger's comes from ``codex --version``,
+    whose 0.169.0 output is ``codex-cli 0.169.0``."""
+    harness = CodexHarness(executable="/opt/bin/codex")
+    assert harness.version_argv() == ["/opt/bin/codex", "--version"]
+    assert harness.parse_version("codex-cli 0.169.0\n") == "0.169.0"
+    assert harness.parse_version("WARNING: proceeding\ncodex-cli 0.170.0-alpha.2\n") == (
+        "0.170.0-alpha.2"
+    )
+    assert harness.parse_version("error: unexpected argument\n") is None
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("codex-*.jsonl")))
+def test_no_recorded_codex_stream_names_its_version_or_model(name: str) -> None:
+    """Why the version is asked for and the Model is the one requested: none of the recorded
+    streams says either (a warning that names an unknown model is not a report of the one
+    used)."""
+    reader = CodexReader()
+    for line in (FIXTURES / name).read_bytes().splitlines():
+        reader.feed(line)
+    usage = reader.finish(0, stopped_after_result=False).usage
+    assert (usage.cli_version, usage.model) == (None, None)
+
+
 # --- the reader on real transcripts ----------------------------------------------------------
 
 

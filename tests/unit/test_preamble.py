@@ -10,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thirdshift.records import SessionHistory
+from thirdshift.runs.prompts import ci_fix_prompt
 from thirdshift.sessions.preamble import (
+    before_prompt,
     count_tokens,
     cut_lines,
     follow_up_preamble,
@@ -198,6 +200,23 @@ def test_the_resume_preamble_keeps_its_cap_the_newest_steps_and_an_exact_count(
     assert (int(cut[0]) if cut else 0) + len(listed) == max(total, len(steps[-50:]))
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    steps=st.lists(st.text(alphabet="abc $-", max_size=20), min_size=51, max_size=200),
+    cap=caps,
+)
+def test_without_a_total_the_left_out_count_still_counts_every_step_handed_in(
+    steps: list[str], cap: int
+) -> None:
+    """Called with no total and more steps than a preamble takes: those beyond the newest 50
+    are counted as left out too, never dropped without a word."""
+    text = resume_preamble(steps, "Finish the task.", cap_tokens=cap)
+    listed = [line for line in text.splitlines() if line.startswith("- ")]
+    cut = LEFT_OUT.findall(text)
+    assert cut
+    assert int(cut[0]) + len(listed) == len(steps)
+
+
 @settings(max_examples=150, deadline=None)
 @given(text=fenced_text, cap=st.integers(min_value=20, max_value=3000))
 def test_a_cut_keeps_its_cap_falls_on_a_line_boundary_and_closes_every_fence(
@@ -252,3 +271,167 @@ def test_the_follow_up_preamble_keeps_its_cap_and_names_its_nearest_session(
     assert (int(cut[0]) if cut else 0) + len(steps) == total
     wanted = [f"- {' '.join(step.split())}" for step in nearest.steps]
     assert steps == wanted[len(wanted) - len(steps) :]  # the newest survive, in order
+
+
+def steps_of(text: str) -> list[str]:
+    """The step lines of a follow-up preamble's inline session."""
+    if "Its steps, oldest first:\n" not in text:
+        return []
+    block = text.split("Its steps, oldest first:\n", 1)[1]
+    block = re.split(r"\nIt (?:ended with|left no final message)", "\n" + block, maxsplit=1)[0]
+    return [line for line in block.splitlines() if line.startswith("- ")]
+
+
+def test_older_sessions_never_crowd_out_the_nearest_session_s_newest_step() -> None:
+    """At the smallest cap, four older sessions and a nearest one whose brief and final message
+    fill their fifths: pointers give way, the newest step of the session just before stays."""
+    older = [session(message="x" * 2000, run_id=n) for n in range(1, 5)]
+    nearest = session(
+        "repair-1",
+        "\n".join(f"message line {i}" for i in range(300)),
+        ["$ make lint", "$ make test " + "y" * 80],
+        run_id=5,
+        prompt="\n".join(f"brief line {i}" for i in range(300)),
+        run_outcome="ended failed: " + "z" * 400,
+    )
+    text = follow_up_preamble([*older, nearest], cap_tokens=200)
+    assert count_tokens(text) <= 200
+    assert steps_of(text)[-1:] == ["- $ make test " + "y" * 80]
+
+
+# Histories where everything competes for a small cap: older sessions whose pointers fill their
+# share, a nearest session whose brief and message fill their fifths and whose steps are long.
+many_lines = st.lists(st.text(alphabet="abc xyz", max_size=40), min_size=20, max_size=200).map(
+    "\n".join
+)
+crowded = st.builds(
+    lambda older, nearest: [*older, nearest],
+    st.lists(
+        st.builds(
+            SessionHistory,
+            kind=st.just("implement"),
+            final_message=st.just("a long final message " * 20),
+            steps=st.just(()),
+            run_id=st.integers(min_value=1, max_value=99),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.builds(
+        SessionHistory,
+        kind=st.just("repair-1"),
+        final_message=many_lines,
+        steps=st.lists(st.text(alphabet="abc $-", min_size=60, max_size=150), max_size=5).map(
+            tuple
+        ),
+        run_id=st.just(100),
+        prompt=many_lines,
+        step_count=st.integers(min_value=0, max_value=500),
+        run_outcome=st.one_of(st.none(), st.just("ended failed: " + "z" * 300)),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(earlier=st.one_of(crowded, histories), cap=st.integers(min_value=200, max_value=600))
+def test_the_nearest_session_s_newest_step_survives_whenever_the_cap_allows_it(
+    earlier: list[SessionHistory], cap: int
+) -> None:
+    """The cap allows it when the nearest session alone keeps its newest step: then the older
+    sessions' pointers never push it out."""
+    nearest = earlier[-1]
+    if not nearest.steps or not steps_of(follow_up_preamble([nearest], cap_tokens=cap)):
+        return
+    text = follow_up_preamble(earlier, cap_tokens=cap)
+    assert count_tokens(text) <= cap
+    assert steps_of(text)[-1] == f"- {' '.join(nearest.steps[-1].split())}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(earlier=histories, cap=caps)
+def test_the_nearest_session_s_brief_is_whole_up_to_a_fifth_of_the_cap(
+    earlier: list[SessionHistory], cap: int
+) -> None:
+    """The brief is kept whole when it fits a fifth of the cap, else its first lines within
+    that fifth and a marker: never squeezed by the steps or the pointers."""
+    nearest = earlier[-1]
+    brief = nearest.prompt.strip()
+    text = follow_up_preamble(earlier, cap_tokens=cap)
+    after = text.split(f"(Run {nearest.run_id}, session {nearest.kind}):\n", 1)[1]
+    if not brief:
+        assert not after.startswith("Its brief:\n")
+    elif count_tokens(brief) <= cap // 5:
+        assert after.startswith(f"Its brief:\n{brief}\n")
+    else:
+        assert after.startswith(f"Its brief:\n{cut_lines(brief, cap // 5, 'its brief')}")
+
+
+# Instructions of any size up to several caps (hypothesis alone keeps texts short), fences
+# among their lines.
+instructions = (
+    st.integers(min_value=0, max_value=150)
+    .flatmap(
+        lambda count: st.lists(
+            st.one_of(
+                st.integers(min_value=0, max_value=100).map(lambda width: ("a word " * 15)[:width]),
+                st.sampled_from(["```", "~~~"]),
+                line_text,
+            ),
+            min_size=count,
+            max_size=count,
+        )
+    )
+    .map("\n".join)
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    instruction=st.one_of(instructions, fenced_text),
+    steps=steps_lists,
+    cap=st.integers(min_value=200, max_value=2000),
+)
+def test_the_resume_preamble_s_instruction_is_whole_up_to_half_the_cap(
+    instruction: str, steps: list[str], cap: int
+) -> None:
+    """What to do now is kept whole when it fits half the cap, else its first lines within
+    that half and a marker; the steps fit around it, never into it."""
+    text = resume_preamble(steps, instruction, cap_tokens=cap)
+    assert count_tokens(text) <= cap
+    wanted = instruction.strip()
+    if count_tokens(wanted) > cap // 2:
+        wanted = cut_lines(wanted, cap // 2, "the instruction").rstrip()
+    assert text.endswith(f"\n{wanted}\n")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    preamble=line_text.map(lambda text: f"{text}\n\n"),
+    rest=fenced_text,
+    slash=st.one_of(st.none(), st.sampled_from(["/skill", "/thirdshift-implement #7", "/a b c"])),
+)
+def test_a_preamble_goes_after_a_leading_slash_command_and_before_any_other_prompt(
+    preamble: str, rest: str, slash: str | None
+) -> None:
+    """The CLI reads a slash command only on line one: a preamble put before the prompt keeps
+    it there, and the prompt's own text follows the preamble unchanged."""
+    prompt = rest if slash is None else f"{slash}\n{rest}"
+    placed = before_prompt(preamble, prompt)
+    if slash is not None:
+        assert placed == f"{slash}\n{preamble}{rest}"
+        assert placed.split("\n", 1)[0] == slash
+    elif rest.startswith("/"):
+        first = rest.partition("\n")[0]
+        assert placed.startswith(f"{first}\n{preamble}")
+    else:
+        assert placed == preamble + rest
+
+
+def test_a_slash_command_alone_gets_the_preamble_on_the_next_line() -> None:
+    assert before_prompt("Before.\n\n", "/skill") == "/skill\nBefore.\n\n"
+
+
+def test_a_repair_prompt_opens_with_its_follow_up_preamble() -> None:
+    preamble = follow_up_preamble([session()])
+    prompt = ci_fix_prompt(preamble, head="abc1234def", failed=[], inherited=[])
+    assert prompt.startswith(preamble + "CI is red on abc1234")

@@ -119,6 +119,15 @@ class Harness(Protocol):
         final message and killed work are not cut; scrubbing them is the caller's job."""
         ...
 
+    def version_argv(self) -> list[str] | None:
+        """The argv that prints the CLI's version, when its stream does not say it (None: the
+        stream does, as claude's init line)."""
+        ...
+
+    def parse_version(self, output: str) -> str | None:
+        """The version in what ``version_argv`` printed, or None."""
+        ...
+
     def resume_usage(self, reported: Usage, resumed: Usage) -> Usage:
         """What a native Resume used itself, from what its stream ``reported`` and the usage
         recorded for the session it ``resumed`` (a CLI may report the conversation's totals)."""

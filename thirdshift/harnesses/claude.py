@@ -156,6 +156,12 @@ class ClaudeHarness:
 
     reports_cost = True
 
+    def version_argv(self) -> list[str] | None:
+        return None  # its init line names it (``claude_code_version``)
+
+    def parse_version(self, output: str) -> str | None:
+        return None
+
     def resume_usage(self, reported: Usage, resumed: Usage) -> Usage:
         # Each result counts its own query's tokens, and the reader takes a restored cost off.
         return reported

@@ -67,6 +67,7 @@ _ENV_KEY = re.compile(r"""^model_providers\.[^=]+\.env_key\s*=\s*["']?([A-Za-z_]
 # "unexpected status 503 Service Unavailable: ..." or "exceeded retry limit, last status: 429".
 _FAILED_STATUS = re.compile(r"\b(?:unexpected status|last status:?)\s*(\d{3})\b")
 _UNKNOWN_RESUME = ("no rollout found", "thread/resume failed")
+_VERSION = re.compile(r"^codex(?:-cli)?\s+v?(\d+\.\d+[\w.+-]*)\s*$", re.M)
 # What a file change's kind is shown as.
 _CHANGE_VERBS = {"add": "Write", "update": "Edit", "delete": "Delete"}
 
@@ -129,6 +130,14 @@ class CodexHarness:
         return {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
 
     reports_cost = False
+
+    def version_argv(self) -> list[str] | None:
+        # Its stream names no version: ``codex --version`` prints ``codex-cli 0.169.0``.
+        return [self.executable, "--version"]
+
+    def parse_version(self, output: str) -> str | None:
+        found = _VERSION.search(output)
+        return found.group(1) if found else None
 
     def resume_usage(self, reported: Usage, resumed: Usage) -> Usage:
         # A resumed thread's totals include what the session it resumes used.

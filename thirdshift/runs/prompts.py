@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from thirdshift.records import Comment, IssueInfo
+from thirdshift.sessions.preamble import before_prompt
 
 PULL_REQUEST_FILE = ".thirdshift-pull-request.md"
 
@@ -91,7 +92,9 @@ def implement_prompt(
         situation = f"You are on a new branch {issue_branch}, made from {base_branch}."
     # What came before opens the prompt, as in a Repair's, so the request follows it.
     before = f"{earlier.strip()}\n\n" if continuation and earlier.strip() else ""
-    return f"""{before}You are working unattended on issue #{issue.number} of this repository.
+    return before_prompt(
+        before,
+        f"""You are working unattended on issue #{issue.number} of this repository.
 
 The request, as issue #{issue.number} states it (title and body by {issue.author}):
 Issue #{issue.number}: {issue.title}
@@ -111,20 +114,24 @@ Do this, in order:
    findings you chose not to address, with your reasons.
 
 Never end your turn while a command you started is still running.
-"""
+""",
+    )
 
 
 def conflict_prompt(
     preamble: str, *, base_branch: str, issue_branch: str, paths: Sequence[str]
 ) -> str:
     listed = "\n".join(f"- {path}" for path in paths)
-    return f"""{preamble}Merging origin/{base_branch} into {issue_branch} stopped with conflicts in:
+    return before_prompt(
+        preamble,
+        f"""Merging origin/{base_branch} into {issue_branch} stopped with conflicts in:
 {listed}
 
 The merge is in progress in this working tree. Resolve every conflict keeping the intent of
 both sides, run the tests in the foreground, then finish the merge with `git commit --no-edit`.
 Do not rebase, do not abort the merge, do not push.
-"""
+""",
+    )
 
 
 def ci_fix_prompt(
@@ -150,11 +157,14 @@ def ci_fix_prompt(
         if inherited
         else ""
     )
-    return f"""{preamble}CI is red on {head[:7]} of this branch.
+    return before_prompt(
+        preamble,
+        f"""CI is red on {head[:7]} of this branch.
 
 {checks}
 {not_ours}
 Find the cause, fix it, run the failing checks' commands in the foreground until they pass, and
 commit the fix. If nothing on this branch can fix it, change nothing. Do not push. If the pull
 request's description in {pull_request_file} needs updating, update that file.
-"""
+""",
+    )

@@ -9,6 +9,7 @@ imports this package's face pulls in a Harness adapter or the store.
 
 from thirdshift.sessions.preamble import (
     EVENTS_IN_RESUME,
+    before_prompt,
     count_tokens,
     follow_up_preamble,
     resume_brief,
@@ -32,6 +33,7 @@ __all__ = [
     "SessionFailed",
     "SessionInterrupted",
     "Sessions",
+    "before_prompt",
     "count_tokens",
     "follow_up_preamble",
     "resume_brief",

@@ -10,6 +10,8 @@ outcome into a ``SessionEnding`` or the right ``SessionFailed``.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -49,6 +51,12 @@ from thirdshift.settings import ModelPrice
 from thirdshift.store import Store
 
 RECENT_EVENTS = 50
+VERSION_SECONDS = 30.0
+
+# A CLI's version, by its resolved executable, for the Harnesses whose stream does not say it:
+# asked once per process, since it cannot change under a running thirdshift.
+_versions: dict[str, str | None] = {}
+_versions_lock = threading.Lock()
 
 
 def log_stamp(moment: datetime) -> str:
@@ -138,10 +146,13 @@ class CliOutside:
             resumed_from_id=resumed_row,
         )
         resumed = self._usage_of(resumed_row)
+        probed: list[str | None] = [None]  # the CLI's version, when its stream names none
 
         def measured(usage: Usage) -> Usage:
             if resumed is not None:
                 usage = self._harness.resume_usage(usage, resumed)
+            if usage.cli_version is None and probed[0] is not None:
+                usage = replace(usage, cli_version=probed[0])
             return self._priced(usage)
 
         reader = self._harness.reader(scrub=self._scrub)
@@ -176,9 +187,11 @@ class CliOutside:
             try:
                 self._sealed.agent_home.mkdir(parents=True, exist_ok=True, mode=0o700)
                 home = self._harness.private_home(self._environ, self._sealed.agent_home)
+                cli_env = {**self._harness.environment(self._environ), **home}
+                probed[0] = self._cli_version(cli_env)
                 argv, env = self._sandbox.wrap(
                     self._harness.argv(prompt, model=self._model, resume_id=resume_id),
-                    {**self._harness.environment(self._environ), **home},
+                    cli_env,
                     self._sealed,
                 )
                 ending = run_supervised(
@@ -270,6 +283,38 @@ class CliOutside:
             event_count=self._store.session_event_count(record.id),
             over_budget=over_budget,
         )
+
+    def _cli_version(self, env: Mapping[str, str]) -> str | None:
+        """The CLI's version from ``version_argv``, run sealed as its sessions are, once per
+        process (None when its stream names it, or the CLI would not say)."""
+        argv = self._harness.version_argv()
+        if argv is None:
+            return None
+        key = shutil.which(argv[0], path=env.get("PATH")) or argv[0]
+        with _versions_lock:
+            if key in _versions:
+                return _versions[key]
+        wrapped, wrapped_env = self._sandbox.wrap(argv, env, self._sealed)
+        version = None
+        try:
+            done = subprocess.run(
+                wrapped,
+                cwd=self._worktree,
+                env=wrapped_env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=VERSION_SECONDS,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            pass  # a ledger line without a version; the session itself will say what is wrong
+        else:
+            if done.returncode == 0:
+                version = self._harness.parse_version(done.stdout)
+        with _versions_lock:
+            _versions.setdefault(key, version)
+            return _versions[key]
 
     def _usage_of(self, session_row: int | None) -> Usage | None:
         """The recorded usage of one of this Run's sessions (the one a Resume resumes)."""

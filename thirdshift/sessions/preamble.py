@@ -111,6 +111,17 @@ def _split_slash_command(prompt: str) -> tuple[str, str]:
     return "", prompt
 
 
+def before_prompt(preamble: str, prompt: str) -> str:
+    """``preamble`` opening ``prompt``: after its first line when that is a slash command
+    (``/skill args``), which the CLI reads as a command only on line one."""
+    if not preamble:
+        return prompt
+    command, rest = _split_slash_command(prompt)
+    if command and not command.endswith("\n"):
+        command += "\n"
+    return f"{command}{preamble}{rest}"
+
+
 def resume_brief(
     original_prompt: str,
     event_summaries: Sequence[str],
@@ -143,9 +154,11 @@ def resume_preamble(
     tail = "\n" + cut_lines(instruction.strip(), cap_tokens // 2, "the instruction").rstrip()
     tail += "\n"
     budget = cap_tokens * 3 - len(head.encode()) - len(tail.encode())
+    # Counted before the cut to the newest 50: the steps that cut drops are left out too.
+    total = max(total_events, len(event_summaries))
     steps = _steps_block(
         list(event_summaries[-EVENTS_IN_RESUME:]),
-        total_events,
+        total,
         budget,
         "What it did, oldest first:\n",
     )
@@ -158,13 +171,18 @@ def follow_up_preamble(
     """What the sessions before this one did, oldest first in ``earlier``, within
     ``cap_tokens``: the nearest inline (where it sits, its brief, its newest steps, how it
     ended: head and tail of its final message, its Run's outcome, pull request and head), up to
-    four before it as one-line pointers. To fit, the nearest's oldest steps go first, then the
-    oldest pointers; its brief and message are bounded from the start."""
+    four before it as one-line pointers.
+
+    The nearest is budgeted first: its brief, message and outcome are bounded from the start,
+    and its steps may take all the rest but the pointers' share (a quarter at most), and that
+    too when not even its newest step would fit otherwise. The pointers get what is left,
+    the newest first; the oldest are the ones left out."""
     if not earlier:
         return ""
     *older, nearest = list(earlier[-ANCESTORS:])
     budget = cap_tokens * 3
     pointers = [_pointer(session, budget // 16) for session in older]
+    heading = "Earlier sessions (oldest first):\n"
     where = f"Run {nearest.run_id}, session {nearest.kind}" if nearest.run_id else nearest.kind
     brief = ""
     if nearest.prompt.strip():
@@ -173,28 +191,31 @@ def follow_up_preamble(
             + cut_lines(nearest.prompt.strip(), cap_tokens // 5, "its brief").rstrip()
             + "\n"
         )
-    ending = _ending(nearest, cap_tokens // 5)
-    outcome = _outcome(nearest, budget // 10)
+    top = f"The session just before this one ({where}):\n{brief}"
+    rest = _ending(nearest, cap_tokens // 5) + _outcome(nearest, budget // 10) + "\n"
 
-    def render(pointer_lines: Sequence[str], steps_budget: int) -> str:
-        before = (
-            ("Earlier sessions (oldest first):\n" + "".join(pointer_lines)) if pointer_lines else ""
-        )
-        top = f"{before}The session just before this one ({where}):\n{brief}"
-        rest = ending + outcome + "\n"
+    def inline(steps_budget: int) -> tuple[str, bool]:
+        """The nearest's part, and whether its newest step is in it."""
         steps = _steps_block(
             nearest.steps,
             nearest.step_count,
             steps_budget - len(top.encode()) - len(rest.encode()),
             "Its steps, oldest first:\n",
         )
-        return top + steps + rest
+        # Listed oldest first: the newest is kept when the block ends with it.
+        newest = bool(nearest.steps) and steps.endswith(f"- {_one_line(nearest.steps[-1])}\n")
+        return top + steps + rest, newest
 
-    text = render(pointers, budget)
-    while count_tokens(text) > cap_tokens and pointers:
-        pointers.pop(0)
-        text = render(pointers, budget)
-    return text
+    share = min(len((heading + "".join(pointers)).encode()), budget // 4) if pointers else 0
+    text, newest = inline(budget - share)
+    if share and nearest.steps and not newest:
+        widest, newest = inline(budget)
+        if newest:  # the newest step goes before any pointer
+            text = widest
+    kept = list(pointers)
+    while kept and len((heading + "".join(kept) + text).encode()) > budget:
+        kept.pop(0)
+    return (heading + "".join(kept) if kept else "") + text
 
 
 def _pointer(session: SessionHistory, max_bytes: int) -> str:
