@@ -14,6 +14,7 @@ import pytest
 from tests.support.real_cli import cli_path
 from tests.support.run_world import (
     CALC_FIXED,
+    CHECK,
     NAME,
     OWNER,
     TOKEN,
@@ -236,8 +237,12 @@ def test_red_checks_that_also_fail_on_the_base_get_no_repair(
 
     assert result.returncode == 1
     assert "Inherited failures (also failing on main at " in result.stderr
-    assert "only from Inherited failures" in result.stderr
     assert "starting Repair" not in result.stderr
+    # The Failed run's last lines name the check, the Base commit and what to do.
+    base = world.rest("GET", f"/repos/{OWNER}/{NAME}/git/ref/heads/main")["object"]["sha"]
+    last = "\n".join(result.stderr.strip().splitlines()[-3:])
+    assert f"only from Inherited failures (also failing on main at {base[:7]}): {CHECK}" in last
+    assert f"fix {CHECK} on main first, then run thirdshift on the issue again" in last
 
 
 def test_ctrl_c_to_the_whole_process_group_saves_the_work(

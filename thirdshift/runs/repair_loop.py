@@ -228,9 +228,12 @@ class RepairLoop:
                 if outside.base_moved(merged_base.base_sha):
                     self._spend_move(f"origin/{base} moved; merging it again")
                     continue
+                names = ", ".join(inherited)
                 raise InheritedFailure(
                     f"CI red on {head[:7]} only from Inherited failures (also failing on "
-                    f"{base} at {merged_base.base_sha[:7]}): {', '.join(inherited)}"
+                    f"{base} at {merged_base.base_sha[:7]}): {names}; the branch's own changes "
+                    f"pass, so fix {names} on {base} first, then run thirdshift on the issue again "
+                    "to merge the fix in and watch CI once more"
                 )
             if self._rerun_head == head:
                 raise DeclinedCiFix(
