@@ -396,8 +396,9 @@ def test_a_commit_a_person_pushed_during_the_run_is_merged_in_never_overwritten(
     world: RunWorld,
 ) -> None:
     """While the session works, a person pushes a commit to the Issue branch: thirdshift's push
-    merges it in (a merge, no force-push), says so naming it, and the Run ends ready with the
-    person's commit in the final head."""
+    merges it in (a merge, no force-push), says so naming it, a Repair session reviews it
+    against the issue (its prompt names the commit), and the Run ends ready with the person's
+    commit in the final head."""
     world.push_branch("issue-1", "half.txt")
     number = world.github.add_issue("Add a widget", "", [READY])
     work = commit_file("widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT)
@@ -405,9 +406,14 @@ def test_a_commit_a_person_pushed_during_the_run_is_merged_in_never_overwritten(
     world.sessions.plays["implement"] = while_a_person_pushes(
         world, work, "person.txt", "by hand\n", "Fix by hand"
     )
+    world.sessions.plays["repair-1"] = lambda _worktree, _prompt: "Their commit is fine."
 
     assert world.run(number) == 0
 
+    review = world.sessions.prompts["repair-1"]
+    assert "people pushed these commits to issue-1" in review
+    assert " Fix by hand (" in review
+    assert f"Review each against issue #{number}" in review
     theirs = git(world.origin, "rev-parse", "issue-1^2")  # the merge's second parent
     assert git(world.origin, "log", "-1", "--format=%s", theirs) == "Fix by hand"
     subjects = world.origin_log("issue-1")
@@ -472,11 +478,11 @@ def test_a_branch_a_person_rewrote_is_never_pushed_over(world: RunWorld) -> None
     assert "Add the widget" in git(kept, "log", "--format=%s")
 
 
-def test_a_merge_run_does_not_self_merge_commits_others_pushed_unreviewed(
+def test_a_merge_run_merges_commits_others_pushed_only_once_a_session_reviewed_them(
     world: RunWorld,
 ) -> None:
-    """A person's commit was merged in during a Merge run: the pull request is left ready, not
-    merged, and the Run says why."""
+    """A person's commit was merged in during a Merge run: a Repair session reviews it (and
+    fixes what it finds, pushed and watched again) before the pull request is merged."""
     world.push_branch("issue-1", "half.txt")
     number = world.github.add_issue("Add a widget", "", [READY])
     work = commit_file("widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT)
@@ -484,15 +490,18 @@ def test_a_merge_run_does_not_self_merge_commits_others_pushed_unreviewed(
     world.sessions.plays["implement"] = while_a_person_pushes(
         world, work, "person.txt", "by hand\n", "Fix by hand"
     )
+    world.sessions.plays["repair-1"] = commit_file(
+        "person.txt", "by hand, checked\n", "Check the hand-made fix"
+    )
 
-    assert world.run(number, merge=True) == 1
+    assert world.run(number, merge=True) == 0
 
     [pull] = world.github.pull_requests()
-    assert (pull.merged, pull.draft) == (False, False)
+    assert pull.merged
+    assert " Fix by hand (" in world.sessions.prompts["repair-1"]
+    assert world.origin_file(pull.head_sha, "person.txt") == "by hand, checked"
     [run] = world.store.list_runs()
-    assert run.state == "refused"
-    assert run.cause is not None
-    assert "it does not Self-merge them unreviewed" in run.cause
+    assert run.state == "succeeded"
 
 
 def test_an_interrupt_during_the_session_is_a_failed_run_that_pushes_the_work(

@@ -63,6 +63,7 @@ class ScriptedOutside:
     base_checks: int = 0
     base_branch: str = "main"
     head_sha: str = "h0"
+    foreign_after_push: deque[tuple[str, ...]] = field(default_factory=deque)
     calls: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
 
@@ -83,6 +84,9 @@ class ScriptedOutside:
     def head(self) -> str:
         return self.head_sha
 
+    def foreign_to_review(self) -> tuple[str, ...]:
+        return self.foreign_after_push.popleft() if self.foreign_after_push else ()
+
     def watch_ci(self, head: str) -> CiResult:
         self.calls.append(f"watch {head}")
         result = self.ci.popleft() if len(self.ci) > 1 else self.ci[0]
@@ -100,8 +104,8 @@ class ScriptedOutside:
             return True
         return False
 
-    def repair(self, number, cause, conflict, ci, inherited) -> None:  # type: ignore[no-untyped-def]
-        self.calls.append(f"repair-{number}")
+    def repair(self, number, cause, conflict, ci, inherited, foreign=()) -> None:  # type: ignore[no-untyped-def]
+        self.calls.append(f"repair-{number}" + (" of " + ",".join(foreign) if foreign else ""))
         if self.repairs_change_head:
             self.head_sha = f"h{number}"
 
@@ -284,3 +288,35 @@ def test_a_head_that_keeps_moving_before_the_merge_spends_the_upstream_budget() 
     restless = ScriptedOutside(deque([green("")]), head_moves=99)
     with pytest.raises(BudgetSpent, match="the pull request's head kept moving: merged it again 5"):
         loop(restless, merge=True).run()
+
+
+def test_commits_people_pushed_get_a_review_repair_before_ci_is_watched() -> None:
+    """The push merged in two commits a person made: Repair 1 reviews them, the next round
+    pushes what it changed, and only then is CI watched; the Repair counts against the
+    budget."""
+    outside = ScriptedOutside(
+        deque([green("")]),
+        repairs_change_head=True,
+        foreign_after_push=deque([("abc1234 Fix typo (Ann)", "def5678 Add note (Ann)")]),
+    )
+    result = loop(outside).run()
+    assert outside.calls == [
+        "merge_base",
+        "push",
+        "repair-1 of abc1234 Fix typo (Ann),def5678 Add note (Ann)",
+        "merge_base",
+        "push",
+        "watch h1",
+    ]
+    assert result.repairs == 1
+    assert any(
+        line.startswith("commits thirdshift did not make were merged in (abc1234 Fix typo")
+        and line.endswith("starting Repair 1 of 5")
+        for line in outside.lines
+    )
+
+
+def test_a_review_of_people_s_commits_past_the_repair_budget_fails_the_run() -> None:
+    outside = ScriptedOutside(deque([green("")]), foreign_after_push=deque([("a1 X (Ann)",)]))
+    with pytest.raises(BudgetSpent, match="commits thirdshift did not make"):
+        RepairLoop(outside, Budgets(max_repairs=0, max_upstream_moves=5), merge=False).run()

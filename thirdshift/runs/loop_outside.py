@@ -12,7 +12,12 @@ from thirdshift.issue_url import IssueRef
 from thirdshift.records import CheckRun, CommitStatus, PullRequestInfo, Run
 from thirdshift.runs.ci_watch import CiResult, inherited_failures, latest_per_name, watch_ci
 from thirdshift.runs.ports import GitHubPort
-from thirdshift.runs.prompts import FailedCheck, ci_fix_prompt, conflict_prompt
+from thirdshift.runs.prompts import (
+    FailedCheck,
+    ci_fix_prompt,
+    conflict_prompt,
+    foreign_review_prompt,
+)
 from thirdshift.runs.repair_loop import (
     BaseMerge,
     HeadMoved,
@@ -65,6 +70,7 @@ class RunLoopOutside:
         self._sessions = sessions
         self._record = record
         self._pull = pull
+        self._reviewed = 0  # how many of the Worktree's foreign commits a session reviewed
 
     def progress(self, line: str) -> None:
         self._say(line)
@@ -112,6 +118,12 @@ class RunLoopOutside:
         self._store.update_run(self._record.id, head_sha=head)
         return head
 
+    def foreign_to_review(self) -> tuple[str, ...]:
+        merged = self._worktree.foreign_merged
+        new = tuple(merged[self._reviewed :])
+        self._reviewed = len(merged)
+        return new
+
     def head(self) -> str:
         if self._worktree.is_dirty():
             self._worktree.commit_all("thirdshift: work the Repair left uncommitted")
@@ -146,9 +158,19 @@ class RunLoopOutside:
         conflict: BaseMerge | None,
         ci: CiResult | None,
         inherited: Sequence[str],
+        foreign: Sequence[str] = (),
     ) -> None:
         self._check_interrupt()
-        if conflict is not None:
+        if foreign:
+            prompt = self._repair_prompt(
+                lambda preamble: foreign_review_prompt(
+                    preamble,
+                    issue_number=self._ref.number,
+                    issue_branch=self._pull.head_ref,
+                    commits=foreign,
+                ),
+            )
+        elif conflict is not None:
             prompt = self._repair_prompt(
                 lambda preamble: conflict_prompt(
                     preamble,
@@ -207,9 +229,10 @@ class RunLoopOutside:
             self._ref.owner, self._ref.repo, self._pull.number, timeout=60
         )
         held = merge_held(pull, self.base_branch)
-        if held is None and self._worktree.foreign_merged:
+        unreviewed = self._worktree.foreign_merged[self._reviewed :]
+        if held is None and unreviewed:
             # Until a session reviews them, commits by others are not merged unreviewed.
-            shown = "; ".join(self._worktree.foreign_merged[:5])
+            shown = "; ".join(unreviewed[:5])
             held = (
                 f"commits thirdshift did not make were merged into {pull.head_ref} during the "
                 f"Run ({shown}); it does not Self-merge them unreviewed: review pull request "

@@ -168,3 +168,21 @@ commit the fix. If nothing on this branch can fix it, change nothing. Do not pus
 request's description in {pull_request_file} needs updating, update that file.
 """,
     )
+
+
+def foreign_review_prompt(
+    preamble: str, *, issue_number: int, issue_branch: str, commits: Sequence[str]
+) -> str:
+    """A review Repair of the commits people pushed to the Issue branch during the Run: they
+    are merged in already (never rebased, never overwritten); the session reviews them."""
+    listed = "\n".join(f"- {commit}" for commit in commits)
+    return f"""{preamble}While this Run worked, people pushed these commits to {issue_branch};
+thirdshift merged them in (it never rebases or overwrites them):
+{listed}
+
+Review each against issue #{issue_number} and the work on this branch (`git show <sha>`). Keep
+what serves the issue. Where a commit breaks the tests or works against what the issue asks, fix
+it with a commit of your own, and say why in {PULL_REQUEST_FILE} (the whole pull request: title,
+a blank line, the body); never revert a person's commit silently. Run the tests in the
+foreground. Commit what you change. Do not push. If nothing needs changing, change nothing.
+"""

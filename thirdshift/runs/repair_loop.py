@@ -132,6 +132,11 @@ class _Outside(Protocol):
         """The Issue branch's current head in the Worktree."""
         ...
 
+    def foreign_to_review(self) -> tuple[str, ...]:
+        """Commits others pushed to the Issue branch that were merged in and that no session has
+        reviewed yet (each returned once)."""
+        ...
+
     def watch_ci(self, head: str) -> CiResult:
         """Watch CI on ``head`` until it has an answer."""
         ...
@@ -151,8 +156,10 @@ class _Outside(Protocol):
         conflict: BaseMerge | None,
         ci: CiResult | None,
         inherited: Sequence[str],
+        foreign: Sequence[str] = (),
     ) -> None:
-        """Run Repair session ``repair-<number>`` for a conflict or red CI."""
+        """Run Repair session ``repair-<number>`` for a conflict, red CI, or a review of the
+        ``foreign`` commits people pushed."""
         ...
 
     def rerun_failed(self, checks: Sequence[CheckRun]) -> None:
@@ -193,6 +200,17 @@ class RepairLoop:
                 if problem is not None:
                     raise RunFailed(problem)
             head = outside.push()
+            foreign = outside.foreign_to_review()
+            if foreign:
+                # People with push access added to the branch: a session reviews their commits
+                # against the issue before CI is trusted or anything is merged.
+                shown = "; ".join(foreign[:3]) + (
+                    f"; and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+                )
+                cause = f"commits thirdshift did not make were merged in ({shown})"
+                self._spend_repair(cause)
+                outside.repair(self._repairs, cause, None, None, (), foreign)
+                continue
             ci = outside.watch_ci(head)
             if ci.green:
                 if outside.base_moved(merged_base.base_sha):
