@@ -168,7 +168,7 @@ def test_a_maintainer_s_review_is_answered_once_and_nobody_else_s_reaches_a_prom
     assert len(replies) == 1
     assert replies[0]["user"]["login"] == FACTORY
     assert "@maintainer: thirdshift worked on your review in Run 2." in replies[0]["body"]
-    assert "- Document add()" in replies[0]["body"]
+    assert "- ` Document add() `" in replies[0]["body"]
     assert f"`{head[:7]}`" in replies[0]["body"]
 
     asked = len(world.model.requests())

@@ -651,6 +651,53 @@ def test_the_ready_label_is_taken_off_before_the_run_is_recorded_or_anything_els
     assert github.labels_of(number) == [BUSY]
 
 
+def test_a_claim_github_cannot_finish_gives_the_ready_label_back(dw: DaemonWorld) -> None:
+    """The Ready label came off, then GitHub fails to add in-progress: the issue gets its
+    Ready label back, nothing is recorded, and the next poll can take it."""
+    number = dw.ready_issue("Flaky labels")
+    ref = IssueRef("github.test", "acme", "widgets", number)
+    github = dw.world.github
+    github.faults["add_label"].append(GitHubError("GitHub answered 502 five times", 502))
+    said: list[str] = []
+
+    status = dw._run(
+        RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, said.append
+    )
+
+    assert status == 1
+    assert github.labels_of(number) == [READY]
+    assert dw.world.store.list_runs() == []
+    assert any("GitHub answered 502 five times" in line for line in said)
+
+
+def test_a_run_the_database_cannot_record_gives_the_ready_label_back(dw: DaemonWorld) -> None:
+    """Both labels were swapped, then the database refuses to record the Run (its table is
+    gone for a moment): Ready comes back and in-progress goes, so the issue is never left
+    with neither label and no Run."""
+    number = dw.ready_issue("Flaky database")
+    ref = IssueRef("github.test", "acme", "widgets", number)
+    database = sqlite3.connect(dw.world.settings.home / "thirdshift.db")
+
+    def the_database_breaks(method: str) -> None:
+        if method == "add_label" and dw.world.github.labels_of(number) == []:
+            database.execute("ALTER TABLE runs RENAME TO runs_away")
+            database.commit()
+
+    dw.world.github.on_call = the_database_breaks
+    try:
+        status = dw._run(
+            RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, print
+        )
+    finally:
+        dw.world.github.on_call = None
+        database.execute("ALTER TABLE runs_away RENAME TO runs")
+        database.commit()
+        database.close()
+
+    assert status == 1
+    assert dw.world.github.labels_of(number) == [READY]
+
+
 class _ListedPoll:
     """A repository whose poll always proposes the same issues (the limits are the subject)."""
 

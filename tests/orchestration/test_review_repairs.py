@@ -8,6 +8,7 @@ from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, Ru
 from tests.support.scripted_sessions import commit_file
 from thirdshift.daemon import ActivityLog, ReadyRules, RepositoryPoll
 from thirdshift.runs.review import REPLY_MARKER_PREFIX
+from thirdshift.sandbox.github.state import Pull
 from thirdshift.scrub import Scrubber
 
 MAINTAINER, READER = "maintainer", "drive-by"
@@ -33,6 +34,7 @@ def test_a_maintainer_s_review_opens_a_review_session_with_each_comment_and_its_
     prompt holds both comments with file and line, the fix is pushed, one reply names the new
     head, and the Run after that takes nothing again."""
     pull = _ready_pull(world)
+    world.github.add_review(pull, READER, comments=[("widget.txt", 1, "READER-SAYS-DELETE-ALL")])
     world.github.add_review(
         pull,
         MAINTAINER,
@@ -53,11 +55,12 @@ def test_a_maintainer_s_review_opens_a_review_session_with_each_comment_and_its_
     assert "On README.md:1, maintainer wrote:" in prompt
     assert "> Two things before this can go in." in prompt
     assert PLANTED_TOKEN not in prompt  # scrubbed like every prompt
+    assert "READER-SAYS-DELETE-ALL" not in prompt  # beside the maintainer's, still left out
     assert world.origin_file("issue-1", "widget.txt") == "the blue widget"
     replies = [c for c in world.github.comments_on(pull) if REPLY_MARKER_PREFIX in c]
     assert len(replies) == 1
     assert "@maintainer: thirdshift worked on your review in Run 2." in replies[0]
-    assert "- Name the widget" in replies[0]
+    assert "- ` Name the widget `" in replies[0]
     head = world.github.pull(("acme"), "widgets", pull).head_sha
     assert f"`{head[:7]}`" in replies[0]
     [opened] = world.github.pull_requests()
@@ -162,3 +165,46 @@ def test_the_daemon_picks_up_a_review_once_and_never_a_reader_s(world: RunWorld)
     world.sessions.plays["review-1"] = commit_file("name.txt", "n\n", "Rename it")
     assert world.run(1) == 0
     assert poll() == []
+
+
+def test_no_review_repair_on_a_pull_request_a_person_opened(world: RunWorld) -> None:
+    """A maintainer's review of a pull request a person opened from the Issue branch opens no
+    review session: that pull request is theirs to answer."""
+    world.github.add_user(MAINTAINER, "maintain")
+    world.github.add_user("alice", "write")
+    number = world.github.add_issue("Add a widget", "Please add it.", [BUSY])
+    world.push_branch("issue-1", "early.txt")
+    issue = world.github.world.create_issue(
+        world.github.repo_state,
+        "Alice's take",
+        "",
+        "alice",
+        pull=Pull(
+            head_ref="issue-1",
+            base_ref="main",
+            draft=False,
+            head_sha=world.github.branch_head("issue-1") or "",
+        ),
+    )
+    world.github.add_review(issue.number, MAINTAINER, body="Rename it, @thirdshift.")
+    world.sessions.plays["implement"] = commit_file("w.txt", "w\n", "Work", pull_request=PR_TEXT)
+
+    assert world.run(number) == 0
+
+    assert "review-1" not in world.sessions.prompts
+    assert "Rename it" not in world.sessions.prompts["implement"]
+
+
+def test_no_review_repair_while_a_person_holds_the_pull_request_as_a_draft(
+    world: RunWorld,
+) -> None:
+    """thirdshift's pull request turned into a draft by a person: a maintainer's review waits
+    for them, and the daemon's poll proposes nothing."""
+    pull = _ready_pull(world)
+    world.github.convert_to_draft("acme", "widgets", pull)
+    world.github.add_review(pull, MAINTAINER, body="I take it from here, @thirdshift.")
+    world.sessions.plays["implement"] = commit_file("w.txt", "w\n", "Work")
+
+    assert world.run(1) == 0
+
+    assert "review-1" not in world.sessions.prompts

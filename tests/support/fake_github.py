@@ -441,6 +441,7 @@ class FakeGitHub:
             body=issue.body or "",
             mergeable=None if listed else issue.state == "open",
             mergeable_state="unknown" if listed else "clean",
+            author=issue.author,
         )
 
 

@@ -296,7 +296,7 @@ class RepositoryPoll:
             return None
         pull = self._gh.pull(self.owner, self.name, pull_number)
         me = self._gh.authenticated_login()
-        if pull.state != "open" or (pull.author and pull.author.lower() != me.lower()):
+        if pull.state != "open" or pull.draft or pull.author.lower() != me.lower():
             return None
         feedback = feedback_to_handle(
             reviews=self._gh.pull_reviews(self.owner, self.name, pull_number),

@@ -292,6 +292,8 @@ def claim_labels(
     already in progress and no longer ready is left as it is. ``ready_taken``: the Run took the
     Ready label off already, as its claim against Runs sharing no database."""
     ready, busy = ready_label, in_progress_label
+    if ready_taken:  # the Run swapped both labels before it was recorded
+        return Claim(had_ready_label=True, added_label=True)
     labels = list(issue.labels)
     had_ready = any(label.lower() == ready.lower() for label in labels)
     had_busy = any(label.lower() == busy.lower() for label in labels)

@@ -219,20 +219,22 @@ class Delivery:
             ready_taken = self._take_ready(ref, issue, keeper.check)
             if choice.continuation:
                 self.say(f"continuing {choice.branch}, which an earlier Run left on origin")
-            record = self._store.start_run_under(
-                lease,
-                repository,
-                number,
-                kind="merge" if request.merge else "run",
-                base_branch=base,
-                issue_branch=choice.branch,
-                harness=self._session_source.harness_name,
-                model=self._session_source.model,
-            )
+            try:
+                record = self._store.start_run_under(
+                    lease,
+                    repository,
+                    number,
+                    kind="merge" if request.merge else "run",
+                    base_branch=base,
+                    issue_branch=choice.branch,
+                    harness=self._session_source.harness_name,
+                    model=self._session_source.model,
+                )
+            except ThirdshiftError:
+                self._give_ready_back(ref, ready_taken)
+                raise
             if record is None:  # paused past the Lease before this Run was even recorded
-                if ready_taken is not None:  # the Run that holds the issue now may want it
-                    with contextlib.suppress(ThirdshiftError):
-                        self._github.add_label(ref.owner, ref.repo, number, ready_taken)
+                self._give_ready_back(ref, ready_taken)  # the Run holding it now may want it
                 raise keeper.lost_error()
             self._on_recorded(record.id)
             self.say(f"Run {record.id} on {ref}: {issue.title}")
@@ -256,10 +258,11 @@ class Delivery:
     ) -> Feedback:
         """The review feedback waiting on the issue's open pull request, when thirdshift opened
         it (a person's own pull request is theirs to answer)."""
-        if pull is None or pull.state != "open":
+        # A draft may be a person taking the pull request over: their words are for people.
+        if pull is None or pull.state != "open" or pull.draft:
             return NO_FEEDBACK
         me = self._github.authenticated_login()
-        if pull.author and pull.author.lower() != me.lower():
+        if pull.author.lower() != me.lower():  # unknown counts as not ours
             return NO_FEEDBACK
         roles: dict[str, str] = {}
 
@@ -355,7 +358,31 @@ class Delivery:
                 f"{ref} was claimed on GitHub by another Run first (it took the {ready} label "
                 "off); this Run changed nothing"
             )
+        # At once in-progress, before the Run is recorded: an issue must never be left with
+        # neither label (a crash then would leave nothing for a daemon's sweep to find).
+        busy = self._settings.in_progress_label
+        try:
+            self._github.ensure_label(
+                ref.owner, ref.repo, busy, "fbca04", "thirdshift is working on this issue"
+            )
+            self._github.add_label(ref.owner, ref.repo, ref.number, busy)
+        except ThirdshiftError:
+            with contextlib.suppress(ThirdshiftError):
+                self._github.add_label(ref.owner, ref.repo, ref.number, ready)
+            raise
+        self.say(f"labelling #{ref.number} {busy}, in place of {ready}")
         return ready
+
+    def _give_ready_back(self, ref: IssueRef, ready: str | None) -> None:
+        """Undo a Claim on GitHub made before the Run could be recorded (best effort: the
+        issue gets its Ready label back and loses in-progress)."""
+        if ready is None:
+            return
+        with contextlib.suppress(ThirdshiftError):
+            self._github.add_label(ref.owner, ref.repo, ref.number, ready)
+            self._github.remove_label(
+                ref.owner, ref.repo, ref.number, self._settings.in_progress_label
+            )
 
     def _deliver(
         self,
@@ -374,7 +401,7 @@ class Delivery:
         ref = request.issue
         gh = FencedGitHub(self._github, keeper.check)
         owner, name, number = ref.owner, ref.repo, ref.number
-        claim = Claim(had_ready_label=ready_taken, added_label=False)
+        claim = Claim(had_ready_label=ready_taken, added_label=ready_taken)
         reviewed_from: str | None = None  # the head a review Repair started from
         worktree: Worktree | None = None
         sessions: Sessions | None = None

@@ -59,11 +59,19 @@ class Feedback:
 NO_FEEDBACK = Feedback((), (), ())
 
 
+_FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
 def mentions(text: str, handle: str) -> bool:
-    """Whether ``text`` mentions ``@handle`` as a word (``@thirdshift``, not
-    ``@thirdshift-fan``), whatever its case."""
+    """Whether the author of ``text`` mentions ``@handle`` as a word (``@thirdshift``, not
+    ``@thirdshift-fan``), whatever its case. A mention inside a quote (``>`` lines) or code is
+    someone else's words being shown, not a request: a maintainer quoting a stranger's
+    ``@thirdshift ...`` must not hand the stranger the agent."""
+    own = _CODE_SPAN.sub("", _FENCE.sub("", text))
+    own = "\n".join(line for line in own.splitlines() if not line.lstrip().startswith(">"))
     name = re.escape(handle.lstrip("@"))
-    return re.search(rf"(?<![\w@])@{name}(?![\w-])", text, re.IGNORECASE) is not None
+    return re.search(rf"(?<![\w@])@{name}(?![\w-])", own, re.IGNORECASE) is not None
 
 
 def feedback_to_handle(
@@ -201,7 +209,9 @@ def review_reply(
     what changed (the commits' subjects), the new head and what CI said of it."""
     who = ", ".join(f"@{login}" for login in feedback.reviewers)
     if commits:
-        changed = "\n".join(f"- {subject}" for subject in commits[:20])
+        # An agent wrote the subjects: shown as code, they can mention nobody, link nowhere and
+        # carry no hidden marker of thirdshift's.
+        changed = "\n".join(f"- {_code(subject)}" for subject in commits[:20])
         if len(commits) > 20:
             changed += f"\n- ... and {len(commits) - 20} more"
     else:
@@ -210,3 +220,10 @@ def review_reply(
         f"{who}: thirdshift worked on your review in Run {run_id}.\n\n"
         f"{changed}\n\nThe pull request's head is now `{head[:7]}`; CI: {checks}."
     )
+
+
+def _code(text: str) -> str:
+    """``text`` as one inline code span that nothing in it can end or break out of."""
+    flat = " ".join(text.split()).replace("<!--", "<!- -")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
+    return f"{fence} {flat} {fence}"
