@@ -767,3 +767,18 @@ def test_review_feedback_is_taken_once_and_counts_the_review_repairs_of_a_pull(
     assert store.handled_feedback(repository, 13) == frozenset()
     assert store.review_repairs(repository, 12) == 2
     assert store.review_repairs(repository, 13) == 0
+
+
+def test_a_rescue_takes_over_the_feedback_of_the_run_that_crashed(store: Store) -> None:
+    """Keys the crashed Run took pass to its Rescue; others' stay theirs."""
+    repository = store.ensure_repository("octo", "widgets")
+    first, crashed, rescue = (store.start_run(repository, 3) for _ in range(3))
+    store.take_feedback(repository, 12, ["review:1"], first.id)
+    store.take_feedback(repository, 12, ["review:2"], crashed.id)
+    taken = store.take_feedback(
+        repository, 12, ["review:1", "review:2", "comment:9"], rescue.id, from_run=crashed.id
+    )
+    assert taken == ("review:2", "comment:9")
+    assert store.feedback_of_run(crashed.id) == frozenset()
+    assert store.feedback_of_run(first.id) == {"review:1"}
+    assert store.review_repairs(repository, 12) == 2

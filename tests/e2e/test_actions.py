@@ -146,6 +146,13 @@ def start_on_runner(
     return process, runner_dir
 
 
+def an_app(world: RunWorld) -> AppSecrets:
+    """A GitHub App installed on the repository: its pushes start CI, as a workflow's own
+    GITHUB_TOKEN's do not."""
+    private, public = key_pair()
+    return AppSecrets(world.client.add_app("night-shift", public, [f"{OWNER}/{NAME}"]), private)
+
+
 def cancel_as_github(job: subprocess.Popen[str]) -> None:
     """Cancel the step as the runner does: SIGINT to the step's own process, SIGTERM 7.5 s
     later, and 2.5 s after that a kill of its whole process tree."""
@@ -236,8 +243,13 @@ def test_two_runs_on_one_issue_sharing_a_database_run_it_once(
     PostgreSQL: one Run takes the issue to a pull request, the other ends with one line."""
     world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": FIX}])
     worlds.append(world)
-    first, _ = start_on_runner(world, event(world), "job-a", THIRDSHIFT_DATABASE_URL=postgres_url)
-    second, _ = start_on_runner(world, event(world), "job-b", THIRDSHIFT_DATABASE_URL=postgres_url)
+    app = an_app(world)
+    first, _ = start_on_runner(
+        world, event(world), "job-a", app=app, THIRDSHIFT_DATABASE_URL=postgres_url
+    )
+    second, _ = start_on_runner(
+        world, event(world), "job-b", app=app, THIRDSHIFT_DATABASE_URL=postgres_url
+    )
     outcomes = [process.communicate(timeout=240) for process in (first, second)]
 
     assert (first.returncode, second.returncode) == (0, 0), outcomes
@@ -262,8 +274,9 @@ def test_two_runs_on_one_issue_sharing_no_database_run_it_once(
     request, the other ends with one line having changed nothing."""
     world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": FIX}])
     worlds.append(world)
-    first, first_dir = start_on_runner(world, event(world), "job-a")
-    second, second_dir = start_on_runner(world, event(world), "job-b")
+    app = an_app(world)
+    first, first_dir = start_on_runner(world, event(world), "job-a", app=app)
+    second, second_dir = start_on_runner(world, event(world), "job-b", app=app)
     outcomes = [process.communicate(timeout=240) for process in (first, second)]
 
     assert (first.returncode, second.returncode) == (0, 0), outcomes
@@ -354,7 +367,8 @@ def test_a_cancelled_job_saves_the_work_inside_github_s_cancellation_window(
     ]
     world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": hang}])
     worlds.append(world)
-    job, _ = start_on_runner(world, event(world), "job", GITHUB_RUN_ID="77")
+    app = an_app(world)
+    job, _ = start_on_runner(world, event(world), "job", app=app, GITHUB_RUN_ID="77")
     deadline = time.monotonic() + 120
     while not any(r.get("turn") == 2 for r in world.model.requests()):
         assert time.monotonic() < deadline, "the session never reached its hang"
@@ -374,7 +388,7 @@ def test_a_cancelled_job_saves_the_work_inside_github_s_cancellation_window(
     assert f"/{OWNER}/{NAME}/actions/runs/77" in failure[0]
 
     by_hand = dispatched(issue="1", sender="maintainer", owner=OWNER, name=NAME)
-    again, _ = on_runner(world, by_hand, "job-2")
+    again, _ = on_runner(world, by_hand, "job-2", app=app)
 
     assert again.returncode == 0, again.stderr
     assert "continuing issue-1" in again.stderr
@@ -405,7 +419,8 @@ def test_a_job_killed_before_its_salvage_ends_leaves_what_reached_origin_to_the_
     ]
     world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": hang}])
     worlds.append(world)
-    job, _ = start_on_runner(world, event(world), "job")
+    app = an_app(world)
+    job, _ = start_on_runner(world, event(world), "job", app=app)
     deadline = time.monotonic() + 120
     while not any(r.get("turn") == 2 for r in world.model.requests()):
         assert time.monotonic() < deadline, "the session never reached its hang"
@@ -423,7 +438,7 @@ def test_a_job_killed_before_its_salvage_ends_leaves_what_reached_origin_to_the_
     assert [c for c in world.comments() if CLAIM_MARKER not in c["body"]] == []
 
     by_hand = dispatched(issue="1", sender="maintainer", owner=OWNER, name=NAME)
-    again, _ = on_runner(world, by_hand, "job-2")
+    again, _ = on_runner(world, by_hand, "job-2", app=app)
 
     assert again.returncode == 0, again.stderr
     assert "continuing issue-1, which an earlier Run left on origin" in again.stderr
@@ -458,8 +473,7 @@ def test_a_job_cancelled_during_a_repair_leaves_a_draft_that_the_next_run_finish
         files={"README.md": "# calculator\n", "calc.py": CALC_FIXED, "test_calc.py": TEST_CALC},
     )
     worlds.append(world)
-    private, public = key_pair()
-    app = AppSecrets(world.client.add_app("night-shift", public, [f"{OWNER}/{NAME}"]), private)
+    app = an_app(world)
     job, _ = start_on_runner(world, event(world), "job-1", app=app)
     deadline = time.monotonic() + 180
     while not world.model_requests("repair") or not any(
@@ -490,3 +504,25 @@ def test_a_job_cancelled_during_a_repair_leaves_a_draft_that_the_next_run_finish
     [pull] = world.pulls()
     assert pull["draft"] is False
     assert again.stdout == pull["html_url"] + "\n"
+
+
+def test_without_a_github_app_a_run_never_marks_a_pull_request_ready_on_ci_that_never_ran(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """The workflow's own GITHUB_TOKEN pushes, and GitHub starts no CI for that: no check can
+    appear, so the Run does not count CI as absent. It fails naming the fix (a GitHub App),
+    the pull request stays a draft with the work on it, and the job page shows the error."""
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": FIX}])
+    worlds.append(world)
+
+    done, runner = on_runner(world, event(world), "job")
+
+    assert done.returncode == 1, done.stderr
+    assert "pushes made with a workflow's own GITHUB_TOKEN start no workflow" in done.stderr
+    assert "::error title=thirdshift could not finish acme/calculator#1::no CI checks" in (
+        done.stderr
+    )
+    [pull] = world.pulls()
+    assert pull["draft"] is True
+    assert world.check_runs(pull["head"]["sha"]) == []
+    assert "| State | failed |" in (runner / "summary.md").read_text()

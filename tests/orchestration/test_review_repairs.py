@@ -7,6 +7,8 @@ from __future__ import annotations
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import commit_file
 from thirdshift.daemon import ActivityLog, ReadyRules, RepositoryPoll
+from thirdshift.issue_url import IssueRef
+from thirdshift.runs import RunRequest
 from thirdshift.runs.review import REPLY_MARKER_PREFIX
 from thirdshift.sandbox.github.state import Pull
 from thirdshift.scrub import Scrubber
@@ -208,3 +210,29 @@ def test_no_review_repair_while_a_person_holds_the_pull_request_as_a_draft(
     assert world.run(1) == 0
 
     assert "review-1" not in world.sessions.prompts
+
+
+def test_a_rescue_of_a_crashed_review_repair_answers_the_review_it_had_taken(
+    world: RunWorld,
+) -> None:
+    """The review Repair's process died after it took the review: the Rescue takes the same
+    feedback over (nothing left unanswered, the budget not spent twice), opens review-1 with
+    it, and replies."""
+    pull = _ready_pull(world)
+    review = world.github.add_review(pull, MAINTAINER, body="Rename it.")
+    repository = world.store.ensure_repository("acme", "widgets")
+    crashed = world.store.start_run(repository, 1, issue_branch="issue-1")
+    world.store.take_feedback(repository, pull, [f"review:{review.id}"], crashed.id)
+    world.store.record_crash(crashed.id, "its process died")
+    world.sessions.plays["review-1"] = commit_file("name.txt", "n\n", "Rename it")
+
+    ref = IssueRef("github.test", "acme", "widgets", 1)
+    assert world.delivery().run(RunRequest(issue=ref, rescue_of=crashed.id)) == 0
+
+    assert "> Rename it." in world.sessions.prompts["review-1"]
+    rescue = world.store.latest_run(repository, 1)
+    assert rescue is not None
+    assert world.store.feedback_of_run(rescue.id) == {f"review:{review.id}"}
+    assert world.store.feedback_of_run(crashed.id) == frozenset()
+    assert world.store.review_repairs(repository, pull) == 1
+    assert any(REPLY_MARKER_PREFIX in c for c in world.github.comments_on(pull))

@@ -6,10 +6,10 @@ Decisions a reader of the file would otherwise question, each kept here with its
   the same issue queues behind the first run instead of killing it mid-salvage, and runs that
   other labels start are skipped before they join the group (GitHub keeps one waiting run per
   group; a newer one would push the waiting Run out).
-- ``timeout-minutes`` covers a whole Run: the session's wall-clock limit, then CI's timeout,
-  plus a margin for the install and the Repairs. A hosted job stops after 6 hours, so when the
-  limits asked for do not fit, the file lowers both limits (in proportion) rather than letting
-  the job be killed before the Run can save its work.
+- ``timeout-minutes`` covers the first session and a CI watch whole: the session's wall-clock
+  limit, then CI's timeout, plus a margin for the install. A hosted job stops after 6 hours, so
+  when the limits asked for do not fit, the file lowers both (in proportion). A Run whose
+  Repairs take it longer is cancelled as any job is, and saves its work in the window.
 - The settings a Run needs to agree with this file (the labels, the limits) are written into
   the step's environment: the runner has no config file.
 - The Run step ``exec``s thirdshift: on cancel the runner signals the step's own process.
@@ -68,8 +68,8 @@ def wanted_minutes(choices: WorkflowChoices) -> int:
 def fitted(choices: WorkflowChoices) -> WorkflowChoices:
     """``choices`` whose session and CI limits, with the margin, fit a GitHub-hosted job: when
     they do not, both are lowered in proportion, to whole minutes, so the job's
-    ``timeout-minutes`` still covers a whole Run (a job cut off by its timeout cannot save its
-    work; a Run that meets its own limit can)."""
+    ``timeout-minutes`` still covers the first session and a CI watch whole. (A Run whose
+    Repairs go past it is cancelled as any job is, and saves its work in the window.)"""
     if wanted_minutes(choices) <= HOSTED_JOB_LIMIT_MINUTES:
         return choices
     room = (HOSTED_JOB_LIMIT_MINUTES - MARGIN_MINUTES) * 60

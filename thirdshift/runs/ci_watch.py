@@ -18,6 +18,9 @@ from thirdshift.records import CheckRun, CommitStatus
 
 _PASSING = frozenset({"success", "neutral", "skipped"})
 
+# The login of a workflow's own GITHUB_TOKEN: GitHub starts no workflow for what it pushes.
+WORKFLOW_TOKEN_LOGIN = "github-actions[bot]"  # noqa: S105 (a login, not a secret)
+
 
 @dataclass(frozen=True)
 class CiSnapshot:

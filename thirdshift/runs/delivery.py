@@ -211,7 +211,9 @@ class Delivery:
                 clone.sync()
                 remote = clone.remote_branches()
                 choice = choose_issue_branch(number, remote, self._issue_pulls(ref, remote))
-            feedback = self._review_feedback(ref, repository, choice.open_pull)
+            feedback = self._review_feedback(
+                ref, repository, choice.open_pull, rescue_of=request.rescue_of
+            )
             if request.review_of is not None and not feedback:
                 raise NotClaimed(f"the review feedback on {ref}'s pull request was taken meanwhile")
             # An interrupt before the Claim changes nothing: no record, no label, no comment.
@@ -254,16 +256,23 @@ class Delivery:
             )
 
     def _review_feedback(
-        self, ref: IssueRef, repository: Repository, pull: PullRequestInfo | None
+        self,
+        ref: IssueRef,
+        repository: Repository,
+        pull: PullRequestInfo | None,
+        *,
+        rescue_of: int | None = None,
     ) -> Feedback:
         """The review feedback waiting on the issue's open pull request, when thirdshift opened
-        it (a person's own pull request is theirs to answer)."""
+        it (a person's own pull request is theirs to answer). A Rescue finds again what the
+        crashed Run had taken: that Run never answered it."""
         # A draft may be a person taking the pull request over: their words are for people.
         if pull is None or pull.state != "open" or pull.draft:
             return NO_FEEDBACK
         me = self._github.authenticated_login()
         if pull.author.lower() != me.lower():  # unknown counts as not ours
             return NO_FEEDBACK
+        rescued = self._store.feedback_of_run(rescue_of) if rescue_of is not None else frozenset()
         roles: dict[str, str] = {}
 
         def role_of(login: str) -> str:
@@ -281,7 +290,7 @@ class Delivery:
             me=me,
             handle=self._settings.review_handle,
             role_of=role_of,
-            handled=self._store.handled_feedback(repository, pull.number),
+            handled=self._store.handled_feedback(repository, pull.number) - rescued,
             own_markers=(CLAIM_MARKER, COMMENT_MARKER, REPLY_MARKER_PREFIX),
         )
         if feedback.ignored:
@@ -289,7 +298,7 @@ class Delivery:
                 f"leaving {feedback.ignored} review item(s) on {pull.html_url} by bots or by "
                 "people without write permission out of every prompt"
             )
-        if feedback:
+        if feedback and not rescued:
             spent = self._store.review_repairs(repository, pull.number)
             if spent >= self._settings.max_review_repairs:
                 self.say(
@@ -300,11 +309,15 @@ class Delivery:
                 return NO_FEEDBACK
         return feedback
 
-    def _take_review(self, record: Run, pull: PullRequestInfo, feedback: Feedback) -> str:
+    def _take_review(
+        self, record: Run, pull: PullRequestInfo, feedback: Feedback, from_run: int | None
+    ) -> str:
         """Record the feedback as this Run's (each piece handled once, whatever happens
         next), and the review session's kind, ``review-<i>``; ``implement`` when another Run
         took all of it meanwhile."""
-        taken = self._store.take_feedback(record.repository, pull.number, feedback.keys, record.id)
+        taken = self._store.take_feedback(
+            record.repository, pull.number, feedback.keys, record.id, from_run=from_run
+        )
         if not taken:
             return "implement"
         count = self._store.review_repairs(record.repository, pull.number)
@@ -471,7 +484,7 @@ class Delivery:
                     )
                 kind, prompt = "implement", ""
                 if feedback and pull is not None:
-                    kind = self._take_review(record, pull, feedback)
+                    kind = self._take_review(record, pull, feedback, request.rescue_of)
                 if kind != "implement" and pull is not None:
                     reviewed_from = worktree.head()
                     prompt = review_prompt(

@@ -10,7 +10,13 @@ from thirdshift.errors import Interrupted, MergeRefused, ThirdshiftError
 from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import CheckRun, CommitStatus, PullRequestInfo, Run
-from thirdshift.runs.ci_watch import CiResult, inherited_failures, latest_per_name, watch_ci
+from thirdshift.runs.ci_watch import (
+    WORKFLOW_TOKEN_LOGIN,
+    CiResult,
+    inherited_failures,
+    latest_per_name,
+    watch_ci,
+)
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.prompts import (
     FailedCheck,
@@ -23,6 +29,7 @@ from thirdshift.runs.repair_loop import (
     HeadMoved,
     MergeHeld,
     MergeRefusedError,
+    RunFailed,
     merge_held,
     merge_not_yet,
 )
@@ -131,7 +138,7 @@ class RunLoopOutside:
 
     def watch_ci(self, head: str) -> CiResult:
         settings = self._settings
-        return watch_ci(
+        result = watch_ci(
             _Checks(self._gh, self._ref),
             head,
             grace_seconds=settings.ci_grace_seconds,
@@ -140,6 +147,17 @@ class RunLoopOutside:
             clock=self._clock,
             timeout_seconds=settings.ci_timeout_seconds,
         )
+        if result.absent and self._gh.authenticated_login().lower() == WORKFLOW_TOKEN_LOGIN:
+            # GitHub starts no workflow for what a workflow's own token pushes: "no checks"
+            # cannot tell CI absent from CI never started, and a pull request is not ready on
+            # a guess.
+            raise RunFailed(
+                f"no CI checks appeared on {head[:7]}, and none can: pushes made with a "
+                "workflow's own GITHUB_TOKEN start no workflow, so CI never ran on them; give "
+                "the workflow a GitHub App (the THIRDSHIFT_APP_ID and THIRDSHIFT_APP_PRIVATE_KEY "
+                "secrets) so its pushes start CI, then add the label again"
+            )
+        return result
 
     def inherited(self, failed: Sequence[str], base_sha: str) -> tuple[str, ...]:
         checks = _Checks(self._gh, self._ref)

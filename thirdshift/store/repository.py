@@ -737,13 +737,35 @@ class Store:
             return frozenset(keys)
 
     def take_feedback(
-        self, repository: Repository, pull_number: int, keys: Sequence[str], run_id: int
+        self,
+        repository: Repository,
+        pull_number: int,
+        keys: Sequence[str],
+        run_id: int,
+        *,
+        from_run: int | None = None,
     ) -> tuple[str, ...]:
         """Record ``keys`` as taken by Run ``run_id``; the ones this call recorded (a key taken
-        before, by any Run, stays that Run's)."""
+        before stays that Run's, but for ``from_run``'s: a Rescue takes over the feedback of
+        the Run that crashed)."""
         taken: list[str] = []
         with self._session() as session:
+            if from_run is not None and keys:
+                moved = session.execute(
+                    sa.update(ReviewFeedbackRow)
+                    .where(
+                        col(ReviewFeedbackRow.repository_id) == repository.id,
+                        col(ReviewFeedbackRow.pull_number) == pull_number,
+                        col(ReviewFeedbackRow.run_id) == from_run,
+                        col(ReviewFeedbackRow.key).in_(list(keys)),
+                    )
+                    .values(run_id=run_id)
+                    .returning(col(ReviewFeedbackRow.key))
+                )
+                taken.extend(str(row[0]) for row in moved)
             for key in keys:
+                if key in taken:
+                    continue
                 statement = (
                     _insert(self.dialect, ReviewFeedbackRow)
                     .values(
@@ -760,6 +782,14 @@ class Store:
                     taken.append(key)
             session.commit()
         return tuple(taken)
+
+    def feedback_of_run(self, run_id: int) -> frozenset[str]:
+        """The review feedback Run ``run_id`` took."""
+        with self._session() as session:
+            keys = session.exec(
+                select(ReviewFeedbackRow.key).where(ReviewFeedbackRow.run_id == run_id)
+            ).all()
+            return frozenset(keys)
 
     def review_repairs(self, repository: Repository, pull_number: int) -> int:
         """How many Runs took review feedback on the pull request (its review Repairs)."""
