@@ -74,6 +74,7 @@ class PullRequestInfo:
     mergeable: bool | None  # None while GitHub is still computing it
     mergeable_state: str  # "clean", "dirty", "blocked", "unstable", "unknown", ...
     author: str = ""  # who opened it (empty where a read did not say)
+    updated_at: datetime | None = None  # moves with each review and comment
 
 
 @dataclass(frozen=True)

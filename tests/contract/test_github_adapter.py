@@ -1029,3 +1029,25 @@ def test_an_integration_s_token_must_be_told_its_login(sandbox: Sandbox) -> None
     )
     assert told.authenticated_login() == "factory-app[bot]"
     assert told.request_counts().sent == 0
+
+
+def test_open_pulls_lists_each_open_pull_request_with_its_author_and_when_it_changed(
+    sandbox: Sandbox,
+) -> None:
+    """One conditional list: a second read of an unchanged list is a 304; a review moves the
+    pull request's updated_at."""
+    github, _ = adapter(sandbox)
+    pull, _sha = open_pull(sandbox, "agent/open-list", {"o.txt": "o\n"})
+    [listed] = [p for p in github.open_pulls(OWNER, NAME) if p.number == pull.number]
+    assert (listed.author, listed.head_ref) == ("wes", "agent/open-list")
+    assert listed.updated_at is not None
+    before = github.request_counts().not_modified
+    github.open_pulls(OWNER, NAME)
+    assert github.request_counts().not_modified == before + 1
+    sandbox.github("ada").get_repo(FULL_NAME).get_pull(pull.number).create_review(
+        body="Looks odd.", event="COMMENT"
+    )
+    [again] = [p for p in github.open_pulls(OWNER, NAME) if p.number == pull.number]
+    assert again.updated_at is not None
+    assert again.updated_at >= listed.updated_at
+    assert [r.state for r in github.pull_reviews(OWNER, NAME, pull.number)] == ["COMMENTED"]

@@ -37,6 +37,7 @@ pytestmark = pytest.mark.real_cli
 
 ISSUE_MARKER = "calc.add(2, 3) returns -1"
 CONFLICT_MARKER = "stopped with conflicts in"
+REVIEW_MARKER = "people pushed these commits to"
 PUSHED = ".a-person-pushed-to-issue-1"  # the file that ends the session's wait
 PULL_PATH = re.compile(rf"^/api/v3/repos/{OWNER}/{NAME}/pulls/\d+$")
 
@@ -46,13 +47,17 @@ def people_world(
     implement: list[dict[str, Any]],
     *,
     conflict: list[dict[str, Any]] | None = None,
+    review: list[dict[str, Any]] | None = None,
     checks: dict[str, str] | None = None,
 ) -> RunWorld:
     """The one set-up of this module: the calculator with a red add(), its issue, an
-    ``implement`` session and, when given, a ``conflict`` Repair session."""
+    ``implement`` session and, when given, a ``conflict`` Repair session and a ``review`` of
+    the commits people pushed."""
     sessions = [{"name": "implement", "marker": ISSUE_MARKER, "turns": implement}]
     if conflict is not None:
         sessions.append({"name": "conflict", "marker": CONFLICT_MARKER, "turns": conflict})
+    if review is not None:
+        sessions.append({"name": "review", "marker": REVIEW_MARKER, "turns": review})
     return start_world(tmp_path, sessions, checks=checks)
 
 
@@ -133,8 +138,10 @@ def test_a_commit_a_person_pushes_during_the_session_is_merged_in_and_never_over
     the person pushes another commit to issue-1 over HTTP. thirdshift's push merges it in with a
     merge commit, says so naming it, and the Run ends ready. Every update of issue-1 on origin
     was a fast-forward (the reflog of the bare repository), and the person's commit is in the
-    final head."""
-    world = people_world(tmp_path, fix_add(wait_for=PUSHED))
+    final head. Before CI is trusted, a Repair session reviews the person's commits against
+    the issue: its prompt names them."""
+    review = [{"text": "The person's note is right and changes no code; nothing to fix."}]
+    world = people_world(tmp_path, fix_add(wait_for=PUSHED), review=review)
     worlds.append(world)
     person = world.clone("person")
     world.git("checkout", "-q", "-b", "issue-1", cwd=person)
@@ -165,6 +172,11 @@ def test_a_commit_a_person_pushes_during_the_session_is_merged_in_and_never_over
     )
     assert "Check add() by hand" in said[0]
     assert said[0].endswith("; merged them in")
+    reviewing = [line for line in lines if line.startswith("commits thirdshift did not make were")]
+    assert len(reviewing) == 1, stderr
+    assert reviewing[0].endswith("; starting Repair 1 of 5")
+    [asked] = world.model_requests("review")[:1]
+    assert "Check add() by hand" in json.dumps(asked["body"])
     assert f"pull request {pull['html_url']} is ready" in stderr
     final = pull["head"]["sha"]
     assert world.stand_in.git.resolve(OWNER, NAME, "issue-1") == final
@@ -238,7 +250,7 @@ def test_a_pull_request_a_person_turns_back_to_draft_during_the_ci_watch_is_neve
 
 
 def test_a_pull_request_github_reports_unmergeable_is_not_merged(
-    tmp_path: Path, worlds: list[RunWorld], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
     """`run --merge`: the session changes README.md. When CI is green and thirdshift asks
     GitHub whether the pull request can be merged, a person has just pushed a different
@@ -263,22 +275,20 @@ def test_a_pull_request_github_reports_unmergeable_is_not_merged(
     (person / "README.md").write_text("# calculator, on main\n")
     world.git("commit", "-qam", "Retitle the README", cwd=person)
 
-    serve = world.stand_in.serve_api
     moved = threading.Event()
 
-    def push_to_main_before_the_merge_check(request: Any) -> Any:
+    def push_to_main_before_the_merge_check(method: str, path: str) -> None:
         """The first read of the pull request once CI on issue-1 is done is the Self-merge's
         question; the person's push lands just before it is answered."""
-        if request.method == "GET" and PULL_PATH.match(request.path) and not moved.is_set():
+        if method == "GET" and PULL_PATH.match(path) and not moved.is_set():
             head = world.stand_in.git.resolve(OWNER, NAME, "issue-1")
             if head is not None:
                 idle, runs = world.client.check_runs(OWNER, NAME, head)
                 if idle and runs:
                     moved.set()
                     world.git("push", "-q", "origin", "main", cwd=person)
-        return serve(request)
 
-    monkeypatch.setattr(world.stand_in, "serve_api", push_to_main_before_the_merge_check)
+    world.stand_in.before_answer = push_to_main_before_the_merge_check
 
     result = world.thirdshift("run", "--merge", world.issue_url)
 

@@ -160,6 +160,9 @@ def test_the_daemon_picks_up_a_review_once_and_never_a_reader_s(world: RunWorld)
     )
     world.github.add_review(pull, READER, body="I want it gone.")
     assert poll() == []
+    reads = len(world.github.called("pull_reviews"))
+    assert poll() == []
+    assert len(world.github.called("pull_reviews")) == reads  # unchanged: not read again
     world.github.add_review(pull, MAINTAINER, body="Rename it.")
     [pickup] = poll()
     assert (pickup.number, pickup.review_of) == (1, 1)

@@ -13,6 +13,7 @@ import subprocess
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from thirdshift.records import (
     ReviewComment,
 )
 from thirdshift.runs.ports import GitHubPort
-from thirdshift.sandbox.github.state import ApiError, Issue, Pull, Repo, World
+from thirdshift.sandbox.github.state import ApiError, Issue, Pull, Repo, World, utcnow
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,10 @@ class FakeGitHub:
         review_id = 90_000 + sum(len(r) for r in self.reviews.values()) + 1
         review = Review(review_id, author, state, body, is_bot=author.endswith("[bot]"))
         self.reviews[pull_number].append(review)
+        issue = self.repo_state.issue(pull_number)
+        # As on GitHub, a review is a change of the pull request; a second may pass within one
+        # clock tick, so the time moves on by at least a microsecond.
+        issue.updated_at = max(utcnow(), issue.updated_at + timedelta(microseconds=1))
         for path, line, text in comments:
             comment_id = 80_000 + sum(len(c) for c in self.review_comments.values()) + 1
             self.review_comments[pull_number].append(
@@ -188,6 +193,14 @@ class FakeGitHub:
         issue = self._api(lambda: self.repo_state.issue(number))
         if any(existing.name.lower() == label.lower() for existing in issue.labels):
             self.world.remove_label(self.repo_state, issue, label, self.login)
+
+    def open_pulls(self, owner: str, name: str) -> tuple[PullRequestInfo, ...]:
+        self._enter("open_pulls")
+        return tuple(
+            self._pull_record(issue, listed=True)
+            for issue in self.repo_state.issues.values()
+            if issue.pull is not None and issue.state == "open"
+        )
 
     def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]:
         self._enter("pull_reviews", number)
@@ -442,6 +455,7 @@ class FakeGitHub:
             mergeable=None if listed else issue.state == "open",
             mergeable_state="unknown" if listed else "clean",
             author=issue.author,
+            updated_at=issue.updated_at,
         )
 
 

@@ -27,7 +27,7 @@ from thirdshift.daemon.ready import (
     pass_over_notification,
 )
 from thirdshift.errors import GitHubError, ThirdshiftError
-from thirdshift.records import IssueSummary, Repository, Run
+from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.runs.failed_run import COMMENT_MARKER
 from thirdshift.runs.ports import NO_NOTIFIER, Notifier
@@ -76,6 +76,10 @@ class RepositoryPoll:
         # (issue, reason) of the pass-overs announced while the issue stays labelled.
         self._announced: set[tuple[int, str]] = set()
         self._passed: set[int] = set()  # Ready issues passed over, while they stay Ready
+        # The open pull requests as this poll listed them, and when each was last read for
+        # review feedback and found none: an unchanged pull request is not read again.
+        self._open_pulls: dict[int, PullRequestInfo] | None = None
+        self._pulls_read: dict[int, datetime | None] = {}
         self.owner = owner
         self.name = name
         self._gh = github
@@ -119,6 +123,7 @@ class RepositoryPoll:
 
     def __call__(self) -> list[Pickup]:
         """One poll: reap, sweep, and the issues to run now, in order."""
+        self._open_pulls = None
         self.reap()
         repository = self.repository()
         leased = {lease.issue_number for lease in self._store.live_leases(repository)}
@@ -294,10 +299,16 @@ class RepositoryPoll:
             return None
         if self._store.review_repairs(repository, pull_number) >= self._rules.max_review_repairs:
             return None
-        pull = self._gh.pull(self.owner, self.name, pull_number)
+        if self._open_pulls is None:  # one conditional list per poll, for every issue
+            listed = self._gh.open_pulls(self.owner, self.name)
+            self._open_pulls = {pull.number: pull for pull in listed}
+        pull = self._open_pulls.get(pull_number)
         me = self._gh.authenticated_login()
-        if pull.state != "open" or pull.draft or pull.author.lower() != me.lower():
+        if pull is None or pull.draft or pull.author.lower() != me.lower():
             return None
+        if pull.updated_at is not None and self._pulls_read.get(pull_number) == pull.updated_at:
+            return None  # nothing was reviewed or said since it was read and found wanting
+        self._pulls_read[pull_number] = pull.updated_at
         feedback = feedback_to_handle(
             reviews=self._gh.pull_reviews(self.owner, self.name, pull_number),
             review_comments=self._gh.pull_review_comments(self.owner, self.name, pull_number),
@@ -310,6 +321,7 @@ class RepositoryPoll:
         )
         if not feedback:
             return None
+        self._pulls_read.pop(pull_number, None)  # taken or not, look again next time
         return Pickup(latest.issue_number, review_of=latest.id)
 
     @contextmanager

@@ -37,8 +37,8 @@ class DaemonGitHub(Protocol):
         """The login thirdshift acts as (its own comments and pull requests are its)."""
         ...
 
-    def pull(self, owner: str, name: str, number: int) -> PullRequestInfo:
-        """One pull request (asked conditionally)."""
+    def open_pulls(self, owner: str, name: str) -> tuple[PullRequestInfo, ...]:
+        """The repository's open pull requests, with when each last changed (conditionally)."""
         ...
 
     def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]:

@@ -376,6 +376,21 @@ class GitHub:
             if exc.status != 404:
                 raise
 
+    def open_pulls(self, owner: str, name: str) -> tuple[PullRequestInfo, ...]:
+        """The repository's open pull requests (as a list reads them: no mergeability), asked
+        conditionally: a daemon watching them spends nothing while none changes."""
+        path = f"/repos/{owner}/{name}/pulls"
+
+        def convert(found: list[Any]) -> tuple[PullRequestInfo, ...]:
+            return tuple(pull_record(self._make(PullRequest, item), listed=True) for item in found)
+
+        def send() -> tuple[PullRequestInfo, ...]:
+            query = {"state": "open", "sort": "created", "direction": "asc"}
+            return self._reads.pages(path, query, lambda page: list(page), convert)
+
+        what = f"the open pull requests of {owner}/{name}"
+        return self._calls.call(Request("GET", f"{path}?state=open", what), send)
+
     def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]:
         """The pull request's reviews, oldest first; conditional, so a daemon watching its pull
         requests spends nothing while nobody reviews."""

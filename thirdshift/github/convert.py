@@ -92,6 +92,7 @@ def pull_record(pull: PullRequest, *, listed: bool = False) -> PullRequestInfo:
         mergeable=None if listed else pull.mergeable,
         mergeable_state="unknown" if listed else (pull.mergeable_state or "unknown"),
         author=pull.user.login if pull.user is not None else "",
+        updated_at=pull.updated_at,
     )
 
 

@@ -112,6 +112,9 @@ class GitHubStandIn:
         register_actions(self.router)
         self.faults = Faults()
         self.faults_lock = threading.Lock()
+        # A test's hook, called with (method, path) before each REST or GraphQL request is
+        # answered: for a person's action timed against what thirdshift asks.
+        self.before_answer: Callable[[str, str], None] | None = None
         self.rate_limits = RateLimits()
         self.requests: deque[dict[str, Any]] = deque(maxlen=5000)
         self._server: ThreadingHTTPServer | None = None
@@ -244,6 +247,9 @@ class GitHubStandIn:
 
     def serve_api(self, request: _Request) -> tuple[int, dict[str, str], bytes]:
         """Answer one REST or GraphQL request with rate limits, faults and ETags applied."""
+        hook = self.before_answer
+        if hook is not None:
+            hook(request.method, request.path)
         is_graphql = request.path == GRAPHQL_PATH
         resource = "graphql" if is_graphql else "core"
         with self.faults_lock:
