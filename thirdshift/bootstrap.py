@@ -768,6 +768,7 @@ def _rules(settings: Settings) -> ReadyRules:
         daily_budget_usd=settings.cost_budget_per_repository_day_usd,
         review_handle=settings.review_handle,
         max_review_repairs=settings.max_review_repairs,
+        merge_label=settings.merge_label,
     )
 
 

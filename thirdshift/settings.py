@@ -143,6 +143,17 @@ class Settings(BaseSettings):
     )
     ready_label: str = Field(default="ready-for-agent", min_length=1)
     in_progress_label: str = Field(default="in-progress", min_length=1)
+    merge_label: str = Field(
+        default="thirdshift-merge",
+        min_length=1,
+        description="A Ready issue that also carries this label runs as a Merge run in the "
+        "daemon (a Base fix issue carries it).",
+    )
+    base_fix: bool = Field(
+        default=False,
+        description="When only Inherited failures are red, open an issue to fix the Base "
+        "branch's red checks as a Merge run, and hold the issue until it is closed.",
+    )
     max_repairs: int = Field(default=5, ge=0, description="Repairs allowed per Run.")
     max_upstream_moves: int = Field(
         default=5, ge=0, description="Times a Run merges a moving Base branch in again."

@@ -194,6 +194,19 @@ class FakeGitHub:
         if any(existing.name.lower() == label.lower() for existing in issue.labels):
             self.world.remove_label(self.repo_state, issue, label, self.login)
 
+    def open_issue(
+        self, owner: str, name: str, *, title: str, body: str, labels: Sequence[str]
+    ) -> IssueInfo:
+        self._enter("open_issue", title)
+        issue = self.world.create_issue(self.repo_state, title, body, self.login)
+        self.world.add_labels(self.repo_state, issue, list(labels), self.login)
+        return self.issue(owner, name, issue.number)
+
+    def block_issue(self, owner: str, name: str, number: int, blocker: int) -> None:
+        self._enter("block_issue", number, blocker)
+        if blocker not in self.open_blockers(owner, name, number):
+            self.block(number, blocker, by=self.login)
+
     def open_pulls(self, owner: str, name: str) -> tuple[PullRequestInfo, ...]:
         self._enter("open_pulls")
         return tuple(

@@ -405,6 +405,7 @@ class Daemon:
                     expect_ready=pickup.rescue_of is None and pickup.review_of is None,
                     rescue_of=pickup.rescue_of,
                     review_of=pickup.review_of,
+                    merge=pickup.merge,
                 ),
                 active.interrupt,
                 lambda: active.reason,

@@ -43,6 +43,7 @@ class Pickup:
     number: int
     rescue_of: int | None = None
     review_of: int | None = None  # a review Repair: that Run's pull request has feedback
+    merge: bool = False  # a Merge run: the issue carries the merge label (a Base fix)
 
 
 class RepositoryPoll:
@@ -176,7 +177,8 @@ class RepositoryPoll:
                     )
                 continue
             self._activity.forget(repository, issue.number)
-            pickups.append(Pickup(issue.number))
+            merge = self._rules.merge_label.lower() in {label.lower() for label in issue.labels}
+            pickups.append(Pickup(issue.number, merge=merge))
         listed = {issue.number for issue in ready}
         self._seen = {n: seen for n, seen in self._seen.items() if n in listed}
         # Unlabelled: a new labelling is news again, for the Activity log and the team.

@@ -26,6 +26,7 @@ class ReadyRules:
     daily_budget_usd: float | None = None
     review_handle: str = "thirdshift"
     max_review_repairs: int = 3
+    merge_label: str = "thirdshift-merge"
 
     @classmethod
     def of(
@@ -38,6 +39,7 @@ class ReadyRules:
         daily_budget_usd: float | None = None,
         review_handle: str = "thirdshift",
         max_review_repairs: int = 3,
+        merge_label: str = "thirdshift-merge",
     ) -> ReadyRules:
         return cls(
             ready_label,
@@ -47,6 +49,7 @@ class ReadyRules:
             daily_budget_usd,
             review_handle,
             max_review_repairs,
+            merge_label,
         )
 
 

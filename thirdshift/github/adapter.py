@@ -376,6 +376,64 @@ class GitHub:
             if exc.status != 404:
                 raise
 
+    def open_issue(
+        self, owner: str, name: str, *, title: str, body: str, labels: Sequence[str]
+    ) -> IssueInfo:
+        """Open an issue; after a server error it looks for the one it may have opened (its
+        own, open, same title and body) before asking again."""
+        path = f"/repos/{owner}/{name}/issues"
+        me = self.authenticated_login()
+
+        def send() -> IssueInfo:
+            made = self._repo(owner, name).create_issue(title=title, body=body, labels=list(labels))
+            return issue_record(made)
+
+        def happened() -> IssueInfo | None:
+            def look() -> IssueInfo | None:
+                for issue in self._repo(owner, name).get_issues(state="open"):
+                    mine = issue.user is not None and issue.user.login == me
+                    if mine and issue.title == title and (issue.body or "") == body:
+                        return issue_record(issue)
+                return None
+
+            return self._calls.call(
+                Request("GET", path, f"the open issues of {owner}/{name}"), look
+            )
+
+        return self._calls.call(
+            Request("POST", path, f"a new issue of {owner}/{name}: {title}"),
+            send,
+            repeatable=False,
+            happened=happened,
+        )
+
+    def block_issue(self, owner: str, name: str, number: int, blocker: int) -> None:
+        """Record that ``blocker`` blocks issue ``number``; already so is fine."""
+        blocker_id = self._calls.call(
+            Request("GET", f"/repos/{owner}/{name}/issues/{blocker}", f"issue #{blocker}"),
+            lambda: int(self._repo(owner, name).get_issue(blocker).id),
+        )
+        path = f"/repos/{owner}/{name}/issues/{number}/dependencies/blocked_by"
+
+        def send() -> bool:
+            url = f"{self._repo(owner, name).url}/issues/{number}/dependencies/blocked_by"
+            self._gh.requester.requestJsonAndCheck("POST", url, input={"issue_id": blocker_id})
+            return True
+
+        def happened() -> bool | None:
+            return True if blocker in self.open_blockers(owner, name, number) else None
+
+        try:
+            self._calls.call(
+                Request("POST", path, f"the blockers of issue #{number} of {owner}/{name}"),
+                send,
+                repeatable=False,
+                happened=happened,
+            )
+        except GitHubError as exc:
+            if exc.status != 422 or happened() is None:
+                raise
+
     def open_pulls(self, owner: str, name: str) -> tuple[PullRequestInfo, ...]:
         """The repository's open pull requests (as a list reads them: no mergeability), asked
         conditionally: a daemon watching them spends nothing while none changes."""

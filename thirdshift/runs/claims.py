@@ -179,6 +179,16 @@ class FencedGitHub:
     def pull_review_comments(self, owner: str, name: str, number: int) -> tuple[ReviewComment, ...]:
         return self._gh.pull_review_comments(owner, name, number)
 
+    def open_issue(
+        self, owner: str, name: str, *, title: str, body: str, labels: Sequence[str]
+    ) -> IssueInfo:
+        self._fence()
+        return self._gh.open_issue(owner, name, title=title, body=body, labels=labels)
+
+    def block_issue(self, owner: str, name: str, number: int, blocker: int) -> None:
+        self._fence()
+        return self._gh.block_issue(owner, name, number, blocker)
+
     def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
         self._fence()
         return self._gh.take_label(owner, name, number, label)

@@ -49,7 +49,13 @@ from thirdshift.runs.prompts import (
     implement_prompt,
     trusted_comments,
 )
-from thirdshift.runs.repair_loop import Budgets, LoopResult, RepairLoop, RunFailed
+from thirdshift.runs.repair_loop import (
+    Budgets,
+    InheritedFailure,
+    LoopResult,
+    RepairLoop,
+    RunFailed,
+)
 from thirdshift.runs.review import (
     NO_FEEDBACK,
     REPLY_MARKER_PREFIX,
@@ -386,6 +392,41 @@ class Delivery:
         self.say(f"labelling #{ref.number} {busy}, in place of {ready}")
         return ready
 
+    def _open_base_fix(
+        self, gh: GitHubPort, ref: IssueRef, base: str, failure: InheritedFailure
+    ) -> IssueInfo | None:
+        """The Base fix issue for the checks red on the Base branch (one per branch and set
+        of checks: an open one is found again by its marker, never opened twice), labelled to
+        run as a Merge run, and made a blocker of this issue. None, with a warning, when GitHub
+        would not have it: the Failed run still says what to do by hand."""
+        checks = ", ".join(sorted(failure.checks))
+        marker = base_fix_marker(base, failure.checks)
+        try:
+            ready, merge = self._settings.ready_label, self._settings.merge_label
+            found = [
+                gh.issue(ref.owner, ref.repo, summary.number)
+                for summary in gh.issues_labelled(ref.owner, ref.repo, merge)
+                if not summary.is_pull_request
+            ]
+            issue = next((i for i in found if marker in i.body and i.state == "open"), None)
+            if issue is None:
+                gh.ensure_label(
+                    ref.owner, ref.repo, merge, "5319e7", "thirdshift runs this as a Merge run"
+                )
+                issue = gh.open_issue(
+                    ref.owner,
+                    ref.repo,
+                    title=f"Fix {checks} on {base}",
+                    body=base_fix_body(base, failure, ref, marker),
+                    labels=[ready, merge],
+                )
+                self.say(f"opened {issue.html_url} to fix {checks} on {base}")
+            gh.block_issue(ref.owner, ref.repo, ref.number, issue.number)
+            return issue
+        except ThirdshiftError as problem:
+            self.say(f"warning: could not open an issue to fix {checks} on {base}: {problem}")
+            return None
+
     def _give_ready_back(self, ref: IssueRef, ready: str | None) -> None:
         """Undo a Claim on GitHub made before the Run could be recorded (best effort: the
         issue gets its Ready label back and loses in-progress)."""
@@ -540,6 +581,16 @@ class Delivery:
             # An interrupt no longer cuts waits short: the salvage keeps GitHub's retries.
             self._clock.salvaging(self._settings.salvage_wait_seconds)
             failure = self._as_failure(error, sessions, keeper)
+            base_fix: IssueInfo | None = None
+            if isinstance(failure, InheritedFailure) and self._settings.base_fix:
+                base_fix = self._open_base_fix(gh, ref, base, failure)
+                if base_fix is not None:
+                    failure = InheritedFailure(
+                        f"{failure}; thirdshift opened {base_fix.html_url} to fix it as a Merge "
+                        f"run first, and #{number} waits for it (blocked by it) to run again",
+                        failure.checks,
+                        failure.base_sha,
+                    )
             outcome = salvage.fail(
                 FailedRun(
                     error=failure,
@@ -551,6 +602,9 @@ class Delivery:
                     claim_added_label=claim.added_label,
                 )
             )
+            if base_fix is not None:  # Ready again, for once its blocker is closed
+                with contextlib.suppress(ThirdshiftError):
+                    gh.add_label(owner, name, number, self._settings.ready_label)
             if worktree is not None and not outcome.kept_worktree:
                 self._remove_worktree(clone, worktree.path)
             if outcome.open_pull_url:
@@ -933,3 +987,21 @@ def checks_line(result: LoopResult) -> str:
     if result.repairs:
         said += f", after {result.repairs} Repair(s)"
     return said
+
+
+def base_fix_marker(base: str, checks: Sequence[str]) -> str:
+    """The hidden mark of the Base fix issue for ``checks`` red on ``base``."""
+    names = ",".join(sorted(checks)).replace("--", "- -")
+    return f"<!-- thirdshift:base-fix:{base}:{names} -->"
+
+
+def base_fix_body(base: str, failure: InheritedFailure, ref: IssueRef, marker: str) -> str:
+    """What the Base fix issue asks: make the named checks pass on the Base branch."""
+    listed = "\n".join(f"- `{name}`" for name in sorted(failure.checks))
+    return (
+        f"These checks fail on `{base}` at `{failure.base_sha[:7]}`, so every pull request "
+        f"into `{base}` inherits them:\n\n{listed}\n\nMake them pass on `{base}` without "
+        f"changing what they check. #{ref.number} waits for this fix (it is blocked by this "
+        "issue). thirdshift runs it as a Merge run: once its CI is green it merges it.\n\n"
+        f"{marker}"
+    )

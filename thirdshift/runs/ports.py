@@ -148,6 +148,17 @@ class GitHubPort(Protocol):
         """The comments on lines of the pull request's diff, oldest first (conditionally)."""
         ...
 
+    def open_issue(
+        self, owner: str, name: str, *, title: str, body: str, labels: Sequence[str]
+    ) -> IssueInfo:
+        """Open an issue as thirdshift (after a lost answer: the one it opened)."""
+        ...
+
+    def block_issue(self, owner: str, name: str, number: int, blocker: int) -> None:
+        """Issue ``number`` is blocked by issue ``blocker`` (GitHub's issue dependencies);
+        already so is fine."""
+        ...
+
     def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
         """Take ``label`` off as a claim: True when this call took it off, False when the issue
         no longer had it (someone took it first). GitHub answers one of two racing removals

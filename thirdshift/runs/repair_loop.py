@@ -34,7 +34,13 @@ class DeclinedCiFix(RunFailed):
 
 
 class InheritedFailure(RunFailed):
-    """Only checks that also fail on the Base branch are red: nothing for this branch to fix."""
+    """Only checks that also fail on the Base branch are red: nothing for this branch to fix.
+    ``checks`` are those checks, red on ``base_sha`` of the Base branch too."""
+
+    def __init__(self, message: str, checks: Sequence[str] = (), base_sha: str = "") -> None:
+        super().__init__(message)
+        self.checks = tuple(checks)
+        self.base_sha = base_sha
 
 
 class PolicyRefusal(RunFailed):
@@ -251,7 +257,9 @@ class RepairLoop:
                     f"CI red on {head[:7]} only from Inherited failures (also failing on "
                     f"{base} at {merged_base.base_sha[:7]}): {names}; the branch's own changes "
                     f"pass, so fix {names} on {base} first, then run thirdshift on the issue again "
-                    "to merge the fix in and watch CI once more"
+                    "to merge the fix in and watch CI once more",
+                    inherited,
+                    merged_base.base_sha,
                 )
             if self._rerun_head == head:
                 raise DeclinedCiFix(

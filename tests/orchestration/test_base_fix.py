@@ -1,0 +1,116 @@
+"""A red Base branch in process: only Inherited failures are red, so the Run fails saying what to
+do; with ``base_fix`` on, it opens (once) an issue to fix the Base branch as a Merge run, makes
+it a blocker of its own issue and puts that issue back to Ready, and the daemon's poll then takes
+the Base fix first, as a Merge run, while the issue waits."""
+
+from __future__ import annotations
+
+from tests.orchestration.conftest import BUSY, PR_TEXT, READY, RunWorld
+from tests.support.scripted_sessions import commit_file
+from thirdshift.daemon import ActivityLog, ReadyRules, RepositoryPoll
+from thirdshift.records import CheckRun
+from thirdshift.runs.delivery import base_fix_marker
+from thirdshift.scrub import Scrubber
+
+MERGE = "thirdshift-merge"
+
+
+def red_base(world: RunWorld) -> str:
+    """``lint`` fails on main's head and on every head of issue-1: an Inherited failure."""
+    base = world.github.branch_head("main") or ""
+    world.github.checks[base] = [CheckRun(1, "lint", base, "completed", "failure", "u")]
+
+    def on_call(called: str) -> None:
+        head = world.github.branch_head("issue-1")
+        if called == "check_runs" and head is not None and head not in world.github.checks:
+            world.github.checks[head] = [CheckRun(2, "lint", head, "completed", "failure", "u")]
+
+    world.github.on_call = on_call
+    return base
+
+
+def failing_on_a_red_base(world: RunWorld) -> tuple[int, str]:
+    world.github.add_user("maintainer", "maintain")
+    number = world.github.add_issue("Add a widget", "", [READY])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    return number, red_base(world)
+
+
+def test_a_run_red_only_from_the_base_says_what_to_do_and_opens_nothing_by_default(
+    world: RunWorld,
+) -> None:
+    number, base = failing_on_a_red_base(world)
+
+    assert world.run(number) == 1
+
+    [run] = world.store.list_runs()
+    assert run.cause is not None
+    assert f"only from Inherited failures (also failing on main at {base[:7]}): lint" in (run.cause)
+    assert "fix lint on main first, then run thirdshift on the issue again" in run.cause
+    assert world.github.called("open_issue") == []
+
+
+def test_with_base_fix_on_the_run_opens_one_merge_run_issue_that_blocks_its_own(
+    world: RunWorld,
+) -> None:
+    """The Base fix issue names the check and the Base commit, is labelled Ready and to merge,
+    blocks the issue, which is Ready again; a second such failure finds the same issue."""
+    world.settings = world.settings.model_copy(update={"base_fix": True})
+    number, base = failing_on_a_red_base(world)
+
+    assert world.run(number) == 1
+
+    [fix] = [i for i in world.github.repo_state.issues.values() if i.title == "Fix lint on main"]
+    assert fix.body is not None
+    assert f"fail on `main` at `{base[:7]}`" in fix.body
+    assert base_fix_marker("main", ["lint"]) in fix.body
+    assert sorted(world.github.labels_of(fix.number)) == sorted([READY, MERGE])
+    assert world.github.open_blockers("acme", "widgets", number) == (fix.number,)
+    assert READY in world.github.labels_of(number)
+    [run] = world.store.list_runs()
+    assert run.cause is not None
+    assert f"opened {world.github.issue('acme', 'widgets', fix.number).html_url}" in run.cause
+    assert f"#{number} waits for it" in run.cause
+
+    assert world.run(number) == 1  # still red, still blocked: the same Base fix issue
+    assert (
+        len([i for i in world.github.repo_state.issues.values() if i.title.startswith("Fix lint")])
+        == 1
+    )
+
+
+def test_the_daemon_takes_the_base_fix_first_as_a_merge_run_while_the_issue_waits(
+    world: RunWorld,
+) -> None:
+    world.settings = world.settings.model_copy(update={"base_fix": True})
+    number, _base = failing_on_a_red_base(world)
+    assert world.run(number) == 1
+    [fix] = [i.number for i in world.github.repo_state.issues.values() if i.title.startswith("Fix")]
+    poll = RepositoryPoll(
+        "acme",
+        "widgets",
+        github=world.github,
+        store=world.store,
+        rules=ReadyRules.of(
+            ready_label=READY, in_progress_label=BUSY, excluded_labels=[], settle_seconds=0
+        ),
+        activity=ActivityLog(
+            world.store,
+            daemon="d1",
+            directory=world.settings.home / "activity",
+            clock=world.clock,
+            scrub=Scrubber([]),
+            progress=world.lines.append,
+        ),
+        clock=world.clock,
+        running_here=lambda _n: False,
+        stop_here=lambda _n, _why: None,
+        kept_worktree=lambda _b: False,
+    )
+
+    [pickup] = poll()
+
+    assert (pickup.number, pickup.merge) == (fix, True)
+    assert any(f"blocked by #{fix}" in line for line in world.lines), world.lines
