@@ -16,14 +16,18 @@ MERGE = "thirdshift-merge"
 
 
 def red_base(world: RunWorld) -> str:
-    """``lint`` fails on main's head and on every head of issue-1: an Inherited failure."""
+    """``lint`` fails on main's head and on every head of the issues' branches: an Inherited
+    failure wherever it is watched."""
     base = world.github.branch_head("main") or ""
     world.github.checks[base] = [CheckRun(1, "lint", base, "completed", "failure", "u")]
 
     def on_call(called: str) -> None:
-        head = world.github.branch_head("issue-1")
-        if called == "check_runs" and head is not None and head not in world.github.checks:
-            world.github.checks[head] = [CheckRun(2, "lint", head, "completed", "failure", "u")]
+        if called != "check_runs":
+            return
+        for branch in ("issue-1", "issue-3"):
+            head = world.github.branch_head(branch)
+            if head is not None and head not in world.github.checks:
+                world.github.checks[head] = [CheckRun(2, "lint", head, "completed", "failure", "u")]
 
     world.github.on_call = on_call
     return base
@@ -114,3 +118,24 @@ def test_the_daemon_takes_the_base_fix_first_as_a_merge_run_while_the_issue_wait
 
     assert (pickup.number, pickup.merge) == (fix, True)
     assert any(f"blocked by #{fix}" in line for line in world.lines), world.lines
+
+
+def test_a_base_fix_that_stays_red_opens_no_base_fix_of_its_own(world: RunWorld) -> None:
+    """The Base fix's own Merge run is red from the same checks (its fix did not fix them):
+    it fails like any Run, and opens, blocks and re-labels nothing."""
+    world.settings = world.settings.model_copy(update={"base_fix": True})
+    number, _base = failing_on_a_red_base(world)
+    assert world.run(number) == 1
+    [fix] = [i.number for i in world.github.repo_state.issues.values() if i.title.startswith("Fix")]
+    world.sessions.plays["implement"] = commit_file("try.txt", "t\n", "Try to fix lint")
+
+    assert world.run(fix, merge=True) == 1
+
+    fixes = [
+        i
+        for i in world.github.repo_state.issues.values()
+        if i.title.startswith("Fix") and i.pull is None
+    ]
+    assert [i.number for i in fixes] == [fix]
+    assert world.github.open_blockers("acme", "widgets", fix) == ()
+    assert READY not in world.github.labels_of(fix)

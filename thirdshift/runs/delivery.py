@@ -582,7 +582,9 @@ class Delivery:
             self._clock.salvaging(self._settings.salvage_wait_seconds)
             failure = self._as_failure(error, sessions, keeper)
             base_fix: IssueInfo | None = None
-            if isinstance(failure, InheritedFailure) and self._settings.base_fix:
+            # A Base fix red from the same checks failed at its one job: no Base fix for it.
+            own_fix = BASE_FIX_MARKER_PREFIX in issue.body
+            if isinstance(failure, InheritedFailure) and self._settings.base_fix and not own_fix:
                 base_fix = self._open_base_fix(gh, ref, base, failure)
                 if base_fix is not None:
                     failure = InheritedFailure(
@@ -989,10 +991,13 @@ def checks_line(result: LoopResult) -> str:
     return said
 
 
+BASE_FIX_MARKER_PREFIX = "<!-- thirdshift:base-fix:"
+
+
 def base_fix_marker(base: str, checks: Sequence[str]) -> str:
     """The hidden mark of the Base fix issue for ``checks`` red on ``base``."""
     names = ",".join(sorted(checks)).replace("--", "- -")
-    return f"<!-- thirdshift:base-fix:{base}:{names} -->"
+    return f"{BASE_FIX_MARKER_PREFIX}{base}:{names} -->"
 
 
 def base_fix_body(base: str, failure: InheritedFailure, ref: IssueRef, marker: str) -> str:
