@@ -111,6 +111,7 @@ def start_on_runner(
         "THIRDSHIFT_GITHUB_LOGIN": "" if app else WORKFLOW_BOT,
         "ANTHROPIC_API_KEY": world.env()["ANTHROPIC_API_KEY"],
         "THIRDSHIFT_HOME": str(runner_dir / "thirdshift"),
+        "THIRDSHIFT_DATABASE_URL": "",  # the secret is not set: SQLite, dying with the job
     }
     env = {
         key: resolved[key] if "${{" in str(value) else str(value)

@@ -145,6 +145,8 @@ jobs:
         id: thirdshift
         env:
           THIRDSHIFT_GITHUB_APP_PRIVATE_KEY: ${{{{ secrets.THIRDSHIFT_APP_PRIVATE_KEY }}}}
+          # With a PostgreSQL the runner reaches, Leases and history are shared with daemons.
+          THIRDSHIFT_DATABASE_URL: ${{{{ secrets.THIRDSHIFT_DATABASE_URL }}}}
           # Without an App, the workflow's own token; GitHub will not say whose it is.
           GITHUB_TOKEN: ${{{{ secrets.GITHUB_TOKEN }}}}
           THIRDSHIFT_GITHUB_LOGIN: >-
