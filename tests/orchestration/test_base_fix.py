@@ -85,14 +85,8 @@ def test_with_base_fix_on_the_run_opens_one_merge_run_issue_that_blocks_its_own(
     )
 
 
-def test_the_daemon_takes_the_base_fix_first_as_a_merge_run_while_the_issue_waits(
-    world: RunWorld,
-) -> None:
-    world.settings = world.settings.model_copy(update={"base_fix": True})
-    number, _base = failing_on_a_red_base(world)
-    assert world.run(number) == 1
-    [fix] = [i.number for i in world.github.repo_state.issues.values() if i.title.startswith("Fix")]
-    poll = RepositoryPoll(
+def a_poll(world: RunWorld) -> RepositoryPoll:
+    return RepositoryPoll(
         "acme",
         "widgets",
         github=world.github,
@@ -113,6 +107,35 @@ def test_the_daemon_takes_the_base_fix_first_as_a_merge_run_while_the_issue_wait
         stop_here=lambda _n, _why: None,
         kept_worktree=lambda _b: False,
     )
+
+
+def test_the_merge_label_makes_a_merge_run_only_when_someone_who_may_merge_added_it(
+    world: RunWorld,
+) -> None:
+    """Triage may say what the factory works on, not what it merges: the merge label added by
+    a triage user runs as a plain Run; added by a maintainer, as a Merge run."""
+    world.github.add_user("maintainer", "maintain")
+    world.github.add_user("tia", "triage")
+    by_triage = world.github.add_issue("One", "", [])
+    world.github.label_issue(by_triage, READY, by="maintainer")
+    world.github.label_issue(by_triage, MERGE, by="tia")
+    by_maintainer = world.github.add_issue("Two", "", [])
+    world.github.label_issue(by_maintainer, READY, by="maintainer")
+    world.github.label_issue(by_maintainer, MERGE, by="maintainer")
+
+    pickups = {pickup.number: pickup.merge for pickup in a_poll(world)()}
+
+    assert pickups == {by_triage: False, by_maintainer: True}
+
+
+def test_the_daemon_takes_the_base_fix_first_as_a_merge_run_while_the_issue_waits(
+    world: RunWorld,
+) -> None:
+    world.settings = world.settings.model_copy(update={"base_fix": True})
+    number, _base = failing_on_a_red_base(world)
+    assert world.run(number) == 1
+    [fix] = [i.number for i in world.github.repo_state.issues.values() if i.title.startswith("Fix")]
+    poll = a_poll(world)
 
     [pickup] = poll()
 

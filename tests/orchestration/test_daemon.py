@@ -698,6 +698,25 @@ def test_a_run_the_database_cannot_record_gives_the_ready_label_back(dw: DaemonW
     assert dw.world.github.labels_of(number) == [READY]
 
 
+def test_a_run_that_died_after_its_claim_and_before_its_record_gives_the_issue_back(
+    dw: DaemonWorld,
+) -> None:
+    """kill -9 between the label swap and the Run's record: in-progress, no Run, a Lease that
+    ran out unreleased. The next poll puts the Ready label back for whoever polls first."""
+    number = dw.ready_issue("Orphaned claim")
+    store = dw.world.store
+    repository = store.ensure_repository("acme", "widgets")
+    past = dw.world.clock.now() - timedelta(hours=2)
+    assert store.acquire_lease(repository, number, "d2:dead", timedelta(minutes=10), now=past)
+    dw.world.github.unlabel_issue(number, READY, by=dw.world.github.login)
+    dw.world.github.label_issue(number, BUSY, by=dw.world.github.login)
+
+    dw.poll()
+
+    assert dw.world.github.labels_of(number) == [READY]
+    assert any("died after claiming the issue" in line for line in dw.lines("sweep"))
+
+
 class _ListedPoll:
     """A repository whose poll always proposes the same issues (the limits are the subject)."""
 

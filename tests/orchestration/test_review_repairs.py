@@ -4,8 +4,11 @@ the same feedback twice; feedback by readers, bots or thirdshift reaches no prom
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import commit_file
+from thirdshift.clock import ManualClock
 from thirdshift.daemon import ActivityLog, ReadyRules, RepositoryPoll
 from thirdshift.issue_url import IssueRef
 from thirdshift.runs import RunRequest
@@ -133,11 +136,12 @@ def test_the_daemon_picks_up_a_review_once_and_never_a_reader_s(world: RunWorld)
     """A poll proposes a review Repair for a pull request with a maintainer's review, none for
     a reader's, and none once a Run took the feedback."""
     pull = _ready_pull(world)
+    clock = ManualClock(datetime.now(UTC))  # GitHub's stamps are real times
     activity = ActivityLog(
         world.store,
         daemon="d1",
         directory=world.settings.home / "activity",
-        clock=world.clock,
+        clock=clock,
         scrub=Scrubber([PLANTED_TOKEN]),
         progress=world.lines.append,
     )
@@ -153,14 +157,16 @@ def test_the_daemon_picks_up_a_review_once_and_never_a_reader_s(world: RunWorld)
             settle_seconds=0,
         ),
         activity=activity,
-        clock=world.clock,
+        clock=clock,
         running_here=lambda _n: False,
         stop_here=lambda _n, _why: None,
         kept_worktree=lambda _b: False,
     )
     world.github.add_review(pull, READER, body="I want it gone.")
+    assert poll() == []  # a change of the last seconds is read again...
+    clock.advance(10)
     assert poll() == []
-    reads = len(world.github.called("pull_reviews"))
+    reads = len(world.github.called("pull_reviews"))  # ...one that settled is not
     assert poll() == []
     assert len(world.github.called("pull_reviews")) == reads  # unchanged: not read again
     world.github.add_review(pull, MAINTAINER, body="Rename it.")

@@ -177,8 +177,7 @@ class RepositoryPoll:
                     )
                 continue
             self._activity.forget(repository, issue.number)
-            merge = self._rules.merge_label.lower() in {label.lower() for label in issue.labels}
-            pickups.append(Pickup(issue.number, merge=merge))
+            pickups.append(Pickup(issue.number, merge=self._merges(issue, roles)))
         listed = {issue.number for issue in ready}
         self._seen = {n: seen for n, seen in self._seen.items() if n in listed}
         # Unlabelled: a new labelling is news again, for the Activity log and the team.
@@ -235,7 +234,25 @@ class RepositoryPoll:
             return reason
         return blocker_reason(self._gh.open_blockers(self.owner, self.name, issue.number))
 
+    def _merges(self, issue: IssueSummary, roles: dict[str, str]) -> bool:
+        """Whether the Ready issue runs as a Merge run: it carries the merge label, added by
+        someone who may merge (write, maintain or admin) or by thirdshift itself. Triage may
+        say what the factory works on, not what it merges."""
+        label = self._rules.merge_label
+        if label.lower() not in {name.lower() for name in issue.labels}:
+            return False
+        login = self._gh.labelled_by(self.owner, self.name, issue.number, label)
+        if login is None:
+            return False
+        if login not in roles:
+            roles[login] = self._role(login)
+        return roles[login] in ("write", "maintain", "admin")
+
     def _role(self, login: str) -> str:
+        if login.lower() == self._gh.authenticated_login().lower():
+            # thirdshift's own label (a Base fix, an issue it made Ready again): a GitHub App
+            # is no collaborator, so GitHub would answer it has no permission at all.
+            return "write"
         try:
             return self._gh.permission(self.owner, self.name, login)
         except GitHubError as error:
@@ -256,9 +273,17 @@ class RepositoryPoll:
                 self._stop_here(number, "the issue was closed during the Run")
             return None
         latest = self._store.latest_run(repository, number)
+        busy = self._label_named(issue, self._rules.in_progress_label)
+        dead = self._store.unrecorded_claim(repository, number)
+        if (
+            issue.state == "open"
+            and dead is not None
+            and (latest is None or latest.started_at < dead.acquired_at)
+        ):
+            self._give_back_unrecorded(repository, issue, busy, dead.owner, latest)
+            return None
         if latest is None:
             return None
-        busy = self._label_named(issue, self._rules.in_progress_label)
         if issue.state == "closed":
             with self._holding(repository, number, latest) as held:
                 if held:
@@ -276,7 +301,7 @@ class RepositoryPoll:
         if branch is not None and (
             self._gh.branch_exists(self.owner, self.name, branch) or self._kept_worktree(branch)
         ):
-            return Pickup(number, rescue_of=latest.id)
+            return Pickup(number, rescue_of=latest.id, merge=latest.kind == "merge")
         # Nothing reached origin: the issue is Ready again, for whoever polls first.
         with self._holding(repository, number, latest) as held:
             if held:
@@ -310,7 +335,6 @@ class RepositoryPoll:
             return None
         if pull.updated_at is not None and self._pulls_read.get(pull_number) == pull.updated_at:
             return None  # nothing was reviewed or said since it was read and found wanting
-        self._pulls_read[pull_number] = pull.updated_at
         feedback = feedback_to_handle(
             reviews=self._gh.pull_reviews(self.owner, self.name, pull_number),
             review_comments=self._gh.pull_review_comments(self.owner, self.name, pull_number),
@@ -322,9 +346,47 @@ class RepositoryPoll:
             own_markers=(CLAIM_MARKER, COMMENT_MARKER, REPLY_MARKER_PREFIX),
         )
         if not feedback:
+            # Remembered only once every read succeeded, and not for a change of the last few
+            # seconds: GitHub's stamps count whole seconds, and a review in the same second
+            # would not move them.
+            settled = pull.updated_at is not None and (
+                self._clock.now() - pull.updated_at > timedelta(seconds=5)
+            )
+            if settled:
+                self._pulls_read[pull_number] = pull.updated_at
             return None
         self._pulls_read.pop(pull_number, None)  # taken or not, look again next time
         return Pickup(latest.issue_number, review_of=latest.id)
+
+    def _give_back_unrecorded(
+        self,
+        repository: Repository,
+        issue: IssueSummary,
+        busy: str,
+        owner: str,
+        latest: Run | None,
+    ) -> None:
+        """A Run that died after it swapped the labels but before it was recorded left the
+        issue in-progress with nothing behind it: it is Ready again, for whoever polls first."""
+        number = issue.number
+        sweep = f"{self._sweeper}:sweep:{uuid.uuid4().hex[:8]}"
+        lease = self._store.acquire_lease(repository, number, sweep, timedelta(seconds=1200))
+        if lease is None:
+            return
+        try:
+            newest = self._store.latest_run(repository, number)
+            if (newest.id if newest else None) == (latest.id if latest else None):
+                self._gh.add_label(self.owner, self.name, number, self._rules.ready_label)
+                self._gh.remove_label(self.owner, self.name, number, busy)
+                self._activity.line(
+                    "sweep",
+                    f"a Run ({owner}) died after claiming the issue and before it was recorded; "
+                    f"{busy} replaced by {self._rules.ready_label}",
+                    repository=repository,
+                    issue_number=number,
+                )
+        finally:
+            self._store.release_lease(lease)
 
     @contextmanager
     def _holding(self, repository: Repository, number: int, latest: Run) -> Iterator[bool]:

@@ -242,7 +242,8 @@ class Delivery:
                 self._give_ready_back(ref, ready_taken)
                 raise
             if record is None:  # paused past the Lease before this Run was even recorded
-                self._give_ready_back(ref, ready_taken)  # the Run holding it now may want it
+                # The Run holding the issue now may want its Ready label; its in-progress stays.
+                self._give_ready_back(ref, ready_taken, busy_too=False)
                 raise keeper.lost_error()
             self._on_recorded(record.id)
             self.say(f"Run {record.id} on {ref}: {issue.title}")
@@ -259,6 +260,7 @@ class Delivery:
                 keeper,
                 ready_taken=ready_taken is not None,
                 feedback=feedback,
+                default_branch=repo.default_branch,
             )
 
     def _review_feedback(
@@ -393,7 +395,12 @@ class Delivery:
         return ready
 
     def _open_base_fix(
-        self, gh: GitHubPort, ref: IssueRef, base: str, failure: InheritedFailure
+        self,
+        gh: GitHubPort,
+        ref: IssueRef,
+        base: str,
+        failure: InheritedFailure,
+        default_branch: str,
     ) -> IssueInfo | None:
         """The Base fix issue for the checks red on the Base branch (one per branch and set
         of checks: an open one is found again by its marker, never opened twice), labelled to
@@ -401,14 +408,33 @@ class Delivery:
         would not have it: the Failed run still says what to do by hand."""
         checks = ", ".join(sorted(failure.checks))
         marker = base_fix_marker(base, failure.checks)
+        if base != default_branch:
+            # The daemon runs a Base fix against the default branch; another base is a
+            # person's to fix.
+            return None
         try:
             ready, merge = self._settings.ready_label, self._settings.merge_label
-            found = [
-                gh.issue(ref.owner, ref.repo, summary.number)
-                for summary in gh.issues_labelled(ref.owner, ref.repo, merge)
-                if not summary.is_pull_request
-            ]
-            issue = next((i for i in found if marker in i.body and i.state == "open"), None)
+
+            def existing() -> list[IssueInfo]:
+                found = [
+                    gh.issue(ref.owner, ref.repo, summary.number)
+                    for summary in gh.issues_labelled(ref.owner, ref.repo, merge, state="all")
+                    if not summary.is_pull_request
+                ]
+                return sorted((i for i in found if marker in i.body), key=lambda i: i.number)
+
+            earlier = existing()
+            if any(i.state != "open" for i in earlier) and not any(
+                i.state == "open" for i in earlier
+            ):
+                # A person closed the Base fix for these checks: theirs to decide, not again.
+                closed = next(i for i in earlier if i.state != "open")
+                self.say(
+                    f"a Base fix for {checks} on {base} was closed ({closed.html_url}); "
+                    "thirdshift opens no other"
+                )
+                return None
+            issue = next((i for i in earlier if i.state == "open"), None)
             if issue is None:
                 gh.ensure_label(
                     ref.owner, ref.repo, merge, "5319e7", "thirdshift runs this as a Merge run"
@@ -417,26 +443,39 @@ class Delivery:
                     ref.owner,
                     ref.repo,
                     title=f"Fix {checks} on {base}",
-                    body=base_fix_body(base, failure, ref, marker),
+                    body=base_fix_body(base, failure, marker),
                     labels=[ready, merge],
                 )
                 self.say(f"opened {issue.html_url} to fix {checks} on {base}")
-            gh.block_issue(ref.owner, ref.repo, ref.number, issue.number)
-            return issue
+                # Two Runs meeting the same red Base at once may each open one: the lowest
+                # number stays, the other is closed again.
+                first = next(i for i in existing() if i.state == "open")
+                if first.number != issue.number:
+                    gh.close_issue(ref.owner, ref.repo, issue.number)
+                    self.say(f"closed {issue.html_url} again: {first.html_url} was first")
+                    issue = first
         except ThirdshiftError as problem:
             self.say(f"warning: could not open an issue to fix {checks} on {base}: {problem}")
             return None
+        try:
+            gh.block_issue(ref.owner, ref.repo, ref.number, issue.number)
+        except ThirdshiftError as problem:
+            self.say(
+                f"warning: could not mark #{ref.number} blocked by {issue.html_url}: {problem}"
+            )
+        return issue
 
-    def _give_ready_back(self, ref: IssueRef, ready: str | None) -> None:
+    def _give_ready_back(self, ref: IssueRef, ready: str | None, *, busy_too: bool = True) -> None:
         """Undo a Claim on GitHub made before the Run could be recorded (best effort: the
-        issue gets its Ready label back and loses in-progress)."""
+        issue gets its Ready label back and, with ``busy_too``, loses in-progress)."""
         if ready is None:
             return
         with contextlib.suppress(ThirdshiftError):
             self._github.add_label(ref.owner, ref.repo, ref.number, ready)
-            self._github.remove_label(
-                ref.owner, ref.repo, ref.number, self._settings.in_progress_label
-            )
+            if busy_too:
+                self._github.remove_label(
+                    ref.owner, ref.repo, ref.number, self._settings.in_progress_label
+                )
 
     def _deliver(
         self,
@@ -451,6 +490,7 @@ class Delivery:
         *,
         ready_taken: bool,
         feedback: Feedback = NO_FEEDBACK,
+        default_branch: str = "",
     ) -> int:
         ref = request.issue
         gh = FencedGitHub(self._github, keeper.check)
@@ -570,6 +610,7 @@ class Delivery:
                     base=base,
                     pull=pull,
                     fence=keeper.check,
+                    fixing_base=BASE_FIX_MARKER_PREFIX in issue.body,
                 )
                 result = RepairLoop(
                     outside,
@@ -585,7 +626,7 @@ class Delivery:
             # A Base fix red from the same checks failed at its one job: no Base fix for it.
             own_fix = BASE_FIX_MARKER_PREFIX in issue.body
             if isinstance(failure, InheritedFailure) and self._settings.base_fix and not own_fix:
-                base_fix = self._open_base_fix(gh, ref, base, failure)
+                base_fix = self._open_base_fix(gh, ref, base, failure, default_branch)
                 if base_fix is not None:
                     failure = InheritedFailure(
                         f"{failure}; thirdshift opened {base_fix.html_url} to fix it as a Merge "
@@ -1000,13 +1041,14 @@ def base_fix_marker(base: str, checks: Sequence[str]) -> str:
     return f"{BASE_FIX_MARKER_PREFIX}{base}:{names} -->"
 
 
-def base_fix_body(base: str, failure: InheritedFailure, ref: IssueRef, marker: str) -> str:
-    """What the Base fix issue asks: make the named checks pass on the Base branch."""
+def base_fix_body(base: str, failure: InheritedFailure, marker: str) -> str:
+    """What the Base fix issue asks: make the named checks pass on the Base branch. The same
+    for every Run that meets these checks, so a retried opening finds its own issue."""
     listed = "\n".join(f"- `{name}`" for name in sorted(failure.checks))
     return (
         f"These checks fail on `{base}` at `{failure.base_sha[:7]}`, so every pull request "
         f"into `{base}` inherits them:\n\n{listed}\n\nMake them pass on `{base}` without "
-        f"changing what they check. #{ref.number} waits for this fix (it is blocked by this "
-        "issue). thirdshift runs it as a Merge run: once its CI is green it merges it.\n\n"
-        f"{marker}"
+        "changing what they check. The issues that met them wait for this fix (they are "
+        "blocked by this issue). thirdshift runs it as a Merge run: once its CI is green it "
+        f"merges it.\n\n{marker}"
     )

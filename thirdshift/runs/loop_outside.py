@@ -62,7 +62,9 @@ class RunLoopOutside:
         base: str,
         pull: PullRequestInfo,
         fence: Callable[[], None],
+        fixing_base: bool = False,
     ) -> None:
+        self._fixing_base = fixing_base
         self._fence = fence
         self.base_branch = base
         self._gh = github
@@ -160,6 +162,8 @@ class RunLoopOutside:
         return result
 
     def inherited(self, failed: Sequence[str], base_sha: str) -> tuple[str, ...]:
+        if self._fixing_base:  # a Base fix's red checks are the very ones it must fix
+            return ()
         checks = _Checks(self._gh, self._ref)
         return inherited_failures(
             failed, checks.check_runs(base_sha), checks.commit_statuses(base_sha)

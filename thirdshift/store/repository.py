@@ -644,6 +644,24 @@ class Store:
             ).first()
             return None if row is None else _lease(row.model_dump())
 
+    def unrecorded_claim(
+        self, repository: Repository, issue_number: int, *, now: datetime | None = None
+    ) -> Lease | None:
+        """The issue's Lease when its holder died between taking it and recording a Run (never
+        released, run out, no Run attached): its Claim on GitHub may be half made."""
+        with self._session() as session:
+            now = now or self._lease_now(session)
+            row = session.exec(
+                select(ClaimRow).where(
+                    ClaimRow.repository_id == repository.id,
+                    ClaimRow.issue_number == issue_number,
+                    ClaimRow.owner != RELEASED,
+                    col(ClaimRow.run_id).is_(None),
+                    col(ClaimRow.expires_at) <= now,
+                )
+            ).first()
+            return None if row is None else _lease(row.model_dump())
+
     def earlier_runs(self, run: Run, *, limit: int = 5) -> list[Run]:
         """The Runs on the same issue of the same repository before ``run``, newest first."""
         with self._session() as session:
