@@ -776,6 +776,53 @@ def test_runs_go_side_by_side_within_both_limits(world: RunWorld) -> None:
     assert len(dw.lines("end")) == 9
 
 
+class _SlowPoll(_ListedPoll):
+    """A poll still running when the daemon is told to stop: it ends only after the stop."""
+
+    def __init__(self, store: Store, stop: threading.Event, started: threading.Event) -> None:
+        super().__init__(store, "acme", "widgets", [])
+        self._stop, self._started = stop, started
+
+    def __call__(self) -> list[Pickup]:
+        self._started.set()
+        self._stop.wait(30)
+        time.sleep(1.5)  # the daemon is inside its shutdown by now
+        return []
+
+
+def test_a_daemon_stopped_while_a_poll_runs_waits_for_it_and_exits(world: RunWorld) -> None:
+    """SIGTERM lands while a poll is still asking GitHub: the poll ends, publishes what it saw,
+    and the daemon returns. (The poll's publishing once asked the scheduler while its
+    shutdown held the scheduler's lock waiting for that very poll: neither ever went on.)"""
+    dw = DaemonWorld(world)
+    started = threading.Event()
+    published: list[object] = []
+    dw.daemon = Daemon(
+        web_host="github.test",
+        start_run=lambda *_args, **_kwargs: 0,
+        store=world.store,
+        activity=dw.activity,
+        limits=Limits(
+            1, 1, poll_seconds=60, poll_jitter_seconds=0, reap_seconds=60, stop_seconds=5
+        ),
+        clock=dw.poll_clock,
+        stop=dw.stop,
+        progress=world.lines.append,
+        publish=published.append,
+    )
+    dw.daemon.watch(cast(RepositoryPoll, _SlowPoll(world.store, dw.stop, started)))
+    served: list[int] = []
+    serving = threading.Thread(target=lambda: served.append(dw.daemon.serve()), daemon=True)
+    serving.start()
+    assert started.wait(30)
+
+    dw.stop.set()
+    serving.join(timeout=30)
+
+    assert not serving.is_alive(), "the daemon never returned"
+    assert served == [0]
+
+
 def test_a_poll_that_fails_is_logged_and_tried_again_next_cycle(dw: DaemonWorld) -> None:
     number = dw.ready_issue("After the outage")
     dw.world.github.fail_next("issues_labelled", GitHubError("GitHub answered 502", 502))

@@ -272,10 +272,13 @@ class Daemon:
         finally:
             self._activity.line("stop", "daemon stopping: no new work; saving the running Runs")
             self._publish_state()
+            # A poll still running publishes the state as it ends, which asks the scheduler
+            # for its next runs; shutdown holds the scheduler's lock while it waits for that
+            # poll, so the poll must not ask it (it would wait on shutdown, and shutdown on it).
+            self._scheduler = None
             scheduler.shutdown(wait=True)
             self._stop_runs()
             publisher.join(timeout=PUBLISH_SECONDS + 1)
-            self._scheduler = None
             self._publish_state(stopped=True)
         return 0
 
