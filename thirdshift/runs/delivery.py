@@ -274,8 +274,9 @@ class Delivery:
         """The review feedback waiting on the issue's open pull request, when thirdshift opened
         it (a person's own pull request is theirs to answer). A Rescue finds again what the
         crashed Run had taken: that Run never answered it."""
-        # A draft may be a person taking the pull request over: their words are for people.
-        if pull is None or pull.state != "open" or pull.draft:
+        # A draft is not skipped here: this Run was asked for (a label, by hand). The daemon
+        # proposes no review Repair of a draft of its own accord (a person may hold it).
+        if pull is None or pull.state != "open":
             return NO_FEEDBACK
         me = self._github.authenticated_login()
         if pull.author.lower() != me.lower():  # unknown counts as not ours
