@@ -18,6 +18,7 @@ import pytest
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_sessions import ScriptedSessions, git
 from thirdshift.clock import ManualClock
+from thirdshift.daemon import ActivityLog, ReadyRules, RepositoryPoll
 from thirdshift.git import Identity, ManagedClone
 from thirdshift.issue_url import IssueRef
 from thirdshift.notify import Notifier, ScriptedTarget, Target
@@ -172,3 +173,30 @@ def world(tmp_path: Path) -> Iterator[RunWorld]:
         )
     finally:
         store.close()
+
+
+def a_poll(world: RunWorld, clock: ManualClock | None = None) -> RepositoryPoll:
+    """A daemon's poll of acme/widgets against this world's GitHub and database, as the daemon
+    builds it (no Run of this process holds an issue)."""
+    when = clock or world.clock
+    return RepositoryPoll(
+        "acme",
+        "widgets",
+        github=world.github,
+        store=world.store,
+        rules=ReadyRules.of(
+            ready_label=READY, in_progress_label=BUSY, excluded_labels=[], settle_seconds=0
+        ),
+        activity=ActivityLog(
+            world.store,
+            daemon="d1",
+            directory=world.settings.home / "activity",
+            clock=when,
+            scrub=Scrubber([PLANTED_TOKEN]),
+            progress=world.lines.append,
+        ),
+        clock=when,
+        running_here=lambda _n: False,
+        stop_here=lambda _n, _why: None,
+        kept_worktree=lambda _b: False,
+    )

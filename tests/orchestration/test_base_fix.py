@@ -5,12 +5,10 @@ the Base fix first, as a Merge run, while the issue waits."""
 
 from __future__ import annotations
 
-from tests.orchestration.conftest import BUSY, PR_TEXT, READY, RunWorld
+from tests.orchestration.conftest import PR_TEXT, READY, RunWorld, a_poll
 from tests.support.scripted_sessions import commit_file
-from thirdshift.daemon import ActivityLog, ReadyRules, RepositoryPoll
 from thirdshift.records import CheckRun
 from thirdshift.runs.delivery import base_fix_marker
-from thirdshift.scrub import Scrubber
 
 MERGE = "thirdshift-merge"
 
@@ -82,30 +80,6 @@ def test_with_base_fix_on_the_run_opens_one_merge_run_issue_that_blocks_its_own(
     assert (
         len([i for i in world.github.repo_state.issues.values() if i.title.startswith("Fix lint")])
         == 1
-    )
-
-
-def a_poll(world: RunWorld) -> RepositoryPoll:
-    return RepositoryPoll(
-        "acme",
-        "widgets",
-        github=world.github,
-        store=world.store,
-        rules=ReadyRules.of(
-            ready_label=READY, in_progress_label=BUSY, excluded_labels=[], settle_seconds=0
-        ),
-        activity=ActivityLog(
-            world.store,
-            daemon="d1",
-            directory=world.settings.home / "activity",
-            clock=world.clock,
-            scrub=Scrubber([]),
-            progress=world.lines.append,
-        ),
-        clock=world.clock,
-        running_here=lambda _n: False,
-        stop_here=lambda _n, _why: None,
-        kept_worktree=lambda _b: False,
     )
 
 

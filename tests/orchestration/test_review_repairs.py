@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
+from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld, a_poll
 from tests.support.scripted_sessions import commit_file
 from thirdshift.clock import ManualClock
-from thirdshift.daemon import ActivityLog, ReadyRules, RepositoryPoll
 from thirdshift.issue_url import IssueRef
 from thirdshift.runs import RunRequest
 from thirdshift.runs.review import REPLY_MARKER_PREFIX
 from thirdshift.sandbox.github.state import Pull
-from thirdshift.scrub import Scrubber
 
 MAINTAINER, READER = "maintainer", "drive-by"
 
@@ -137,31 +135,7 @@ def test_the_daemon_picks_up_a_review_once_and_never_a_reader_s(world: RunWorld)
     a reader's, and none once a Run took the feedback."""
     pull = _ready_pull(world)
     clock = ManualClock(datetime.now(UTC))  # GitHub's stamps are real times
-    activity = ActivityLog(
-        world.store,
-        daemon="d1",
-        directory=world.settings.home / "activity",
-        clock=clock,
-        scrub=Scrubber([PLANTED_TOKEN]),
-        progress=world.lines.append,
-    )
-    poll = RepositoryPoll(
-        "acme",
-        "widgets",
-        github=world.github,
-        store=world.store,
-        rules=ReadyRules.of(
-            ready_label=READY,
-            in_progress_label=BUSY,
-            excluded_labels=[],
-            settle_seconds=0,
-        ),
-        activity=activity,
-        clock=clock,
-        running_here=lambda _n: False,
-        stop_here=lambda _n, _why: None,
-        kept_worktree=lambda _b: False,
-    )
+    poll = a_poll(world, clock)
     world.github.add_review(pull, READER, body="I want it gone.")
     assert poll() == []  # a change of the last seconds is read again...
     clock.advance(10)
@@ -206,30 +180,6 @@ def test_no_review_repair_on_a_pull_request_a_person_opened(world: RunWorld) -> 
     assert "Rename it" not in world.sessions.prompts["implement"]
 
 
-def review_poll(world: RunWorld, clock: ManualClock) -> RepositoryPoll:
-    return RepositoryPoll(
-        "acme",
-        "widgets",
-        github=world.github,
-        store=world.store,
-        rules=ReadyRules.of(
-            ready_label=READY, in_progress_label=BUSY, excluded_labels=[], settle_seconds=0
-        ),
-        activity=ActivityLog(
-            world.store,
-            daemon="d1",
-            directory=world.settings.home / "activity",
-            clock=clock,
-            scrub=Scrubber([PLANTED_TOKEN]),
-            progress=world.lines.append,
-        ),
-        clock=clock,
-        running_here=lambda _n: False,
-        stop_here=lambda _n, _why: None,
-        kept_worktree=lambda _b: False,
-    )
-
-
 def test_no_review_repair_while_a_person_holds_the_pull_request_as_a_draft(
     world: RunWorld,
 ) -> None:
@@ -240,7 +190,7 @@ def test_no_review_repair_while_a_person_holds_the_pull_request_as_a_draft(
     world.github.convert_to_draft("acme", "widgets", pull)
     world.github.add_review(pull, MAINTAINER, body="I take it from here, @thirdshift.")
 
-    assert review_poll(world, ManualClock(datetime.now(UTC)))() == []
+    assert a_poll(world, ManualClock(datetime.now(UTC)))() == []
 
 
 def test_a_rescue_of_a_crashed_review_repair_answers_the_review_it_had_taken(
