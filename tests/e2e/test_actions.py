@@ -147,6 +147,23 @@ def start_on_runner(
     return process, runner_dir
 
 
+# Fix add() and commit, then hang (for a cancel); a later Run gets the rest: the PR and an end.
+HANG = [
+    {"tool_calls": [bash(write_file_command("calc.py", CALC_FIXED), "fix")]},
+    {"tool_calls": [bash("git add calc.py && git commit -qm 'Make add() add'", "commit")]},
+    {"hang": True},
+    {"tool_calls": [bash(pull_request_file("Make add() add", "Closes #1"), "pr")]},
+    {"text": "Finished what the earlier Run started."},
+]
+
+
+def until_the_session_hangs(world: RunWorld) -> None:
+    deadline = time.monotonic() + 120
+    while not any(r.get("turn") == 2 for r in world.model.requests()):
+        assert time.monotonic() < deadline, "the session never reached its hang"
+        time.sleep(0.2)
+
+
 def an_app(world: RunWorld) -> AppSecrets:
     """A GitHub App installed on the repository: its pushes start CI, as a workflow's own
     GITHUB_TOKEN's do not."""
@@ -358,21 +375,11 @@ def test_a_cancelled_job_saves_the_work_inside_github_s_cancellation_window(
     """GitHub cancels a job with SIGINT, SIGTERM 7.5 s later and a kill 2.5 s after that: with
     the workflow's settings the Run pushes its work, comments and records it before the kill,
     and a Run started by hand afterwards (on a fresh runner) continues it to a pull request."""
-    hang = [
-        {"tool_calls": [bash(write_file_command("calc.py", CALC_FIXED), "fix")]},
-        {"tool_calls": [bash("git add calc.py && git commit -qm 'Make add() add'", "commit")]},
-        {"hang": True},
-        {"tool_calls": [bash(pull_request_file("Make add() add", "Closes #1"), "pr")]},
-        {"text": "Finished what the earlier Run started."},
-    ]
-    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": hang}])
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": HANG}])
     worlds.append(world)
     app = an_app(world)
     job, _ = start_on_runner(world, event(world), "job", app=app, GITHUB_RUN_ID="77")
-    deadline = time.monotonic() + 120
-    while not any(r.get("turn") == 2 for r in world.model.requests()):
-        assert time.monotonic() < deadline, "the session never reached its hang"
-        time.sleep(0.2)
+    until_the_session_hangs(world)
 
     cancel_as_github(job)
     _, stderr = job.communicate()
@@ -410,21 +417,11 @@ def test_a_job_killed_before_its_salvage_ends_leaves_what_reached_origin_to_the_
     commit at once, but SIGTERM finds it still waiting on GitHub and the kill 2.5 s later cuts
     its comment short. Nothing that reached origin is lost: a Run started by hand on a fresh
     runner says it continues the branch and takes it to a ready pull request."""
-    hang = [
-        {"tool_calls": [bash(write_file_command("calc.py", CALC_FIXED), "fix")]},
-        {"tool_calls": [bash("git add calc.py && git commit -qm 'Make add() add'", "commit")]},
-        {"hang": True},
-        {"tool_calls": [bash(pull_request_file("Make add() add", "Closes #1"), "pr")]},
-        {"text": "Finished what the earlier Run started."},
-    ]
-    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": hang}])
+    world = start_world(tmp_path, [{"name": "implement", "marker": MARKER, "turns": HANG}])
     worlds.append(world)
     app = an_app(world)
     job, _ = start_on_runner(world, event(world), "job", app=app)
-    deadline = time.monotonic() + 120
-    while not any(r.get("turn") == 2 for r in world.model.requests()):
-        assert time.monotonic() < deadline, "the session never reached its hang"
-        time.sleep(0.2)
+    until_the_session_hangs(world)
     world.stand_in.set_faults(Faults(delay_ms=4000))
 
     cancel_as_github(job)

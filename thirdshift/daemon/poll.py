@@ -28,10 +28,8 @@ from thirdshift.daemon.ready import (
 )
 from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run
-from thirdshift.runs.claims import CLAIM_MARKER
-from thirdshift.runs.failed_run import COMMENT_MARKER
 from thirdshift.runs.ports import NO_NOTIFIER, Notifier
-from thirdshift.runs.review import REPLY_MARKER_PREFIX, feedback_to_handle
+from thirdshift.runs.review import read_feedback
 from thirdshift.store import Store
 
 
@@ -280,7 +278,15 @@ class RepositoryPoll:
             and dead is not None
             and (latest is None or latest.started_at < dead.acquired_at)
         ):
-            self._give_back_unrecorded(repository, issue, busy, dead.owner, latest)
+            with self._holding(repository, number, latest) as held:
+                if held:
+                    self._hand_back(
+                        repository,
+                        number,
+                        busy,
+                        f"a Run ({dead.owner}) died after claiming the issue and before it was "
+                        "recorded",
+                    )
             return None
         if latest is None:
             return None
@@ -305,17 +311,28 @@ class RepositoryPoll:
         # Nothing reached origin: the issue is Ready again, for whoever polls first.
         with self._holding(repository, number, latest) as held:
             if held:
-                self._gh.add_label(self.owner, self.name, number, self._rules.ready_label)
-                self._gh.remove_label(self.owner, self.name, number, busy)
-                self._activity.line(
-                    "sweep",
-                    f"Run {latest.id} crashed before anything reached origin; {busy} replaced "
-                    f"by {self._rules.ready_label}",
-                    repository=repository,
-                    issue_number=number,
+                self._hand_back(
+                    repository,
+                    number,
+                    busy,
+                    f"Run {latest.id} crashed before anything reached origin",
                     run_id=latest.id,
                 )
         return None
+
+    def _hand_back(
+        self, repository: Repository, number: int, busy: str, why: str, run_id: int | None = None
+    ) -> None:
+        """Ready again, for whoever polls first (under the sweep's Lease)."""
+        self._gh.add_label(self.owner, self.name, number, self._rules.ready_label)
+        self._gh.remove_label(self.owner, self.name, number, busy)
+        self._activity.line(
+            "sweep",
+            f"{why}; {busy} replaced by {self._rules.ready_label}",
+            repository=repository,
+            issue_number=number,
+            run_id=run_id,
+        )
 
     def _review_pickup(self, repository: Repository, latest: Run) -> Pickup | None:
         """A review Repair when the pull request ``latest`` opened (and left ready) is still
@@ -335,15 +352,15 @@ class RepositoryPoll:
             return None
         if pull.updated_at is not None and self._pulls_read.get(pull_number) == pull.updated_at:
             return None  # nothing was reviewed or said since it was read and found wanting
-        feedback = feedback_to_handle(
-            reviews=self._gh.pull_reviews(self.owner, self.name, pull_number),
-            review_comments=self._gh.pull_review_comments(self.owner, self.name, pull_number),
-            comments=self._gh.issue_comments(self.owner, self.name, pull_number),
+        feedback = read_feedback(
+            self._gh,
+            self.owner,
+            self.name,
+            pull_number,
             me=me,
             handle=self._rules.review_handle,
             role_of=self._role,
             handled=self._store.handled_feedback(repository, pull_number),
-            own_markers=(CLAIM_MARKER, COMMENT_MARKER, REPLY_MARKER_PREFIX),
         )
         if not feedback:
             # Remembered only once every read succeeded, and not for a change of the last few
@@ -358,40 +375,10 @@ class RepositoryPoll:
         self._pulls_read.pop(pull_number, None)  # taken or not, look again next time
         return Pickup(latest.issue_number, review_of=latest.id)
 
-    def _give_back_unrecorded(
-        self,
-        repository: Repository,
-        issue: IssueSummary,
-        busy: str,
-        owner: str,
-        latest: Run | None,
-    ) -> None:
-        """A Run that died after it swapped the labels but before it was recorded left the
-        issue in-progress with nothing behind it: it is Ready again, for whoever polls first."""
-        number = issue.number
-        sweep = f"{self._sweeper}:sweep:{uuid.uuid4().hex[:8]}"
-        lease = self._store.acquire_lease(repository, number, sweep, timedelta(seconds=1200))
-        if lease is None:
-            return
-        try:
-            newest = self._store.latest_run(repository, number)
-            if (newest.id if newest else None) == (latest.id if latest else None):
-                self._gh.add_label(self.owner, self.name, number, self._rules.ready_label)
-                self._gh.remove_label(self.owner, self.name, number, busy)
-                self._activity.line(
-                    "sweep",
-                    f"a Run ({owner}) died after claiming the issue and before it was recorded; "
-                    f"{busy} replaced by {self._rules.ready_label}",
-                    repository=repository,
-                    issue_number=number,
-                )
-        finally:
-            self._store.release_lease(lease)
-
     @contextmanager
-    def _holding(self, repository: Repository, number: int, latest: Run) -> Iterator[bool]:
+    def _holding(self, repository: Repository, number: int, latest: Run | None) -> Iterator[bool]:
         """The issue's Lease for one sweep, if nobody holds it and ``latest`` is still the
-        issue's newest Run (no Run started since the poll looked)."""
+        issue's newest Run (no Run started since the poll looked; None: still none)."""
         owner = f"{self._sweeper}:sweep:{uuid.uuid4().hex[:8]}"
         # Longer than any wait of the poll's GitHub adapter (a rate limit, 900 s at most), so
         # the Lease cannot lapse between the sweep's two label writes.
@@ -401,7 +388,7 @@ class RepositoryPoll:
             return
         try:
             newest = self._store.latest_run(repository, number)
-            yield newest is not None and newest.id == latest.id
+            yield (newest.id if newest else None) == (latest.id if latest else None)
         finally:
             self._store.release_lease(lease)
 

@@ -288,6 +288,12 @@ class FencedGitHub:
         return self._gh.rerun_failed_jobs(owner, name, run_id)
 
 
+def add_in_progress(github: GitHubPort, ref: IssueRef, label: str) -> None:
+    """Put the in-progress ``label`` on the issue, making the repository's label first."""
+    github.ensure_label(ref.owner, ref.repo, label, "fbca04", "thirdshift is working on this issue")
+    github.add_label(ref.owner, ref.repo, ref.number, label)
+
+
 def claim_labels(
     github: GitHubPort,
     ref: IssueRef,
@@ -311,10 +317,7 @@ def claim_labels(
         return Claim(had_ready_label=False, added_label=False)
     # One label at a time, never the whole set: a label a person adds meanwhile must stay.
     if not had_busy:
-        github.ensure_label(
-            ref.owner, ref.repo, busy, "fbca04", "thirdshift is working on this issue"
-        )
-        github.add_label(ref.owner, ref.repo, ref.number, busy)
+        add_in_progress(github, ref, busy)
     if had_ready and not ready_taken:
         ready_name = next(label for label in labels if label.lower() == ready.lower())
         github.remove_label(ref.owner, ref.repo, ref.number, ready_name)

@@ -35,6 +35,7 @@ from thirdshift.runs.claims import (
     Claim,
     FencedGitHub,
     LeaseKeeper,
+    add_in_progress,
     claim_comment,
     claim_labels,
 )
@@ -58,9 +59,8 @@ from thirdshift.runs.repair_loop import (
 )
 from thirdshift.runs.review import (
     NO_FEEDBACK,
-    REPLY_MARKER_PREFIX,
     Feedback,
-    feedback_to_handle,
+    read_feedback,
     reply_marker,
     review_prompt,
     review_reply,
@@ -292,15 +292,15 @@ class Delivery:
                     roles[login] = "none"
             return roles[login]
 
-        feedback = feedback_to_handle(
-            reviews=self._github.pull_reviews(ref.owner, ref.repo, pull.number),
-            review_comments=self._github.pull_review_comments(ref.owner, ref.repo, pull.number),
-            comments=self._github.issue_comments(ref.owner, ref.repo, pull.number),
+        feedback = read_feedback(
+            self._github,
+            ref.owner,
+            ref.repo,
+            pull.number,
             me=me,
             handle=self._settings.review_handle,
             role_of=role_of,
             handled=self._store.handled_feedback(repository, pull.number) - rescued,
-            own_markers=(CLAIM_MARKER, COMMENT_MARKER, REPLY_MARKER_PREFIX),
         )
         if feedback.ignored:
             self.say(
@@ -384,10 +384,7 @@ class Delivery:
         # neither label (a crash then would leave nothing for a daemon's sweep to find).
         busy = self._settings.in_progress_label
         try:
-            self._github.ensure_label(
-                ref.owner, ref.repo, busy, "fbca04", "thirdshift is working on this issue"
-            )
-            self._github.add_label(ref.owner, ref.repo, ref.number, busy)
+            add_in_progress(self._github, ref, busy)
         except ThirdshiftError:
             with contextlib.suppress(ThirdshiftError):
                 self._github.add_label(ref.owner, ref.repo, ref.number, ready)

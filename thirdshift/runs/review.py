@@ -13,8 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from thirdshift.records import Comment, IssueInfo, PullRequestInfo, Review, ReviewComment
+from thirdshift.runs.claims import CLAIM_MARKER
+from thirdshift.runs.failed_run import COMMENT_MARKER
 from thirdshift.runs.prompts import PULL_REQUEST_FILE, cut_bytes
 
 # Who may ask thirdshift for changes: people who could push the change themselves.
@@ -149,6 +152,43 @@ def feedback_to_handle(
             continue
         take(key, said.author, [ReviewNote(said.author, said.body.strip())])
     return Feedback(tuple(keys), tuple(notes), tuple(reviewers), ignored)
+
+
+class FeedbackReads(Protocol):
+    """What finding review feedback reads of GitHub (the Run's port and the daemon's both)."""
+
+    def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]: ...
+
+    def pull_review_comments(
+        self, owner: str, name: str, number: int
+    ) -> tuple[ReviewComment, ...]: ...
+
+    def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]: ...
+
+
+def read_feedback(
+    github: FeedbackReads,
+    owner: str,
+    name: str,
+    pull_number: int,
+    *,
+    me: str,
+    handle: str,
+    role_of: Callable[[str], str],
+    handled: frozenset[str],
+) -> Feedback:
+    """The feedback waiting on pull request ``pull_number``, from its reviews, line comments
+    and comments; thirdshift's own marked comments are never feedback."""
+    return feedback_to_handle(
+        reviews=github.pull_reviews(owner, name, pull_number),
+        review_comments=github.pull_review_comments(owner, name, pull_number),
+        comments=github.issue_comments(owner, name, pull_number),
+        me=me,
+        handle=handle,
+        role_of=role_of,
+        handled=handled,
+        own_markers=(CLAIM_MARKER, COMMENT_MARKER, REPLY_MARKER_PREFIX),
+    )
 
 
 def _note(comment: ReviewComment) -> ReviewNote:
