@@ -14,12 +14,15 @@ import re
 import shutil
 import socket
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+from apscheduler.triggers.cron import CronTrigger
 
 from thirdshift.actions import Runner, decide, read_event
 from thirdshift.clock import Clock, SystemClock
@@ -45,11 +48,12 @@ from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
 from thirdshift.notify import AppriseTarget, Notifier, Target, WebhookTarget
 from thirdshift.records import ProviderOutage, RepoInfo, Run, SessionRecord
 from thirdshift.runs import Delivery, RunRequest
+from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
 from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions, Fallback
 from thirdshift.sessions.ledger import Budgets, unpriced_harnesses
-from thirdshift.settings import Settings, check_repository_name, load_settings
+from thirdshift.settings import Settings, check_repository_name, cron_trigger, load_settings
 from thirdshift.store import Store
 from thirdshift.web import StatusServer, StorePageSource, make_app
 from thirdshift.web.server import is_loopback, parse_address
@@ -75,43 +79,44 @@ def hidden_from_agents(settings: Settings, environ: Mapping[str, str]) -> tuple[
     return tuple(found)
 
 
-def run_issue(
+@dataclass(frozen=True)
+class _RunParts:
+    """What a Run and an Architect run are built from: one scrubber, one clock, the GitHub
+    adapter, the Harness's sessions and the managed clone."""
+
+    scrub: Scrubber
+    say: Callable[[str], None]
+    clock: Clock
+    github: GitHub
+    session_source: CliSessions
+    clone_of: Callable[[IssueRef, RepoInfo], ManagedClone]
+    environ: Mapping[str, str]
+    store: Store
+
+
+@contextmanager
+def _run_parts(
     settings: Settings,
-    request: RunRequest,
+    owner: str,
+    name: str,
     *,
     environ: Mapping[str, str],
     progress: Callable[[str], None],
-    emit_url: Callable[[str], None],
     interrupt: threading.Event,
-    agent_environ: Mapping[str, str] | None = None,
-    store: Store | None = None,
-    claimant: str = "thirdshift run",
-    stopped_because: Callable[[], str | None] = lambda: None,
-    on_recorded: Callable[[int], None] = lambda _run_id: None,
-    on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
-    on_checks: Callable[[str], None] = lambda _checks: None,
-) -> int:
-    """Run one issue and return the exit status. Errors before the Run starts (pre-flight)
-    are reported on ``progress`` and change nothing.
-
-    ``environ`` is thirdshift's own process environment: its secrets are scrubbed and emptied
-    for git. ``agent_environ`` (default: the same) is what the Harness's environment is built
-    from; the demo gives one pointing the CLI at the scripted model server.
-
-    A daemon passes its ``store`` (shared by its Runs), its name as ``claimant``, what says
-    why it stopped a Run (``stopped_because``) and what learns the Run's id once it is recorded
-    (``on_recorded``) and what learns of a provider outage (``on_outage``: the daemon's
-    pauses); each Run still gets its own clock, GitHub adapter and interrupt. ``on_checks``
-    learns what CI said of the head a Run reached its goal on (the job summary shows it)."""
+    agent_environ: Mapping[str, str] | None,
+    store: Store | None,
+    on_outage: Callable[[ProviderOutage], None],
+) -> Iterator[_RunParts]:
+    """The parts, after the local pre-flight (Harnesses on PATH, the home, the sandbox) and
+    before anything else; the database is opened (unless ``store`` is given) and closed."""
     known = [*credential_secrets(settings), *setting_secrets(settings)]
     harness_base = environ if agent_environ is None else agent_environ
-    agent_secrets = [value for name, value in harness_base.items() if looks_secret(name)]
+    agent_secrets = [value for key, value in harness_base.items() if looks_secret(key)]
     scrub = Scrubber.from_environment(environ, [*known, *agent_secrets])
 
     def say(line: str) -> None:
         progress(scrub(line))
 
-    check_same_host(request.issue, settings.github_api_url)
     harness = harness_named(
         settings.harness,
         extra_args=[*settings.harness_args, *settings.harness_options.get(settings.harness, [])],
@@ -120,10 +125,10 @@ def run_issue(
     # Run's harness_args and model belong to its own Harness and never cross over.
     fallbacks = tuple(
         Fallback(
-            harness_named(name, extra_args=settings.harness_options.get(name, [])),
-            settings.model_for(name),
+            harness_named(fallback, extra_args=settings.harness_options.get(fallback, [])),
+            settings.model_for(fallback),
         )
-        for name in settings.fallback_harnesses
+        for fallback in settings.fallback_harnesses
     )
     for fallback in fallbacks:
         # Found out now, not after the first Harness's provider has failed and its retries ran.
@@ -155,9 +160,7 @@ def run_issue(
     # Every wait (GitHub's retries and rate limits, CI polls) ends at once on Ctrl-C or SIGTERM.
     clock = SystemClock(interrupt)
     identity = Identity(settings.git_user_name, settings.git_user_email)
-    credentials = _credentials(
-        settings, request.issue.owner, request.issue.repo, clock=clock, scrub=scrub, progress=say
-    )
+    credentials = _credentials(settings, owner, name, clock=clock, scrub=scrub, progress=say)
 
     def clone_of(ref: IssueRef, repo: RepoInfo) -> ManagedClone:
         return ManagedClone(
@@ -184,10 +187,11 @@ def run_issue(
     if store is None:
         store = Store.open(settings.effective_database_url)
     try:
-        delivery = Delivery(
-            settings=settings,
+        yield _RunParts(
+            scrub=scrub,
+            say=say,
+            clock=clock,
             github=_adapter(settings, credentials, scrub=scrub, clock=clock, progress=say),
-            store=store,
             session_source=CliSessions(
                 harness=harness,
                 store=store,
@@ -210,27 +214,129 @@ def run_issue(
                 provider_wait_seconds=settings.provider_wait_seconds,
                 on_outage=on_outage,
             ),
-            clones=clone_of,
+            clone_of=clone_of,
             environ=harness_base,
-            scrub=scrub,
-            clock=clock,
-            progress=say,
+            store=store,
+        )
+    finally:
+        if own_store:
+            store.close()
+
+
+def run_issue(
+    settings: Settings,
+    request: RunRequest,
+    *,
+    environ: Mapping[str, str],
+    progress: Callable[[str], None],
+    emit_url: Callable[[str], None],
+    interrupt: threading.Event,
+    agent_environ: Mapping[str, str] | None = None,
+    store: Store | None = None,
+    claimant: str = "thirdshift run",
+    stopped_because: Callable[[], str | None] = lambda: None,
+    on_recorded: Callable[[int], None] = lambda _run_id: None,
+    on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
+    on_checks: Callable[[str], None] = lambda _checks: None,
+) -> int:
+    """Run one issue and return the exit status. Errors before the Run starts (pre-flight)
+    are reported on ``progress`` and change nothing.
+
+    ``environ`` is thirdshift's own process environment: its secrets are scrubbed and emptied
+    for git. ``agent_environ`` (default: the same) is what the Harness's environment is built
+    from; the demo gives one pointing the CLI at the scripted model server.
+
+    A daemon passes its ``store`` (shared by its Runs), its name as ``claimant``, what says
+    why it stopped a Run (``stopped_because``) and what learns the Run's id once it is recorded
+    (``on_recorded``) and what learns of a provider outage (``on_outage``: the daemon's
+    pauses); each Run still gets its own clock, GitHub adapter and interrupt. ``on_checks``
+    learns what CI said of the head a Run reached its goal on (the job summary shows it)."""
+    check_same_host(request.issue, settings.github_api_url)
+    with _run_parts(
+        settings,
+        request.issue.owner,
+        request.issue.repo,
+        environ=environ,
+        progress=progress,
+        interrupt=interrupt,
+        agent_environ=agent_environ,
+        store=store,
+        on_outage=on_outage,
+    ) as parts:
+        delivery = Delivery(
+            settings=settings,
+            github=parts.github,
+            store=parts.store,
+            session_source=parts.session_source,
+            clones=parts.clone_of,
+            environ=parts.environ,
+            scrub=parts.scrub,
+            clock=parts.clock,
+            progress=parts.say,
             interrupt=interrupt,
             emit_url=emit_url,
             claimant=claimant,
             stopped_because=stopped_because,
             on_recorded=on_recorded,
-            notifier=notifier_of(settings, scrub=scrub, progress=say),
+            notifier=notifier_of(settings, scrub=parts.scrub, progress=parts.say),
             on_checks=on_checks,
         )
         try:
             return delivery.run(request)
         except ThirdshiftError as error:
-            say(f"thirdshift: {error}")
+            parts.say(f"thirdshift: {error}")
             return error.exit_code
-    finally:
-        if own_store:
-            store.close()
+
+
+def run_architect(
+    settings: Settings,
+    request: ArchitectRequest,
+    *,
+    environ: Mapping[str, str],
+    progress: Callable[[str], None],
+    emit_url: Callable[[str], None],
+    interrupt: threading.Event,
+    store: Store | None = None,
+    claimant: str = "thirdshift architect",
+    on_recorded: Callable[[int], None] = lambda _run_id: None,
+    on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
+) -> int:
+    """One Architect run on ``request``'s repository; the exit status (0 published, covered or
+    skipped; 1 failed; 3 another Architect run holds the repository). A daemon passes its
+    store, its name and what learns the Run's id, as for ``run_issue``."""
+    owner, name = check_repository_name(f"{request.owner}/{request.name}")
+    with _run_parts(
+        settings,
+        owner,
+        name,
+        environ=environ,
+        progress=progress,
+        interrupt=interrupt,
+        agent_environ=None,
+        store=store,
+        on_outage=on_outage,
+    ) as parts:
+        architect = ArchitectRun(
+            settings=settings,
+            github=parts.github,
+            store=parts.store,
+            session_source=parts.session_source,
+            clones=parts.clone_of,
+            environ=parts.environ,
+            scrub=parts.scrub,
+            clock=parts.clock,
+            progress=parts.say,
+            interrupt=interrupt,
+            emit_url=emit_url,
+            web_host=web_host_of(settings.github_api_url),
+            claimant=claimant,
+            on_recorded=on_recorded,
+        )
+        try:
+            return architect.run(request)
+        except ThirdshiftError as error:
+            parts.say(f"thirdshift: {error}")
+            return error.exit_code
 
 
 def run_daemon(
@@ -348,7 +454,31 @@ def run_daemon(
                 on_outage=pauses.pause,
             )
 
+        def start_architect(
+            owner: str,
+            name: str,
+            interrupt: threading.Event,
+            run_progress: Callable[[str], None],
+            on_recorded: Callable[[int], None],
+        ) -> int:
+            return run_architect(
+                settings,
+                ArchitectRequest(owner=owner, name=name),
+                environ=environ,
+                progress=run_progress,
+                emit_url=lambda _url: None,  # the Activity log and the progress lines say it
+                interrupt=interrupt,
+                store=store,
+                claimant=f"daemon {daemon_name}",
+                on_recorded=on_recorded,
+                on_outage=pauses.pause,
+            )
+
         daemon = Daemon(
+            start_architect=start_architect,
+            architect_schedules=architect_schedules(
+                settings, [f"{o}/{n}" for o, n, _ in canonical]
+            ),
             web_host=web_host_of(settings.github_api_url),
             start_run=start_run,
             store=store,
@@ -404,6 +534,31 @@ def run_daemon(
                 server.stop()
     finally:
         store.close()
+
+
+def architect_schedules(
+    settings: Settings, watched: Sequence[str]
+) -> dict[str, Callable[[datetime], datetime | None]]:
+    """Each watched repository's Architect schedule (``architect_schedule``), by the name the
+    daemon polls it under. A schedule for a repository the daemon does not watch would never
+    fire: that is a mistake to name, not to ignore."""
+    by_lower = {full_name.lower(): full_name for full_name in watched}
+    found: dict[str, Callable[[datetime], datetime | None]] = {}
+    for repository, expression in settings.architect_schedule.items():
+        full_name = by_lower.get(repository.lower())
+        if full_name is None:
+            raise ConfigError(
+                f"architect_schedule names {repository}, which this daemon does not watch; add "
+                "it to repositories (or --repo), or take its schedule out"
+            )
+        found[full_name] = partial(_next_fire, cron_trigger(expression))
+    return found
+
+
+def _next_fire(trigger: CronTrigger, after: datetime) -> datetime | None:
+    """The schedule's first time strictly after ``after``: a run that starts on the minute is
+    not due again at once."""
+    return trigger.get_next_fire_time(None, after + timedelta(seconds=1))  # type: ignore[no-any-return]
 
 
 def run_event(

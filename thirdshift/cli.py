@@ -589,6 +589,64 @@ def run_command(
     sys.exit(status)
 
 
+@main.command("architect")
+@click.argument("repository", metavar="OWNER/NAME")
+@click.option(
+    "--focus",
+    default=None,
+    metavar="TEXT",
+    help="What the review looks at first (a part of the code, a worry).",
+)
+@click.option("--base", default=None, help="Base branch (default: the repository's default).")
+@click.option(
+    "--harness",
+    type=click.Choice(["claude", "codex"]),
+    default=None,
+    help="The Harness (default: the harness setting, claude).",
+)
+@click.option("--model", default=None, help="The Model the Harness uses.")
+def architect_command(
+    repository: str, focus: str | None, base: str | None, harness: str | None, model: str | None
+) -> None:
+    """Review the repository for its single best deepening opportunity and publish it for
+    people to triage: a Spec with Tickets (or one Ticket) labelled architect-plan and
+    needs-triage, or an idea labelled architect-idea; nothing when an issue already covers it.
+
+    Skipped (exit 0, one line why, the URL of what blocks it on stdout) while an Architect
+    plan is open, an Architect idea waits for triage, a Ready issue exists, or the weekly cap
+    is reached. Prints the published issue's URL on stdout. Exit 0 published, covered or
+    skipped; 1 failed (nothing more published); 2 usage error; 3 another Architect run works on
+    the repository."""
+    import os
+
+    from thirdshift.bootstrap import run_architect
+    from thirdshift.runs.architect import ArchitectRequest
+    from thirdshift.settings import check_repository_name, load_settings, with_harness
+
+    try:
+        owner, name = check_repository_name(repository)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    environ = dict(os.environ)
+    settings = _guarded(lambda: load_settings(environ))
+    settings = with_harness(settings, harness, model)
+    progress = progress_for(sys.stderr, environ)
+    interrupt = threading.Event()
+    with _signals_set(interrupt, progress, until_exit=True), _closing(progress):
+        try:
+            status = run_architect(
+                settings,
+                ArchitectRequest(owner=owner, name=name, focus=focus, base=base),
+                environ=environ,
+                progress=progress,
+                emit_url=_emit,
+                interrupt=interrupt,
+            )
+        except ThirdshiftError as error:
+            _fail(error)
+    sys.exit(status)
+
+
 @contextmanager
 def _closing(progress: Progress | LiveProgress) -> Iterator[None]:
     """Take the live status line away when the command ends, however it ends."""

@@ -167,6 +167,17 @@ class Run:
     last_session_log: str | None
     started_at: datetime
     ended_at: datetime | None
+    published: tuple[int, ...] = ()
+    """An Architect run's published issues, in order: the Spec (or the one Ticket, or the
+    idea), then its Tickets."""
+
+    @property
+    def subject(self) -> str:
+        """What the Run worked on, for people: ``owner/name#7``, or ``owner/name (Architect
+        run)`` for a Run with no issue."""
+        if self.kind == "architect":
+            return f"{self.repository.full_name} (Architect run)"
+        return f"{self.repository.full_name}#{self.issue_number}"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from apscheduler.triggers.cron import CronTrigger
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -52,6 +53,42 @@ def check_repository_name(text: str) -> tuple[str, str]:
         raise ValueError(f"'{text}' is not OWNER/NAME (for example octo-org/widgets)")
     owner, name = text.split("/")
     return owner, name
+
+
+def cron_trigger(expression: str) -> CronTrigger:
+    """The schedule of a five-field cron expression in UTC, or a ValueError saying the shape."""
+    try:
+        fields = expression.split()
+        if len(fields) == 5:  # cron counts weekdays from Sunday (0 or 7); APScheduler from Monday
+            fields[4] = _cron_weekdays(fields[4])
+        return CronTrigger.from_crontab(" ".join(fields), timezone="UTC")
+    except ValueError as error:
+        raise ValueError(
+            f"'{expression}' is not a cron expression of five fields (minute hour day month "
+            f"weekday), like '0 3 * * 1' for Mondays at 03:00 UTC: {error}"
+        ) from None
+
+
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def _cron_weekdays(field: str) -> str:
+    """Cron's weekday field with its numbers as names (``1-5`` is ``mon,tue,wed,thu,fri``),
+    which APScheduler reads as cron does."""
+    days: list[str] = []
+    for part in field.split(","):
+        span, _, step_text = part.partition("/")
+        if not (span == "*" or span.replace("-", "").isdigit()):
+            return field  # names, or a shape APScheduler itself explains
+        step = int(step_text) if step_text.isdigit() else 1
+        if step_text and not step_text.isdigit():
+            return field
+        first, _, last = span.partition("-")
+        low, high = (0, 6) if span == "*" else (int(first), int(last or first))
+        if not (0 <= low <= 7 and 0 <= high <= 7 and low <= high and step >= 1):
+            raise ValueError(f"the weekday field '{field}' must count 0 to 7 (0 and 7 are Sunday)")
+        days += [_DAYS[day] for day in range(low, high + 1, step) if _DAYS[day] not in days]
+    return ",".join(days)
 
 
 def default_home(environ: Mapping[str, str]) -> Path:
@@ -260,6 +297,32 @@ class Settings(BaseSettings):
         default_factory=lambda: ["needs-triage", "needs-info", "ready-for-human", "wontfix"],
         description="An issue carrying any of these is never picked up, Ready label or not.",
     )
+
+    # -- Architect runs --------------------------------------------------------------------------
+    architect_schedule: dict[str, str] = Field(
+        default_factory=dict,
+        description="OWNER/NAME -> a cron expression (five fields, UTC, e.g. \"0 3 * * 1\"): "
+        "when the daemon makes an Architect run on that repository (at its first poll from "
+        "then on). A repository without one gets none from the daemon.",
+    )
+    architect_plans_per_week: int = Field(
+        default=1,
+        ge=1,
+        description="Architect plans and ideas published on one repository in 7 days, at most; "
+        "an Architect run after that is skipped.",
+    )
+    architect_max_tickets: int = Field(
+        default=5,
+        ge=1,
+        le=20,
+        description="Tickets one Architect plan may have; a result with more fails the run.",
+    )
+    architect_hand_over: bool = Field(
+        default=False,
+        description="Label a published plan's Tickets ready-for-agent (in place of "
+        "needs-triage) so the daemon runs them, each once its blockers close. Off: a person "
+        "triages the plan first.",
+    )
     http_token: SecretStr | None = Field(
         default=None,
         description="The token the daemon's status page asks for (required beyond loopback).",
@@ -391,6 +454,14 @@ class Settings(BaseSettings):
     def _owner_slash_name(cls, value: list[str]) -> list[str]:
         for entry in value:
             check_repository_name(entry)
+        return value
+
+    @field_validator("architect_schedule")
+    @classmethod
+    def _cron_per_repository(cls, value: dict[str, str]) -> dict[str, str]:
+        for repository, expression in value.items():
+            check_repository_name(repository)
+            cron_trigger(expression)
         return value
 
     @property

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -29,6 +29,7 @@ from thirdshift.errors import NotClaimed, ThirdshiftError
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import Repository
 from thirdshift.runs import RunRequest
+from thirdshift.runs.plans import ARCHITECT_ISSUE
 from thirdshift.store import Store
 
 RunStarter = Callable[
@@ -44,6 +45,18 @@ RunStarter = Callable[
 """Runs one issue to its end and returns the exit status: given the request, the Run's own
 interrupt, what says why it was stopped (None: a signal), where its progress lines go, and
 what learns the Run's id once it is recorded (its own id, never a newer Run's on the issue)."""
+
+ArchitectStarter = Callable[
+    [str, str, threading.Event, Callable[[str], None], Callable[[int], None]], int
+]
+"""Runs one Architect run on ``owner``, ``name`` and returns its exit status (0 also when
+skipped), given its interrupt, where its progress lines go and what learns its Run's id."""
+
+NextArchitectRun = Callable[[datetime], datetime | None]
+"""A repository's Architect schedule: the first time it asks for a run after the one given."""
+
+SKIPPED = "skipped: "
+"""How an Architect run's progress line says why it was skipped."""
 
 
 @dataclass
@@ -91,7 +104,15 @@ class Daemon:
         publish: Callable[[DaemonState], None] = lambda _state: None,
         pauses: Callable[[], tuple[PauseState, ...]] = tuple,
         rate_limit: Callable[[], int | None] = lambda: None,
+        start_architect: ArchitectStarter | None = None,
+        architect_schedules: Mapping[str, NextArchitectRun] | None = None,
     ) -> None:
+        self._start_architect = start_architect
+        self._schedules = dict(architect_schedules or {})
+        # Repository -> when its schedule next asks for an Architect run (due from then on,
+        # until one starts): computed from the daemon's start, so a restart never runs the
+        # passes it missed while it was down.
+        self._architect_next: dict[str, datetime | None] = {}
         self._name = name
         self._scrub = scrub
         self._publish = publish
@@ -316,12 +337,26 @@ class Daemon:
                 repository=_repository_or_none(poll),
             )
             return
+        if self._architect_due(poll.full_name):
+            pickups = [*pickups, Pickup(ARCHITECT_ISSUE, architect=True)]  # Ready issues first
         with self._lock:
             self._polled[poll.full_name] = (self._clock.now(), None)
             kept = [entry for entry in self._queue if entry[0] is not poll]
             self._queue = deque(kept + [(poll, pickup) for pickup in pickups])
         self._start_queued()
         self._publish_state()  # a person asking now sees this poll and what it started
+
+    def _architect_due(self, full_name: str) -> bool:
+        """Whether the repository's Architect schedule asks for a run now. It stays due until
+        one starts (a full daemon starts it once a slot is free)."""
+        schedule = self._schedules.get(full_name)
+        if schedule is None or self._start_architect is None:
+            return False
+        with self._lock:
+            if full_name not in self._architect_next:
+                self._architect_next[full_name] = schedule(self._started_at)
+            due = self._architect_next[full_name]
+        return due is not None and self._clock.now() >= due
 
     def _start_queued(self) -> None:
         with self._lock:
@@ -338,6 +373,9 @@ class Daemon:
                 if cooling is not None and cooling[1] > self._clock.monotonic():
                     continue
                 active = _Active(poll, pickup, self._clock.now())
+                if pickup.architect:  # the next one is due at the schedule's next time
+                    schedule = self._schedules[poll.full_name]
+                    self._architect_next[poll.full_name] = schedule(active.started_at)
                 active.thread = threading.Thread(
                     target=self._run,
                     args=(active,),
@@ -375,6 +413,9 @@ class Daemon:
             recorded.append(run_id)
             active.run_id = run_id
 
+        if pickup.architect:
+            self._architect(active)
+            return
         status = 1
         try:
             repository = poll.repository()
@@ -438,6 +479,76 @@ class Daemon:
             self._progress(f"{prefix}warning: could not write the Run's end: {error}")
         self._start_queued()  # a slot is free
         self._publish_state()
+
+    def _architect(self, active: _Active) -> None:
+        """An Architect run its schedule asked for, to its end, in the Activity log."""
+        poll = active.poll
+        prefix = f"[{poll.full_name} architect] "
+        said: list[str] = []
+        recorded: list[int] = []
+
+        def progress(line: str) -> None:
+            if line.startswith(("thirdshift: ", SKIPPED)):
+                said[:] = [line.removeprefix("thirdshift: ").removeprefix(SKIPPED)]
+            self._progress(prefix + line)
+
+        def on_recorded(run_id: int) -> None:
+            recorded.append(run_id)
+            active.run_id = run_id
+
+        status = 1
+        assert self._start_architect is not None
+        try:
+            repository = poll.repository()
+            self._activity.line(
+                "architect",
+                "the Architect schedule is due; starting an Architect run",
+                repository=repository,
+            )
+            status = self._start_architect(
+                poll.owner, poll.name, active.interrupt, progress, on_recorded
+            )
+        except ThirdshiftError as error:
+            status = error.exit_code
+            said[:] = [str(error)]
+        except Exception as error:  # one run's bug must not stop the others
+            said[:] = [f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift)"]
+        finally:
+            with self._lock:
+                self._active.pop((poll.full_name, ARCHITECT_ISSUE), None)
+        try:
+            self._architect_ended(poll, status, recorded[-1] if recorded else None, said)
+        except ThirdshiftError as error:
+            self._progress(f"{prefix}warning: could not write the Architect run's end: {error}")
+        self._start_queued()
+        self._publish_state()
+
+    def _architect_ended(
+        self, poll: RepositoryPoll, status: int, run_id: int | None, said: list[str]
+    ) -> None:
+        repository = poll.repository()
+        why = said[0] if said else None
+        if status != 0 and status != NotClaimed.exit_code:
+            with self._lock:
+                self._failures += 1
+        run = self._store.get_run(run_id) if run_id is not None else None
+        if run is not None:
+            message = f"Architect run {run.id} ended {run.state}" + (
+                f": {run.cause}" if run.cause else ""
+            )
+            if run.published:
+                message += f"; published {', '.join(f'#{n}' for n in run.published)}"
+            self._activity.line("end", message, repository=repository, run_id=run.id)
+        elif status == 0:
+            self._activity.line(
+                "skip", f"Architect run skipped: {why or 'nothing to do'}", repository=repository
+            )
+        else:
+            self._activity.line(
+                "end",
+                f"the Architect run stopped before it was recorded: {why or f'exit {status}'}",
+                repository=repository,
+            )
 
     def _ended(
         self,

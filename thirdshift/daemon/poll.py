@@ -42,6 +42,7 @@ class Pickup:
     rescue_of: int | None = None
     review_of: int | None = None  # a review Repair: that Run's pull request has feedback
     merge: bool = False  # a Merge run: the issue carries the merge label (a Base fix)
+    architect: bool = False  # an Architect run its schedule asks for (``number`` is 0: none)
 
 
 class RepositoryPoll:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
+from string import Template
 
-from thirdshift.records import Comment, IssueInfo
+from thirdshift.records import Comment, IssueInfo, IssueSummary
 from thirdshift.sessions.preamble import before_prompt
 
 PULL_REQUEST_FILE = ".thirdshift-pull-request.md"
@@ -186,3 +188,50 @@ it with a commit of your own, and say why in {PULL_REQUEST_FILE} (the whole pull
 a blank line, the body); never revert a person's commit silently. Run the tests in the
 foreground. Commit what you change. Do not push. If nothing needs changing, change nothing.
 """
+
+
+ARCHITECT_TITLES_BYTES = 24_000  # per list: the issue lists never crowd out the instructions
+
+
+def _issue_lines(issues: Sequence[IssueSummary]) -> str:
+    if not issues:
+        return "(none)"
+    lines = [
+        f"- #{issue.number} {issue.title[:120]}"
+        + (f" [{', '.join(issue.labels)}]" if issue.labels else "")
+        for issue in issues
+    ]
+    return cut_bytes("\n".join(lines), ARCHITECT_TITLES_BYTES, "[older issues left out]")
+
+
+def architect_prompt(
+    *,
+    repository: str,
+    base: str,
+    base_sha: str,
+    focus: str | None,
+    open_issues: Sequence[IssueSummary],
+    closed_issues: Sequence[IssueSummary],
+    result_file: str,
+    max_tickets: int,
+) -> str:
+    """The ``architect`` session's prompt (package data, ``architect_prompt.md``): the
+    repository's open and recently closed issues by number and title, bounded, and the result
+    file it must end with."""
+    template = Template(
+        resources.files("thirdshift.runs").joinpath("architect_prompt.md").read_text("utf-8")
+    )
+    return template.substitute(
+        repository=repository,
+        base=base,
+        base_sha=base_sha,
+        focus=(
+            f"\nLook first at what a person asked you to focus on: {focus.strip()}\n"
+            if focus and focus.strip()
+            else ""
+        ),
+        open_issues=_issue_lines(open_issues),
+        closed_issues=_issue_lines(closed_issues),
+        result_file=result_file,
+        max_tickets=max_tickets,
+    )

@@ -820,6 +820,34 @@ class Store:
             ).one()
             return int(count or 0)
 
+    # -- Architect runs --------------------------------------------------------------------
+
+    def architect_result(self, run_id: int) -> str | None:
+        """The result an Architect run kept (``thirdshift.runs.plans.result_to_json``)."""
+        with self._session() as session:
+            row = session.get(RunRow, run_id)
+            return None if row is None else row.architect_result
+
+    def architect_publications(self, repository: Repository, since: datetime) -> list[datetime]:
+        """When each Architect run of the repository since ``since`` published a plan or an
+        idea (it names issues it published), oldest first: the weekly cap counts these,
+        whichever daemon or command ran them."""
+        with self._session() as session:
+            rows = session.exec(
+                select(RunRow.started_at)
+                .where(
+                    RunRow.repository_id == repository.id,
+                    RunRow.kind == "architect",
+                    col(RunRow.published).is_not(None),
+                    RunRow.published != "",
+                    col(RunRow.started_at) >= since,
+                )
+                .order_by(col(RunRow.started_at))
+            ).all()
+            return [
+                moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment for moment in rows
+            ]
+
     def claim_notice(self, run_id: int) -> bool:
         """Take the one right to announce the Run's end: True for the first call on an ended
         Run, False ever after (and while it still runs). One conditional statement, so two

@@ -34,6 +34,7 @@ def run_record(row: RunRow, repository: Repository) -> Run:
         last_session_log=row.last_session_log,
         started_at=row.started_at,
         ended_at=row.ended_at,
+        published=tuple(int(n) for n in (row.published or "").split()),
     )
 
 

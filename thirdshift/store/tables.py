@@ -57,7 +57,7 @@ class RunRow(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     repository_id: int = Field(foreign_key="repositories.id", index=True)
     issue_number: int
-    kind: str = Field(max_length=20)  # run, merge, spec, architect
+    kind: str = Field(max_length=20)  # run, merge, architect
     state: str = Field(max_length=20, index=True)  # running, succeeded, failed, refused
     base_branch: str | None = Field(default=None, max_length=255)
     issue_branch: str | None = Field(default=None, max_length=255)
@@ -72,6 +72,10 @@ class RunRow(SQLModel, table=True):
     ended_at: datetime | None = _when(nullable=True)
     # When its end was announced to the notification targets (at most once: ADR 0018).
     notified_at: datetime | None = _when(nullable=True)
+    # An Architect run (migration 0007): the result its session left, as checked (kept so a
+    # Run after a crash mid-publish completes the same plan), and the issues it published.
+    architect_result: str | None = Field(default=None, sa_type=sa.Text)
+    published: str | None = Field(default=None, sa_type=sa.Text)  # numbers, space-separated
 
 
 class SessionRow(SQLModel, table=True):

@@ -1,0 +1,490 @@
+"""An Architect run: a session reviews the Base branch for its single best deepening
+opportunity, and thirdshift (never the agent, which holds no token) publishes what it found.
+
+Under the repository's Architect Lease (one Architect run at a time): first finish the
+publishing of an earlier Architect run that stopped half way (its result is in the database, its
+issues carry markers, so nothing is published twice); else the gates (``plans.architect_gate``);
+else an ``architect`` session in a detached Worktree at the Base branch's head, whose result
+file is checked and kept before anything is published. The Worktree is removed at the end:
+whatever the session changed or committed there is discarded, and nothing is pushed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from thirdshift.clock import Clock
+from thirdshift.errors import Interrupted, NotClaimed, NotFound, ThirdshiftError
+from thirdshift.git import Worktree, tracking
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import IssueInfo, IssueSummary, Lease, RepoInfo, Repository, Run
+from thirdshift.runs.claims import FencedGitHub, LeaseKeeper
+from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
+from thirdshift.runs.plans import (
+    ARCHITECT_ISSUE,
+    ARCHITECT_RESULT_FILE,
+    IDEA_LABEL,
+    PLAN_LABEL,
+    RESULT_BYTES,
+    TRIAGE_LABEL,
+    Covered,
+    Draft,
+    Idea,
+    Plan,
+    Result,
+    ResultInvalid,
+    Skip,
+    architect_gate,
+    issue_text,
+    marked_part,
+    parse_result,
+    published_line,
+    result_from_json,
+    result_to_json,
+    waiting_for_triage,
+)
+from thirdshift.runs.ports import CloneSource, GitHubPort, SessionSource
+from thirdshift.runs.prompts import architect_prompt
+from thirdshift.scrub import Scrubber
+from thirdshift.sessions import Sessions
+from thirdshift.settings import Settings
+from thirdshift.store import Store
+
+OPEN_TITLES = 100  # the open issues the prompt names
+CLOSED_TITLES = 50  # and the recently closed ones
+LABEL_COLORS = {PLAN_LABEL: "5319e7", IDEA_LABEL: "c5def5", TRIAGE_LABEL: "fbca04"}
+LABEL_WORDS = {
+    PLAN_LABEL: "Proposed by a thirdshift Architect run",
+    IDEA_LABEL: "An idea of a thirdshift Architect run, not yet a plan",
+    TRIAGE_LABEL: "Waits for a person to triage it",
+}
+
+
+@dataclass(frozen=True)
+class ArchitectRequest:
+    owner: str
+    name: str
+    focus: str | None = None
+    base: str | None = None
+
+
+@dataclass(frozen=True)
+class Published:
+    numbers: tuple[int, ...]
+    urls: tuple[str, ...]
+
+
+class ArchitectRun:
+    """Runs one Architect run. Built by the composition root with real adapters, and by the
+    orchestration tests with the GitHub fake and scripted sessions."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        github: GitHubPort,
+        store: Store,
+        session_source: SessionSource,
+        clones: CloneSource,
+        environ: Mapping[str, str],
+        scrub: Scrubber,
+        clock: Clock,
+        progress: Callable[[str], None],
+        interrupt: threading.Event,
+        emit_url: Callable[[str], None],
+        web_host: str,
+        claimant: str = "thirdshift architect",
+        on_recorded: Callable[[int], None] = lambda _run_id: None,
+    ) -> None:
+        self._settings = settings
+        self._github = github
+        self._store = store
+        self._session_source = session_source
+        self._clones = clones
+        self._environ = environ
+        self._scrub = scrub
+        self._clock = clock
+        self._progress = progress
+        self._interrupt = interrupt
+        self._emit_url = emit_url
+        self._web_host = web_host
+        self._claimant = claimant
+        self._on_recorded = on_recorded
+
+    def say(self, line: str) -> None:
+        self._progress(self._scrub(line))
+
+    def run(self, request: ArchitectRequest) -> int:
+        """Exit status: 0 published, covered or skipped; 1 failed; 3 another Architect run
+        holds the repository."""
+        repo = self._preflight(request)
+        repository = self._store.ensure_repository(repo.owner, repo.name)
+        self._record_crashes(repository)
+        keeper = LeaseKeeper(
+            self._store,
+            repository,
+            ARCHITECT_ISSUE,
+            self._settings.lease_seconds,
+            on_lost=self._interrupt.set,
+            owner=self._claimant,
+        )
+        with contextlib.ExitStack() as stack:
+            try:
+                lease = stack.enter_context(keeper)
+            except NotClaimed as error:
+                raise NotClaimed(
+                    f"another Architect run works on {repo.full_name} now ({error}); one at a "
+                    "time, so this one changed nothing"
+                ) from None
+            gh = FencedGitHub(self._github, keeper.check)
+            unfinished = self._unfinished(repository)
+            if unfinished is not None:
+                return self._complete(unfinished, repo, repository, gh, lease)
+            skip = self._gate(repo, repository)
+            if skip is not None:
+                self.say(f"skipped: {skip.reason}")
+                for url in skip.urls:
+                    self._emit_url(url)
+                return 0
+            return self._review(request, repo, repository, gh, lease)
+
+    # -- before anything -----------------------------------------------------------------------
+
+    def _preflight(self, request: ArchitectRequest) -> RepoInfo:
+        gh = self._github
+        source = self._session_source
+        if shutil.which(source.executable, path=self._environ.get("PATH")) is None:
+            raise ThirdshiftError(
+                f"{source.executable} (the {source.harness_name} Harness) is not on PATH; "
+                "install it or choose another with --harness"
+            )
+        login = gh.authenticated_login()
+        permission = token_role(gh, request.owner, request.name, login)
+        if permission not in PERMISSIONS_THAT_PUSH:
+            raise ThirdshiftError(
+                f"the token's user {login} has {permission} permission on "
+                f"{request.owner}/{request.name}; publishing a plan needs write, so use a token "
+                "with write access"
+            )
+        return gh.repo(request.owner, request.name)
+
+    def _record_crashes(self, repository: Repository) -> None:
+        """An earlier Architect run still recorded running whose Lease is gone died: say so,
+        so its kept result is completed and ``runs`` shows it."""
+        for run in self._store.dead_runs(repository):
+            if run.kind == "architect" and self._store.record_crash(
+                run.id, "the Architect run stopped without recording an ending (its process died)"
+            ):
+                self.say(f"Architect run {run.id} crashed earlier")
+
+    def _unfinished(self, repository: Repository) -> Run | None:
+        """The newest Architect run when it kept a result it did not finish publishing."""
+        latest = self._store.latest_run(repository, ARCHITECT_ISSUE)
+        if latest is None or latest.state in ("succeeded", "running"):
+            return None
+        return latest if self._store.architect_result(latest.id) is not None else None
+
+    def _gate(self, repo: RepoInfo, repository: Repository) -> Skip | None:
+        gh = self._github
+        owner, name = repo.owner, repo.name
+        plans = [i for i in gh.issues_labelled(owner, name, PLAN_LABEL) if not i.is_pull_request]
+        ideas = gh.issues_labelled(owner, name, IDEA_LABEL)
+        excluded = {label.lower() for label in self._settings.excluded_labels}
+        ready = [
+            issue
+            for issue in gh.issues_labelled(owner, name, self._settings.ready_label)
+            if not issue.is_pull_request
+            and issue.state == "open"
+            and not excluded & {label.lower() for label in issue.labels}
+        ]
+        now = self._clock.now()
+        return architect_gate(
+            repository=repo.full_name,
+            open_plans=[i for i in plans if i.state == "open"],
+            waiting_ideas=waiting_for_triage([i for i in ideas if not i.is_pull_request]),
+            ready=ready,
+            published=self._store.architect_publications(repository, now - timedelta(days=7)),
+            per_week=self._settings.architect_plans_per_week,
+            now=now,
+        )
+
+    # -- the review ----------------------------------------------------------------------------
+
+    def _review(
+        self,
+        request: ArchitectRequest,
+        repo: RepoInfo,
+        repository: Repository,
+        gh: FencedGitHub,
+        lease: Lease,
+    ) -> int:
+        ref = IssueRef(self._web_host, repo.owner, repo.name, ARCHITECT_ISSUE)
+        base = request.base or repo.default_branch
+        clone = self._clones(ref, repo)
+        self.say(f"fetching {repo.full_name} into {clone.path}")
+        clone.sync()
+        if base not in clone.remote_branches():
+            raise ThirdshiftError(
+                f"base branch {base} does not exist on origin; push it first or pass --base"
+            )
+        record = self._store.start_run_under(
+            lease,
+            repository,
+            ARCHITECT_ISSUE,
+            kind="architect",
+            base_branch=base,
+            harness=self._session_source.harness_name,
+            model=self._session_source.model,
+        )
+        if record is None:
+            raise ThirdshiftError("lost the Architect Lease before the Run was recorded")
+        self._on_recorded(record.id)
+        self.say(f"Architect run {record.id} on {repo.full_name}, reviewing {base}")
+        path = self._settings.home / "worktrees" / f"{repo.owner}-{repo.name}-architect"
+        worktree: Worktree | None = None
+        sessions: Sessions | None = None
+        try:
+            self._check_interrupt()
+            clone.remove_worktree(path)
+            worktree = clone.detached_worktree(path, tracking(base))
+            worktree.exclude(f"/{ARCHITECT_RESULT_FILE}")
+            base_sha = worktree.head()
+            self.say(f"reviewing in {worktree.path}, detached at {base}'s {base_sha[:12]}")
+            prompt = architect_prompt(
+                repository=repo.full_name,
+                base=base,
+                base_sha=base_sha,
+                focus=request.focus,
+                open_issues=self._issues(repo, "open", OPEN_TITLES),
+                closed_issues=self._issues(repo, "closed", CLOSED_TITLES),
+                result_file=ARCHITECT_RESULT_FILE,
+                max_tickets=self._settings.architect_max_tickets,
+            )
+            sessions = self._session_source.sessions(record.id, worktree.path, ref)
+            sessions.run("architect", self._scrub(prompt))
+            self._check_interrupt()
+            result = parse_result(
+                worktree.read_agent_file(ARCHITECT_RESULT_FILE, RESULT_BYTES),
+                max_tickets=self._settings.architect_max_tickets,
+            )
+            if isinstance(result, Covered):
+                self._check_covered(gh, repo, result)
+            # Kept before the first issue is opened: a Run after a crash completes this plan.
+            self._store.update_run(
+                record.id,
+                architect_result=result_to_json(result, record.id),
+                head_sha=base_sha,
+                last_session_log=str(sessions.last_log) if sessions.last_log else None,
+            )
+            return self._publish_and_finish(record, result, record.id, repo, gh, base_sha)
+        except Exception as error:
+            return self._failed(record, error, sessions)
+        finally:
+            if worktree is not None:  # its changes and commits are not the Run's output
+                with contextlib.suppress(ThirdshiftError, OSError):
+                    clone.remove_worktree(worktree.path)
+
+    def _issues(self, repo: RepoInfo, state: str, limit: int) -> Sequence[IssueSummary]:
+        return self._github.recent_issues(repo.owner, repo.name, state, limit)
+
+    def _check_covered(self, gh: GitHubPort, repo: RepoInfo, covered: Covered) -> None:
+        try:
+            gh.issue(repo.owner, repo.name, covered.issue_number)
+        except NotFound:
+            raise ResultInvalid(
+                f"{ARCHITECT_RESULT_FILE} says the opportunity is covered by "
+                f"#{covered.issue_number}, which is no issue of {repo.full_name}"
+            ) from None
+
+    # -- completing an earlier Run's publish ---------------------------------------------------
+
+    def _complete(
+        self, earlier: Run, repo: RepoInfo, repository: Repository, gh: FencedGitHub, lease: Lease
+    ) -> int:
+        kept = self._store.architect_result(earlier.id)
+        assert kept is not None
+        result, key = result_from_json(kept)
+        record = self._store.start_run_under(
+            lease,
+            repository,
+            ARCHITECT_ISSUE,
+            kind="architect",
+            base_branch=earlier.base_branch,
+            harness=earlier.harness,
+            model=earlier.model,
+        )
+        if record is None:
+            raise ThirdshiftError("lost the Architect Lease before the Run was recorded")
+        self._on_recorded(record.id)
+        self.say(
+            f"Architect run {record.id} on {repo.full_name}: completing what Architect run "
+            f"{earlier.id} began to publish ({earlier.state}), before any new review"
+        )
+        self._store.update_run(
+            record.id,
+            architect_result=kept,
+            head_sha=earlier.head_sha,
+            last_session_log=earlier.last_session_log,
+        )
+        try:
+            return self._publish_and_finish(
+                record, result, key, repo, gh, earlier.head_sha or "unknown"
+            )
+        except Exception as error:
+            return self._failed(record, error, None)
+
+    # -- publishing ----------------------------------------------------------------------------
+
+    def _publish_and_finish(
+        self,
+        record: Run,
+        result: Result,
+        key: int,
+        repo: RepoInfo,
+        gh: FencedGitHub,
+        base_sha: str,
+    ) -> int:
+        published = self._publish(record, result, key, repo, gh, base_sha)
+        line = published_line(result, published.numbers, published.urls)
+        try:
+            self._store.finish_run(
+                record.id, "succeeded", published=" ".join(map(str, published.numbers))
+            )
+        except ThirdshiftError as problem:
+            self.say(f"warning: could not record the Architect run's end: {problem}")
+        self.say(line)
+        self._emit_url(published.urls[0])
+        return 0
+
+    def _publish(
+        self,
+        record: Run,
+        result: Result,
+        key: int,
+        repo: RepoInfo,
+        gh: FencedGitHub,
+        base_sha: str,
+    ) -> Published:
+        owner, name = repo.owner, repo.name
+        if isinstance(result, Covered):
+            issue = gh.issue(owner, name, result.issue_number)
+            return Published((), (issue.html_url,))
+        base = record.base_branch or repo.default_branch
+        kind_label = IDEA_LABEL if isinstance(result, Idea) else PLAN_LABEL
+        for label in (kind_label, TRIAGE_LABEL):
+            gh.ensure_label(owner, name, label, LABEL_COLORS[label], LABEL_WORDS[label])
+        labels = (kind_label, TRIAGE_LABEL)
+        found = self._marked(gh, repo, kind_label, key)
+
+        def open_part(draft: Draft, part: str, kind: str, **placed: object) -> IssueInfo:
+            if part in found:
+                self.say(f"#{found[part].number} ({part}) was published already")
+                return found[part]
+            body = issue_text(
+                draft,
+                key=key,
+                part=part,
+                run_id=key,
+                base=base,
+                base_sha=base_sha,
+                kind=kind,
+                **placed,  # type: ignore[arg-type]
+            )
+            opened = gh.open_issue(
+                owner, name, title=self._scrub(draft.title), body=self._scrub(body), labels=labels
+            )
+            self.say(f"opened #{opened.number} ({part}): {opened.html_url}")
+            found[part] = opened
+            return opened
+
+        if isinstance(result, Idea):
+            idea = open_part(result.draft, "idea", "An Architect idea")
+            return Published((idea.number,), (idea.html_url,))
+        assert isinstance(result, Plan)
+        spec = None
+        if result.spec is not None:
+            spec = open_part(result.spec, "spec", "A Spec")
+        tickets: list[IssueInfo] = []
+        for index, draft in enumerate(result.tickets, start=1):
+            blockers = [tickets[position - 1].number for position in draft.blocked_by]
+            ticket = open_part(
+                draft,
+                f"ticket-{index}",
+                "A Ticket",
+                blockers=blockers,
+                spec_number=spec.number if spec else None,
+            )
+            if spec is not None:
+                gh.add_sub_issue(owner, name, spec.number, ticket.number)
+            for blocker in blockers:
+                gh.block_issue(owner, name, ticket.number, blocker)
+            tickets.append(ticket)
+        if self._settings.architect_hand_over:
+            self._hand_over(gh, repo, tickets)
+        issues = ([spec] if spec else []) + tickets
+        return Published(tuple(i.number for i in issues), tuple(i.html_url for i in issues))
+
+    def _marked(self, gh: GitHubPort, repo: RepoInfo, label: str, key: int) -> dict[str, IssueInfo]:
+        """The issues of plan ``key`` already published (found by label, then marker)."""
+        found: dict[str, IssueInfo] = {}
+        for summary in gh.issues_labelled(repo.owner, repo.name, label, state="all"):
+            if summary.is_pull_request:
+                continue
+            issue = gh.issue(repo.owner, repo.name, summary.number)
+            part = marked_part(issue.body, key)
+            if part is not None and part not in found:
+                found[part] = issue
+        return found
+
+    def _hand_over(self, gh: GitHubPort, repo: RepoInfo, tickets: Sequence[IssueInfo]) -> None:
+        """``architect_hand_over``: the plan's Tickets are Ready without a person's triage. A
+        blocked Ticket carries the Ready label too and waits, as any blocked issue does, until
+        its blockers close; the Spec stays for people (thirdshift runs Tickets, not Specs)."""
+        ready = self._settings.ready_label
+        for ticket in tickets:
+            gh.add_label(repo.owner, repo.name, ticket.number, ready)
+            gh.remove_label(repo.owner, repo.name, ticket.number, TRIAGE_LABEL)
+        listed = ", ".join(f"#{t.number}" for t in tickets)
+        self.say(f"handed over: {listed} labelled {ready} in place of {TRIAGE_LABEL}")
+
+    # -- endings -------------------------------------------------------------------------------
+
+    def _failed(self, record: Run, error: BaseException, sessions: Sessions | None) -> int:
+        if not isinstance(error, ThirdshiftError | OSError):
+            error = ThirdshiftError(f"unexpected {error.__class__.__name__}: {error}")
+        cause = self._scrub(str(error) or error.__class__.__name__)
+        state = "interrupted" if isinstance(error, Interrupted) else "failed"
+        last_log = sessions.last_log if sessions is not None else None
+        fields: dict[str, object] = {"cause": cause}
+        if last_log is not None:
+            fields["last_session_log"] = str(last_log)
+        try:
+            self._store.finish_run(record.id, "failed", **fields)
+        except ThirdshiftError as problem:
+            self.say(f"warning: could not record the Failed run: {problem}")
+        kept = self._store_result_kept(record.id)
+        self.say(f"the Architect run {state}: {cause}")
+        if kept:
+            self.say(
+                "its result is kept: the next Architect run on the repository publishes the "
+                "rest of it first"
+            )
+        else:
+            self.say("nothing was published")
+        self.say(f"session log: {last_log if last_log else 'none'}")
+        return 1
+
+    def _store_result_kept(self, run_id: int) -> bool:
+        try:
+            return self._store.architect_result(run_id) is not None
+        except ThirdshiftError:
+            return False
+
+    def _check_interrupt(self) -> None:
+        if self._interrupt.is_set():
+            raise Interrupted("interrupted before the Architect run finished")

@@ -1,0 +1,396 @@
+"""Architect runs as pure rules: the gates, the result file an ``architect`` session leaves,
+and the issues thirdshift publishes from it.
+
+The session writes one JSON file (``ARCHITECT_RESULT_FILE``) naming its outcome: a plan (a Spec
+with Tickets, or one Ticket), an idea, or the open or closed issue that already covers its best
+opportunity. ``parse_result`` checks it strictly and says what is wrong in words the session's
+prompt also uses; ``issue_text`` renders each issue in the shape of a good Ticket (why, what to
+build, acceptance, blocked by, decisions taken) with the marker that makes publishing
+idempotent: a retry finds every issue it already opened by its marker and opens only the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from thirdshift.errors import ThirdshiftError
+from thirdshift.records import IssueSummary
+
+ARCHITECT_RESULT_FILE = ".thirdshift-architect.json"
+ARCHITECT_ISSUE = 0
+"""The issue number of an Architect run: it has none (GitHub numbers start at 1). The
+repository's Architect Lease is the Lease of this number, so one Architect run at a time."""
+PLAN_LABEL = "architect-plan"
+IDEA_LABEL = "architect-idea"
+TRIAGE_LABEL = "needs-triage"
+TITLE_CHARS = 200  # GitHub allows 256; a title longer than this is a body in disguise
+TEXT_CHARS = 12_000  # per section: a body stays well inside GitHub's 65,536
+RESULT_BYTES = 256 * 1024
+_MARKER = re.compile(r"<!-- thirdshift:architect plan=(\d+) part=([a-z0-9-]+) -->")
+
+
+class ResultInvalid(ThirdshiftError):
+    """The result file is missing or does not say what its prompt asks for."""
+
+
+@dataclass(frozen=True)
+class Draft:
+    """One issue of a plan (or an idea) as the session wrote it."""
+
+    title: str
+    why: str
+    what_to_build: str
+    acceptance: tuple[str, ...]
+    decisions: tuple[str, ...] = ()
+    blocked_by: tuple[int, ...] = ()  # 1-based positions of earlier Tickets of the same plan
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A Spec with two or more Tickets, or (``spec`` None) one Ticket."""
+
+    spec: Draft | None
+    tickets: tuple[Draft, ...]
+
+
+@dataclass(frozen=True)
+class Idea:
+    draft: Draft
+
+
+@dataclass(frozen=True)
+class Covered:
+    issue_number: int
+
+
+Result = Plan | Idea | Covered
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Why an Architect run does nothing now, and the URLs of what stops it."""
+
+    reason: str
+    urls: tuple[str, ...] = ()
+
+
+# -- the gates --------------------------------------------------------------------------------
+
+
+def architect_gate(
+    *,
+    repository: str,
+    open_plans: Sequence[IssueSummary],
+    waiting_ideas: Sequence[IssueSummary],
+    ready: Sequence[IssueSummary],
+    published: Sequence[datetime],
+    per_week: int,
+    now: datetime,
+) -> Skip | None:
+    """Why no Architect run goes ahead now, or None. In order: an open plan (one at a time),
+    an idea still waiting for triage (people have not answered the last one), a Ready issue
+    (work people shaped goes first), the weekly cap (``published``: when this repository's
+    earlier plans and ideas were published)."""
+    if open_plans:
+        newest = sorted(open_plans, key=lambda issue: issue.number, reverse=True)
+        said = "; ".join(f'#{i.number} "{i.title}"' for i in newest)
+        return Skip(
+            f"Architect plan {said} is still open on {repository}: one plan at a time; close "
+            "it or finish it first",
+            tuple(i.html_url for i in newest),
+        )
+    if waiting_ideas:
+        newest = sorted(waiting_ideas, key=lambda issue: issue.number, reverse=True)
+        said = "; ".join(f'#{i.number} "{i.title}"' for i in newest)
+        return Skip(
+            f"Architect idea {said} is waiting for triage on {repository}: take "
+            f"{TRIAGE_LABEL} off (or close it) first",
+            tuple(i.html_url for i in newest),
+        )
+    if ready:
+        first = min(ready, key=lambda issue: issue.number)
+        return Skip(
+            f'Ready issue #{first.number} "{first.title}" goes first on {repository}',
+            (first.html_url,),
+        )
+    week = [when for when in published if now - when < timedelta(days=7)]
+    if len(week) >= per_week:
+        due = min(week) + timedelta(days=7)
+        return Skip(
+            f"{len(week)} Architect plan(s) or idea(s) were published on {repository} in the "
+            f"last 7 days and architect_plans_per_week is {per_week}; the next may go after "
+            f"{due:%Y-%m-%d %H:%M} UTC"
+        )
+    return None
+
+
+def waiting_for_triage(issues: Sequence[IssueSummary]) -> list[IssueSummary]:
+    """The open issues among ``issues`` that still carry ``needs-triage``."""
+    return [
+        issue
+        for issue in issues
+        if issue.state == "open" and TRIAGE_LABEL in {label.lower() for label in issue.labels}
+    ]
+
+
+# -- the result file --------------------------------------------------------------------------
+
+
+def parse_result(text: str | None, *, max_tickets: int) -> Result:
+    """The session's outcome, or ``ResultInvalid`` naming what is wrong (``text`` None: the
+    file is missing)."""
+    name = ARCHITECT_RESULT_FILE
+    if text is None:
+        raise ResultInvalid(
+            f"the architect session left no {name} in its Worktree; its prompt asks it to end "
+            "by writing one"
+        )
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ResultInvalid(
+            f"{name} is not JSON (line {error.lineno} column {error.colno}: {error.msg})"
+        ) from None
+    if not isinstance(data, dict):
+        raise ResultInvalid(f"{name} must hold one JSON object, not {_kind(data)}")
+    outcome = data.get("outcome")
+    if outcome == "plan":
+        _keys(data, "the plan", {"outcome", "tickets"}, {"spec"})
+        return _plan(data, max_tickets)
+    if outcome == "idea":
+        _keys(
+            data,
+            "the idea",
+            {"outcome", "title", "why", "what_to_build"},
+            {"decisions", "acceptance"},
+        )
+        return Idea(_draft(data, "the idea", ticket=False))
+    if outcome == "covered":
+        _keys(data, "a covered outcome", {"outcome", "issue"}, set())
+        number = data["issue"]
+        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+            raise ResultInvalid(
+                f'{name}: "issue" must be the number of the issue that covers it, like 12'
+            )
+        return Covered(number)
+    raise ResultInvalid(
+        f'{name}: "outcome" must be "plan", "idea" or "covered", not {json.dumps(outcome)}'
+    )
+
+
+def _plan(data: Mapping[str, Any], max_tickets: int) -> Plan:
+    tickets = data["tickets"]
+    if not isinstance(tickets, list) or not tickets:
+        raise ResultInvalid(f'{ARCHITECT_RESULT_FILE}: "tickets" must be a list of 1 or more')
+    if len(tickets) > max_tickets:
+        raise ResultInvalid(
+            f"{ARCHITECT_RESULT_FILE}: the plan has {len(tickets)} Tickets and "
+            f"architect_max_tickets is {max_tickets}; a plan that big is several plans"
+        )
+    spec_data = data.get("spec")
+    spec = None
+    if spec_data is not None:
+        spec = _draft(spec_data, "the spec", ticket=False)
+        if len(tickets) < 2:
+            raise ResultInvalid(
+                f"{ARCHITECT_RESULT_FILE}: a spec needs 2 or more Tickets; one Ticket is a plan "
+                'without "spec"'
+            )
+    elif len(tickets) > 1:
+        raise ResultInvalid(
+            f'{ARCHITECT_RESULT_FILE}: {len(tickets)} Tickets need a "spec" that holds them'
+        )
+    drafts = []
+    for index, ticket in enumerate(tickets, start=1):
+        where = f"Ticket {index}"
+        draft = _draft(ticket, where, ticket=True)
+        for blocker in draft.blocked_by:
+            if not 1 <= blocker < index:
+                raise ResultInvalid(
+                    f'{ARCHITECT_RESULT_FILE}: {where}\'s "blocked_by" names {blocker}; it may '
+                    f"name only earlier Tickets, 1 to {index - 1}"
+                )
+        drafts.append(draft)
+    return Plan(spec, tuple(drafts))
+
+
+def _draft(data: Any, where: str, *, ticket: bool) -> Draft:
+    if not isinstance(data, dict):
+        raise ResultInvalid(f"{ARCHITECT_RESULT_FILE}: {where} must be an object")
+    required = {"title", "why", "what_to_build"} | ({"acceptance"} if ticket else set())
+    optional = {"decisions", "blocked_by"} if ticket else {"decisions", "acceptance", "outcome"}
+    _keys(data, where, required, optional)
+    title = _text(data, "title", where, TITLE_CHARS)
+    if "\n" in title:
+        raise ResultInvalid(f'{ARCHITECT_RESULT_FILE}: {where}\'s "title" must be one line')
+    blocked_by = data.get("blocked_by", [])
+    if not isinstance(blocked_by, list) or not all(
+        isinstance(n, int) and not isinstance(n, bool) for n in blocked_by
+    ):
+        raise ResultInvalid(
+            f'{ARCHITECT_RESULT_FILE}: {where}\'s "blocked_by" must be a list of Ticket '
+            "positions, like [1]"
+        )
+    acceptance = _lines(data, "acceptance", where)
+    if ticket and not acceptance:
+        raise ResultInvalid(
+            f'{ARCHITECT_RESULT_FILE}: {where}\'s "acceptance" must list at least one check'
+        )
+    return Draft(
+        title=title,
+        why=_text(data, "why", where, TEXT_CHARS),
+        what_to_build=_text(data, "what_to_build", where, TEXT_CHARS),
+        acceptance=acceptance,
+        decisions=_lines(data, "decisions", where),
+        blocked_by=tuple(dict.fromkeys(blocked_by)),
+    )
+
+
+def _keys(data: Mapping[str, Any], where: str, required: set[str], optional: set[str]) -> None:
+    missing = sorted(required - set(data))
+    if missing:
+        raise ResultInvalid(f"{ARCHITECT_RESULT_FILE}: {where} lacks {', '.join(missing)}")
+    unknown = sorted(set(data) - required - optional)
+    if unknown:
+        raise ResultInvalid(
+            f"{ARCHITECT_RESULT_FILE}: {where} has unknown key(s) {', '.join(unknown)}"
+        )
+
+
+def _text(data: Mapping[str, Any], key: str, where: str, limit: int) -> str:
+    value = data[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ResultInvalid(f'{ARCHITECT_RESULT_FILE}: {where}\'s "{key}" must be text')
+    if len(value) > limit:
+        raise ResultInvalid(
+            f'{ARCHITECT_RESULT_FILE}: {where}\'s "{key}" has {len(value)} characters; at most '
+            f"{limit}"
+        )
+    return value.strip()
+
+
+def _lines(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ResultInvalid(f'{ARCHITECT_RESULT_FILE}: {where}\'s "{key}" must be a list of text')
+    if sum(len(v) for v in value) > TEXT_CHARS:
+        raise ResultInvalid(
+            f'{ARCHITECT_RESULT_FILE}: {where}\'s "{key}" is longer than {TEXT_CHARS} characters'
+        )
+    return tuple(v.strip() for v in value)
+
+
+def _kind(value: object) -> str:
+    return {list: "a list", str: "text", int: "a number", float: "a number"}.get(
+        type(value), "null" if value is None else type(value).__name__
+    )
+
+
+# -- keeping the result in the Run's record ---------------------------------------------------
+
+
+def result_to_json(result: Result, key: int) -> str:
+    """The result as the Run's record keeps it, with the plan's ``key`` (the id of the Run
+    whose session wrote it): a Run that completes a crashed publish publishes the same plan
+    under the same markers."""
+    if isinstance(result, Covered):
+        body: dict[str, Any] = {"outcome": "covered", "issue": result.issue_number}
+    elif isinstance(result, Idea):
+        body = {"outcome": "idea", **_draft_json(result.draft)}
+    else:
+        body = {
+            "outcome": "plan",
+            "spec": _draft_json(result.spec) if result.spec else None,
+            "tickets": [_draft_json(t, ticket=True) for t in result.tickets],
+        }
+    return json.dumps({"key": key, "result": body}, sort_keys=True)
+
+
+def result_from_json(text: str) -> tuple[Result, int]:
+    """The result and plan key ``result_to_json`` kept (a large cap: it was checked once)."""
+    data = json.loads(text)
+    result = parse_result(json.dumps(data["result"]), max_tickets=10_000)
+    return result, int(data["key"])
+
+
+def _draft_json(draft: Draft, *, ticket: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "title": draft.title,
+        "why": draft.why,
+        "what_to_build": draft.what_to_build,
+        "decisions": list(draft.decisions),
+    }
+    if ticket or draft.acceptance:
+        body["acceptance"] = list(draft.acceptance)
+    if ticket:
+        body["blocked_by"] = list(draft.blocked_by)
+    return body
+
+
+# -- the issues thirdshift publishes ----------------------------------------------------------
+
+
+def marker(key: int, part: str) -> str:
+    """The hidden line that names one issue of a plan: ``part`` is ``spec``, ``ticket-<i>`` or
+    ``idea``."""
+    return f"<!-- thirdshift:architect plan={key} part={part} -->"
+
+
+def marked_part(body: str, key: int) -> str | None:
+    """The part of plan ``key`` an issue body is marked as, or None."""
+    for found in _MARKER.finditer(body):
+        if int(found.group(1)) == key:
+            return found.group(2)
+    return None
+
+
+def issue_text(
+    draft: Draft,
+    *,
+    key: int,
+    part: str,
+    blockers: Sequence[int] = (),
+    spec_number: int | None = None,
+    run_id: int,
+    base: str,
+    base_sha: str,
+    kind: str,
+) -> str:
+    """The body of one published issue. ``kind`` says what it is (a Spec, a Ticket, an
+    Architect idea) in the footer that tells a person what thirdshift expects of them."""
+    parts = [f"## Why\n\n{draft.why}", f"## What to build\n\n{draft.what_to_build}"]
+    if draft.acceptance:
+        parts.append("## Acceptance\n\n" + "\n".join(f"- {line}" for line in draft.acceptance))
+    if draft.decisions:
+        parts.append("## Decisions taken\n\n" + "\n".join(f"- {line}" for line in draft.decisions))
+    if part.startswith("ticket-"):
+        said = ", ".join(f"#{n}" for n in blockers) if blockers else "nothing"
+        parts.append(f"Blocked by: {said}.")
+    if spec_number is not None:
+        parts.append(f"A Ticket of #{spec_number}.")
+    parts.append(
+        f"---\n_{kind} proposed by thirdshift's Architect run {run_id}, which reviewed {base} at "
+        f"{base_sha[:12]}. It waits for triage: a person takes {TRIAGE_LABEL} off (and adds "
+        "the Ready label to a Ticket) before any agent works on it._\n\n" + marker(key, part)
+    )
+    return "\n\n".join(parts)
+
+
+def published_line(result: Result, numbers: Sequence[int], urls: Sequence[str]) -> str:
+    """The last progress line of an Architect run that published (or found it covered)."""
+    if isinstance(result, Covered):
+        return (
+            f"covered by #{result.issue_number}: the best opportunity is already an issue "
+            f"({urls[0]}); nothing was published"
+        )
+    if isinstance(result, Idea):
+        return f"published the Architect idea #{numbers[0]} ({urls[0]}) for triage"
+    if result.spec is None:
+        return f"published the Architect plan #{numbers[0]}, one Ticket ({urls[0]}), for triage"
+    tickets = ", ".join(f"#{n}" for n in numbers[1:])
+    return f"published the Architect plan: Spec #{numbers[0]} ({urls[0]}) with Tickets {tickets}"
