@@ -206,14 +206,17 @@ def status_command(as_json: bool) -> None:
     _show("Leases held:" if leases else "Leases held: none")
     for name, lease in leases:
         run = f", Run {lease.run_id}" if lease.run_id else ""
+        held = (
+            f"{name} (Architect run)" if lease.issue_number == 0 else f"{name}#{lease.issue_number}"
+        )
         _show(
-            f"  {name}#{lease.issue_number}: {lease.owner}{run}, until "
+            f"  {held}: {lease.owner}{run}, until "
             f"{_clock_time(lease.expires_at)} (fencing token {lease.fencing_token})"
         )
     _show("Runs running:" if running else "Runs running: none")
     for run in running:
         took = format_duration((now - run.started_at).total_seconds())
-        _show(f"  Run {run.id} on {run.repository.full_name}#{run.issue_number}, for {took}")
+        _show(f"  Run {run.id} on {run.subject}, for {took}")
     _show("Passed over in the last day:" if latest else "Passed over in the last day: none")
     for line in latest.values():
         reason = line.message.removeprefix("passed over: ")
@@ -257,9 +260,12 @@ def _status_lines(daemons: list[dict[str, Any]], now: Any) -> list[str]:
             started = datetime.fromisoformat(str(run["started_at"]))
             which = f"Run {run['run_id']}" if run.get("run_id") else "a Run starting"
             took = format_duration((now - started).total_seconds())
-            lines.append(
-                f"  running: {run['repository']}#{run['issue_number']} ({which}, for {took})"
+            what = (
+                f"{run['repository']} (Architect run)"
+                if run["issue_number"] == 0
+                else f"{run['repository']}#{run['issue_number']}"
             )
+            lines.append(f"  running: {what} ({which}, for {took})")
         for pause in state.get("pauses", []):
             until = _clock_time(datetime.fromisoformat(str(pause["until"])))
             lines.append(f"  paused: {pause['harness']} ({pause['condition']}) until {until}")

@@ -301,7 +301,7 @@ class Settings(BaseSettings):
     # -- Architect runs --------------------------------------------------------------------------
     architect_schedule: dict[str, str] = Field(
         default_factory=dict,
-        description="OWNER/NAME -> a cron expression (five fields, UTC, e.g. \"0 3 * * 1\"): "
+        description='OWNER/NAME -> a cron expression (five fields, UTC, e.g. "0 3 * * 1"): '
         "when the daemon makes an Architect run on that repository (at its first poll from "
         "then on). A repository without one gets none from the daemon.",
     )

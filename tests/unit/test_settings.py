@@ -298,3 +298,20 @@ def test_provider_waits_and_pauses_are_bounded(home: Path) -> None:
     (home / "config.toml").write_text("provider_pause_seconds = 1e300\n")
     with pytest.raises(ConfigError, match="provider_pause_seconds"):
         load_settings(os.environ)
+
+
+def test_an_architect_schedule_is_read_per_repository_and_a_bad_one_names_key_and_shape(
+    home: Path,
+) -> None:
+    (home / "config.toml").write_text('[architect_schedule]\n"octo/widgets" = "0 3 * * 1"\n')
+    settings = load_settings(os.environ)
+    assert settings.architect_schedule == {"octo/widgets": "0 3 * * 1"}
+    assert not settings.architect_hand_over and settings.architect_plans_per_week == 1
+    (home / "config.toml").write_text('[architect_schedule]\n"octo/widgets" = "every monday"\n')
+    with pytest.raises(ConfigError) as refused:
+        load_settings(os.environ)
+    assert "architect_schedule" in str(refused.value)
+    assert "cron expression of five fields" in str(refused.value)
+    (home / "config.toml").write_text('[architect_schedule]\n"no-slash" = "0 3 * * 1"\n')
+    with pytest.raises(ConfigError, match="is not OWNER/NAME"):
+        load_settings(os.environ)

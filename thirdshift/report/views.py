@@ -77,7 +77,7 @@ def run_line(run: Run, total: UsageTotal | None) -> str:
     return "  ".join(
         (
             f"Run {run.id}",
-            f"{run.repository.full_name}#{run.issue_number}",
+            run.subject,
             run.kind,
             run.state,
             cut(ending(run), CAUSE_WIDTH),
@@ -108,7 +108,7 @@ def show_lines(
     """One Run whole, as ``thirdshift show`` prints it."""
     total = usage.get(run.id)
     lines = [
-        f"Run {run.id}: {run.repository.full_name}#{run.issue_number} ({run.kind}), {run.state}",
+        f"Run {run.id}: {run.subject} ({run.kind}), {run.state}",
         f"  outcome: {outcome(run)}",
         f"  started: {stamp(run.started_at)}",
         f"  ended: {stamp(run.ended_at)} ({duration(run.started_at, run.ended_at)})",
@@ -122,6 +122,8 @@ def show_lines(
     ]
     if run.killed_work:
         lines.append(f"  killed work: {cut(run.killed_work, LINE_WIDTH)}")
+    if run.published:
+        lines.append(f"  published: {', '.join(f'#{n}' for n in run.published)}")
     if run.last_session_log:
         lines.append(f"  last Session log: {run.last_session_log}")
     if lease is None:
@@ -144,8 +146,7 @@ def show_lines(
         lines.extend(_session_lines(number, session, by_id, prompt_lines))
     if not sessions:
         lines.append("  none")
-    issue = f"{run.repository.full_name}#{run.issue_number}"
-    lines.append(f"Earlier Runs on {issue} ({len(earlier_runs)}):")
+    lines.append(f"Earlier Runs on {run.subject} ({len(earlier_runs)}):")
     lines.extend(f"  {run_line(earlier, usage.get(earlier.id))}" for earlier in earlier_runs)
     if not earlier_runs:
         lines.append("  none")

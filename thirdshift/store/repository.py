@@ -424,7 +424,8 @@ class Store:
                 place = f"{repo_owner}/{repo_name}"
                 if by == "run":
                     key = f"{run_id}"
-                    label = f"Run {run_id} ({place}#{issue_number})"
+                    what = "Architect run" if issue_number == 0 else f"#{issue_number}"
+                    label = f"Run {run_id} ({place}{' ' if issue_number == 0 else ''}{what})"
                 elif by == "repository":
                     key = label = place
                 else:

@@ -58,6 +58,10 @@ class RunView:
         return self.run.issue_number
 
     @property
+    def subject(self) -> str:
+        return self.run.subject
+
+    @property
     def state(self) -> str:
         return self.run.state
 
@@ -91,6 +95,13 @@ class LeaseView:
     @property
     def issue_number(self) -> int:
         return self.lease.issue_number
+
+    @property
+    def subject(self) -> str:
+        """``owner/name#n``, or the repository's Architect Lease (number 0: no issue)."""
+        if self.lease.issue_number == 0:
+            return f"{self.repository} (Architect run)"
+        return f"{self.repository}#{self.lease.issue_number}"
 
     @property
     def owner(self) -> str:

@@ -1,0 +1,361 @@
+"""Architect runs in process: the real ``ArchitectRun`` against the GitHub fake, a bare origin
+with real git, the real store and scripted ``architect`` sessions that write the result file."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, READY, RunWorld
+from tests.support.scripted_sessions import git
+from thirdshift.clock import ManualClock
+from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
+from thirdshift.daemon.daemon import Limits
+from thirdshift.errors import GitHubError
+from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
+from thirdshift.runs.plans import ARCHITECT_ISSUE, ARCHITECT_RESULT_FILE
+from thirdshift.scrub import Scrubber
+from thirdshift.settings import cron_trigger
+
+PLAN = "architect-plan"
+IDEA = "architect-idea"
+TRIAGE = "needs-triage"
+
+
+def ticket(title: str, blocked_by: list[int] | None = None) -> dict[str, Any]:
+    return {
+        "title": title,
+        "why": f"Why {title}.",
+        "what_to_build": f"Build {title}.",
+        "acceptance": [f"{title} works"],
+        "decisions": [],
+        "blocked_by": blocked_by or [],
+    }
+
+
+TWO_TICKETS = {
+    "outcome": "plan",
+    "spec": {"title": "One parser", "why": "Drift.", "what_to_build": "Fold them."},
+    "tickets": [ticket("Shared parser"), ticket("Callers use it", [1])],
+}
+
+
+def writes(result: dict[str, Any] | str) -> Callable[[Path, str], str]:
+    """An ``architect`` session that leaves ``result`` (a text as it is) as its result file."""
+
+    def play(worktree: Path, prompt: str) -> str:
+        text = result if isinstance(result, str) else json.dumps(result)
+        (worktree / ARCHITECT_RESULT_FILE).write_text(text)
+        return "wrote the result"
+
+    return play
+
+
+def architect(world: RunWorld, **settings: Any) -> ArchitectRun:
+    scrub = Scrubber([PLANTED_TOKEN])
+    return ArchitectRun(
+        settings=world.settings.model_copy(update=settings),
+        github=world.github,
+        store=world.store,
+        session_source=world.sessions,
+        clones=world.clone_of,
+        environ=world.environ,
+        scrub=scrub,
+        clock=world.clock,
+        progress=world.lines.append,
+        interrupt=world.interrupt,
+        emit_url=world.urls.append,
+        web_host="github.test",
+    )
+
+
+def run_architect(world: RunWorld, **settings: Any) -> int:
+    return architect(world, **settings).run(ArchitectRequest("acme", "widgets"))
+
+
+def issues_labelled(world: RunWorld, label: str) -> list[int]:
+    return [i.number for i in world.github.issues_labelled("acme", "widgets", label, state="all")]
+
+
+def architect_runs(world: RunWorld) -> list[Any]:
+    return [r for r in world.store.list_runs(limit=50) if r.kind == "architect"]
+
+
+def test_a_two_ticket_plan_is_published_as_a_spec_with_two_sub_issues_the_second_blocked(
+    world: RunWorld,
+) -> None:
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    assert run_architect(world) == 0
+    spec, first, second = issues_labelled(world, PLAN)
+    gh = world.github
+    assert gh.issue("acme", "widgets", spec).title == "One parser"
+    assert gh.sub_issues("acme", "widgets", spec) == (first, second)
+    assert gh.open_blockers("acme", "widgets", second) == (first,)
+    assert gh.open_blockers("acme", "widgets", first) == ()
+    for number in (spec, first, second):
+        assert set(gh.labels_of(number)) == {PLAN, TRIAGE}
+    body = gh.issue("acme", "widgets", second).body
+    assert "## Acceptance" in body and f"Blocked by: #{first}." in body
+    assert world.urls == [gh.issue("acme", "widgets", spec).html_url]
+    (run,) = architect_runs(world)
+    assert run.state == "succeeded" and run.issue_number == ARCHITECT_ISSUE
+    assert run.published == (spec, first, second) and run.last_session_log
+    assert [s.kind for s in world.store.run_sessions(run.id)] == ["architect"]
+    assert world.lines[-1].startswith(f"published the Architect plan: Spec #{spec}")
+
+
+def test_a_second_architect_run_is_skipped_naming_the_open_plan(world: RunWorld) -> None:
+    world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [ticket("Only")]})
+    assert run_architect(world) == 0
+    (only,) = issues_labelled(world, PLAN)
+    world.urls.clear()
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    assert run_architect(world, architect_plans_per_week=10) == 0
+    url = world.github.issue("acme", "widgets", only).html_url
+    assert world.urls == [url]
+    assert f'Architect plan #{only} "Only" is still open' in world.lines[-1]
+    assert len(architect_runs(world)) == 1  # a skip records no Run and starts no session
+    assert issues_labelled(world, PLAN) == [only]
+
+
+def test_a_ready_issue_or_a_waiting_idea_skips_the_run_before_any_session(
+    world: RunWorld,
+) -> None:
+    ready = world.github.add_issue("Shaped by a person", labels=[READY])
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    assert run_architect(world) == 0
+    assert f"Ready issue #{ready}" in world.lines[-1] and not architect_runs(world)
+    world.github.unlabel_issue(ready, READY)
+    idea = world.github.add_issue("An idea", labels=[IDEA, TRIAGE])
+    assert run_architect(world) == 0
+    assert f"Architect idea #{idea}" in world.lines[-1] and not architect_runs(world)
+
+
+def test_covered_publishes_nothing_and_names_the_covering_issue(world: RunWorld) -> None:
+    covering = world.github.add_issue("Fold the parsers")
+    world.github.close_issue("acme", "widgets", covering)
+    world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": covering})
+    assert run_architect(world) == 0
+    assert issues_labelled(world, PLAN) == [] and issues_labelled(world, IDEA) == []
+    assert world.urls == [world.github.issue("acme", "widgets", covering).html_url]
+    assert f"covered by #{covering}" in world.lines[-1]
+    (run,) = architect_runs(world)
+    assert run.state == "succeeded" and run.published == ()
+    # Covered publishes nothing, so it does not count against the weekly cap.
+    world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": covering})
+    assert run_architect(world) == 0 and len(architect_runs(world)) == 2
+
+
+def test_covered_by_an_issue_that_does_not_exist_fails_as_an_invalid_result(
+    world: RunWorld,
+) -> None:
+    world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": 999})
+    assert run_architect(world) == 1
+    (run,) = architect_runs(world)
+    assert run.state == "failed" and "covered by #999, which is no issue" in (run.cause or "")
+
+
+def test_an_idea_is_one_issue_labelled_for_triage(world: RunWorld) -> None:
+    world.sessions.plays["architect"] = writes(
+        {"outcome": "idea", "title": "Maybe fold", "why": "w", "what_to_build": "b"}
+    )
+    assert run_architect(world) == 0
+    (idea,) = issues_labelled(world, IDEA)
+    assert set(world.github.labels_of(idea)) == {IDEA, TRIAGE}
+    assert issues_labelled(world, PLAN) == []
+
+
+def test_an_invalid_result_file_fails_the_run_with_the_parse_error_and_publishes_nothing(
+    world: RunWorld,
+) -> None:
+    world.sessions.plays["architect"] = writes('{"outcome": "plan", "tickets": [')
+    assert run_architect(world) == 1
+    (run,) = architect_runs(world)
+    assert run.state == "failed"
+    assert ".thirdshift-architect.json is not JSON" in (run.cause or "")
+    assert run.last_session_log and Path(run.last_session_log).exists()
+    assert any(line == f"session log: {run.last_session_log}" for line in world.lines)
+    assert "nothing was published" in world.lines
+    assert issues_labelled(world, PLAN) == [] and world.urls == []
+    assert world.github.called("open_issue") == []
+
+
+def test_a_missing_result_file_fails_saying_so(world: RunWorld) -> None:
+    world.sessions.plays["architect"] = lambda worktree, prompt: "I looked around"
+    assert run_architect(world) == 1
+    (run,) = architect_runs(world)
+    assert "left no .thirdshift-architect.json" in (run.cause or "")
+
+
+def test_what_the_session_commits_is_discarded_and_nothing_is_pushed(world: RunWorld) -> None:
+    before = git(world.origin, "for-each-ref", "--format=%(refname) %(objectname)")
+
+    def commits_then_writes(worktree: Path, prompt: str) -> str:
+        (worktree / "scratch.py").write_text("print('experiment')\n")
+        git(worktree, "add", "scratch.py")
+        git(worktree, "commit", "-q", "-m", "experiment")
+        return writes({"outcome": "plan", "tickets": [ticket("Only")]})(worktree, prompt)
+
+    world.sessions.plays["architect"] = commits_then_writes
+    assert run_architect(world) == 0
+    assert git(world.origin, "for-each-ref", "--format=%(refname) %(objectname)") == before
+    assert not (world.settings.home / "worktrees" / "acme-widgets-architect").exists()
+
+
+def test_the_prompt_names_open_and_recently_closed_issues_and_the_focus(world: RunWorld) -> None:
+    still = world.github.add_issue("Still open work")
+    done = world.github.add_issue("Done work")
+    world.github.close_issue("acme", "widgets", done)
+    world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": done})
+    run = architect(world)
+    assert run.run(ArchitectRequest("acme", "widgets", focus="the parsers")) == 0
+    prompt = world.sessions.prompts["architect"]
+    assert f"#{still} Still open work" in prompt and f"#{done} Done work" in prompt
+    assert prompt.index("Still open work") < prompt.index("Recently closed")
+    assert "focus on: the parsers" in prompt
+
+
+def test_a_crash_between_the_spec_and_its_tickets_is_completed_by_the_next_run_without_a_copy(
+    world: RunWorld,
+) -> None:
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    # GitHub fails every issue after the Spec: the run fails with its result kept, as a run
+    # killed at that moment leaves it (its record then says running, and is recorded crashed).
+    opened: list[str] = []
+
+    def spec_then_fail(method: str) -> None:
+        if method == "open_issue":
+            opened.append(method)
+            if len(opened) > 1:
+                raise GitHubError("502 Bad Gateway (GitHub)", 502)
+
+    world.github.on_call = spec_then_fail
+    assert run_architect(world) == 1
+    (spec,) = issues_labelled(world, PLAN)
+    first = architect_runs(world)[0]
+    assert first.state == "failed"
+    assert any("publishes the rest of it first" in line for line in world.lines)
+    world.github.on_call = None
+    world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": spec})
+    assert run_architect(world) == 0
+    numbers = issues_labelled(world, PLAN)
+    assert numbers[0] == spec and len(numbers) == 3  # the same Spec, its two Tickets, no copy
+    assert world.github.sub_issues("acme", "widgets", spec) == tuple(numbers[1:])
+    latest = architect_runs(world)[0]
+    assert latest.state == "succeeded" and latest.published == tuple(numbers)
+    assert world.store.run_sessions(latest.id) == []  # no second review: the same plan
+
+
+def test_hand_over_labels_the_tickets_ready_and_leaves_the_spec_for_people(
+    world: RunWorld,
+) -> None:
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    assert run_architect(world, architect_hand_over=True) == 0
+    spec, first, second = issues_labelled(world, PLAN)
+    assert set(world.github.labels_of(spec)) == {PLAN, TRIAGE}
+    for number in (first, second):
+        assert set(world.github.labels_of(number)) == {PLAN, READY}
+
+
+def test_another_architect_run_on_the_repository_is_not_claimed(world: RunWorld) -> None:
+    repository = world.store.ensure_repository("acme", "widgets")
+    held = world.store.acquire_lease(
+        repository, ARCHITECT_ISSUE, "elsewhere", timedelta(hours=1), now=world.clock.now()
+    )
+    assert held is not None
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    try:
+        run_architect(world)
+    except Exception as error:
+        assert getattr(error, "exit_code", None) == 3
+        assert "another Architect run works on acme/widgets" in str(error)
+    else:
+        raise AssertionError("the run went ahead under another's Lease")
+    assert issues_labelled(world, PLAN) == []
+
+
+# -- the daemon's schedule ----------------------------------------------------------------------
+
+
+def test_the_daemon_s_architect_schedule_fires_with_a_fast_clock_and_the_gates_hold(
+    world: RunWorld,
+) -> None:
+    """Mondays at 03:00 UTC, and the clock moves a day per poll: the first Monday publishes a
+    one-Ticket plan; the next Monday is skipped because that plan is still open."""
+    clock = ManualClock(datetime(2026, 11, 30, 12, tzinfo=UTC))  # a Monday, after 03:00
+    activity = ActivityLog(
+        world.store,
+        daemon="d1",
+        directory=world.settings.home / "activity",
+        clock=clock,
+        scrub=Scrubber([PLANTED_TOKEN]),
+        progress=world.lines.append,
+    )
+    world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [ticket("Only")]})
+    started: list[str] = []
+
+    def start_architect(
+        owner: str,
+        name: str,
+        interrupt: threading.Event,
+        progress: Callable[[str], None],
+        on_recorded: Callable[[int], None],
+    ) -> int:
+        started.append(f"{clock.now():%a}")
+        run = architect(world)
+        run._progress = progress  # noqa: SLF001 - the daemon's progress, as the root wires it
+        run._on_recorded = on_recorded  # noqa: SLF001
+        return run.run(ArchitectRequest(owner, name))
+
+    trigger = cron_trigger("0 3 * * 1")
+    daemon = Daemon(
+        web_host="github.test",
+        start_run=lambda *args: 0,
+        store=world.store,
+        activity=activity,
+        limits=Limits(2, 1, 60, 0, 60, 60),
+        clock=clock,
+        stop=threading.Event(),
+        progress=world.lines.append,
+        start_architect=start_architect,
+        architect_schedules={
+            "acme/widgets": lambda after: trigger.get_next_fire_time(
+                None, after + timedelta(seconds=1)
+            )
+        },
+    )
+    daemon.watch(
+        RepositoryPoll(
+            "acme",
+            "widgets",
+            github=world.github,
+            store=world.store,
+            rules=ReadyRules.of(
+                ready_label=READY,
+                in_progress_label=BUSY,
+                excluded_labels=[TRIAGE],
+                settle_seconds=0,
+            ),
+            activity=activity,
+            clock=clock,
+            running_here=lambda n: daemon.running_here("acme/widgets", n),
+            stop_here=lambda n, why: None,
+            kept_worktree=lambda branch: False,
+        )
+    )
+    for _day in range(15):
+        assert daemon.once() == 0
+        clock.advance(24 * 3600)
+    assert started == ["Mon", "Mon"]  # the two Mondays after the start, none in between
+    (plan,) = issues_labelled(world, PLAN)
+    messages = [a.message for a in world.store.activity(limit=100)]
+    assert any(m.startswith("Architect run") and f"published #{plan}" in m for m in messages)
+    assert any(
+        m.startswith("Architect run skipped: Architect plan") and f"#{plan}" in m
+        for m in messages
+    )
+    assert len(architect_runs(world)) == 1

@@ -1,0 +1,309 @@
+"""The rules of an Architect run: its gates, the result file it must leave, and the issues
+thirdshift renders from it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from thirdshift.records import IssueSummary
+from thirdshift.runs.plans import (
+    Covered,
+    Idea,
+    Plan,
+    ResultInvalid,
+    architect_gate,
+    issue_text,
+    marked_part,
+    marker,
+    parse_result,
+    published_line,
+    result_from_json,
+    result_to_json,
+    waiting_for_triage,
+)
+from thirdshift.runs.prompts import architect_prompt
+from thirdshift.settings import cron_trigger
+
+NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
+
+
+def ticket(title: str = "Fold the two parsers", **extra: Any) -> dict[str, Any]:
+    return {
+        "title": title,
+        "why": "Two parsers drift apart.",
+        "what_to_build": "One parser both callers use.",
+        "acceptance": ["both callers use it", "the old ones are gone"],
+        "decisions": ["keep the strict one"],
+        **extra,
+    }
+
+
+def two_ticket_plan() -> dict[str, Any]:
+    return {
+        "outcome": "plan",
+        "spec": {"title": "One parser", "why": "w", "what_to_build": "b", "decisions": []},
+        "tickets": [ticket("First"), ticket("Second", blocked_by=[1])],
+    }
+
+
+def issue(number: int, *labels: str, state: str = "open") -> IssueSummary:
+    return IssueSummary(
+        number=number,
+        title=f"issue {number}",
+        state=state,
+        labels=labels,
+        is_pull_request=False,
+        updated_at=NOW,
+        html_url=f"https://github.test/o/r/issues/{number}",
+    )
+
+
+def gate(**given: Any) -> Any:
+    args: dict[str, Any] = {
+        "repository": "o/r",
+        "open_plans": [],
+        "waiting_ideas": [],
+        "ready": [],
+        "published": [],
+        "per_week": 1,
+        "now": NOW,
+    }
+    return architect_gate(**{**args, **given})
+
+
+# -- the result file ----------------------------------------------------------------------------
+
+
+def test_a_two_ticket_plan_reads_as_a_spec_with_the_second_blocked_by_the_first() -> None:
+    result = parse_result(json.dumps(two_ticket_plan()), max_tickets=5)
+    assert isinstance(result, Plan)
+    assert result.spec is not None and result.spec.title == "One parser"
+    assert [t.title for t in result.tickets] == ["First", "Second"]
+    assert result.tickets[1].blocked_by == (1,)
+    assert result.tickets[0].acceptance == ("both callers use it", "the old ones are gone")
+
+
+def test_a_one_ticket_plan_has_no_spec() -> None:
+    result = parse_result(json.dumps({"outcome": "plan", "tickets": [ticket()]}), max_tickets=5)
+    assert isinstance(result, Plan) and result.spec is None and len(result.tickets) == 1
+
+
+def test_an_idea_and_a_covered_outcome_read_as_such() -> None:
+    idea = {"outcome": "idea", "title": "Maybe", "why": "w", "what_to_build": "b"}
+    assert isinstance(parse_result(json.dumps(idea), max_tickets=5), Idea)
+    assert parse_result('{"outcome": "covered", "issue": 12}', max_tickets=5) == Covered(12)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (None, "left no .thirdshift-architect.json"),
+        ("{not json", "is not JSON (line 1 column 2"),
+        ("[1, 2]", "must hold one JSON object, not a list"),
+        ('{"outcome": "maybe"}', '"outcome" must be "plan", "idea" or "covered", not "maybe"'),
+        ('{"outcome": "covered", "issue": "12"}', '"issue" must be the number'),
+        ('{"outcome": "covered", "issue": true}', '"issue" must be the number'),
+        ('{"outcome": "covered", "issue": 0}', '"issue" must be the number'),
+        ('{"outcome": "covered", "issue": 3, "why": "x"}', "unknown key(s) why"),
+        ('{"outcome": "plan", "tickets": []}', '"tickets" must be a list of 1 or more'),
+        ('{"outcome": "idea", "title": "t", "why": "w"}', "the idea lacks what_to_build"),
+    ],
+)
+def test_a_result_file_that_is_missing_or_malformed_is_refused_naming_the_problem(
+    text: str | None, says: str
+) -> None:
+    with pytest.raises(ResultInvalid) as refused:
+        parse_result(text, max_tickets=5)
+    assert says in str(refused.value)
+
+
+def test_a_ticket_may_be_blocked_only_by_earlier_tickets() -> None:
+    plan = two_ticket_plan()
+    plan["tickets"][0]["blocked_by"] = [2]
+    with pytest.raises(ResultInvalid, match="may name only earlier Tickets"):
+        parse_result(json.dumps(plan), max_tickets=5)
+
+
+def test_a_plan_over_the_ticket_cap_is_refused() -> None:
+    plan = two_ticket_plan()
+    plan["tickets"] = [ticket(f"T{i}") for i in range(4)]
+    with pytest.raises(ResultInvalid, match="4 Tickets and architect_max_tickets is 3"):
+        parse_result(json.dumps(plan), max_tickets=3)
+
+
+def test_several_tickets_need_a_spec_and_a_spec_needs_several_tickets() -> None:
+    with pytest.raises(ResultInvalid, match='need a "spec"'):
+        parse_result(
+            json.dumps({"outcome": "plan", "tickets": [ticket("a"), ticket("b")]}), max_tickets=5
+        )
+    lone = two_ticket_plan()
+    lone["tickets"] = lone["tickets"][:1]
+    with pytest.raises(ResultInvalid, match="a spec needs 2 or more Tickets"):
+        parse_result(json.dumps(lone), max_tickets=5)
+
+
+def test_a_ticket_without_acceptance_or_with_a_multi_line_title_is_refused() -> None:
+    plan = {"outcome": "plan", "tickets": [ticket(acceptance=[])]}
+    with pytest.raises(ResultInvalid, match="at least one check"):
+        parse_result(json.dumps(plan), max_tickets=5)
+    plan = {"outcome": "plan", "tickets": [ticket("two\nlines")]}
+    with pytest.raises(ResultInvalid, match="must be one line"):
+        parse_result(json.dumps(plan), max_tickets=5)
+
+
+def test_the_kept_result_reads_back_the_same_with_its_plan_key() -> None:
+    result = parse_result(json.dumps(two_ticket_plan()), max_tickets=5)
+    assert result_from_json(result_to_json(result, 41)) == (result, 41)
+    covered = Covered(7)
+    assert result_from_json(result_to_json(covered, 3)) == (covered, 3)
+
+
+# -- the gates ----------------------------------------------------------------------------------
+
+
+def test_nothing_stops_an_architect_run_on_a_quiet_repository() -> None:
+    assert gate() is None
+
+
+def test_an_open_plan_skips_naming_it_newest_first() -> None:
+    skip = gate(open_plans=[issue(3, "architect-plan"), issue(9, "architect-plan")])
+    assert skip.urls == ("https://github.test/o/r/issues/9", "https://github.test/o/r/issues/3")
+    assert 'Architect plan #9 "issue 9"; #3 "issue 3" is still open on o/r' in skip.reason
+
+
+def test_an_idea_waiting_for_triage_skips_but_a_triaged_one_does_not() -> None:
+    waiting = waiting_for_triage([issue(4, "architect-idea", "needs-triage"), issue(5, "x")])
+    assert [i.number for i in waiting] == [4]
+    skip = gate(waiting_ideas=waiting)
+    assert "is waiting for triage" in skip.reason and skip.urls == (waiting[0].html_url,)
+    assert waiting_for_triage([issue(6, "architect-idea")]) == []
+    closed = issue(7, "architect-idea", "needs-triage", state="closed")
+    assert waiting_for_triage([closed]) == []
+
+
+def test_a_ready_issue_goes_first() -> None:
+    skip = gate(ready=[issue(12, "ready-for-agent"), issue(8, "ready-for-agent")])
+    assert skip.reason == 'Ready issue #8 "issue 8" goes first on o/r'
+    assert skip.urls == ("https://github.test/o/r/issues/8",)
+
+
+def test_the_weekly_cap_counts_only_the_last_seven_days() -> None:
+    assert gate(published=[NOW - timedelta(days=8)]) is None
+    skip = gate(published=[NOW - timedelta(days=2)])
+    assert "architect_plans_per_week is 1" in skip.reason
+    assert "2026-12-07 12:00 UTC" in skip.reason
+    assert gate(published=[NOW - timedelta(days=2)], per_week=2) is None
+
+
+def test_the_gates_go_in_order_plan_idea_ready_cap() -> None:
+    everything = {
+        "open_plans": [issue(1)],
+        "waiting_ideas": [issue(2)],
+        "ready": [issue(3)],
+        "published": [NOW],
+    }
+    assert "Architect plan #1" in gate(**everything).reason
+    del everything["open_plans"]
+    assert "Architect idea #2" in gate(**everything).reason
+    del everything["waiting_ideas"]
+    assert "Ready issue #3" in gate(**everything).reason
+    del everything["ready"]
+    assert "in the last 7 days" in gate(**everything).reason
+
+
+# -- what is published --------------------------------------------------------------------------
+
+
+def test_a_ticket_body_has_the_shape_of_a_good_issue_and_its_marker() -> None:
+    result = parse_result(json.dumps(two_ticket_plan()), max_tickets=5)
+    assert isinstance(result, Plan)
+    body = issue_text(
+        result.tickets[1],
+        key=41,
+        part="ticket-2",
+        blockers=[17],
+        spec_number=16,
+        run_id=41,
+        base="main",
+        base_sha="0123456789abcdef",
+        kind="A Ticket",
+    )
+    for heading in ("## Why", "## What to build", "## Acceptance", "## Decisions taken"):
+        assert heading in body
+    assert "- both callers use it" in body
+    assert "Blocked by: #17." in body and "A Ticket of #16." in body
+    assert "main at 0123456789ab" in body and "needs-triage" in body
+    assert marked_part(body, 41) == "ticket-2"
+    assert marked_part(body, 42) is None  # another plan's issue is not this plan's
+
+
+def test_a_marker_names_its_plan_and_part() -> None:
+    assert marked_part("text\n" + marker(7, "spec") + "\n", 7) == "spec"
+    assert marked_part("<!-- thirdshift:architect plan=7 part=spec", 7) is None
+
+
+def test_the_last_line_says_what_was_published() -> None:
+    plan = parse_result(json.dumps(two_ticket_plan()), max_tickets=5)
+    line = published_line(plan, [5, 6, 7], ["u5", "u6", "u7"])
+    assert line == "published the Architect plan: Spec #5 (u5) with Tickets #6, #7"
+    assert "covered by #3" in published_line(Covered(3), [], ["u3"])
+
+
+def test_the_prompt_names_the_issues_the_focus_and_the_result_file() -> None:
+    prompt = architect_prompt(
+        repository="o/r",
+        base="main",
+        base_sha="abc123",
+        focus="the parsers",
+        open_issues=[issue(9, "bug")],
+        closed_issues=[issue(2, state="closed")],
+        result_file=".thirdshift-architect.json",
+        max_tickets=4,
+    )
+    assert "- #9 issue 9 [bug]" in prompt and "- #2 issue 2" in prompt
+    assert "focus on: the parsers" in prompt
+    assert ".thirdshift-architect.json" in prompt and "2 to 4 Tickets" in prompt
+    assert "$" not in prompt.replace("$ ", "")  # every placeholder was filled
+
+
+def test_the_prompt_bounds_a_long_list_of_issues() -> None:
+    many = [issue(n) for n in range(1, 5000)]
+    prompt = architect_prompt(
+        repository="o/r",
+        base="main",
+        base_sha="abc",
+        focus=None,
+        open_issues=many,
+        closed_issues=[],
+        result_file="f",
+        max_tickets=5,
+    )
+    assert "[older issues left out]" in prompt and len(prompt.encode()) < 40_000
+    assert "(none)" in prompt  # no closed issues
+
+
+# -- the schedule -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "weekday"),
+    [
+        ("0 3 * * 1", "Monday"),
+        ("0 3 * * 0", "Sunday"),
+        ("0 3 * * 7", "Sunday"),
+        ("0 3 * * sat", "Saturday"),
+    ],
+)
+def test_a_cron_weekday_counts_from_sunday_as_cron_does(expression: str, weekday: str) -> None:
+    fired = cron_trigger(expression).get_next_fire_time(None, NOW)
+    assert fired is not None and fired.strftime("%A") == weekday and fired.hour == 3
+
+
+@pytest.mark.parametrize("expression", ["bad", "* * * * * *", "0 3 * * 9", "61 * * * *"])
+def test_a_malformed_cron_expression_is_refused_showing_the_shape(expression: str) -> None:
+    with pytest.raises(ValueError, match="is not a cron expression of five fields"):
+        cron_trigger(expression)
