@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from thirdshift.errors import GitHubError, Interrupted, MergeRefused, NotFound, 
 from thirdshift.github import GitHub, RequestCounts
 from thirdshift.records import CheckRun, PullRequestInfo
 from thirdshift.sandbox.github.limits import Faults
+from thirdshift.sandbox.github.state import Pull
 from thirdshift.scrub import Scrubber
 
 MARKER = "<!-- thirdshift:failed-run -->"
@@ -792,6 +793,75 @@ def test_open_blockers_lists_open_blockers_and_drops_a_closed_one(sandbox: Sandb
     assert github.open_blockers(OWNER, NAME, blocked) == (early,)
 
 
+def test_a_sub_issue_added_twice_is_listed_once_and_another_parent_is_refused(
+    sandbox: Sandbox,
+) -> None:
+    """Adding a sub-issue again changes nothing; every page is listed; a sub-issue has one
+    parent, so making it another issue's is GitHub's 422."""
+    spec, other = open_issue(sandbox, "Spec"), open_issue(sandbox, "Other spec")
+    tickets = [open_issue(sandbox, f"Ticket {i}") for i in range(3)]
+    github, _ = adapter(sandbox, per_page=2)
+    assert github.sub_issues(OWNER, NAME, spec) == ()
+    for ticket in (*tickets, tickets[0]):
+        github.add_sub_issue(OWNER, NAME, spec, ticket)
+    assert github.sub_issues(OWNER, NAME, spec) == tuple(tickets)
+    with pytest.raises(GitHubError) as caught:
+        github.add_sub_issue(OWNER, NAME, other, tickets[0])
+    assert caught.value.status == 422
+    assert github.sub_issues(OWNER, NAME, other) == ()
+
+
+def test_recent_issues_leave_out_pulls_newest_update_first_reading_only_the_pages_needed(
+    sandbox: Sandbox,
+) -> None:
+    """Most recently updated first (a comment brings an old issue to the front), pull requests
+    left out, at most ``limit``: at two per page, only the pages that hold ``limit`` issues are
+    read."""
+    first, second, third = (open_issue(sandbox, title) for title in ("One", "Two", "Three"))
+    pull, _ = open_pull(sandbox, "issue-45", {"t.txt": "t\n"})
+    fourth = open_issue(sandbox, "Four")
+    time.sleep(1.1)  # GitHub's stamps count whole seconds
+    sandbox.github("ada").get_repo(FULL_NAME).get_issue(second).create_comment("Still wanted.")
+    github, _ = adapter(sandbox, per_page=2)
+    # GitHub's order: second, fourth, the pull request, third, first.
+    recent = github.recent_issues(OWNER, NAME, "open", 3)
+    assert [(i.number, i.title, i.is_pull_request) for i in recent] == [
+        (second, "Two", False),
+        (fourth, "Four", False),
+        (third, "Three", False),
+    ]
+    assert github.request_counts().sent == 2
+    every = github.recent_issues(OWNER, NAME, "open", 10)
+    assert [i.number for i in every] == [second, fourth, third, first]
+    assert pull.number not in [i.number for i in every]
+    assert github.recent_issues(OWNER, NAME, "open", 1) == recent[:1]
+    sandbox.github("ada").get_repo(FULL_NAME).get_issue(third).edit(state="closed")
+    assert [i.number for i in github.recent_issues(OWNER, NAME, "closed", 5)] == [third]
+
+
+def test_the_fake_keeps_sub_issues_and_recent_issues_as_the_adapter_does(tmp_path: Path) -> None:
+    """FakeGitHub, on the stand-in's own state: a sub-issue added twice is listed once, another
+    parent is refused 422; recent issues leave pull requests out, newest update first, at most
+    ``limit``."""
+    fake = FakeGitHub(tmp_path)
+    spec, other = fake.add_issue("Spec"), fake.add_issue("Other spec")
+    first, second = fake.add_issue("Ticket one"), fake.add_issue("Ticket two")
+    for ticket in (first, second, first):
+        fake.add_sub_issue("acme", "widgets", spec, ticket)
+    assert fake.sub_issues("acme", "widgets", spec) == (first, second)
+    with pytest.raises(GitHubError) as caught:
+        fake.add_sub_issue("acme", "widgets", other, first)
+    assert caught.value.status == 422
+    assert fake.sub_issues("acme", "widgets", other) == ()
+    pull = Pull(head_ref="issue-1", base_ref="main", draft=False, head_sha="0" * 40)
+    fake.world.create_issue(fake.repo_state, "A pull request", "", "alice", pull=pull)
+    fake.repo_state.issue(first).updated_at += timedelta(seconds=5)  # a later change
+    recent = fake.recent_issues("acme", "widgets", "open", 3)
+    assert [i.number for i in recent] == [first, second, other]
+    fake.close_issue("acme", "widgets", other)
+    assert [i.number for i in fake.recent_issues("acme", "widgets", "closed", 3)] == [other]
+
+
 def test_the_fake_answers_the_daemons_reads_as_the_adapter_does(tmp_path: Path) -> None:
     """FakeGitHub, on the stand-in's own state, lists labelled issues lowest first, names the
     last labeller and keeps only open blockers."""
@@ -852,8 +922,9 @@ def test_check_runs_polled_twice_cost_one_rate_limit_point(sandbox: Sandbox) -> 
 
 
 def test_every_repeated_read_is_conditional(sandbox: Sandbox) -> None:
-    """issue, pull, check runs, commit statuses, who labelled, open blockers and branch
-    existence, each read twice unchanged: every second read is a 304 giving the same record."""
+    """issue, pull, check runs, commit statuses, who labelled, open blockers, sub-issues,
+    recent issues and branch existence, each read twice unchanged: every second read is a 304
+    giving the same record."""
     number = open_issue(sandbox, "Read twice", ("ready-for-agent",))
     pull, sha = open_pull(sandbox, "issue-42", {"q.txt": "q\n"})
     sandbox.client.wait_for_checks(OWNER, NAME, sha, timeout=60)
@@ -865,6 +936,8 @@ def test_every_repeated_read_is_conditional(sandbox: Sandbox) -> None:
         lambda: github.commit_statuses(OWNER, NAME, sha),
         lambda: github.labelled_by(OWNER, NAME, number, "ready-for-agent"),
         lambda: github.open_blockers(OWNER, NAME, number),
+        lambda: github.sub_issues(OWNER, NAME, number),
+        lambda: github.recent_issues(OWNER, NAME, "open", 5),
         lambda: github.branch_exists(OWNER, NAME, "issue-42"),
     ]
     for read in reads:
@@ -987,6 +1060,22 @@ def test_a_label_taken_whose_answer_was_lost_counts_as_taken(faults: Sandbox) ->
     assert github.take_label(OWNER, NAME, number, "ready-for-agent") is True
     made = [(r["method"], r["status"]) for r in faults.client.requests()[before:]]
     assert made == [("DELETE", 502), ("GET", 200)]
+
+
+def test_a_sub_issue_whose_answer_was_lost_is_checked_and_left_one_sub_issue(
+    faults: Sandbox,
+) -> None:
+    """The sub-issue was added and its answer lost: add_sub_issue reads the sub-issues, finds
+    it there, and stops without asking again; the issue has that one sub-issue."""
+    spec, ticket = open_issue(faults, "Lost spec"), open_issue(faults, "Lost ticket")
+    github, _ = adapter(faults)
+    faults.stand_in.set_faults(Faults(lost_answers=1.0))
+    before = len(faults.client.requests())
+    github.add_sub_issue(OWNER, NAME, spec, ticket)
+    made = [(r["method"], r["status"]) for r in faults.client.requests()[before:]]
+    assert made == [("GET", 200), ("POST", 502), ("GET", 200)]
+    faults.client.clear_faults()
+    assert github.sub_issues(OWNER, NAME, spec) == (ticket,)
 
 
 def test_a_comment_whose_answer_was_lost_is_posted_once(faults: Sandbox) -> None:

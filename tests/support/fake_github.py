@@ -207,6 +207,17 @@ class FakeGitHub:
         if blocker not in self.open_blockers(owner, name, number):
             self.block(number, blocker, by=self.login)
 
+    def add_sub_issue(self, owner: str, name: str, number: int, sub_issue: int) -> None:
+        self._enter("add_sub_issue", number, sub_issue)
+        if sub_issue in self.sub_issues(owner, name, number):
+            return
+        parent = self._api(lambda: self.repo_state.issue(number))
+        child = self._api(lambda: self.repo_state.issue(sub_issue))
+        # A sub-issue with another parent is refused (422), as the stand-in and GitHub do.
+        self._api(
+            lambda: self.world.add_sub_issue(self.repo_state, parent, child.id, False, self.login)
+        )
+
     def open_pulls(self, owner: str, name: str) -> tuple[PullRequestInfo, ...]:
         self._enter("open_pulls")
         return tuple(
@@ -263,18 +274,23 @@ class FakeGitHub:
             ),
             key=lambda issue: issue.number,
         )
-        return tuple(
-            IssueSummary(
-                number=issue.number,
-                title=issue.title,
-                state=issue.state,
-                labels=tuple(have.name for have in issue.labels),
-                is_pull_request=issue.pull is not None,
-                updated_at=issue.updated_at,
-                html_url=self._url(issue),
-            )
-            for issue in found
+        return tuple(self._summary(issue) for issue in found)
+
+    def recent_issues(
+        self, owner: str, name: str, state: str, limit: int
+    ) -> tuple[IssueSummary, ...]:
+        self._enter("recent_issues", state, limit)
+        found = sorted(
+            (
+                issue
+                for issue in self.repo_state.issues.values()
+                if issue.pull is None and state in ("all", issue.state)
+            ),
+            # The stand-in's order: GitHub's stamps count whole seconds, ties newest first.
+            key=lambda issue: (issue.updated_at, issue.number),
+            reverse=True,
         )
+        return tuple(self._summary(issue) for issue in found[:limit])
 
     def labelled_by(self, owner: str, name: str, number: int, label: str) -> str | None:
         self._enter("labelled_by", number, label)
@@ -294,6 +310,11 @@ class FakeGitHub:
         issue = self._api(lambda: self.repo_state.issue(number))
         blockers = self.world.blocked_by(self.repo_state, issue)
         return tuple(sorted(b.number for b in blockers if b.state == "open"))
+
+    def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
+        self._enter("sub_issues", number)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        return tuple(child.number for child in self.world.sub_issues(self.repo_state, issue))
 
     def pulls_for_head(
         self, owner: str, name: str, head_branch: str, state: str = "all"
@@ -444,6 +465,17 @@ class FakeGitHub:
         issue = self._api(lambda: self.repo_state.pull(number))
         assert issue.pull is not None
         issue.pull.draft = draft
+
+    def _summary(self, issue: Issue) -> IssueSummary:
+        return IssueSummary(
+            number=issue.number,
+            title=issue.title,
+            state=issue.state,
+            labels=tuple(have.name for have in issue.labels),
+            is_pull_request=issue.pull is not None,
+            updated_at=issue.updated_at,
+            html_url=self._url(issue),
+        )
 
     def _url(self, issue: Issue) -> str:
         kind = "pull" if issue.pull else "issues"

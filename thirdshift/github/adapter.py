@@ -246,6 +246,38 @@ class GitHub:
         )
         return self._calls.call(request, send)
 
+    def recent_issues(
+        self, owner: str, name: str, state: str, limit: int
+    ) -> tuple[IssueSummary, ...]:
+        """Issues (never pull requests) in ``state`` (open or closed), most recently updated
+        first, at most ``limit``. Pages are read only until ``limit`` issues are found; asked
+        conditionally, and an answer the first page held is kept for the next ask."""
+        path = f"/repos/{owner}/{name}/issues"
+        query = {"state": state, "sort": "updated", "direction": "desc"}
+
+        def issues(found: list[Any]) -> list[Any]:
+            return [item for item in found if item.get("pull_request") is None]
+
+        def convert(found: list[Any]) -> tuple[IssueSummary, ...]:
+            return tuple(issue_summary_record(self._make(Issue, i)) for i in issues(found)[:limit])
+
+        def send() -> tuple[IssueSummary, ...]:
+            return self._reads.pages(
+                path,
+                query,
+                lambda page: list(page),
+                convert,
+                view=str(limit),  # one answer makes a different record per limit
+                enough=lambda found: len(issues(found)) >= limit,
+            )
+
+        request = Request(
+            "GET",
+            f"{path}?state={state}&sort=updated&direction=desc",
+            f"the {state} issues of {owner}/{name} most recently updated",
+        )
+        return self._calls.call(request, send)
+
     def labelled_by(self, owner: str, name: str, number: int, label: str) -> str | None:
         """The login that added ``label`` to the issue most recently (the last ``labeled``
         event of that label name, in any case), or None: never labelled so, or by a deleted
@@ -287,6 +319,20 @@ class GitHub:
             return self._reads.pages(path, {}, lambda page: list(page), convert)
 
         what = f"the issues blocking issue #{number} of {owner}/{name}"
+        return self._calls.call(Request("GET", path, what), send)
+
+    def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
+        """Numbers of the issue's sub-issues, in GitHub's order (all pages), asked
+        conditionally. A sub-issue in another repository is listed too, with its own number."""
+        path = f"/repos/{owner}/{name}/issues/{number}/sub_issues"
+
+        def convert(found: list[Any]) -> tuple[int, ...]:
+            return tuple(int(i["number"]) for i in found)
+
+        def send() -> tuple[int, ...]:
+            return self._reads.pages(path, {}, lambda page: list(page), convert)
+
+        what = f"the sub-issues of issue #{number} of {owner}/{name}"
         return self._calls.call(Request("GET", path, what), send)
 
     def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]:
@@ -426,6 +472,35 @@ class GitHub:
         try:
             self._calls.call(
                 Request("POST", path, f"the blockers of issue #{number} of {owner}/{name}"),
+                send,
+                repeatable=False,
+                happened=happened,
+            )
+        except GitHubError as exc:
+            if exc.status != 422 or happened() is None:
+                raise
+
+    def add_sub_issue(self, owner: str, name: str, number: int, sub_issue: int) -> None:
+        """Make issue ``sub_issue`` a sub-issue of issue ``number``; already so is fine. GitHub
+        answers 422 to a sub-issue that already has a parent: one that has this parent is fine,
+        another parent is an error (a sub-issue has only one)."""
+        sub_issue_id = self._calls.call(
+            Request("GET", f"/repos/{owner}/{name}/issues/{sub_issue}", f"issue #{sub_issue}"),
+            lambda: int(self._repo(owner, name).get_issue(sub_issue).id),
+        )
+        path = f"/repos/{owner}/{name}/issues/{number}/sub_issues"
+
+        def send() -> bool:
+            # GitHub asks for the sub-issue's id, not its number.
+            self._repo(owner, name).get_issue(number).add_sub_issue(sub_issue_id)
+            return True
+
+        def happened() -> bool | None:
+            return True if sub_issue in self.sub_issues(owner, name, number) else None
+
+        try:
+            self._calls.call(
+                Request("POST", path, f"the sub-issues of issue #{number} of {owner}/{name}"),
                 send,
                 repeatable=False,
                 happened=happened,

@@ -172,12 +172,17 @@ class ConditionalReads:
         convert: Callable[[list[Any]], T],
         *,
         view: str = "",
+        enough: Callable[[list[Any]], bool] = lambda _: False,
     ) -> T:
         """Every page of a list (``items`` picks a page's entries), converted at once; only the
         first page is asked conditionally. An answer is kept only when it fits in one page with
         room to spare: a 304 vouches for the first page alone, and a full page may have a next
         one the 304 would hide. A longer list is read whole every time. ``view`` tells apart
-        the records different callers make from the same answer."""
+        the records different callers make from the same answer.
+
+        ``enough`` stops the reading at the first page after which the entries so far hold all
+        that ``convert`` uses (the newest few of a list); when the first page held it, the
+        answer is kept too, since then a 304 vouches for everything ``convert`` saw."""
         query = {**query, "per_page": str(self._per_page)}
         key = _key(path, query, view)
         kept, headers, data = self._ask(path, query, key)
@@ -185,9 +190,9 @@ class ConditionalReads:
             return cast(T, kept[1])
         found = items(data)
         following = _next_page(headers)
-        keep = following is None and len(found) < self._per_page
+        keep = enough(found) or (following is None and len(found) < self._per_page)
         etag = _header(headers, "etag")
-        while following is not None:
+        while following is not None and not enough(found):
             more_headers, more = self._requester.requestJsonAndCheck("GET", following)
             found += items(more)
             following = _next_page(more_headers)

@@ -189,6 +189,10 @@ class FencedGitHub:
         self._fence()
         return self._gh.block_issue(owner, name, number, blocker)
 
+    def add_sub_issue(self, owner: str, name: str, number: int, sub_issue: int) -> None:
+        self._fence()
+        return self._gh.add_sub_issue(owner, name, number, sub_issue)
+
     def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
         self._fence()
         return self._gh.take_label(owner, name, number, label)
@@ -213,6 +217,14 @@ class FencedGitHub:
 
     def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         return self._gh.open_blockers(owner, name, number)
+
+    def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
+        return self._gh.sub_issues(owner, name, number)
+
+    def recent_issues(
+        self, owner: str, name: str, state: str, limit: int
+    ) -> tuple[IssueSummary, ...]:
+        return self._gh.recent_issues(owner, name, state, limit)
 
     def pulls_for_head(
         self, owner: str, name: str, head_branch: str, state: str = "all"

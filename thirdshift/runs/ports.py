@@ -159,6 +159,11 @@ class GitHubPort(Protocol):
         already so is fine."""
         ...
 
+    def add_sub_issue(self, owner: str, name: str, number: int, sub_issue: int) -> None:
+        """Make issue ``sub_issue`` a sub-issue of issue ``number`` (GitHub's sub-issues);
+        already so is fine."""
+        ...
+
     def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
         """Take ``label`` off as a claim: True when this call took it off, False when the issue
         no longer had it (someone took it first). GitHub answers one of two racing removals
@@ -190,6 +195,17 @@ class GitHubPort(Protocol):
     def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         """Numbers of the open issues that block this one (GitHub's blocked-by issue
         dependencies), ascending."""
+        ...
+
+    def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
+        """Numbers of the issue's sub-issues, in GitHub's order."""
+        ...
+
+    def recent_issues(
+        self, owner: str, name: str, state: str, limit: int
+    ) -> tuple[IssueSummary, ...]:
+        """Issues (never pull requests) in ``state`` (open or closed), most recently updated
+        first, at most ``limit``."""
         ...
 
     # -- pull requests -------------------------------------------------------------------------
