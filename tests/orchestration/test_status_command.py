@@ -23,6 +23,18 @@ from thirdshift.store import Store
 NOW = datetime.now(UTC).replace(microsecond=0)
 NEXT_POLL = NOW + timedelta(seconds=42)
 PAUSED_UNTIL = NOW + timedelta(minutes=5)
+
+
+@pytest.fixture(autouse=True)
+def _now_is_now() -> None:
+    """Each test's daemon state is written now: a state read a minute later is no longer
+    live, and the whole suite takes longer than that after this module is imported."""
+    global NOW, NEXT_POLL, PAUSED_UNTIL
+    NOW = datetime.now(UTC).replace(microsecond=0)
+    NEXT_POLL = NOW + timedelta(seconds=42)
+    PAUSED_UNTIL = NOW + timedelta(minutes=5)
+
+
 READERS_REASON = "drive-by added ready-for-agent with read permission; a maintainer must add it"
 
 
