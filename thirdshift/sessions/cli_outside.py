@@ -67,10 +67,12 @@ def log_stamp(moment: datetime) -> str:
 def session_log_paths(
     logs_dir: Path, owner: str, repo: str, issue_number: int, stamp: str
 ) -> Callable[[str], Path]:
-    """``kind -> $THIRDSHIFT_HOME/logs/<owner>-<repo>-issue-<n>-<stamp>-<kind>.jsonl``."""
+    """``kind -> $THIRDSHIFT_HOME/logs/<owner>-<repo>-issue-<n>-<stamp>-<kind>.jsonl``, or
+    ``<owner>-<repo>-architect-<stamp>-<kind>.jsonl`` for an Architect run (issue 0: none)."""
+    subject = f"issue-{issue_number}" if issue_number else "architect"
 
     def path_for(kind: str) -> Path:
-        return logs_dir / f"{owner}-{repo}-issue-{issue_number}-{stamp}-{kind}.jsonl"
+        return logs_dir / f"{owner}-{repo}-{subject}-{stamp}-{kind}.jsonl"
 
     return path_for
 
