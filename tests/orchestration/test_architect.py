@@ -355,7 +355,32 @@ def test_the_daemon_s_architect_schedule_fires_with_a_fast_clock_and_the_gates_h
     messages = [a.message for a in world.store.activity(limit=100)]
     assert any(m.startswith("Architect run") and f"published #{plan}" in m for m in messages)
     assert any(
-        m.startswith("Architect run skipped: Architect plan") and f"#{plan}" in m
-        for m in messages
+        m.startswith("Architect run skipped: Architect plan") and f"#{plan}" in m for m in messages
     )
     assert len(architect_runs(world)) == 1
+
+
+def test_a_half_published_plan_a_person_closed_is_not_completed(world: RunWorld) -> None:
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    opened: list[str] = []
+
+    def spec_then_fail(method: str) -> None:
+        if method == "open_issue":
+            opened.append(method)
+            if len(opened) > 1:
+                raise GitHubError("502 Bad Gateway (GitHub)", 502)
+
+    world.github.on_call = spec_then_fail
+    assert run_architect(world) == 1
+    world.github.on_call = None
+    (spec,) = issues_labelled(world, PLAN)
+    assert architect_runs(world)[0].published == (spec,)  # on the record as it happened
+    world.github.close_issue("acme", "widgets", spec)  # a person answered the half plan
+    world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": spec})
+    assert run_architect(world) == 0
+    assert any(
+        f"#{spec} of it was closed since; it is not completed" in line for line in world.lines
+    )
+    assert issues_labelled(world, PLAN) == [spec]  # no Ticket opened under the closed Spec
+    latest = architect_runs(world)[0]
+    assert [s.kind for s in world.store.run_sessions(latest.id)] == ["architect"]  # a new review

@@ -142,7 +142,7 @@ class ArchitectRun:
                     "time, so this one changed nothing"
                 ) from None
             gh = FencedGitHub(self._github, keeper.check)
-            unfinished = self._unfinished(repository)
+            unfinished = self._unfinished(repository, repo)
             if unfinished is not None:
                 return self._complete(unfinished, repo, repository, gh, lease)
             skip = self._gate(repo, repository)
@@ -182,12 +182,31 @@ class ArchitectRun:
             ):
                 self.say(f"Architect run {run.id} crashed earlier")
 
-    def _unfinished(self, repository: Repository) -> Run | None:
-        """The newest Architect run when it kept a result it did not finish publishing."""
+    def _unfinished(self, repository: Repository, repo: RepoInfo) -> Run | None:
+        """The newest Architect run when it kept a result it did not finish publishing, unless
+        a person closed an issue it did publish: that plan was answered, and is never made
+        whole behind their back (its kept result is let go)."""
         latest = self._store.latest_run(repository, ARCHITECT_ISSUE)
         if latest is None or latest.state in ("succeeded", "running"):
             return None
-        return latest if self._store.architect_result(latest.id) is not None else None
+        kept = self._store.architect_result(latest.id)
+        if kept is None:
+            return None
+        result, key = result_from_json(kept)
+        label = IDEA_LABEL if isinstance(result, Idea) else PLAN_LABEL
+        closed = sorted(
+            issue.number
+            for issue in self._marked(self._github, repo, label, key).values()
+            if issue.state != "open"
+        )
+        if not closed:
+            return latest
+        self.say(
+            f"Architect run {latest.id} stopped before publishing all of its plan, and "
+            f"{', '.join(f'#{n}' for n in closed)} of it was closed since; it is not completed"
+        )
+        self._store.update_run(latest.id, architect_result=None)
+        return None
 
     def _gate(self, repo: RepoInfo, repository: Repository) -> Skip | None:
         gh = self._github
@@ -400,6 +419,10 @@ class ArchitectRun:
             )
             self.say(f"opened #{opened.number} ({part}): {opened.html_url}")
             found[part] = opened
+            # What reached GitHub is on the record at once, whatever happens next.
+            self._store.update_run(
+                record.id, published=" ".join(str(i.number) for i in found.values())
+            )
             return opened
 
         if isinstance(result, Idea):

@@ -342,11 +342,22 @@ def marker(key: int, part: str) -> str:
 
 
 def marked_part(body: str, key: int) -> str | None:
-    """The part of plan ``key`` an issue body is marked as, or None."""
-    for found in _MARKER.finditer(body):
-        if int(found.group(1)) == key:
-            return found.group(2)
-    return None
+    """The part of plan ``key`` an issue body is marked as, or None. The last marker counts:
+    thirdshift writes its own at the very end, after everything the session wrote."""
+    found = [m.group(2) for m in _MARKER.finditer(body) if int(m.group(1)) == key]
+    return found[-1] if found else None
+
+
+_OUR_COMMENT = re.compile(r"<!--\s*thirdshift", re.IGNORECASE)
+_MENTION = re.compile(r"(?<![\w`/])@([A-Za-z0-9][A-Za-z0-9-]*)")
+
+
+def defanged(text: str) -> str:
+    """A session's text as it may appear on GitHub: it can never pass for one of
+    thirdshift's markers (which decide what a later run reuses), and its @mentions notify
+    nobody (an unattended agent does not page people; a zero-width space breaks the link)."""
+    text = _OUR_COMMENT.sub("<!-- (quoted) thirdshift", text)
+    return _MENTION.sub("@\u200b\\1", text)
 
 
 def issue_text(
@@ -363,11 +374,16 @@ def issue_text(
 ) -> str:
     """The body of one published issue. ``kind`` says what it is (a Spec, a Ticket, an
     Architect idea) in the footer that tells a person what thirdshift expects of them."""
-    parts = [f"## Why\n\n{draft.why}", f"## What to build\n\n{draft.what_to_build}"]
+    parts = [
+        f"## Why\n\n{defanged(draft.why)}",
+        f"## What to build\n\n{defanged(draft.what_to_build)}",
+    ]
     if draft.acceptance:
-        parts.append("## Acceptance\n\n" + "\n".join(f"- {line}" for line in draft.acceptance))
+        listed = "\n".join(f"- {defanged(line)}" for line in draft.acceptance)
+        parts.append(f"## Acceptance\n\n{listed}")
     if draft.decisions:
-        parts.append("## Decisions taken\n\n" + "\n".join(f"- {line}" for line in draft.decisions))
+        listed = "\n".join(f"- {defanged(line)}" for line in draft.decisions)
+        parts.append(f"## Decisions taken\n\n{listed}")
     if part.startswith("ticket-"):
         said = ", ".join(f"#{n}" for n in blockers) if blockers else "nothing"
         parts.append(f"Blocked by: {said}.")

@@ -831,7 +831,7 @@ class Store:
 
     def architect_publications(self, repository: Repository, since: datetime) -> list[datetime]:
         """When each Architect run of the repository since ``since`` published a plan or an
-        idea (it names issues it published), oldest first: the weekly cap counts these,
+        idea (it succeeded naming issues it published), oldest first: the weekly cap counts these,
         whichever daemon or command ran them."""
         with self._session() as session:
             rows = session.exec(
@@ -839,6 +839,7 @@ class Store:
                 .where(
                     RunRow.repository_id == repository.id,
                     RunRow.kind == "architect",
+                    RunRow.state == "succeeded",  # a half publish counts once, when completed
                     col(RunRow.published).is_not(None),
                     RunRow.published != "",
                     col(RunRow.started_at) >= since,
