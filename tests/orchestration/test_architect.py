@@ -10,12 +10,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, READY, RunWorld
 from tests.support.scripted_sessions import git
 from thirdshift.clock import ManualClock
 from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
-from thirdshift.errors import GitHubError
+from thirdshift.errors import GitHubError, NotClaimed
 from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
 from thirdshift.runs.plans import ARCHITECT_ISSUE, ARCHITECT_RESULT_FILE
 from thirdshift.scrub import Scrubber
@@ -55,7 +57,13 @@ def writes(result: dict[str, Any] | str) -> Callable[[Path, str], str]:
     return play
 
 
-def architect(world: RunWorld, **settings: Any) -> ArchitectRun:
+def architect(
+    world: RunWorld,
+    *,
+    progress: Callable[[str], None] | None = None,
+    on_recorded: Callable[[int], None] = lambda _run_id: None,
+    **settings: Any,
+) -> ArchitectRun:
     scrub = Scrubber([PLANTED_TOKEN])
     return ArchitectRun(
         settings=world.settings.model_copy(update=settings),
@@ -66,10 +74,11 @@ def architect(world: RunWorld, **settings: Any) -> ArchitectRun:
         environ=world.environ,
         scrub=scrub,
         clock=world.clock,
-        progress=world.lines.append,
+        progress=progress or world.lines.append,
         interrupt=world.interrupt,
         emit_url=world.urls.append,
         web_host="github.test",
+        on_recorded=on_recorded,
     )
 
 
@@ -99,11 +108,14 @@ def test_a_two_ticket_plan_is_published_as_a_spec_with_two_sub_issues_the_second
     for number in (spec, first, second):
         assert set(gh.labels_of(number)) == {PLAN, TRIAGE}
     body = gh.issue("acme", "widgets", second).body
-    assert "## Acceptance" in body and f"Blocked by: #{first}." in body
+    assert "## Acceptance" in body
+    assert f"Blocked by: #{first}." in body
     assert world.urls == [gh.issue("acme", "widgets", spec).html_url]
     (run,) = architect_runs(world)
-    assert run.state == "succeeded" and run.issue_number == ARCHITECT_ISSUE
-    assert run.published == (spec, first, second) and run.last_session_log
+    assert run.state == "succeeded"
+    assert run.issue_number == ARCHITECT_ISSUE
+    assert run.published == (spec, first, second)
+    assert run.last_session_log
     assert [s.kind for s in world.store.run_sessions(run.id)] == ["architect"]
     assert world.lines[-1].startswith(f"published the Architect plan: Spec #{spec}")
 
@@ -128,11 +140,13 @@ def test_a_ready_issue_or_a_waiting_idea_skips_the_run_before_any_session(
     ready = world.github.add_issue("Shaped by a person", labels=[READY])
     world.sessions.plays["architect"] = writes(TWO_TICKETS)
     assert run_architect(world) == 0
-    assert f"Ready issue #{ready}" in world.lines[-1] and not architect_runs(world)
+    assert f"Ready issue #{ready}" in world.lines[-1]
+    assert not architect_runs(world)
     world.github.unlabel_issue(ready, READY)
     idea = world.github.add_issue("An idea", labels=[IDEA, TRIAGE])
     assert run_architect(world) == 0
-    assert f"Architect idea #{idea}" in world.lines[-1] and not architect_runs(world)
+    assert f"Architect idea #{idea}" in world.lines[-1]
+    assert not architect_runs(world)
 
 
 def test_covered_publishes_nothing_and_names_the_covering_issue(world: RunWorld) -> None:
@@ -140,14 +154,17 @@ def test_covered_publishes_nothing_and_names_the_covering_issue(world: RunWorld)
     world.github.close_issue("acme", "widgets", covering)
     world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": covering})
     assert run_architect(world) == 0
-    assert issues_labelled(world, PLAN) == [] and issues_labelled(world, IDEA) == []
+    assert issues_labelled(world, PLAN) == []
+    assert issues_labelled(world, IDEA) == []
     assert world.urls == [world.github.issue("acme", "widgets", covering).html_url]
     assert f"covered by #{covering}" in world.lines[-1]
     (run,) = architect_runs(world)
-    assert run.state == "succeeded" and run.published == ()
+    assert run.state == "succeeded"
+    assert run.published == ()
     # Covered publishes nothing, so it does not count against the weekly cap.
     world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": covering})
-    assert run_architect(world) == 0 and len(architect_runs(world)) == 2
+    assert run_architect(world) == 0
+    assert len(architect_runs(world)) == 2
 
 
 def test_covered_by_an_issue_that_does_not_exist_fails_as_an_invalid_result(
@@ -156,7 +173,8 @@ def test_covered_by_an_issue_that_does_not_exist_fails_as_an_invalid_result(
     world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": 999})
     assert run_architect(world) == 1
     (run,) = architect_runs(world)
-    assert run.state == "failed" and "covered by #999, which is no issue" in (run.cause or "")
+    assert run.state == "failed"
+    assert "covered by #999, which is no issue" in (run.cause or "")
 
 
 def test_an_idea_is_one_issue_labelled_for_triage(world: RunWorld) -> None:
@@ -177,10 +195,12 @@ def test_an_invalid_result_file_fails_the_run_with_the_parse_error_and_publishes
     (run,) = architect_runs(world)
     assert run.state == "failed"
     assert ".thirdshift-architect.json is not JSON" in (run.cause or "")
-    assert run.last_session_log and Path(run.last_session_log).exists()
+    assert run.last_session_log
+    assert Path(run.last_session_log).exists()
     assert any(line == f"session log: {run.last_session_log}" for line in world.lines)
     assert "nothing was published" in world.lines
-    assert issues_labelled(world, PLAN) == [] and world.urls == []
+    assert issues_labelled(world, PLAN) == []
+    assert world.urls == []
     assert world.github.called("open_issue") == []
 
 
@@ -214,7 +234,8 @@ def test_the_prompt_names_open_and_recently_closed_issues_and_the_focus(world: R
     run = architect(world)
     assert run.run(ArchitectRequest("acme", "widgets", focus="the parsers")) == 0
     prompt = world.sessions.prompts["architect"]
-    assert f"#{still} Still open work" in prompt and f"#{done} Done work" in prompt
+    assert f"#{still} Still open work" in prompt
+    assert f"#{done} Done work" in prompt
     assert prompt.index("Still open work") < prompt.index("Recently closed")
     assert "focus on: the parsers" in prompt
 
@@ -243,10 +264,12 @@ def test_a_crash_between_the_spec_and_its_tickets_is_completed_by_the_next_run_w
     world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": spec})
     assert run_architect(world) == 0
     numbers = issues_labelled(world, PLAN)
-    assert numbers[0] == spec and len(numbers) == 3  # the same Spec, its two Tickets, no copy
+    assert numbers[0] == spec
+    assert len(numbers) == 3
     assert world.github.sub_issues("acme", "widgets", spec) == tuple(numbers[1:])
     latest = architect_runs(world)[0]
-    assert latest.state == "succeeded" and latest.published == tuple(numbers)
+    assert latest.state == "succeeded"
+    assert latest.published == tuple(numbers)
     assert world.store.run_sessions(latest.id) == []  # no second review: the same plan
 
 
@@ -268,13 +291,9 @@ def test_another_architect_run_on_the_repository_is_not_claimed(world: RunWorld)
     )
     assert held is not None
     world.sessions.plays["architect"] = writes(TWO_TICKETS)
-    try:
+    with pytest.raises(NotClaimed, match="another Architect run works on acme/widgets") as refused:
         run_architect(world)
-    except Exception as error:
-        assert getattr(error, "exit_code", None) == 3
-        assert "another Architect run works on acme/widgets" in str(error)
-    else:
-        raise AssertionError("the run went ahead under another's Lease")
+    assert refused.value.exit_code == 3
     assert issues_labelled(world, PLAN) == []
 
 
@@ -306,9 +325,7 @@ def test_the_daemon_s_architect_schedule_fires_with_a_fast_clock_and_the_gates_h
         on_recorded: Callable[[int], None],
     ) -> int:
         started.append(f"{clock.now():%a}")
-        run = architect(world)
-        run._progress = progress  # noqa: SLF001 - the daemon's progress, as the root wires it
-        run._on_recorded = on_recorded  # noqa: SLF001
+        run = architect(world, progress=progress, on_recorded=on_recorded)
         return run.run(ArchitectRequest(owner, name))
 
     trigger = cron_trigger("0 3 * * 1")

@@ -81,7 +81,8 @@ def gate(**given: Any) -> Any:
 def test_a_two_ticket_plan_reads_as_a_spec_with_the_second_blocked_by_the_first() -> None:
     result = parse_result(json.dumps(two_ticket_plan()), max_tickets=5)
     assert isinstance(result, Plan)
-    assert result.spec is not None and result.spec.title == "One parser"
+    assert result.spec is not None
+    assert result.spec.title == "One parser"
     assert [t.title for t in result.tickets] == ["First", "Second"]
     assert result.tickets[1].blocked_by == (1,)
     assert result.tickets[0].acceptance == ("both callers use it", "the old ones are gone")
@@ -89,7 +90,9 @@ def test_a_two_ticket_plan_reads_as_a_spec_with_the_second_blocked_by_the_first(
 
 def test_a_one_ticket_plan_has_no_spec() -> None:
     result = parse_result(json.dumps({"outcome": "plan", "tickets": [ticket()]}), max_tickets=5)
-    assert isinstance(result, Plan) and result.spec is None and len(result.tickets) == 1
+    assert isinstance(result, Plan)
+    assert result.spec is None
+    assert len(result.tickets) == 1
 
 
 def test_an_idea_and_a_covered_outcome_read_as_such() -> None:
@@ -179,7 +182,8 @@ def test_an_idea_waiting_for_triage_skips_but_a_triaged_one_does_not() -> None:
     waiting = waiting_for_triage([issue(4, "architect-idea", "needs-triage"), issue(5, "x")])
     assert [i.number for i in waiting] == [4]
     skip = gate(waiting_ideas=waiting)
-    assert "is waiting for triage" in skip.reason and skip.urls == (waiting[0].html_url,)
+    assert "is waiting for triage" in skip.reason
+    assert skip.urls == (waiting[0].html_url,)
     assert waiting_for_triage([issue(6, "architect-idea")]) == []
     closed = issue(7, "architect-idea", "needs-triage", state="closed")
     assert waiting_for_triage([closed]) == []
@@ -235,8 +239,10 @@ def test_a_ticket_body_has_the_shape_of_a_good_issue_and_its_marker() -> None:
     for heading in ("## Why", "## What to build", "## Acceptance", "## Decisions taken"):
         assert heading in body
     assert "- both callers use it" in body
-    assert "Blocked by: #17." in body and "A Ticket of #16." in body
-    assert "main at 0123456789ab" in body and "needs-triage" in body
+    assert "Blocked by: #17." in body
+    assert "A Ticket of #16." in body
+    assert "main at 0123456789ab" in body
+    assert "needs-triage" in body
     assert marked_part(body, 41) == "ticket-2"
     assert marked_part(body, 42) is None  # another plan's issue is not this plan's
 
@@ -264,9 +270,11 @@ def test_the_prompt_names_the_issues_the_focus_and_the_result_file() -> None:
         result_file=".thirdshift-architect.json",
         max_tickets=4,
     )
-    assert "- #9 issue 9 [bug]" in prompt and "- #2 issue 2" in prompt
+    assert "- #9 issue 9 [bug]" in prompt
+    assert "- #2 issue 2" in prompt
     assert "focus on: the parsers" in prompt
-    assert ".thirdshift-architect.json" in prompt and "2 to 4 Tickets" in prompt
+    assert ".thirdshift-architect.json" in prompt
+    assert "2 to 4 Tickets" in prompt
     assert "$" not in prompt.replace("$ ", "")  # every placeholder was filled
 
 
@@ -282,7 +290,8 @@ def test_the_prompt_bounds_a_long_list_of_issues() -> None:
         result_file="f",
         max_tickets=5,
     )
-    assert "[older issues left out]" in prompt and len(prompt.encode()) < 40_000
+    assert "[older issues left out]" in prompt
+    assert len(prompt.encode()) < 40_000
     assert "(none)" in prompt  # no closed issues
 
 
@@ -300,7 +309,9 @@ def test_the_prompt_bounds_a_long_list_of_issues() -> None:
 )
 def test_a_cron_weekday_counts_from_sunday_as_cron_does(expression: str, weekday: str) -> None:
     fired = cron_trigger(expression).get_next_fire_time(None, NOW)
-    assert fired is not None and fired.strftime("%A") == weekday and fired.hour == 3
+    assert fired is not None
+    assert fired.strftime("%A") == weekday
+    assert fired.hour == 3
 
 
 @pytest.mark.parametrize("expression", ["bad", "* * * * * *", "0 3 * * 9", "61 * * * *"])
@@ -325,7 +336,9 @@ def test_a_session_s_text_cannot_pass_for_a_marker_or_page_anyone() -> None:
         base_sha="0" * 40,
         kind="A Ticket",
     )
-    assert "@\u200balice" in body and "@\u200borg/team" in body
-    assert "bob@example.com" in body and "`@code`" in body
+    assert "@\u200balice" in body
+    assert "@\u200borg/team" in body
+    assert "bob@example.com" in body
+    assert "`@code`" in body
     assert marked_part(body, 41) == "ticket-1"  # only thirdshift's own marker counts
     assert body.count("<!-- thirdshift:") == 1

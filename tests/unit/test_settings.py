@@ -306,7 +306,8 @@ def test_an_architect_schedule_is_read_per_repository_and_a_bad_one_names_key_an
     (home / "config.toml").write_text('[architect_schedule]\n"octo/widgets" = "0 3 * * 1"\n')
     settings = load_settings(os.environ)
     assert settings.architect_schedule == {"octo/widgets": "0 3 * * 1"}
-    assert not settings.architect_hand_over and settings.architect_plans_per_week == 1
+    assert not settings.architect_hand_over
+    assert settings.architect_plans_per_week == 1
     (home / "config.toml").write_text('[architect_schedule]\n"octo/widgets" = "every monday"\n')
     with pytest.raises(ConfigError) as refused:
         load_settings(os.environ)
