@@ -252,6 +252,9 @@ def _status_lines(daemons: list[dict[str, Any]], now: Any) -> list[str]:
                 said += f" (failed: {poll['last_poll_error']})"
             if upcoming:
                 said += f", next {_clock_time(datetime.fromisoformat(upcoming))}"
+            architect = poll.get("next_architect_at")
+            if architect:
+                said += f"; next Architect run {_clock_time(datetime.fromisoformat(architect))}"
             queued = poll.get("queued") or []
             if queued:
                 said += "; waiting for a slot: " + ", ".join(f"#{n}" for n in queued)

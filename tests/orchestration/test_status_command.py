@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from thirdshift.cli import main
 from thirdshift.clock import ManualClock
 from thirdshift.daemon.activity import ActivityLog
-from thirdshift.daemon.state import DaemonState, PauseState, PollState, write_state
+from thirdshift.daemon.state import DaemonState, PauseState, PollState, RunningState, write_state
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 
@@ -123,6 +123,7 @@ def test_status_json_carries_the_same_in_the_documented_shapes(filled: Path) -> 
             "last_poll_error": None,
             "next_poll_at": NEXT_POLL.isoformat(),
             "queued": [9, 12],
+            "next_architect_at": None,
         }
     ]
     assert daemon["pauses"] == [
@@ -164,3 +165,32 @@ def test_status_says_so_when_no_daemon_has_run_in_this_home(home: Path) -> None:
     assert status().splitlines()[0] == (
         "no daemon has run in this home (thirdshift daemon writes its state here)"
     )
+
+
+def test_status_shows_when_the_architect_schedule_next_asks_and_an_architect_run_by_name(
+    home: Path,
+) -> None:
+    architect_at = NOW + timedelta(days=3)
+    write_state(
+        home / "daemons",
+        DaemonState(
+            daemon="night-1",
+            pid=os.getpid(),
+            started_at=NOW - timedelta(hours=1),
+            updated_at=NOW,
+            stopping=False,
+            polls=(PollState("acme/widgets", NOW, None, NEXT_POLL, (), architect_at),),
+            running=(RunningState("acme/widgets", 0, 31, NOW - timedelta(minutes=2)),),
+            pauses=(),
+            rate_limit_remaining=None,
+        ),
+    )
+    shown = status().splitlines()
+    assert shown[1] == (
+        f"  acme/widgets: last poll {clock_text(NOW)}, next {clock_text(NEXT_POLL)}; "
+        f"next Architect run {clock_text(architect_at)}"
+    )
+    assert shown[2] == "  running: acme/widgets (Architect run) (Run 31, for 2m 00s)"
+    state = json.loads(status("--json"))
+    [poll] = state["daemons"][0]["repositories"]
+    assert poll["next_architect_at"] == architect_at.isoformat()

@@ -191,6 +191,7 @@ class Daemon:
                     last_poll_error=last[1] if last else None,
                     next_poll_at=job.next_run_time if job is not None else None,
                     queued=tuple(queued.get(poll.full_name, ())),
+                    next_architect_at=self._next_architect(poll.full_name),
                 )
             )
         return DaemonState(
@@ -346,16 +347,20 @@ class Daemon:
         self._start_queued()
         self._publish_state()  # a person asking now sees this poll and what it started
 
-    def _architect_due(self, full_name: str) -> bool:
-        """Whether the repository's Architect schedule asks for a run now. It stays due until
-        one starts (a full daemon starts it once a slot is free)."""
+    def _next_architect(self, full_name: str) -> datetime | None:
+        """When the repository's Architect schedule next asks for a run (None: no schedule)."""
         schedule = self._schedules.get(full_name)
         if schedule is None or self._start_architect is None:
-            return False
+            return None
         with self._lock:
             if full_name not in self._architect_next:
                 self._architect_next[full_name] = schedule(self._started_at)
-            due = self._architect_next[full_name]
+            return self._architect_next[full_name]
+
+    def _architect_due(self, full_name: str) -> bool:
+        """Whether the repository's Architect schedule asks for a run now. It stays due until
+        one starts (a full daemon starts it once a slot is free)."""
+        due = self._next_architect(full_name)
         return due is not None and self._clock.now() >= due
 
     def _start_queued(self) -> None:

@@ -32,6 +32,8 @@ class PollState:
     next_poll_at: datetime | None
     queued: tuple[int, ...]
     """Issues found Ready and waiting for a free slot (within max_runs)."""
+    next_architect_at: datetime | None = None
+    """When its ``architect_schedule`` next asks for an Architect run (None: it has none)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ def state_json(state: DaemonState) -> dict[str, Any]:
                 "last_poll_error": poll.last_poll_error,
                 "next_poll_at": _when(poll.next_poll_at),
                 "queued": list(poll.queued),
+                "next_architect_at": _when(poll.next_architect_at),
             }
             for poll in state.polls
         ],
@@ -173,7 +176,7 @@ def _poll_well_formed(poll: Any) -> bool:
     return all(poll.get(key) is None or _aware(poll.get(key)) for key in _POLL_TIMES)
 
 
-_POLL_TIMES = ("last_poll_at", "next_poll_at")
+_POLL_TIMES = ("last_poll_at", "next_poll_at", "next_architect_at")
 
 
 def _aware(value: Any) -> bool:
