@@ -49,6 +49,7 @@ def test_a_state_is_written_whole_under_a_safe_name_and_read_back(tmp_path: Path
             "last_poll_error": None,
             "next_poll_at": "2026-03-01T12:01:00+00:00",
             "queued": [4, 7],
+            "next_architect_at": None,
         }
     ]
     assert read["running"][0]["run_id"] == 12
