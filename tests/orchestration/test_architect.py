@@ -401,3 +401,20 @@ def test_a_half_published_plan_a_person_closed_is_not_completed(world: RunWorld)
     assert issues_labelled(world, PLAN) == [spec]  # no Ticket opened under the closed Spec
     latest = architect_runs(world)[0]
     assert [s.kind for s in world.store.run_sessions(latest.id)] == ["architect"]  # a new review
+
+
+def test_an_architect_run_paused_past_its_lease_publishes_nothing_once_another_holds_it(
+    world: RunWorld,
+) -> None:
+    def paused_then_writes(worktree: Path, prompt: str) -> str:
+        world.take_lease_over(ARCHITECT_ISSUE)  # as if SIGSTOPped past its Lease meanwhile
+        return writes(TWO_TICKETS)(worktree, prompt)
+
+    world.sessions.plays["architect"] = paused_then_writes
+    assert run_architect(world) == 1
+    assert world.github.called("open_issue") == []
+    assert world.github.called("ensure_label") == []
+    (run,) = architect_runs(world)
+    assert run.state == "failed"
+    assert "lost the repository's Architect Lease" in (run.cause or "")
+    assert world.store.architect_result(run.id) is None  # its successor decides, not it

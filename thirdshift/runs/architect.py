@@ -293,7 +293,9 @@ class ArchitectRun:
             )
             if isinstance(result, Covered):
                 self._check_covered(gh, repo, result)
-            # Kept before the first issue is opened: a Run after a crash completes this plan.
+            # Kept before the first issue is opened: a Run after a crash completes this plan. A
+            # run that lost its Lease meanwhile keeps nothing (its successor decides).
+            gh.fence()
             self._store.update_run(
                 record.id,
                 architect_result=result_to_json(result, record.id),

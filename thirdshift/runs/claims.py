@@ -101,6 +101,12 @@ class LeaseKeeper:
 
     def lost_error(self) -> LeaseLost:
         """The cause of a Run that lost its Lease."""
+        if self._issue_number == 0:  # an Architect run's: the repository's, not an issue's
+            return LeaseLost(
+                "lost the repository's Architect Lease: another Architect run holds it now "
+                "(this one was paused or cut off past its Lease); it changed nothing more on "
+                "GitHub"
+            )
         return LeaseLost(
             f"lost the Lease on #{self._issue_number}: another Run holds the issue now (this "
             "one was paused or cut off past its Lease); it changed nothing more on GitHub"
@@ -141,6 +147,10 @@ class FencedGitHub:
     def __init__(self, github: GitHubPort, fence: Callable[[], None]) -> None:
         self._gh = github
         self._fence = fence
+
+    def fence(self) -> None:
+        """Raise ``LeaseLost`` unless the Lease is still held (before a write elsewhere)."""
+        self._fence()
 
     def authenticated_login(self) -> str:
         return self._gh.authenticated_login()
