@@ -172,10 +172,14 @@ def test_nothing_stops_an_architect_run_on_a_quiet_repository() -> None:
     assert gate() is None
 
 
-def test_an_open_plan_skips_naming_it_newest_first() -> None:
-    skip = gate(open_plans=[issue(3, "architect-plan"), issue(9, "architect-plan")])
-    assert skip.urls == ("https://github.test/o/r/issues/9", "https://github.test/o/r/issues/3")
-    assert 'Architect plan #9 "issue 9"; #3 "issue 3" is still open on o/r' in skip.reason
+def test_an_open_plan_skips_naming_it_by_its_spec_with_its_tickets_as_parts() -> None:
+    spec_and_tickets = [issue(n, "architect-plan") for n in (5, 3, 4)]
+    skip = gate(open_plans=spec_and_tickets)
+    assert skip.urls == ("https://github.test/o/r/issues/3",)
+    assert 'Architect plan #3 "issue 3" (with #4, #5) is still open on o/r' in skip.reason
+    one_ticket = gate(open_plans=[issue(9, "architect-plan")])
+    assert one_ticket.urls == ("https://github.test/o/r/issues/9",)
+    assert 'Architect plan #9 "issue 9" is still open on o/r' in one_ticket.reason
 
 
 def test_an_idea_waiting_for_triage_skips_but_a_triaged_one_does_not() -> None:

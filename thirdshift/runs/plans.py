@@ -92,17 +92,20 @@ def architect_gate(
     per_week: int,
     now: datetime,
 ) -> Skip | None:
-    """Why no Architect run goes ahead now, or None. In order: an open plan (one at a time),
+    """Why no Architect run goes ahead now, or None. In order: an open plan (one at a time;
+    ``open_plans`` are the open issues labelled as a plan, its Spec and Tickets among them),
     an idea still waiting for triage (people have not answered the last one), a Ready issue
     (work people shaped goes first), the weekly cap (``published``: when this repository's
     earlier plans and ideas were published)."""
     if open_plans:
-        newest = sorted(open_plans, key=lambda issue: issue.number, reverse=True)
-        said = "; ".join(f'#{i.number} "{i.title}"' for i in newest)
+        # A plan's issues are published Spec first, then its Tickets: the plan is named by the
+        # first of them still open, the others are its parts, not plans of their own.
+        first, *rest = sorted(open_plans, key=lambda issue: issue.number)
+        parts = f" (with {', '.join(f'#{i.number}' for i in rest)})" if rest else ""
         return Skip(
-            f"Architect plan {said} is still open on {repository}: one plan at a time; close "
-            "it or finish it first",
-            tuple(i.html_url for i in newest),
+            f'Architect plan #{first.number} "{first.title}"{parts} is still open on '
+            f"{repository}: one plan at a time; close it or finish it first",
+            (first.html_url,),
         )
     if waiting_ideas:
         newest = sorted(waiting_ideas, key=lambda issue: issue.number, reverse=True)
