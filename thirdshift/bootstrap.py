@@ -474,11 +474,11 @@ def run_daemon(
                 on_outage=pauses.pause,
             )
 
+        schedules = architect_schedules(settings, [f"{o}/{n}" for o, n, _ in canonical])
         daemon = Daemon(
             start_architect=start_architect,
-            architect_schedules=architect_schedules(
-                settings, [f"{o}/{n}" for o, n, _ in canonical]
-            ),
+            # From cron (--once) a daemon keeps no schedule: cron calls thirdshift architect.
+            architect_schedules={} if once else schedules,
             web_host=web_host_of(settings.github_api_url),
             start_run=start_run,
             store=store,

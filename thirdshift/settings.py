@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -61,7 +62,13 @@ def cron_trigger(expression: str) -> CronTrigger:
         fields = expression.split()
         if len(fields) == 5:  # cron counts weekdays from Sunday (0 or 7); APScheduler from Monday
             fields[4] = _cron_weekdays(fields[4])
-        return CronTrigger.from_crontab(" ".join(fields), timezone="UTC")
+            if fields[2] != "*" and fields[4] != "*":
+                # cron runs on either, APScheduler only on both: refuse rather than surprise.
+                raise ValueError("give a day of the month or a weekday, not both")
+        trigger = CronTrigger.from_crontab(" ".join(fields), timezone="UTC")
+        if trigger.get_next_fire_time(None, _CRON_CHECKED_FROM) is None:
+            raise ValueError("it never comes (no such date)")
+        return trigger
     except ValueError as error:
         raise ValueError(
             f"'{expression}' is not a cron expression of five fields (minute hour day month "
@@ -69,17 +76,21 @@ def cron_trigger(expression: str) -> CronTrigger:
         ) from None
 
 
+_CRON_CHECKED_FROM = datetime(2026, 1, 1, tzinfo=UTC)
 _DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
 def _cron_weekdays(field: str) -> str:
     """Cron's weekday field with its numbers as names (``1-5`` is ``mon,tue,wed,thu,fri``),
     which APScheduler reads as cron does."""
+    if field == "*":
+        return field
     days: list[str] = []
     for part in field.split(","):
         span, _, step_text = part.partition("/")
         if not (span == "*" or span.replace("-", "").isdigit()):
-            return field  # names, or a shape APScheduler itself explains
+            days.append(part)  # a name (mon, tue-fri), or a shape APScheduler explains
+            continue
         step = int(step_text) if step_text.isdigit() else 1
         if step_text and not step_text.isdigit():
             return field

@@ -14,14 +14,13 @@ import pytest
 
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, READY, RunWorld
 from tests.support.scripted_sessions import git
-from thirdshift.clock import ManualClock
+from thirdshift.bootstrap import architect_schedules
 from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
-from thirdshift.errors import GitHubError, NotClaimed
+from thirdshift.errors import ConfigError, GitHubError, NotClaimed
 from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
 from thirdshift.runs.plans import ARCHITECT_ISSUE, ARCHITECT_RESULT_FILE
 from thirdshift.scrub import Scrubber
-from thirdshift.settings import cron_trigger
 
 PLAN = "architect-plan"
 IDEA = "architect-idea"
@@ -300,22 +299,21 @@ def test_another_architect_run_on_the_repository_is_not_claimed(world: RunWorld)
 # -- the daemon's schedule ----------------------------------------------------------------------
 
 
-def test_the_daemon_s_architect_schedule_fires_with_a_fast_clock_and_the_gates_hold(
-    world: RunWorld,
-) -> None:
-    """Mondays at 03:00 UTC, and the clock moves a day per poll: the first Monday publishes a
-    one-Ticket plan; the next Monday is skipped because that plan is still open."""
-    clock = ManualClock(datetime(2026, 11, 30, 12, tzinfo=UTC))  # a Monday, after 03:00
+def scheduled_daemon(
+    world: RunWorld, started: list[str], *, name: str = "d1", paused: str | None = None
+) -> Daemon:
+    """A daemon watching acme/widgets with an Architect schedule of Mondays at 03:00 UTC, on
+    the world's manual clock (the store's too), whose Architect runs are the real ones in
+    process; ``started`` gets the weekday of each it starts."""
+    clock = world.clock
     activity = ActivityLog(
         world.store,
-        daemon="d1",
+        daemon=name,
         directory=world.settings.home / "activity",
         clock=clock,
         scrub=Scrubber([PLANTED_TOKEN]),
         progress=world.lines.append,
     )
-    world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [ticket("Only")]})
-    started: list[str] = []
 
     def start_architect(
         owner: str,
@@ -328,7 +326,10 @@ def test_the_daemon_s_architect_schedule_fires_with_a_fast_clock_and_the_gates_h
         run = architect(world, progress=progress, on_recorded=on_recorded)
         return run.run(ArchitectRequest(owner, name))
 
-    trigger = cron_trigger("0 3 * * 1")
+    # As the composition root reads them: the setting's spelling of the name does not matter.
+    configured = world.settings.model_copy(
+        update={"architect_schedule": {"ACME/Widgets": "0 3 * * 1"}}
+    )
     daemon = Daemon(
         web_host="github.test",
         start_run=lambda *args: 0,
@@ -338,12 +339,9 @@ def test_the_daemon_s_architect_schedule_fires_with_a_fast_clock_and_the_gates_h
         clock=clock,
         stop=threading.Event(),
         progress=world.lines.append,
+        name=name,
         start_architect=start_architect,
-        architect_schedules={
-            "acme/widgets": lambda after: trigger.get_next_fire_time(
-                None, after + timedelta(seconds=1)
-            )
-        },
+        architect_schedules=architect_schedules(configured, ["acme/widgets"]),
     )
     daemon.watch(
         RepositoryPoll(
@@ -362,11 +360,25 @@ def test_the_daemon_s_architect_schedule_fires_with_a_fast_clock_and_the_gates_h
             running_here=lambda n: daemon.running_here("acme/widgets", n),
             stop_here=lambda n, why: None,
             kept_worktree=lambda branch: False,
+            paused=lambda: paused,
         )
     )
-    for _day in range(15):
+    return daemon
+
+
+def test_the_daemon_s_architect_schedule_fires_with_a_fast_clock_and_the_gates_hold(
+    world: RunWorld,
+) -> None:
+    """Mondays at 03:00 UTC, and the clock moves a day per poll from a Thursday noon: the first
+    Monday publishes a one-Ticket plan; the next Monday is skipped because it is still open."""
+    world.clock.advance(12 * 3600)
+    assert f"{world.clock.now():%a %H}" == "Thu 12"
+    world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [ticket("Only")]})
+    started: list[str] = []
+    daemon = scheduled_daemon(world, started)
+    for _day in range(12):
         assert daemon.once() == 0
-        clock.advance(24 * 3600)
+        world.clock.advance(24 * 3600)
     assert started == ["Mon", "Mon"]  # the two Mondays after the start, none in between
     (plan,) = issues_labelled(world, PLAN)
     messages = [a.message for a in world.store.activity(limit=100)]
@@ -375,6 +387,33 @@ def test_the_daemon_s_architect_schedule_fires_with_a_fast_clock_and_the_gates_h
         m.startswith("Architect run skipped: Architect plan") and f"#{plan}" in m for m in messages
     )
     assert len(architect_runs(world)) == 1
+
+
+def test_a_scheduled_time_another_daemon_already_ran_is_not_run_again(world: RunWorld) -> None:
+    world.clock.advance(12 * 3600)
+    world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": 1})
+    world.github.add_issue("Already asked for")
+    first: list[str] = []
+    second: list[str] = []
+    one = scheduled_daemon(world, first, name="d1")
+    other = scheduled_daemon(world, second, name="d2")
+    world.clock.advance(4 * 24 * 3600)  # Monday noon
+    assert one.once() == 0
+    assert other.once() == 0
+    assert first == ["Mon"]
+    assert second == []  # the database shows this Monday's run: covered, one review only
+    assert len(architect_runs(world)) == 1
+
+
+def test_a_due_architect_run_waits_while_the_provider_is_down(world: RunWorld) -> None:
+    world.clock.advance(12 * 3600)
+    world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [ticket("Only")]})
+    started: list[str] = []
+    daemon = scheduled_daemon(world, started, paused="claude's provider is overloaded (529)")
+    world.clock.advance(4 * 24 * 3600)
+    assert daemon.once() == 0
+    assert started == []
+    assert architect_runs(world) == []
 
 
 def test_a_half_published_plan_a_person_closed_is_not_completed(world: RunWorld) -> None:
@@ -418,3 +457,23 @@ def test_an_architect_run_paused_past_its_lease_publishes_nothing_once_another_h
     assert run.state == "failed"
     assert "lost the repository's Architect Lease" in (run.cause or "")
     assert world.store.architect_result(run.id) is None  # its successor decides, not it
+
+
+def test_a_schedule_for_a_repository_the_daemon_does_not_watch_stops_it_at_start(
+    world: RunWorld,
+) -> None:
+    configured = world.settings.model_copy(
+        update={"architect_schedule": {"acme/gadgets": "0 3 * * 1"}}
+    )
+    with pytest.raises(ConfigError, match="architect_schedule names acme/gadgets, which this"):
+        architect_schedules(configured, ["acme/widgets"])
+
+
+def test_the_schedule_s_next_time_is_strictly_after_the_one_given(world: RunWorld) -> None:
+    configured = world.settings.model_copy(
+        update={"architect_schedule": {"acme/widgets": "0 3 * * 1"}}
+    )
+    [next_after] = architect_schedules(configured, ["acme/widgets"]).values()
+    monday = datetime(2026, 12, 7, 3, tzinfo=UTC)
+    assert next_after(monday) == monday + timedelta(days=7)  # a run on the minute is not due again
+    assert next_after(monday - timedelta(seconds=5)) == monday

@@ -318,7 +318,11 @@ def test_a_cron_weekday_counts_from_sunday_as_cron_does(expression: str, weekday
     assert fired.hour == 3
 
 
-@pytest.mark.parametrize("expression", ["bad", "* * * * * *", "0 3 * * 9", "61 * * * *"])
+@pytest.mark.parametrize(
+    "expression",
+    ["bad", "* * * * * *", "0 3 * * 9", "61 * * * *", "0 0 30 2 *", "0 3 1 * 1"],
+    ids=["one field", "six fields", "weekday 9", "minute 61", "30 February", "day and weekday"],
+)
 def test_a_malformed_cron_expression_is_refused_showing_the_shape(expression: str) -> None:
     with pytest.raises(ValueError, match="is not a cron expression of five fields"):
         cron_trigger(expression)

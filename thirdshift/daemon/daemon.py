@@ -168,7 +168,8 @@ class Daemon:
         with self._lock:
             queued: dict[str, list[int]] = {}
             for poll, pickup in self._queue:
-                queued.setdefault(poll.full_name, []).append(pickup.number)
+                if not pickup.architect:  # its time shows as next_architect_at
+                    queued.setdefault(poll.full_name, []).append(pickup.number)
             running = tuple(
                 RunningState(
                     repository=active.poll.full_name,
@@ -338,7 +339,7 @@ class Daemon:
                 repository=_repository_or_none(poll),
             )
             return
-        if self._architect_due(poll.full_name):
+        if self._architect_due(poll):
             pickups = [*pickups, Pickup(ARCHITECT_ISSUE, architect=True)]  # Ready issues first
         with self._lock:
             self._polled[poll.full_name] = (self._clock.now(), None)
@@ -357,11 +358,22 @@ class Daemon:
                 self._architect_next[full_name] = schedule(self._started_at)
             return self._architect_next[full_name]
 
-    def _architect_due(self, full_name: str) -> bool:
+    def _architect_due(self, poll: RepositoryPoll) -> bool:
         """Whether the repository's Architect schedule asks for a run now. It stays due until
-        one starts (a full daemon starts it once a slot is free)."""
-        due = self._next_architect(full_name)
-        return due is not None and self._clock.now() >= due
+        one starts (a full daemon starts it once a slot is free) and waits, as pickups do,
+        while the repository's daily budget is spent or its Harness's provider is down. Another
+        daemon on the same database that already made this time's Architect run makes it not
+        due here."""
+        due = self._next_architect(poll.full_name)
+        if due is None or self._clock.now() < due or poll.work_paused() is not None:
+            return False
+        latest = self._store.latest_run(poll.repository(), ARCHITECT_ISSUE)
+        if latest is not None and latest.started_at >= due:
+            schedule = self._schedules[poll.full_name]
+            with self._lock:
+                self._architect_next[poll.full_name] = schedule(latest.started_at)
+            return False
+        return True
 
     def _start_queued(self) -> None:
         with self._lock:
@@ -396,9 +408,14 @@ class Daemon:
             return None
         per_repository: dict[str, int] = {}
         for key in self._active:
-            per_repository[key[0]] = per_repository.get(key[0], 0) + 1
-        for index, (poll, _) in enumerate(self._queue):
-            if per_repository.get(poll.full_name, 0) < self._limits.max_runs_per_repository:
+            if key[1] != ARCHITECT_ISSUE:
+                per_repository[key[0]] = per_repository.get(key[0], 0) + 1
+        for index, (poll, pickup) in enumerate(self._queue):
+            # An Architect run changes no branch: it holds up no Run of its repository (only
+            # a slot of max_runs), and none of them holds it up.
+            if pickup.architect or (
+                per_repository.get(poll.full_name, 0) < self._limits.max_runs_per_repository
+            ):
                 return index
         return None
 
@@ -613,7 +630,7 @@ class Daemon:
                 active.thread.join(timeout=max(0.0, deadline - self._clock.monotonic()))
         with self._lock:
             left = [
-                f"{p.full_name}#{k.number}"
+                f"{p.full_name} (Architect run)" if k.architect else f"{p.full_name}#{k.number}"
                 for p, k in ((a.poll, a.pickup) for a in self._active.values())
             ]
         if left:

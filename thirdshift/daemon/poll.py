@@ -193,6 +193,11 @@ class RepositoryPoll:
         taken = {pickup.number for pickup in rescues}
         return rescues + [pickup for pickup in pickups if pickup.number not in taken]
 
+    def work_paused(self) -> str | None:
+        """Why no session may start on this repository now (its daily budget is spent, its
+        Harness's provider is down), or None."""
+        return self._budget_spent() or self._paused()
+
     def _budget_spent(self) -> str | None:
         if self._rules.daily_budget_usd is None:
             return None
