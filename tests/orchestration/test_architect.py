@@ -435,7 +435,7 @@ def test_a_half_published_plan_a_person_closed_is_not_completed(world: RunWorld)
     world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": spec})
     assert run_architect(world) == 0
     assert any(
-        f"#{spec} of it was closed since; it is not completed" in line for line in world.lines
+        f"#{spec} of it was closed since, so it is not completed" in line for line in world.lines
     )
     assert issues_labelled(world, PLAN) == [spec]  # no Ticket opened under the closed Spec
     latest = architect_runs(world)[0]
@@ -477,3 +477,76 @@ def test_the_schedule_s_next_time_is_strictly_after_the_one_given(world: RunWorl
     monday = datetime(2026, 12, 7, 3, tzinfo=UTC)
     assert next_after(monday) == monday + timedelta(days=7)  # a run on the minute is not due again
     assert next_after(monday - timedelta(seconds=5)) == monday
+
+
+def failing_after(opens: int) -> Callable[[str], None]:
+    """GitHub answering 502 to every issue opened after the first ``opens``."""
+    opened: list[str] = []
+
+    def on_call(method: str) -> None:
+        if method == "open_issue":
+            opened.append(method)
+            if len(opened) > opens:
+                raise GitHubError("502 Bad Gateway (GitHub)", 502)
+
+    return on_call
+
+
+def test_a_kept_result_none_of_which_reached_github_is_let_go_for_a_new_review(
+    world: RunWorld,
+) -> None:
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    world.github.on_call = failing_after(0)
+    assert run_architect(world) == 1
+    world.github.on_call = None
+    ready = world.github.add_issue("Shaped by a person meanwhile", labels=[READY])
+    assert run_architect(world) == 0  # the gates hold: nothing was completed behind them
+    assert any("none of it reached GitHub" in line for line in world.lines)
+    assert f"Ready issue #{ready}" in world.lines[-1]
+    assert issues_labelled(world, PLAN) == []
+
+
+def test_a_plan_github_keeps_refusing_is_left_for_a_person_after_three_runs(
+    world: RunWorld,
+) -> None:
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    world.github.on_call = failing_after(1)  # the Spec, then never a Ticket
+    assert run_architect(world) == 1
+    assert run_architect(world) == 1
+    assert run_architect(world) == 1
+    (spec,) = issues_labelled(world, PLAN)
+    world.github.on_call = None
+    assert run_architect(world) == 0
+    assert any("3 runs in a row failed to publish the rest of it" in line for line in world.lines)
+    assert "Architect plan #" in world.lines[-1]  # the open Spec skips: a person looks at it
+    assert issues_labelled(world, PLAN) == [spec]
+
+
+def test_an_old_plan_s_markers_from_another_database_are_never_taken_for_this_one(
+    world: RunWorld,
+) -> None:
+    """A workflow's own SQLite starts its Run ids at 1 again: markers must not collide."""
+    old = world.github.add_issue(
+        "An old plan's Ticket",
+        body="<!-- thirdshift:architect plan=1 part=ticket-1 -->",
+        labels=[PLAN],
+    )
+    world.github.close_issue("acme", "widgets", old)
+    world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [ticket("New")]})
+    assert run_architect(world) == 0
+    numbers = issues_labelled(world, PLAN)
+    assert len(numbers) == 2
+    (run,) = architect_runs(world)
+    assert run.published == (numbers[1],)
+    assert world.github.issue("acme", "widgets", numbers[1]).title == "New"
+
+
+def test_a_secret_the_session_wrote_is_neither_kept_nor_published(world: RunWorld) -> None:
+    leaky = ticket("Rotate the key")
+    leaky["why"] = f"The key {PLANTED_TOKEN} is in the config."
+    world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [leaky]})
+    assert run_architect(world) == 0
+    (number,) = issues_labelled(world, PLAN)
+    assert PLANTED_TOKEN not in world.github.issue("acme", "widgets", number).body
+    (run,) = architect_runs(world)
+    assert PLANTED_TOKEN not in (world.store.architect_result(run.id) or "")

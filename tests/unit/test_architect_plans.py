@@ -160,9 +160,9 @@ def test_a_ticket_without_acceptance_or_with_a_multi_line_title_is_refused() -> 
 
 def test_the_kept_result_reads_back_the_same_with_its_plan_key() -> None:
     result = parse_result(json.dumps(two_ticket_plan()), max_tickets=5)
-    assert result_from_json(result_to_json(result, 41)) == (result, 41)
+    assert result_from_json(result_to_json(result, "41ab")) == (result, "41ab")
     covered = Covered(7)
-    assert result_from_json(result_to_json(covered, 3)) == (covered, 3)
+    assert result_from_json(result_to_json(covered, "3c")) == (covered, "3c")
 
 
 # -- the gates ----------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ def test_a_ticket_body_has_the_shape_of_a_good_issue_and_its_marker() -> None:
     assert isinstance(result, Plan)
     body = issue_text(
         result.tickets[1],
-        key=41,
+        key="41",
         part="ticket-2",
         blockers=[17],
         spec_number=16,
@@ -247,13 +247,13 @@ def test_a_ticket_body_has_the_shape_of_a_good_issue_and_its_marker() -> None:
     assert "A Ticket of #16." in body
     assert "main at 0123456789ab" in body
     assert "needs-triage" in body
-    assert marked_part(body, 41) == "ticket-2"
-    assert marked_part(body, 42) is None  # another plan's issue is not this plan's
+    assert marked_part(body, "41") == "ticket-2"
+    assert marked_part(body, "42") is None  # another plan's issue is not this plan's
 
 
 def test_a_marker_names_its_plan_and_part() -> None:
-    assert marked_part("text\n" + marker(7, "spec") + "\n", 7) == "spec"
-    assert marked_part("<!-- thirdshift:architect plan=7 part=spec", 7) is None
+    assert marked_part("text\n" + marker("7", "spec") + "\n", "7") == "spec"
+    assert marked_part("<!-- thirdshift:architect plan=7 part=spec", "7") is None
 
 
 def test_the_last_line_says_what_was_published() -> None:
@@ -337,7 +337,7 @@ def test_a_session_s_text_cannot_pass_for_a_marker_or_page_anyone() -> None:
     assert isinstance(result, Plan)
     body = issue_text(
         result.tickets[0],
-        key=41,
+        key="41",
         part="ticket-1",
         run_id=41,
         base="main",
@@ -346,7 +346,27 @@ def test_a_session_s_text_cannot_pass_for_a_marker_or_page_anyone() -> None:
     )
     assert "@\u200balice" in body
     assert "@\u200borg/team" in body
-    assert "bob@example.com" in body
-    assert "`@code`" in body
-    assert marked_part(body, 41) == "ticket-1"  # only thirdshift's own marker counts
+    assert "bob@\u200bexample.com" in body  # an address reads the same, and pages no one
+    assert "`@\u200bcode`" in body
+    assert marked_part(body, "41") == "ticket-1"  # only thirdshift's own marker counts
     assert body.count("<!-- thirdshift:") == 1
+
+
+def test_a_result_that_would_make_an_issue_github_refuses_is_invalid_before_anything() -> None:
+    """Each section within its own cap can still add up past GitHub's 65,536 characters."""
+    big = ticket(why="w" * 11_000, what_to_build="b" * 11_000)
+    big["acceptance"] = ["a" * 300] * 40
+    big["decisions"] = ["d" * 290] * 40
+    with pytest.raises(
+        ResultInvalid, match=r"would make an issue of \d+ characters; at most 40000"
+    ):
+        parse_result(json.dumps({"outcome": "plan", "tickets": [big]}), max_tickets=5)
+    many = ticket(acceptance=["x"] * 41)
+    with pytest.raises(ResultInvalid, match='"acceptance" has 41 items; at most 40'):
+        parse_result(json.dumps({"outcome": "plan", "tickets": [many]}), max_tickets=5)
+
+
+def test_a_kept_result_that_can_no_longer_be_read_is_refused_not_crashed_on() -> None:
+    for kept in ("not json", '{"result": {"outcome": "covered", "issue": 1}}', '{"key": "x!"}'):
+        with pytest.raises(ResultInvalid):
+            result_from_json(kept)

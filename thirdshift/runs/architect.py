@@ -42,10 +42,12 @@ from thirdshift.runs.plans import (
     architect_gate,
     issue_text,
     marked_part,
+    new_plan_key,
     parse_result,
     published_line,
     result_from_json,
     result_to_json,
+    scrubbed,
     waiting_for_triage,
 )
 from thirdshift.runs.ports import CloneSource, GitHubPort, SessionSource
@@ -55,6 +57,7 @@ from thirdshift.sessions import Sessions
 from thirdshift.settings import Settings
 from thirdshift.store import Store
 
+COMPLETION_TRIES = 3  # runs that may fail at completing one kept result before it is let go
 OPEN_TITLES = 100  # the open issues the prompt names
 CLOSED_TITLES = 50  # and the recently closed ones
 LABEL_COLORS = {PLAN_LABEL: "5319e7", IDEA_LABEL: "c5def5", TRIAGE_LABEL: "fbca04"}
@@ -192,20 +195,43 @@ class ArchitectRun:
         kept = self._store.architect_result(latest.id)
         if kept is None:
             return None
-        result, key = result_from_json(kept)
-        label = IDEA_LABEL if isinstance(result, Idea) else PLAN_LABEL
-        closed = sorted(
-            issue.number
-            for issue in self._marked(self._github, repo, label, key).values()
-            if issue.state != "open"
-        )
-        if not closed:
+        why = self._not_to_complete(latest, kept, repo)
+        if why is None:
             return latest
-        self.say(
-            f"Architect run {latest.id} stopped before publishing all of its plan, and "
-            f"{', '.join(f'#{n}' for n in closed)} of it was closed since; it is not completed"
-        )
+        self.say(f"Architect run {latest.id} stopped before it finished publishing; {why}")
         self._store.update_run(latest.id, architect_result=None)
+        return None
+
+    def _not_to_complete(self, latest: Run, kept: str, repo: RepoInfo) -> str | None:
+        """Why the kept result of ``latest`` is let go rather than published further, or
+        None. Only what already reached GitHub is completed (anything else is a new review's
+        business, with the gates first); never what a person answered by closing part of it;
+        and not after ``COMPLETION_TRIES`` runs failed at it (GitHub refuses it for good)."""
+        try:
+            result, key = result_from_json(kept)
+        except ResultInvalid as error:
+            return f"{error}, so it is not completed"
+        if isinstance(result, Covered):
+            return "it had found the opportunity covered, and had nothing to publish"
+        label = IDEA_LABEL if isinstance(result, Idea) else PLAN_LABEL
+        marked = self._marked(self._github, repo, label, key)
+        if not marked:
+            return "none of it reached GitHub, so a new review goes through the gates first"
+        closed = sorted(i.number for i in marked.values() if i.state != "open")
+        if closed:
+            listed = ", ".join(f"#{n}" for n in closed)
+            return f"{listed} of it was closed since, so it is not completed"
+        tries = [latest, *self._store.earlier_runs(latest, limit=COMPLETION_TRIES)]
+        same = 0
+        for run in tries:
+            if run.state == "succeeded" or self._store.architect_result(run.id) != kept:
+                break
+            same += 1
+        if same >= COMPLETION_TRIES:
+            return (
+                f"{same} runs in a row failed to publish the rest of it (the last: "
+                f"{latest.cause}), so it is left as it is for a person"
+            )
         return None
 
     def _gate(self, repo: RepoInfo, repository: Repository) -> Skip | None:
@@ -293,16 +319,18 @@ class ArchitectRun:
             )
             if isinstance(result, Covered):
                 self._check_covered(gh, repo, result)
+            result = scrubbed(result, self._scrub)
+            key = new_plan_key()
             # Kept before the first issue is opened: a Run after a crash completes this plan. A
             # run that lost its Lease meanwhile keeps nothing (its successor decides).
             gh.fence()
             self._store.update_run(
                 record.id,
-                architect_result=result_to_json(result, record.id),
+                architect_result=result_to_json(result, key),
                 head_sha=base_sha,
                 last_session_log=str(sessions.last_log) if sessions.last_log else None,
             )
-            return self._publish_and_finish(record, result, record.id, repo, gh, base_sha)
+            return self._publish_and_finish(record, result, key, repo, gh, base_sha, fresh=True)
         except Exception as error:
             return self._failed(record, error, sessions)
         finally:
@@ -328,7 +356,8 @@ class ArchitectRun:
         self, earlier: Run, repo: RepoInfo, repository: Repository, gh: FencedGitHub, lease: Lease
     ) -> int:
         kept = self._store.architect_result(earlier.id)
-        assert kept is not None
+        if kept is None:  # let go meanwhile
+            raise ThirdshiftError(f"Architect run {earlier.id} keeps no result to complete")
         result, key = result_from_json(kept)
         record = self._store.start_run_under(
             lease,
@@ -365,12 +394,14 @@ class ArchitectRun:
         self,
         record: Run,
         result: Result,
-        key: int,
+        key: str,
         repo: RepoInfo,
         gh: FencedGitHub,
         base_sha: str,
+        *,
+        fresh: bool = False,
     ) -> int:
-        published = self._publish(record, result, key, repo, gh, base_sha)
+        published = self._publish(record, result, key, repo, gh, base_sha, fresh=fresh)
         line = published_line(result, published.numbers, published.urls)
         try:
             self._store.finish_run(
@@ -386,11 +417,15 @@ class ArchitectRun:
         self,
         record: Run,
         result: Result,
-        key: int,
+        key: str,
         repo: RepoInfo,
         gh: FencedGitHub,
         base_sha: str,
+        *,
+        fresh: bool,
     ) -> Published:
+        """Publish ``result`` as plan ``key``. A ``fresh`` key has no issues yet; otherwise
+        the issues already marked with it are found and reused."""
         owner, name = repo.owner, repo.name
         if isinstance(result, Covered):
             issue = gh.issue(owner, name, result.issue_number)
@@ -400,9 +435,16 @@ class ArchitectRun:
         for label in (kind_label, TRIAGE_LABEL):
             gh.ensure_label(owner, name, label, LABEL_COLORS[label], LABEL_WORDS[label])
         labels = (kind_label, TRIAGE_LABEL)
-        found = self._marked(gh, repo, kind_label, key)
+        found = {} if fresh else self._marked(gh, repo, kind_label, key)
+        opened_here: set[int] = set()
 
-        def open_part(draft: Draft, part: str, kind: str, **placed: object) -> IssueInfo:
+        def open_part(
+            draft: Draft,
+            part: str,
+            kind: str,
+            blockers: Sequence[int] = (),
+            spec_number: int | None = None,
+        ) -> IssueInfo:
             if part in found:
                 self.say(f"#{found[part].number} ({part}) was published already")
                 return found[part]
@@ -410,17 +452,19 @@ class ArchitectRun:
                 draft,
                 key=key,
                 part=part,
-                run_id=key,
+                run_id=record.id,
                 base=base,
                 base_sha=base_sha,
                 kind=kind,
-                **placed,  # type: ignore[arg-type]
+                blockers=blockers,
+                spec_number=spec_number,
             )
             opened = gh.open_issue(
                 owner, name, title=self._scrub(draft.title), body=self._scrub(body), labels=labels
             )
             self.say(f"opened #{opened.number} ({part}): {opened.html_url}")
             found[part] = opened
+            opened_here.add(opened.number)
             # What reached GitHub is on the record at once, whatever happens next.
             self._store.update_run(
                 record.id, published=" ".join(str(i.number) for i in found.values())
@@ -430,7 +474,8 @@ class ArchitectRun:
         if isinstance(result, Idea):
             idea = open_part(result.draft, "idea", "An Architect idea")
             return Published((idea.number,), (idea.html_url,))
-        assert isinstance(result, Plan)
+        if not isinstance(result, Plan):
+            raise ThirdshiftError(f"an Architect result of an unknown kind: {result!r}")
         spec = None
         if result.spec is not None:
             spec = open_part(result.spec, "spec", "A Spec")
@@ -450,11 +495,12 @@ class ArchitectRun:
                 gh.block_issue(owner, name, ticket.number, blocker)
             tickets.append(ticket)
         if self._settings.architect_hand_over:
-            self._hand_over(gh, repo, tickets)
+            # Only what this run opened: a Ticket published before may have been triaged since.
+            self._hand_over(gh, repo, [t for t in tickets if t.number in opened_here])
         issues = ([spec] if spec else []) + tickets
         return Published(tuple(i.number for i in issues), tuple(i.html_url for i in issues))
 
-    def _marked(self, gh: GitHubPort, repo: RepoInfo, label: str, key: int) -> dict[str, IssueInfo]:
+    def _marked(self, gh: GitHubPort, repo: RepoInfo, label: str, key: str) -> dict[str, IssueInfo]:
         """The issues of plan ``key`` already published (found by label, then marker)."""
         found: dict[str, IssueInfo] = {}
         for summary in gh.issues_labelled(repo.owner, repo.name, label, state="all"):
@@ -470,6 +516,8 @@ class ArchitectRun:
         """``architect_hand_over``: the plan's Tickets are Ready without a person's triage. A
         blocked Ticket carries the Ready label too and waits, as any blocked issue does, until
         its blockers close; the Spec stays for people (thirdshift runs Tickets, not Specs)."""
+        if not tickets:
+            return
         ready = self._settings.ready_label
         for ticket in tickets:
             gh.add_label(repo.owner, repo.name, ticket.number, ready)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,9 +30,11 @@ PLAN_LABEL = "architect-plan"
 IDEA_LABEL = "architect-idea"
 TRIAGE_LABEL = "needs-triage"
 TITLE_CHARS = 200  # GitHub allows 256; a title longer than this is a body in disguise
-TEXT_CHARS = 12_000  # per section: a body stays well inside GitHub's 65,536
+TEXT_CHARS = 12_000  # per section
+BODY_CHARS = 40_000  # a whole rendered body: well inside GitHub's 65,536, footer and all
+LIST_ITEMS = 40  # acceptance checks, or decisions, of one issue
 RESULT_BYTES = 256 * 1024
-_MARKER = re.compile(r"<!-- thirdshift:architect plan=(\d+) part=([a-z0-9-]+) -->")
+_MARKER = re.compile(r"<!-- thirdshift:architect plan=([0-9a-f]+) part=([a-z0-9-]+) -->")
 
 
 class ResultInvalid(ThirdshiftError):
@@ -244,7 +247,7 @@ def _draft(data: Any, where: str, *, ticket: bool) -> Draft:
         raise ResultInvalid(
             f'{ARCHITECT_RESULT_FILE}: {where}\'s "acceptance" must list at least one check'
         )
-    return Draft(
+    draft = Draft(
         title=title,
         why=_text(data, "why", where, TEXT_CHARS),
         what_to_build=_text(data, "what_to_build", where, TEXT_CHARS),
@@ -252,6 +255,13 @@ def _draft(data: Any, where: str, *, ticket: bool) -> Draft:
         decisions=_lines(data, "decisions", where),
         blocked_by=tuple(dict.fromkeys(blocked_by)),
     )
+    size = len(_sections(draft))
+    if size > BODY_CHARS:
+        raise ResultInvalid(
+            f"{ARCHITECT_RESULT_FILE}: {where} would make an issue of {size} characters; at "
+            f"most {BODY_CHARS}, so say it shorter"
+        )
+    return draft
 
 
 def _keys(data: Mapping[str, Any], where: str, required: set[str], optional: set[str]) -> None:
@@ -281,6 +291,11 @@ def _lines(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     value = data.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise ResultInvalid(f'{ARCHITECT_RESULT_FILE}: {where}\'s "{key}" must be a list of text')
+    if len(value) > LIST_ITEMS:
+        raise ResultInvalid(
+            f'{ARCHITECT_RESULT_FILE}: {where}\'s "{key}" has {len(value)} items; at most '
+            f"{LIST_ITEMS}"
+        )
     if sum(len(v) for v in value) > TEXT_CHARS:
         raise ResultInvalid(
             f'{ARCHITECT_RESULT_FILE}: {where}\'s "{key}" is longer than {TEXT_CHARS} characters'
@@ -297,10 +312,36 @@ def _kind(value: object) -> str:
 # -- keeping the result in the Run's record ---------------------------------------------------
 
 
-def result_to_json(result: Result, key: int) -> str:
-    """The result as the Run's record keeps it, with the plan's ``key`` (the id of the Run
-    whose session wrote it): a Run that completes a crashed publish publishes the same plan
-    under the same markers."""
+def new_plan_key() -> str:
+    """A plan's key: random, so no plan of another database (a workflow's own SQLite, a
+    database started afresh) ever shares a marker with this one."""
+    return uuid.uuid4().hex
+
+
+def scrubbed(result: Result, scrub: Callable[[str], str]) -> Result:
+    """``result`` with every text the session wrote passed through ``scrub``: what is kept
+    and what is published are the same, and neither holds a secret."""
+
+    def clean(draft: Draft) -> Draft:
+        return replace(
+            draft,
+            title=scrub(draft.title),
+            why=scrub(draft.why),
+            what_to_build=scrub(draft.what_to_build),
+            acceptance=tuple(scrub(line) for line in draft.acceptance),
+            decisions=tuple(scrub(line) for line in draft.decisions),
+        )
+
+    if isinstance(result, Idea):
+        return Idea(clean(result.draft))
+    if isinstance(result, Plan):
+        return Plan(clean(result.spec) if result.spec else None, tuple(map(clean, result.tickets)))
+    return result
+
+
+def result_to_json(result: Result, key: str) -> str:
+    """The result as the Run's record keeps it, with the plan's ``key``: a Run that completes
+    a crashed publish publishes the same plan under the same markers."""
     if isinstance(result, Covered):
         body: dict[str, Any] = {"outcome": "covered", "issue": result.issue_number}
     elif isinstance(result, Idea):
@@ -314,11 +355,18 @@ def result_to_json(result: Result, key: int) -> str:
     return json.dumps({"key": key, "result": body}, sort_keys=True)
 
 
-def result_from_json(text: str) -> tuple[Result, int]:
-    """The result and plan key ``result_to_json`` kept (a large cap: it was checked once)."""
-    data = json.loads(text)
-    result = parse_result(json.dumps(data["result"]), max_tickets=10_000)
-    return result, int(data["key"])
+def result_from_json(text: str) -> tuple[Result, str]:
+    """The result and plan key ``result_to_json`` kept (a large cap: it was checked once), or
+    ``ResultInvalid`` when what was kept can no longer be read."""
+    try:
+        data = json.loads(text)
+        result = parse_result(json.dumps(data["result"]), max_tickets=10_000)
+        key = str(data["key"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ResultInvalid(f"the kept Architect result cannot be read: {error}") from None
+    if not re.fullmatch(r"[0-9a-f]+", key):
+        raise ResultInvalid(f"the kept Architect result has no plan key: {key!r}")
+    return result, key
 
 
 def _draft_json(draft: Draft, *, ticket: bool = False) -> dict[str, Any]:
@@ -338,45 +386,38 @@ def _draft_json(draft: Draft, *, ticket: bool = False) -> dict[str, Any]:
 # -- the issues thirdshift publishes ----------------------------------------------------------
 
 
-def marker(key: int, part: str) -> str:
+def marker(key: str, part: str) -> str:
     """The hidden line that names one issue of a plan: ``part`` is ``spec``, ``ticket-<i>`` or
     ``idea``."""
     return f"<!-- thirdshift:architect plan={key} part={part} -->"
 
 
-def marked_part(body: str, key: int) -> str | None:
+def marked_part(body: str, key: str) -> str | None:
     """The part of plan ``key`` an issue body is marked as, or None. The last marker counts:
     thirdshift writes its own at the very end, after everything the session wrote."""
-    found = [m.group(2) for m in _MARKER.finditer(body) if int(m.group(1)) == key]
+    found = [m.group(2) for m in _MARKER.finditer(body) if m.group(1) == key]
     return found[-1] if found else None
 
 
 _OUR_COMMENT = re.compile(r"<!--\s*thirdshift", re.IGNORECASE)
-_MENTION = re.compile(r"(?<![\w`/])@([A-Za-z0-9][A-Za-z0-9-]*)")
+# An @ however it is spelled (HTML entities render as one), before a login's first character.
+_AT = re.compile(r"(@|&#0*64;|&#x0*40;|&commat;)(?=[A-Za-z0-9])", re.IGNORECASE)
+# owner/repo#12 (or owner/repo!12, GH-12 style references stay local): a backlink elsewhere.
+_ELSEWHERE = re.compile(r"(\b[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(?=\d)")
 
 
 def defanged(text: str) -> str:
     """A session's text as it may appear on GitHub: it can never pass for one of
-    thirdshift's markers (which decide what a later run reuses), and its @mentions notify
-    nobody (an unattended agent does not page people; a zero-width space breaks the link)."""
+    thirdshift's markers (which decide what a later run reuses), its @mentions notify nobody
+    and its references to other repositories' issues leave no backlink there (an unattended
+    agent pages no one; a zero-width space after the @ or the # breaks the link)."""
     text = _OUR_COMMENT.sub("<!-- (quoted) thirdshift", text)
-    return _MENTION.sub("@\u200b\\1", text)
+    text = _AT.sub("@\u200b", text)
+    return _ELSEWHERE.sub("\\1#\u200b", text)
 
 
-def issue_text(
-    draft: Draft,
-    *,
-    key: int,
-    part: str,
-    blockers: Sequence[int] = (),
-    spec_number: int | None = None,
-    run_id: int,
-    base: str,
-    base_sha: str,
-    kind: str,
-) -> str:
-    """The body of one published issue. ``kind`` says what it is (a Spec, a Ticket, an
-    Architect idea) in the footer that tells a person what thirdshift expects of them."""
+def _sections(draft: Draft) -> str:
+    """The body's part the session wrote, as published (without the parts thirdshift adds)."""
     parts = [
         f"## Why\n\n{defanged(draft.why)}",
         f"## What to build\n\n{defanged(draft.what_to_build)}",
@@ -387,6 +428,24 @@ def issue_text(
     if draft.decisions:
         listed = "\n".join(f"- {defanged(line)}" for line in draft.decisions)
         parts.append(f"## Decisions taken\n\n{listed}")
+    return "\n\n".join(parts)
+
+
+def issue_text(
+    draft: Draft,
+    *,
+    key: str,
+    part: str,
+    blockers: Sequence[int] = (),
+    spec_number: int | None = None,
+    run_id: int,
+    base: str,
+    base_sha: str,
+    kind: str,
+) -> str:
+    """The body of one published issue. ``kind`` says what it is (a Spec, a Ticket, an
+    Architect idea) in the footer that tells a person what thirdshift expects of them."""
+    parts = [_sections(draft)]
     if part.startswith("ticket-"):
         said = ", ".join(f"#{n}" for n in blockers) if blockers else "nothing"
         parts.append(f"Blocked by: {said}.")
