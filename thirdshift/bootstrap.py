@@ -331,6 +331,7 @@ def run_architect(
             web_host=web_host_of(settings.github_api_url),
             claimant=claimant,
             on_recorded=on_recorded,
+            notifier=notifier_of(settings, scrub=parts.scrub, progress=parts.say),
         )
         try:
             return architect.run(request)

@@ -18,8 +18,10 @@ from thirdshift.bootstrap import architect_schedules
 from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
 from thirdshift.errors import ConfigError, GitHubError, NotClaimed
+from thirdshift.notify import Notifier
 from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
 from thirdshift.runs.plans import ARCHITECT_ISSUE, ARCHITECT_RESULT_FILE
+from thirdshift.runs.ports import NO_NOTIFIER
 from thirdshift.scrub import Scrubber
 
 PLAN = "architect-plan"
@@ -78,6 +80,11 @@ def architect(
         emit_url=world.urls.append,
         web_host="github.test",
         on_recorded=on_recorded,
+        notifier=(
+            Notifier(world.targets, scrub=scrub, progress=world.lines.append)
+            if world.targets
+            else NO_NOTIFIER
+        ),
     )
 
 
@@ -550,3 +557,23 @@ def test_a_secret_the_session_wrote_is_neither_kept_nor_published(world: RunWorl
     assert PLANTED_TOKEN not in world.github.issue("acme", "widgets", number).body
     (run,) = architect_runs(world)
     assert PLANTED_TOKEN not in (world.store.architect_result(run.id) or "")
+
+
+def test_the_team_hears_once_of_a_published_plan_and_of_a_failed_architect_run(
+    world: RunWorld,
+) -> None:
+    target = world.notify_to()
+    world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [ticket("Only")]})
+    assert run_architect(world) == 0
+    (plan,) = issues_labelled(world, PLAN)
+    [(published, _)] = target.sent
+    assert (published.kind, published.state) == ("architect", "published")
+    assert published.issue_url == world.github.issue("acme", "widgets", plan).html_url
+    world.github.close_issue("acme", "widgets", plan)
+    world.sessions.plays["architect"] = writes("{broken")
+    assert run_architect(world, architect_plans_per_week=5) == 1
+    [_, (failed, _)] = target.sent
+    assert failed.state == "failed"
+    assert failed.cause is not None
+    assert "is not JSON" in failed.cause
+    assert failed.issue_url == "https://github.test/acme/widgets/issues"

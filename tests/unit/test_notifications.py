@@ -214,3 +214,23 @@ def test_chat_wide_mentions_in_agent_text_are_broken() -> None:
     assert "@here" not in text
     assert "<!channel>" not in text
     assert "me@example.com" in text
+
+
+def test_an_architect_run_s_message_names_its_repository_not_an_issue_0() -> None:
+    from thirdshift.notify.message import text_of
+    from thirdshift.records import Notification
+
+    title, body = text_of(
+        Notification(
+            event="run.ended",
+            repository="acme/widgets",
+            issue_number=0,
+            issue_url="https://github.test/acme/widgets/issues/31",
+            state="published",
+            run_id=14,
+            kind="architect",
+        )
+    )
+    assert title == "thirdshift: Architect run on acme/widgets published"
+    assert "#0" not in title
+    assert "Run 14 (architect): published" in body

@@ -51,6 +51,8 @@ def text_of(notification: Notification) -> tuple[str, str]:
     issue = f"{notification.repository}#{notification.issue_number}"
     if notification.event == "issue.passed_over":
         title = f"thirdshift passed over {issue}"
+    elif notification.kind == "architect":  # a Run with no issue: named by its repository
+        title = f"thirdshift: Architect run on {notification.repository} {notification.state}"
     else:
         title = f"thirdshift: {issue} {notification.state}"
     lines = []

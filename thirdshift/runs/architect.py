@@ -25,6 +25,7 @@ from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, IssueSummary, Lease, RepoInfo, Repository, Run
 from thirdshift.runs.claims import FencedGitHub, LeaseKeeper
 from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
+from thirdshift.runs.notices import announce_run_end
 from thirdshift.runs.plans import (
     ARCHITECT_ISSUE,
     ARCHITECT_RESULT_FILE,
@@ -50,7 +51,7 @@ from thirdshift.runs.plans import (
     scrubbed,
     waiting_for_triage,
 )
-from thirdshift.runs.ports import CloneSource, GitHubPort, SessionSource
+from thirdshift.runs.ports import NO_NOTIFIER, CloneSource, GitHubPort, Notifier, SessionSource
 from thirdshift.runs.prompts import architect_prompt
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import Sessions
@@ -103,7 +104,9 @@ class ArchitectRun:
         web_host: str,
         claimant: str = "thirdshift architect",
         on_recorded: Callable[[int], None] = lambda _run_id: None,
+        notifier: Notifier = NO_NOTIFIER,
     ) -> None:
+        self._notifier = notifier
         self._settings = settings
         self._github = github
         self._store = store
@@ -411,6 +414,9 @@ class ArchitectRun:
             self.say(f"warning: could not record the Architect run's end: {problem}")
         self.say(line)
         self._emit_url(published.urls[0])
+        self._announce(
+            record, "covered" if isinstance(result, Covered) else "published", published.urls[0]
+        )
         return 0
 
     def _publish(
@@ -550,7 +556,26 @@ class ArchitectRun:
         else:
             self.say("nothing was published")
         self.say(f"session log: {last_log if last_log else 'none'}")
+        self._announce(record, state, None, cause=cause)
         return 1
+
+    def _announce(
+        self, record: Run, state: str, url: str | None, *, cause: str | None = None
+    ) -> None:
+        """Tell the team's targets how the Architect run ended (``published``, ``covered``,
+        ``failed`` or ``interrupted``), at most once: a plan waiting for triage, or a run that
+        keeps failing, is news they should not have to look for."""
+        repository = record.repository.full_name
+        announce_run_end(
+            store=self._store,
+            notifier=self._notifier,
+            scrub=self._scrub,
+            progress=self.say,
+            run=record,
+            issue_url=url or f"https://{self._web_host}/{repository}/issues",
+            state=state,
+            cause=cause,
+        )
 
     def _store_result_kept(self, run_id: int) -> bool:
         try:
