@@ -704,7 +704,9 @@ def test_a_holder_paused_inside_a_write_does_not_stall_the_takeover_of_its_lease
     server ends A's idle transaction, and B gets the Lease with the next fencing token; A's
     late commit fails as a database error, and A's renewal then finds the Lease lost."""
     a = Store.open(postgres_url, stall_seconds=1)
-    b = Store.open(postgres_url, stall_seconds=1)
+    # B's own lock bound is longer than A's idle bound: B waits out A, it does not give up
+    # first (both at 1 s raced, and B sometimes lost on a busy machine).
+    b = Store.open(postgres_url, stall_seconds=10)
     try:
         repository = a.ensure_repository("octo", "widgets")
         past = utcnow() - timedelta(minutes=10)

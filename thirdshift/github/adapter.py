@@ -469,16 +469,11 @@ class GitHub:
         def happened() -> bool | None:
             return True if blocker in self.open_blockers(owner, name, number) else None
 
-        try:
-            self._calls.call(
-                Request("POST", path, f"the blockers of issue #{number} of {owner}/{name}"),
-                send,
-                repeatable=False,
-                happened=happened,
-            )
-        except GitHubError as exc:
-            if exc.status != 422 or happened() is None:
-                raise
+        self._link(
+            Request("POST", path, f"the blockers of issue #{number} of {owner}/{name}"),
+            send,
+            happened,
+        )
 
     def add_sub_issue(self, owner: str, name: str, number: int, sub_issue: int) -> None:
         """Make issue ``sub_issue`` a sub-issue of issue ``number``; already so is fine. GitHub
@@ -498,13 +493,19 @@ class GitHub:
         def happened() -> bool | None:
             return True if sub_issue in self.sub_issues(owner, name, number) else None
 
+        self._link(
+            Request("POST", path, f"the sub-issues of issue #{number} of {owner}/{name}"),
+            send,
+            happened,
+        )
+
+    def _link(
+        self, request: Request, send: Callable[[], bool], happened: Callable[[], bool | None]
+    ) -> None:
+        """Make a link between two issues once: a lost answer is checked by ``happened``, and
+        GitHub's 422 for a link that already exists is fine (any other 422 is not)."""
         try:
-            self._calls.call(
-                Request("POST", path, f"the sub-issues of issue #{number} of {owner}/{name}"),
-                send,
-                repeatable=False,
-                happened=happened,
-            )
+            self._calls.call(request, send, repeatable=False, happened=happened)
         except GitHubError as exc:
             if exc.status != 422 or happened() is None:
                 raise

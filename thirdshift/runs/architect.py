@@ -12,7 +12,6 @@ whatever the session changed or committed there is discarded, and nothing is pus
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, IssueSummary, Lease, RepoInfo, Repository, Run
 from thirdshift.runs.claims import FencedGitHub, LeaseKeeper
-from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
+from thirdshift.runs.delivery import check_harness_and_token
 from thirdshift.runs.notices import announce_run_end
 from thirdshift.runs.plans import (
     ARCHITECT_ISSUE,
@@ -162,22 +161,15 @@ class ArchitectRun:
     # -- before anything -----------------------------------------------------------------------
 
     def _preflight(self, request: ArchitectRequest) -> RepoInfo:
-        gh = self._github
-        source = self._session_source
-        if shutil.which(source.executable, path=self._environ.get("PATH")) is None:
-            raise ThirdshiftError(
-                f"{source.executable} (the {source.harness_name} Harness) is not on PATH; "
-                "install it or choose another with --harness"
-            )
-        login = gh.authenticated_login()
-        permission = token_role(gh, request.owner, request.name, login)
-        if permission not in PERMISSIONS_THAT_PUSH:
-            raise ThirdshiftError(
-                f"the token's user {login} has {permission} permission on "
-                f"{request.owner}/{request.name}; publishing a plan needs write, so use a token "
-                "with write access"
-            )
-        return gh.repo(request.owner, request.name)
+        check_harness_and_token(
+            self._github,
+            self._session_source,
+            self._environ,
+            request.owner,
+            request.name,
+            needs="to publish a plan",
+        )
+        return self._github.repo(request.owner, request.name)
 
     def _record_crashes(self, repository: Repository) -> None:
         """An earlier Architect run still recorded running whose Lease is gone died: say so,

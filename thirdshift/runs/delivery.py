@@ -94,6 +94,31 @@ def token_role(github: GitHubPort, owner: str, name: str, login: str) -> str:
         raise
 
 
+def check_harness_and_token(
+    github: GitHubPort,
+    source: SessionSource,
+    environ: Mapping[str, str],
+    owner: str,
+    name: str,
+    *,
+    needs: str,
+) -> None:
+    """Pre-flight of anything that starts a session and writes to GitHub: the Harness's CLI is
+    on PATH and the token may push (``needs`` says what for, in the refusal)."""
+    if shutil.which(source.executable, path=environ.get("PATH")) is None:
+        raise ThirdshiftError(
+            f"{source.executable} (the {source.harness_name} Harness) is not on PATH; "
+            "install it or choose another with --harness"
+        )
+    login = github.authenticated_login()
+    permission = token_role(github, owner, name, login)
+    if permission not in PERMISSIONS_THAT_PUSH:
+        raise ThirdshiftError(
+            f"the token's user {login} has {permission} permission on {owner}/{name}; "
+            f"thirdshift needs write {needs}, so use a token with write access"
+        )
+
+
 EARLIER_REPORT_BYTES = 6000
 
 
@@ -797,19 +822,9 @@ class Delivery:
 
     def _preflight(self, ref: IssueRef) -> tuple[RepoInfo, IssueInfo]:
         gh = self._github
-        source = self._session_source
-        if shutil.which(source.executable, path=self._environ.get("PATH")) is None:
-            raise ThirdshiftError(
-                f"{source.executable} (the {source.harness_name} Harness) is not on PATH; "
-                "install it or choose another with --harness"
-            )
-        login = gh.authenticated_login()
-        permission = token_role(gh, ref.owner, ref.repo, login)
-        if permission not in PERMISSIONS_THAT_PUSH:
-            raise ThirdshiftError(
-                f"the token's user {login} has {permission} permission on {ref.full_name}; "
-                "thirdshift needs write to push, so use a token with write access"
-            )
+        check_harness_and_token(
+            gh, self._session_source, self._environ, ref.owner, ref.repo, needs="to push"
+        )
         repo = gh.repo(ref.owner, ref.repo)
         issue = gh.issue(ref.owner, ref.repo, ref.number)
         if issue.is_pull_request:
