@@ -62,7 +62,7 @@ def cron_trigger(expression: str) -> CronTrigger:
         fields = expression.split()
         if len(fields) == 5:  # cron counts weekdays from Sunday (0 or 7); APScheduler from Monday
             fields[4] = _cron_weekdays(fields[4])
-            if fields[2] != "*" and fields[4] != "*":
+            if not fields[2].startswith("*") and not fields[4].startswith("*"):
                 # cron runs on either, APScheduler only on both: refuse rather than surprise.
                 raise ValueError("give a day of the month or a weekday, not both")
         trigger = CronTrigger.from_crontab(" ".join(fields), timezone="UTC")

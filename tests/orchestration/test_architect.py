@@ -307,7 +307,11 @@ def test_another_architect_run_on_the_repository_is_not_claimed(world: RunWorld)
 
 
 def scheduled_daemon(
-    world: RunWorld, started: list[str], *, name: str = "d1", paused: str | None = None
+    world: RunWorld,
+    started: list[str],
+    *,
+    name: str = "d1",
+    paused: Callable[[], str | None] = lambda: None,
 ) -> Daemon:
     """A daemon watching acme/widgets with an Architect schedule of Mondays at 03:00 UTC, on
     the world's manual clock (the store's too), whose Architect runs are the real ones in
@@ -367,7 +371,7 @@ def scheduled_daemon(
             running_here=lambda n: daemon.running_here("acme/widgets", n),
             stop_here=lambda n, why: None,
             kept_worktree=lambda branch: False,
-            paused=lambda: paused,
+            paused=paused,
         )
     )
     return daemon
@@ -412,15 +416,20 @@ def test_a_scheduled_time_another_daemon_already_ran_is_not_run_again(world: Run
     assert len(architect_runs(world)) == 1
 
 
-def test_a_due_architect_run_waits_while_the_provider_is_down(world: RunWorld) -> None:
+def test_a_due_architect_run_waits_while_the_provider_is_down_then_runs(world: RunWorld) -> None:
     world.clock.advance(12 * 3600)
     world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [ticket("Only")]})
     started: list[str] = []
-    daemon = scheduled_daemon(world, started, paused="claude's provider is overloaded (529)")
-    world.clock.advance(4 * 24 * 3600)
+    down = ["claude's provider is overloaded (529)"]
+    daemon = scheduled_daemon(world, started, paused=lambda: down[0] if down else None)
+    world.clock.advance(4 * 24 * 3600)  # Monday noon: due
     assert daemon.once() == 0
     assert started == []
     assert architect_runs(world) == []
+    down.clear()
+    world.clock.advance(3600)  # still Monday, the provider back: the due run starts now
+    assert daemon.once() == 0
+    assert started == ["Mon"]
 
 
 def test_a_half_published_plan_a_person_closed_is_not_completed(world: RunWorld) -> None:
@@ -518,9 +527,9 @@ def test_a_plan_github_keeps_refusing_is_left_for_a_person_after_three_runs(
 ) -> None:
     world.sessions.plays["architect"] = writes(TWO_TICKETS)
     world.github.on_call = failing_after(1)  # the Spec, then never a Ticket
-    assert run_architect(world) == 1
-    assert run_architect(world) == 1
-    assert run_architect(world) == 1
+    assert run_architect(world) == 1  # the review, and the Spec
+    for _completion in range(3):
+        assert run_architect(world) == 1
     (spec,) = issues_labelled(world, PLAN)
     world.github.on_call = None
     assert run_architect(world) == 0
@@ -577,3 +586,34 @@ def test_the_team_hears_once_of_a_published_plan_and_of_a_failed_architect_run(
     assert failed.cause is not None
     assert "is not JSON" in failed.cause
     assert failed.issue_url == "https://github.test/acme/widgets/issues"
+
+
+def test_completing_a_plan_with_hand_over_also_hands_over_what_the_first_run_opened(
+    world: RunWorld,
+) -> None:
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    world.github.on_call = failing_after(2)  # the Spec and the first Ticket, then GitHub fails
+    assert run_architect(world, architect_hand_over=True) == 1
+    world.github.on_call = None
+    spec, first = issues_labelled(world, PLAN)
+    assert run_architect(world, architect_hand_over=True) == 0
+    _, _, second = issues_labelled(world, PLAN)
+    assert set(world.github.labels_of(spec)) == {PLAN, TRIAGE}
+    for number in (first, second):
+        assert set(world.github.labels_of(number)) == {PLAN, READY}
+
+
+def test_a_plan_published_in_two_runs_counts_once_against_the_weekly_cap(world: RunWorld) -> None:
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    world.github.on_call = failing_after(1)
+    assert run_architect(world, architect_plans_per_week=2) == 1
+    world.github.on_call = None
+    assert run_architect(world, architect_plans_per_week=2) == 0  # completes it
+    for number in issues_labelled(world, PLAN):
+        world.github.close_issue("acme", "widgets", number)
+    world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [ticket("More")]})
+    assert run_architect(world, architect_plans_per_week=2) == 0
+    assert world.lines[-1].startswith("published the Architect plan #")  # not yet at the cap
+    repository = world.store.ensure_repository("acme", "widgets")
+    week_ago = world.clock.now() - timedelta(days=7)
+    assert len(world.store.architect_publications(repository, week_ago)) == 2

@@ -16,6 +16,7 @@ from thirdshift.runs.plans import (
     Plan,
     ResultInvalid,
     architect_gate,
+    defanged,
     issue_text,
     marked_part,
     marker,
@@ -309,6 +310,8 @@ def test_the_prompt_bounds_a_long_list_of_issues() -> None:
         ("0 3 * * 0", "Sunday"),
         ("0 3 * * 7", "Sunday"),
         ("0 3 * * sat", "Saturday"),
+        ("0 3 * * 4,sat", "Thursday"),  # a list mixing numbers and names is read as cron's
+        ("0 3 */2 * 4", "Thursday"),  # a day of "*/2" with a weekday: both, as in cron
     ],
 )
 def test_a_cron_weekday_counts_from_sunday_as_cron_does(expression: str, weekday: str) -> None:
@@ -346,8 +349,8 @@ def test_a_session_s_text_cannot_pass_for_a_marker_or_page_anyone() -> None:
     )
     assert "@\u200balice" in body
     assert "@\u200borg/team" in body
-    assert "bob@\u200bexample.com" in body  # an address reads the same, and pages no one
-    assert "`@\u200bcode`" in body
+    assert "bob@example.com" in body  # GitHub links no @ after a letter: left as written
+    assert "`@code`" in body  # nor in code
     assert marked_part(body, "41") == "ticket-1"  # only thirdshift's own marker counts
     assert body.count("<!-- thirdshift:") == 1
 
@@ -367,6 +370,38 @@ def test_a_result_that_would_make_an_issue_github_refuses_is_invalid_before_anyt
 
 
 def test_a_kept_result_that_can_no_longer_be_read_is_refused_not_crashed_on() -> None:
-    for kept in ("not json", '{"result": {"outcome": "covered", "issue": 1}}', '{"key": "x!"}'):
+    covered = '{"outcome": "covered", "issue": 1}'
+    for kept in ("not json", f'{{"result": {covered}}}', f'{{"key": "x!", "result": {covered}}}'):
         with pytest.raises(ResultInvalid):
             result_from_json(kept)
+
+
+@pytest.mark.parametrize(
+    ("written", "published"),
+    [
+        ("```python\n@dataclass\nclass A: ...\n```", "```python\n@dataclass\nclass A: ...\n```"),
+        ("`npm i @types/node`", "`npm i @types/node`"),
+        ("git@github.com:o/r.git", "git@github.com:o/r.git"),
+        ("README.md#2-setup and src/app/main.py#10", "README.md#2-setup and src/app/main.py#10"),
+        ("https://example.com/o/r#12", "https://example.com/o/r#12"),
+        ("thanks @alice", "thanks @\u200balice"),
+        ("&#64bob", "@\u200bbob"),
+        ("octo/other#12 and #5", "octo/other#\u200b12 and #5"),
+        ("see https://github.com/o/r/issues/5", "see `https://github.com/o/r/issues/5`"),
+    ],
+    ids=[
+        "a fence",
+        "inline code",
+        "a git address",
+        "anchors",
+        "a web address",
+        "a mention",
+        "an entity",
+        "another repository's issue",
+        "an issue's address",
+    ],
+)
+def test_defanging_leaves_code_and_addresses_as_written_and_breaks_only_links(
+    written: str, published: str
+) -> None:
+    assert defanged(written) == published

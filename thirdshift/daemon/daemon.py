@@ -328,6 +328,8 @@ class Daemon:
             return
         try:
             pickups = poll()
+            if self._architect_due(poll):  # Ready issues first
+                pickups = [*pickups, Pickup(ARCHITECT_ISSUE, architect=True)]
         except Exception as error:  # a poll must never take the daemon down
             with self._lock:
                 self._failures += 1
@@ -339,8 +341,6 @@ class Daemon:
                 repository=_repository_or_none(poll),
             )
             return
-        if self._architect_due(poll):
-            pickups = [*pickups, Pickup(ARCHITECT_ISSUE, architect=True)]  # Ready issues first
         with self._lock:
             self._polled[poll.full_name] = (self._clock.now(), None)
             kept = [entry for entry in self._queue if entry[0] is not poll]
@@ -519,8 +519,9 @@ class Daemon:
             active.run_id = run_id
 
         status = 1
-        assert self._start_architect is not None
         try:
+            if self._start_architect is None:
+                raise ThirdshiftError("this daemon starts no Architect runs")
             repository = poll.repository()
             self._activity.line(
                 "architect",

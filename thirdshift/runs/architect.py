@@ -216,12 +216,18 @@ class ArchitectRun:
         if closed:
             listed = ", ".join(f"#{n}" for n in closed)
             return f"{listed} of it was closed since, so it is not completed"
-        tries = [latest, *self._store.earlier_runs(latest, limit=COMPLETION_TRIES)]
         same = 0
-        for run in tries:
+        for run in [latest, *self._store.earlier_runs(latest, limit=2 * COMPLETION_TRIES)]:
             if run.state == "succeeded" or self._store.architect_result(run.id) != kept:
                 break
-            same += 1
+            # A completing run (it ran no session) that GitHub failed: a crash, a stop or a
+            # lost Lease says nothing about whether the plan can be published.
+            if (
+                run.state == "failed"
+                and not self._store.run_sessions(run.id)
+                and not (run.cause or "").startswith(("interrupted", "lost the"))
+            ):
+                same += 1
         if same >= COMPLETION_TRIES:
             return (
                 f"{same} runs in a row failed to publish the rest of it (the last: "
@@ -362,6 +368,8 @@ class ArchitectRun:
             base_branch=earlier.base_branch,
             harness=earlier.harness,
             model=earlier.model,
+            # In the same statement: the newest Run always keeps the result while it runs.
+            architect_result=kept,
         )
         if record is None:
             raise ThirdshiftError("lost the Architect Lease before the Run was recorded")
@@ -371,10 +379,7 @@ class ArchitectRun:
             f"{earlier.id} began to publish ({earlier.state}), before any new review"
         )
         self._store.update_run(
-            record.id,
-            architect_result=kept,
-            head_sha=earlier.head_sha,
-            last_session_log=earlier.last_session_log,
+            record.id, head_sha=earlier.head_sha, last_session_log=earlier.last_session_log
         )
         try:
             return self._publish_and_finish(
@@ -493,8 +498,22 @@ class ArchitectRun:
                 gh.block_issue(owner, name, ticket.number, blocker)
             tickets.append(ticket)
         if self._settings.architect_hand_over:
-            # Only what this run opened: a Ticket published before may have been triaged since.
-            self._hand_over(gh, repo, [t for t in tickets if t.number in opened_here])
+            # What this run opened, and what an earlier run opened that nobody triaged since
+            # (it still waits for triage, not Ready): a person's triage is never undone.
+            ready = self._settings.ready_label.lower()
+            self._hand_over(
+                gh,
+                repo,
+                [
+                    t
+                    for t in tickets
+                    if t.number in opened_here
+                    or (
+                        TRIAGE_LABEL in {label.lower() for label in t.labels}
+                        and ready not in {label.lower() for label in t.labels}
+                    )
+                ],
+            )
         issues = ([spec] if spec else []) + tickets
         return Published(tuple(i.number for i in issues), tuple(i.html_url for i in issues))
 

@@ -400,20 +400,30 @@ def marked_part(body: str, key: str) -> str | None:
 
 
 _OUR_COMMENT = re.compile(r"<!--\s*thirdshift", re.IGNORECASE)
-# An @ however it is spelled (HTML entities render as one), before a login's first character.
-_AT = re.compile(r"(@|&#0*64;|&#x0*40;|&commat;)(?=[A-Za-z0-9])", re.IGNORECASE)
-# owner/repo#12 (or owner/repo!12, GH-12 style references stay local): a backlink elsewhere.
-_ELSEWHERE = re.compile(r"(\b[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(?=\d)")
+# Code (fenced blocks, inline spans) links nothing on GitHub and is left as written.
+_CODE = re.compile(r"(```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`)", re.DOTALL)
+# An @ however it is spelled (HTML entities render as one), where GitHub would link a login:
+# not after a letter or digit (an e-mail address, git@host).
+_AT = re.compile(r"(?<![A-Za-z0-9])(@|&#0*64;?|&#x0*40;?|&commat;)(?=[A-Za-z0-9])", re.IGNORECASE)
+# owner/repo#12, not inside a path or an address (README.md#2-setup, example.com/o/r#1).
+_ELSEWHERE = re.compile(r"(?<![\w./:-])([A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(?=\d)")
+# An issue's or pull request's address: GitHub cross-references those too, so they are shown
+# as code (still readable, linking nothing).
+_ISSUE_ADDRESS = re.compile(r"(?<!`)\bhttps?://[^\s/`]+/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+\b")
 
 
 def defanged(text: str) -> str:
     """A session's text as it may appear on GitHub: it can never pass for one of
-    thirdshift's markers (which decide what a later run reuses), its @mentions notify nobody
-    and its references to other repositories' issues leave no backlink there (an unattended
-    agent pages no one; a zero-width space after the @ or the # breaks the link)."""
+    thirdshift's markers (which decide what a later run reuses), and outside code its
+    @mentions notify nobody and its references to issues leave no backlink elsewhere (an
+    unattended agent pages no one; a zero-width space after the @ or the # breaks the link)."""
     text = _OUR_COMMENT.sub("<!-- (quoted) thirdshift", text)
-    text = _AT.sub("@\u200b", text)
-    return _ELSEWHERE.sub("\\1#\u200b", text)
+    pieces = _CODE.split(text)
+    for index in range(0, len(pieces), 2):  # the even pieces are outside code
+        piece = _AT.sub("@\u200b", pieces[index])
+        piece = _ELSEWHERE.sub("\\1#\u200b", piece)
+        pieces[index] = _ISSUE_ADDRESS.sub(lambda found: f"`{found.group(0)}`", piece)
+    return "".join(pieces)
 
 
 def _sections(draft: Draft) -> str:

@@ -190,9 +190,11 @@ class Store:
         issue_branch: str | None = None,
         harness: str | None = None,
         model: str | None = None,
+        architect_result: str | None = None,
     ) -> Run | None:
         with self._session() as session:
             row = RunRow(
+                architect_result=architect_result,
                 repository_id=repository.id,
                 issue_number=issue_number,
                 kind=kind,
@@ -830,25 +832,28 @@ class Store:
             return None if row is None else row.architect_result
 
     def architect_publications(self, repository: Repository, since: datetime) -> list[datetime]:
-        """When each Architect run of the repository since ``since`` published a plan or an
-        idea (it succeeded naming issues it published), oldest first: the weekly cap counts these,
-        whichever daemon or command ran them."""
+        """When each plan or idea of the repository's Architect runs since ``since`` was
+        published, oldest first: the weekly cap counts these, whichever daemon or command ran
+        them. A plan published in parts (a run that failed half way, the run that completed
+        it) counts once, by its first issue; one left half published counts too."""
         with self._session() as session:
             rows = session.exec(
-                select(RunRow.started_at)
+                select(RunRow.started_at, RunRow.published)
                 .where(
                     RunRow.repository_id == repository.id,
                     RunRow.kind == "architect",
-                    RunRow.state == "succeeded",  # a half publish counts once, when completed
                     col(RunRow.published).is_not(None),
                     RunRow.published != "",
                     col(RunRow.started_at) >= since,
                 )
                 .order_by(col(RunRow.started_at))
             ).all()
-            return [
-                moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment for moment in rows
-            ]
+        first_seen: dict[str, datetime] = {}
+        for started_at, published in rows:
+            first = (published or "").split()[0]
+            when = started_at if started_at.tzinfo else started_at.replace(tzinfo=UTC)
+            first_seen.setdefault(first, when)
+        return sorted(first_seen.values())
 
     def claim_notice(self, run_id: int) -> bool:
         """Take the one right to announce the Run's end: True for the first call on an ended
