@@ -23,6 +23,7 @@ from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
 from thirdshift.runs.plans import ARCHITECT_ISSUE, ARCHITECT_RESULT_FILE
 from thirdshift.runs.ports import NO_NOTIFIER
 from thirdshift.scrub import Scrubber
+from thirdshift.sessions import SessionInterrupted
 
 PLAN = "architect-plan"
 IDEA = "architect-idea"
@@ -617,3 +618,27 @@ def test_a_plan_published_in_two_runs_counts_once_against_the_weekly_cap(world: 
     repository = world.store.ensure_repository("acme", "widgets")
     week_ago = world.clock.now() - timedelta(days=7)
     assert len(world.store.architect_publications(repository, week_ago)) == 2
+
+
+def test_an_architect_run_stopped_by_a_signal_mid_session_publishes_nothing_and_says_so(
+    world: RunWorld,
+) -> None:
+    target = world.notify_to()
+
+    def stopped(worktree: Path, prompt: str) -> str:
+        (worktree / ARCHITECT_RESULT_FILE).write_text(json.dumps(TWO_TICKETS))
+        world.interrupt.set()  # SIGTERM or Ctrl-C, as the signal handler sets it
+        raise SessionInterrupted("architect: the session was stopped (SIGTERM)")
+
+    world.sessions.plays["architect"] = stopped
+    assert run_architect(world) == 1
+    assert issues_labelled(world, PLAN) == []
+    assert "the Architect run interrupted: architect: the session was stopped" in " ".join(
+        world.lines
+    )
+    (run,) = architect_runs(world)
+    assert run.state == "failed"
+    assert world.store.architect_result(run.id) is None  # a later run starts afresh
+    assert not (world.settings.home / "worktrees" / "acme-widgets-architect").exists()
+    [(told, _)] = target.sent
+    assert told.state == "interrupted"

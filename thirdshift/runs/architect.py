@@ -53,7 +53,7 @@ from thirdshift.runs.plans import (
 from thirdshift.runs.ports import NO_NOTIFIER, CloneSource, GitHubPort, Notifier, SessionSource
 from thirdshift.runs.prompts import architect_prompt
 from thirdshift.scrub import Scrubber
-from thirdshift.sessions import Sessions
+from thirdshift.sessions import SessionInterrupted, Sessions
 from thirdshift.settings import Settings
 from thirdshift.store import Store
 
@@ -120,6 +120,7 @@ class ArchitectRun:
         self._web_host = web_host
         self._claimant = claimant
         self._on_recorded = on_recorded
+        self._lease_lost: Callable[[], bool] = lambda: False
 
     def say(self, line: str) -> None:
         self._progress(self._scrub(line))
@@ -147,6 +148,7 @@ class ArchitectRun:
                     "time, so this one changed nothing"
                 ) from None
             gh = FencedGitHub(self._github, keeper.check)
+            self._lease_lost = lambda: keeper.lost
             unfinished = self._unfinished(repository, repo)
             if unfinished is not None:
                 return self._complete(unfinished, repo, repository, gh, lease)
@@ -548,7 +550,10 @@ class ArchitectRun:
         if not isinstance(error, ThirdshiftError | OSError):
             error = ThirdshiftError(f"unexpected {error.__class__.__name__}: {error}")
         cause = self._scrub(str(error) or error.__class__.__name__)
-        state = "interrupted" if isinstance(error, Interrupted) else "failed"
+        # Stopped by a signal (the interrupt is set), not by losing the Lease (which sets it too).
+        stopped = self._interrupt.is_set() and not self._lease_lost()
+        interrupted = isinstance(error, Interrupted | SessionInterrupted) or stopped
+        state = "interrupted" if interrupted else "failed"
         last_log = sessions.last_log if sessions is not None else None
         fields: dict[str, object] = {"cause": cause}
         if last_log is not None:
