@@ -287,3 +287,20 @@ def test_a_log_that_is_not_on_this_machine_is_named_with_where_it_lives(tmp_path
     assert str(gone) in message
     assert "THIRDSHIFT_HOME of the machine that ran the Run" in message
     assert "`thirdshift show 2`" in message
+
+
+def test_an_architect_run_is_named_by_its_repository_and_shows_what_it_published() -> None:
+    architect = run(
+        kind="architect", issue_number=0, issue_branch=None, pull_request_number=None,
+        published=(31, 32, 33),
+    )  # fmt: skip
+    line = views.run_line(architect, None)
+    assert "acme/calculator (Architect run)" in line
+    assert "#0" not in line
+    shown = views.show_lines(
+        architect, usage={}, lease=None, sessions=[], earlier_runs=[], activity=[]
+    )
+    assert shown[0] == "Run 2: acme/calculator (Architect run) (architect), succeeded"
+    assert "  published: #31, #32, #33" in shown
+    shape = shapes.run_shape(architect, None)
+    assert (shape["issue"], shape["published"]) == ("acme/calculator (Architect run)", [31, 32, 33])
