@@ -60,11 +60,12 @@ def cron_trigger(expression: str) -> CronTrigger:
     """The schedule of a five-field cron expression in UTC, or a ValueError saying the shape."""
     try:
         fields = expression.split()
-        if len(fields) == 5:  # cron counts weekdays from Sunday (0 or 7); APScheduler from Monday
-            fields[4] = _cron_weekdays(fields[4])
+        if len(fields) == 5:
             if not fields[2].startswith("*") and not fields[4].startswith("*"):
                 # cron runs on either, APScheduler only on both: refuse rather than surprise.
                 raise ValueError("give a day of the month or a weekday, not both")
+            # cron counts weekdays from Sunday (0 or 7); APScheduler from Monday.
+            fields[4] = _cron_weekdays(fields[4])
         trigger = CronTrigger.from_crontab(" ".join(fields), timezone="UTC")
         if trigger.get_next_fire_time(None, _CRON_CHECKED_FROM) is None:
             raise ValueError("it never comes (no such date)")

@@ -633,7 +633,7 @@ def test_an_architect_run_stopped_by_a_signal_mid_session_publishes_nothing_and_
     world.sessions.plays["architect"] = stopped
     assert run_architect(world) == 1
     assert issues_labelled(world, PLAN) == []
-    assert "the Architect run interrupted: architect: the session was stopped" in " ".join(
+    assert "the Architect run was interrupted: architect: the session was stopped" in " ".join(
         world.lines
     )
     (run,) = architect_runs(world)
@@ -642,3 +642,42 @@ def test_an_architect_run_stopped_by_a_signal_mid_session_publishes_nothing_and_
     assert not (world.settings.home / "worktrees" / "acme-widgets-architect").exists()
     [(told, _)] = target.sent
     assert told.state == "interrupted"
+
+
+def test_a_plan_left_half_published_still_counts_against_the_weekly_cap(world: RunWorld) -> None:
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    world.github.on_call = failing_after(1)  # the Spec only
+    assert run_architect(world) == 1
+    world.github.on_call = None
+    (spec,) = issues_labelled(world, PLAN)
+    world.github.close_issue("acme", "widgets", spec)  # a person answers the half plan
+    world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [ticket("More")]})
+    assert run_architect(world) == 0
+    assert "architect_plans_per_week is 1" in world.lines[-1]  # skipped: the week's plan was it
+
+
+def test_completing_with_hand_over_leaves_a_ticket_a_person_triaged_alone(world: RunWorld) -> None:
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    world.github.on_call = failing_after(2)  # the Spec and the first Ticket
+    assert run_architect(world, architect_hand_over=True) == 1
+    world.github.on_call = None
+    _, first = issues_labelled(world, PLAN)
+    world.github.unlabel_issue(first, TRIAGE)  # triaged: not for an agent yet, says a person
+    assert run_architect(world, architect_hand_over=True) == 0
+    _, _, second = issues_labelled(world, PLAN)
+    assert set(world.github.labels_of(first)) == {PLAN}
+    assert set(world.github.labels_of(second)) == {PLAN, READY}
+
+
+def test_an_interrupted_completion_is_not_counted_as_a_try(world: RunWorld) -> None:
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    world.github.on_call = failing_after(1)
+    assert run_architect(world) == 1  # the review, and the Spec
+    for _completion in range(2):
+        assert run_architect(world) == 1  # two tries GitHub failed
+    world.interrupt.set()  # a stop during the next completion
+    assert run_architect(world) == 1
+    world.interrupt.clear()
+    world.github.on_call = None
+    assert run_architect(world) == 0  # the third try is still allowed, and completes it
+    assert len(issues_labelled(world, PLAN)) == 3

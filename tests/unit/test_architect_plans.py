@@ -387,7 +387,12 @@ def test_a_kept_result_that_can_no_longer_be_read_is_refused_not_crashed_on() ->
         ("thanks @alice", "thanks @\u200balice"),
         ("&#64bob", "@\u200bbob"),
         ("octo/other#12 and #5", "octo/other#\u200b12 and #5"),
-        ("see https://github.com/o/r/issues/5", "see `https://github.com/o/r/issues/5`"),
+        ("see https://github.com/o/r/issues/5", "see https://\u200bgithub.com/o/r/issues/5"),
+        ("see ``` @alice", "see ``` @\u200balice"),
+        ("> ```\n> x\n\n@alice", "> ```\n> x\n\n@\u200balice"),
+        ("\\`@alice\\`", "\\`@\u200balice\\`"),
+        ("````\n```\n@x\n````\n@y", "````\n```\n@x\n````\n@\u200by"),
+        ("_octo/other#12_", "_octo/other#\u200b12_"),
     ],
     ids=[
         "a fence",
@@ -399,6 +404,11 @@ def test_a_kept_result_that_can_no_longer_be_read_is_refused_not_crashed_on() ->
         "an entity",
         "another repository's issue",
         "an issue's address",
+        "three backticks inside a line",
+        "a fence a quote closes",
+        "escaped backticks",
+        "a fence inside a longer fence",
+        "emphasis",
     ],
 )
 def test_defanging_leaves_code_and_addresses_as_written_and_breaks_only_links(

@@ -58,6 +58,8 @@ from thirdshift.settings import Settings
 from thirdshift.store import Store
 
 COMPLETION_TRIES = 3  # runs that may fail at completing one kept result before it is let go
+COMPLETION_LOOK_BACK = 10  # the earlier runs looked at for those tries
+INTERRUPTED = "interrupted: "  # how the cause of an Architect run stopped by a signal begins
 OPEN_TITLES = 100  # the open issues the prompt names
 CLOSED_TITLES = 50  # and the recently closed ones
 LABEL_COLORS = {PLAN_LABEL: "5319e7", IDEA_LABEL: "c5def5", TRIAGE_LABEL: "fbca04"}
@@ -219,15 +221,15 @@ class ArchitectRun:
             listed = ", ".join(f"#{n}" for n in closed)
             return f"{listed} of it was closed since, so it is not completed"
         same = 0
-        for run in [latest, *self._store.earlier_runs(latest, limit=2 * COMPLETION_TRIES)]:
+        for run in [latest, *self._store.earlier_runs(latest, limit=COMPLETION_LOOK_BACK)]:
             if run.state == "succeeded" or self._store.architect_result(run.id) != kept:
                 break
-            # A completing run (it ran no session) that GitHub failed: a crash, a stop or a
-            # lost Lease says nothing about whether the plan can be published.
+            # A completing run (it ran no session) that failed or crashed at it; one stopped by
+            # a signal or that lost its Lease says nothing about whether it can be published.
             if (
-                run.state == "failed"
+                run.state in ("failed", "crashed")
                 and not self._store.run_sessions(run.id)
-                and not (run.cause or "").startswith(("interrupted", "lost the"))
+                and not (run.cause or "").startswith((INTERRUPTED, "lost the"))
             ):
                 same += 1
         if same >= COMPLETION_TRIES:
@@ -554,6 +556,9 @@ class ArchitectRun:
         stopped = self._interrupt.is_set() and not self._lease_lost()
         interrupted = isinstance(error, Interrupted | SessionInterrupted) or stopped
         state = "interrupted" if interrupted else "failed"
+        said = cause
+        if interrupted:  # on the record, so a later run knows it says nothing of the plan
+            cause = INTERRUPTED + cause
         last_log = sessions.last_log if sessions is not None else None
         fields: dict[str, object] = {"cause": cause}
         if last_log is not None:
@@ -563,7 +568,7 @@ class ArchitectRun:
         except ThirdshiftError as problem:
             self.say(f"warning: could not record the Failed run: {problem}")
         kept = self._store_result_kept(record.id)
-        self.say(f"the Architect run {state}: {cause}")
+        self.say(f"the Architect run {'was interrupted' if interrupted else 'failed'}: {said}")
         if kept:
             self.say(
                 "its result is kept: the next Architect run on the repository publishes the "

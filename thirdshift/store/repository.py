@@ -833,9 +833,10 @@ class Store:
 
     def architect_publications(self, repository: Repository, since: datetime) -> list[datetime]:
         """When each plan or idea of the repository's Architect runs since ``since`` was
-        published, oldest first: the weekly cap counts these, whichever daemon or command ran
-        them. A plan published in parts (a run that failed half way, the run that completed
-        it) counts once, by its first issue; one left half published counts too."""
+        first published, oldest first: the weekly cap counts these, whichever daemon or command
+        ran them. A plan published in parts (a run that failed half way, the run that completed
+        it) counts once, by its first issue and from its first part; one left half published
+        counts too."""
         with self._session() as session:
             rows = session.exec(
                 select(RunRow.started_at, RunRow.published)
@@ -844,7 +845,8 @@ class Store:
                     RunRow.kind == "architect",
                     col(RunRow.published).is_not(None),
                     RunRow.published != "",
-                    col(RunRow.started_at) >= since,
+                    # A plan is completed within days of its first part, never a month later.
+                    col(RunRow.started_at) >= since - timedelta(days=30),
                 )
                 .order_by(col(RunRow.started_at))
             ).all()
@@ -853,7 +855,7 @@ class Store:
             first = (published or "").split()[0]
             when = started_at if started_at.tzinfo else started_at.replace(tzinfo=UTC)
             first_seen.setdefault(first, when)
-        return sorted(first_seen.values())
+        return sorted(when for when in first_seen.values() if when >= since)
 
     def claim_notice(self, run_id: int) -> bool:
         """Take the one right to announce the Run's end: True for the first call on an ended
