@@ -93,6 +93,14 @@ class _RunParts:
     environ: Mapping[str, str]
     store: Store
 
+    def reported(self, work: Callable[[], int]) -> int:
+        """``work``'s exit status; an error it stops on is said on the progress lines first."""
+        try:
+            return work()
+        except ThirdshiftError as error:
+            self.say(f"thirdshift: {error}")
+            return error.exit_code
+
 
 @contextmanager
 def _run_parts(
@@ -281,11 +289,7 @@ def run_issue(
             notifier=notifier_of(settings, scrub=parts.scrub, progress=parts.say),
             on_checks=on_checks,
         )
-        try:
-            return delivery.run(request)
-        except ThirdshiftError as error:
-            parts.say(f"thirdshift: {error}")
-            return error.exit_code
+        return parts.reported(lambda: delivery.run(request))
 
 
 def run_architect(
@@ -333,11 +337,7 @@ def run_architect(
             on_recorded=on_recorded,
             notifier=notifier_of(settings, scrub=parts.scrub, progress=parts.say),
         )
-        try:
-            return architect.run(request)
-        except ThirdshiftError as error:
-            parts.say(f"thirdshift: {error}")
-            return error.exit_code
+        return parts.reported(lambda: architect.run(request))
 
 
 def run_daemon(

@@ -253,15 +253,7 @@ def test_a_crash_between_the_spec_and_its_tickets_is_completed_by_the_next_run_w
     world.sessions.plays["architect"] = writes(TWO_TICKETS)
     # GitHub fails every issue after the Spec: the run fails with its result kept, as a run
     # killed at that moment leaves it (its record then says running, and is recorded crashed).
-    opened: list[str] = []
-
-    def spec_then_fail(method: str) -> None:
-        if method == "open_issue":
-            opened.append(method)
-            if len(opened) > 1:
-                raise GitHubError("502 Bad Gateway (GitHub)", 502)
-
-    world.github.on_call = spec_then_fail
+    world.github.on_call = failing_after(1)
     assert run_architect(world) == 1
     (spec,) = issues_labelled(world, PLAN)
     first = architect_runs(world)[0]
@@ -435,15 +427,7 @@ def test_a_due_architect_run_waits_while_the_provider_is_down_then_runs(world: R
 
 def test_a_half_published_plan_a_person_closed_is_not_completed(world: RunWorld) -> None:
     world.sessions.plays["architect"] = writes(TWO_TICKETS)
-    opened: list[str] = []
-
-    def spec_then_fail(method: str) -> None:
-        if method == "open_issue":
-            opened.append(method)
-            if len(opened) > 1:
-                raise GitHubError("502 Bad Gateway (GitHub)", 502)
-
-    world.github.on_call = spec_then_fail
+    world.github.on_call = failing_after(1)  # the Spec, then GitHub fails
     assert run_architect(world) == 1
     world.github.on_call = None
     (spec,) = issues_labelled(world, PLAN)
@@ -681,3 +665,22 @@ def test_an_interrupted_completion_is_not_counted_as_a_try(world: RunWorld) -> N
     world.github.on_call = None
     assert run_architect(world) == 0  # the third try is still allowed, and completes it
     assert len(issues_labelled(world, PLAN)) == 3
+
+
+def test_a_result_file_that_is_a_link_to_another_file_is_never_read_or_published(
+    world: RunWorld,
+) -> None:
+    """A hostile session points the result file at a file outside its Worktree: thirdshift
+    reads only a regular file there, so what the link leads to never reaches GitHub."""
+    elsewhere = world.root / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"outcome": "plan", "tickets": [ticket("Leaked")]}))
+
+    def links(worktree: Path, prompt: str) -> str:
+        (worktree / ARCHITECT_RESULT_FILE).symlink_to(elsewhere)
+        return "linked"
+
+    world.sessions.plays["architect"] = links
+    assert run_architect(world) == 1
+    assert world.github.called("open_issue") == []
+    (run,) = architect_runs(world)
+    assert "left no .thirdshift-architect.json" in (run.cause or "")

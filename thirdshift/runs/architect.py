@@ -79,6 +79,18 @@ class ArchitectRequest:
 
 
 @dataclass(frozen=True)
+class Unfinished:
+    """An earlier Architect run's publishing to complete: its kept result (as kept, and read
+    back with its plan key) and the issues of that plan already on GitHub, by part."""
+
+    run: Run
+    kept: str
+    result: Result
+    key: str
+    marked: dict[str, IssueInfo]
+
+
+@dataclass(frozen=True)
 class Published:
     numbers: tuple[int, ...]
     urls: tuple[str, ...]
@@ -184,7 +196,7 @@ class ArchitectRun:
             ):
                 self.say(f"Architect run {run.id} crashed earlier")
 
-    def _unfinished(self, repository: Repository, repo: RepoInfo) -> Run | None:
+    def _unfinished(self, repository: Repository, repo: RepoInfo) -> Unfinished | None:
         """The newest Architect run when it kept a result it did not finish publishing, unless
         a person closed an issue it did publish: that plan was answered, and is never made
         whole behind their back (its kept result is let go)."""
@@ -194,16 +206,16 @@ class ArchitectRun:
         kept = self._store.architect_result(latest.id)
         if kept is None:
             return None
-        why = self._not_to_complete(latest, kept, repo)
-        if why is None:
-            return latest
+        why = self._completable(latest, kept, repo)
+        if isinstance(why, Unfinished):
+            return why
         self.say(f"Architect run {latest.id} stopped before it finished publishing; {why}")
         self._store.update_run(latest.id, architect_result=None)
         return None
 
-    def _not_to_complete(self, latest: Run, kept: str, repo: RepoInfo) -> str | None:
-        """Why the kept result of ``latest`` is let go rather than published further, or
-        None. Only what already reached GitHub is completed (anything else is a new review's
+    def _completable(self, latest: Run, kept: str, repo: RepoInfo) -> Unfinished | str:
+        """What to complete of the kept result of ``latest``, or why it is let go instead.
+        Only what already reached GitHub is completed (anything else is a new review's
         business, with the gates first); never what a person answered by closing part of it;
         and not after ``COMPLETION_TRIES`` runs failed at it (GitHub refuses it for good)."""
         try:
@@ -237,7 +249,7 @@ class ArchitectRun:
                 f"{same} runs in a row failed to publish the rest of it (the last: "
                 f"{latest.cause}), so it is left as it is for a person"
             )
-        return None
+        return Unfinished(latest, kept, result, key, marked)
 
     def _gate(self, repo: RepoInfo, repository: Repository) -> Skip | None:
         gh = self._github
@@ -335,7 +347,7 @@ class ArchitectRun:
                 head_sha=base_sha,
                 last_session_log=str(sessions.last_log) if sessions.last_log else None,
             )
-            return self._publish_and_finish(record, result, key, repo, gh, base_sha, fresh=True)
+            return self._publish_and_finish(record, result, key, repo, gh, base_sha, found={})
         except Exception as error:
             return self._failed(record, error, sessions)
         finally:
@@ -358,12 +370,14 @@ class ArchitectRun:
     # -- completing an earlier Run's publish ---------------------------------------------------
 
     def _complete(
-        self, earlier: Run, repo: RepoInfo, repository: Repository, gh: FencedGitHub, lease: Lease
+        self,
+        unfinished: Unfinished,
+        repo: RepoInfo,
+        repository: Repository,
+        gh: FencedGitHub,
+        lease: Lease,
     ) -> int:
-        kept = self._store.architect_result(earlier.id)
-        if kept is None:  # let go meanwhile
-            raise ThirdshiftError(f"Architect run {earlier.id} keeps no result to complete")
-        result, key = result_from_json(kept)
+        earlier, kept = unfinished.run, unfinished.kept
         record = self._store.start_run_under(
             lease,
             repository,
@@ -387,7 +401,13 @@ class ArchitectRun:
         )
         try:
             return self._publish_and_finish(
-                record, result, key, repo, gh, earlier.head_sha or "unknown"
+                record,
+                unfinished.result,
+                unfinished.key,
+                repo,
+                gh,
+                earlier.head_sha or "unknown",
+                found=dict(unfinished.marked),  # read under this Lease: nobody published since
             )
         except Exception as error:
             return self._failed(record, error, None)
@@ -403,9 +423,9 @@ class ArchitectRun:
         gh: FencedGitHub,
         base_sha: str,
         *,
-        fresh: bool = False,
+        found: dict[str, IssueInfo],
     ) -> int:
-        published = self._publish(record, result, key, repo, gh, base_sha, fresh=fresh)
+        published = self._publish(record, result, key, repo, gh, base_sha, found=found)
         line = published_line(result, published.numbers, published.urls)
         try:
             self._store.finish_run(
@@ -429,10 +449,10 @@ class ArchitectRun:
         gh: FencedGitHub,
         base_sha: str,
         *,
-        fresh: bool,
+        found: dict[str, IssueInfo],
     ) -> Published:
-        """Publish ``result`` as plan ``key``. A ``fresh`` key has no issues yet; otherwise
-        the issues already marked with it are found and reused."""
+        """Publish ``result`` as plan ``key``; ``found`` holds its issues already on GitHub, by
+        part (none for a fresh key), which are reused and added to as the others open."""
         owner, name = repo.owner, repo.name
         if isinstance(result, Covered):
             issue = gh.issue(owner, name, result.issue_number)
@@ -442,7 +462,6 @@ class ArchitectRun:
         for label in (kind_label, TRIAGE_LABEL):
             gh.ensure_label(owner, name, label, LABEL_COLORS[label], LABEL_WORDS[label])
         labels = (kind_label, TRIAGE_LABEL)
-        found = {} if fresh else self._marked(gh, repo, kind_label, key)
         opened_here: set[int] = set()
 
         def open_part(
