@@ -12,11 +12,18 @@ Sealed, it sees:
   and a private home made for the Run (the Harness's config and transcripts, so a native Resume
   finds its session); the clone's ``config`` stays read-only, so nothing the agent writes there
   can redirect thirdshift's pushes;
-- the network, unchanged: agents install dependencies and reach the model provider.
+- a network namespace of its own (``--unshare-net``): a loopback of its own and nothing else.
+  The session's one way out is its egress proxy (``egress``), reached through a Unix socket
+  bound in at ``EGRESS_SOCKET``; a socat bridge inside listens on the namespace's loopback, so
+  the CLI uses ordinary ``HTTPS_PROXY``. PostgreSQL, the status page and every other service on
+  the host's loopback or network (abstract Unix sockets too: they belong to a network
+  namespace) are out of reach, and so is DNS.
 
 When bubblewrap cannot make the sandbox (not installed, no user namespaces), no Session starts,
 unless the user opts out with the setting ``unsafe_agent_without_sandbox``, which runs every
-agent unsealed. See adr/0009.
+agent unsealed. When it cannot seal the network (no network namespace, no socat), no Session
+starts either, unless ``unsafe_agent_network`` lets the agent share the host's network. See
+adr/0009 and adr/0023.
 """
 
 from __future__ import annotations
@@ -42,6 +49,31 @@ SEALING = (
 """Every sandbox: a user namespace with no capability (run as root, bubblewrap would otherwise
 keep them all, and the agent could unmount what hides thirdshift's home), its own PID and IPC
 namespaces, and death with thirdshift."""
+SOCAT = "socat"
+EGRESS_SOCKET = "/run/thirdshift-egress.sock"
+"""Where the session's egress proxy is found inside the sandbox (/run is the agent's own)."""
+PROXY_PORT = 3128
+"""The bridge's port on the namespace's own loopback."""
+PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
+# The bridge starts, the CLI waits until it listens (/proc/net/tcp shows this namespace's
+# sockets: 0100007F:0C38 is 127.0.0.1:3128, state 0A is LISTEN), then the CLI replaces the
+# shell. socat's own complaints stay out of the CLI's stderr.
+_BRIDGE = (
+    '"$1" TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:{socket} '
+    "</dev/null >/dev/null 2>&1 &\n"
+    "shift\n"
+    "tries=0\n"
+    "until grep -q ' 0100007F:{hex_port} 00000000:0000 0A ' /proc/net/tcp; do\n"
+    "  tries=$((tries + 1))\n"
+    '  if [ "$tries" -gt 1000 ]; then\n'
+    "    echo 'thirdshift: the agent network bridge (socat) did not start' >&2; exit 125\n"
+    "  fi\n"
+    "  sleep 0.01\n"
+    "done\n"
+    'exec "$@"\n'
+).format(port=PROXY_PORT, socket=EGRESS_SOCKET, hex_port=f"{PROXY_PORT:04X}")
+_PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
+_BYPASS_VARIABLES = ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy")
 
 
 class AgentSandboxUnavailable(ThirdshiftError):
@@ -67,25 +99,53 @@ class SealedPaths:
 @dataclass(frozen=True)
 class AgentSandbox:
     """How Harness CLIs are started: ``sealed`` (bubblewrap at ``bwrap``) or not at all sealed,
-    which only the unsafe setting allows."""
+    which only the unsafe setting allows; sealed, with a network of its own (``socat`` the
+    bridge to its egress proxy) or, only by ``unsafe_agent_network``, the host's."""
 
     sealed: bool
     bwrap: str | None = None
+    socat: str | None = None
+    """Set when every session gets its own network namespace and an egress proxy."""
+
+    @property
+    def network_sealed(self) -> bool:
+        return self.sealed and self.socat is not None
 
     @property
     def mode(self) -> str:
         """A word for ``thirdshift config`` and the Run's first lines."""
-        return "bubblewrap" if self.sealed else "none (unsafe_agent_without_sandbox)"
+        if not self.sealed:
+            return "none (unsafe_agent_without_sandbox)"
+        if not self.network_sealed:
+            return "bubblewrap, on the host's network (unsafe_agent_network)"
+        return "bubblewrap, network sealed (egress proxy)"
 
     def wrap(
-        self, argv: Sequence[str], env: Mapping[str, str], paths: SealedPaths
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        paths: SealedPaths,
+        egress: Path | None = None,
     ) -> tuple[list[str], dict[str, str]]:
         """The argv and environment that start ``argv`` inside the sandbox (unchanged, but for
-        HOME, when unsealed). The private home is made if missing."""
+        HOME, when unsealed). With the network sealed, ``egress`` is the socket of the
+        session's egress proxy; without it the process has no network at all (a ``--version``
+        needs none)."""
         environ = {**env, "HOME": str(paths.agent_home)}
         if not self.sealed or self.bwrap is None:
             return list(argv), environ
-        return [self.bwrap, *bwrap_options(paths), "--", *argv], environ
+        options = bwrap_options(paths)
+        if not self.network_sealed or self.socat is None:
+            return [self.bwrap, *options, "--", *argv], environ
+        options += ["--unshare-net"]
+        for variable in (*_PROXY_VARIABLES, *_BYPASS_VARIABLES):
+            environ.pop(variable, None)
+        if egress is None:
+            return [self.bwrap, *options, "--", *argv], environ
+        options += ["--ro-bind", str(egress), EGRESS_SOCKET]
+        environ.update(dict.fromkeys(_PROXY_VARIABLES, PROXY_URL))
+        bridge = ["/bin/sh", "-c", _BRIDGE, "thirdshift-bridge", self.socat]
+        return [self.bwrap, *options, "--", *bridge, *argv], environ
 
 
 def bwrap_options(paths: SealedPaths) -> list[str]:
@@ -165,11 +225,13 @@ def install_dirs(executable: str, path_variable: str | None) -> tuple[Path, ...]
     return tuple(sorted(dirs))
 
 
-def probe(path_variable: str | None, *, unsafe_without: bool = False) -> AgentSandbox:
+def probe(
+    path_variable: str | None, *, unsafe_without: bool = False, unsafe_network: bool = False
+) -> AgentSandbox:
     """The sandbox agents run in: none at all when ``unsafe_without`` (the user opted out);
     else bubblewrap, found on ``path_variable`` (the PATH the composition root was given), once
-    it has sealed a trivial command here; else ``AgentSandboxUnavailable`` naming the cause
-    and the fix."""
+    it has sealed a trivial command here, with a network of its own unless ``unsafe_network``;
+    else ``AgentSandboxUnavailable`` naming the cause and the fix."""
     if unsafe_without:
         return AgentSandbox(sealed=False)
     program = shutil.which(BWRAP, path=path_variable)
@@ -179,48 +241,72 @@ def probe(path_variable: str | None, *, unsafe_without: bool = False) -> AgentSa
             "bubblewrap (bwrap) is not installed; install it (Debian: apt-get install bubblewrap)"
         )
     else:
-        try:
-            done = subprocess.run(
-                [
-                    program,
-                    *SEALING,
-                    "--ro-bind",
-                    "/",
-                    "/",
-                    "--proc",
-                    "/proc",
-                    "--dev",
-                    "/dev",
-                    "--",
-                    "cat",
-                    "/proc/self/status",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            problem = f"{program} cannot be run ({exc})"
-        else:
-            if done.returncode != 0:
-                said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
-                problem = (
-                    f"{program} cannot seal a process here ({said or f'exit {done.returncode}'}); "
-                    "allow user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
-                    "user.max_user_namespaces > 0)"
-                )
-            elif not _capabilities_dropped(done.stdout):
-                problem = (
-                    f"{program} left capabilities to the sealed process; use bubblewrap 0.4 "
-                    "or newer"
-                )
-    if problem is None:
+        problem = _sealing_problem(program)
+    if problem is not None:
+        raise AgentSandboxUnavailable(
+            f"the agent sandbox cannot be made: {problem}; or, knowing the agent can then read "
+            "thirdshift's token, set unsafe_agent_without_sandbox = true"
+        )
+    if unsafe_network:
         return AgentSandbox(sealed=True, bwrap=program)
+    return AgentSandbox(sealed=True, bwrap=program, socat=network_bridge(program, path_variable))
+
+
+def network_bridge(program: str, path_variable: str | None) -> str:
+    """socat, once bubblewrap has made a network namespace here and socat is found; else
+    ``AgentSandboxUnavailable`` naming the cause and the fix."""
+    socat = shutil.which(SOCAT, path=path_variable)
+    if socat is None:
+        problem = "socat (the bridge to the egress proxy) is not installed; install it (Debian: "
+        problem += "apt-get install socat)"
+    else:
+        problem = _sealing_problem(program, "--unshare-net")
+    if problem is None and socat is not None:
+        return socat
     raise AgentSandboxUnavailable(
-        f"the agent sandbox cannot be made: {problem}; or, knowing the agent can then read "
-        "thirdshift's token, set unsafe_agent_without_sandbox = true"
+        f"the agent's network cannot be sealed: {problem}; or, knowing the agent can then reach "
+        "every service on this host's network (the database, the status page), set "
+        "unsafe_agent_network = true"
     )
+
+
+def _sealing_problem(program: str, *extra: str) -> str | None:
+    """Why ``program`` cannot seal a trivial command here (with ``extra`` options), or None."""
+    try:
+        done = subprocess.run(
+            [
+                program,
+                *SEALING,
+                *extra,
+                "--ro-bind",
+                "/",
+                "/",
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "--",
+                "cat",
+                "/proc/self/status",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{program} cannot be run ({exc})"
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+        what = "a network namespace" if extra else "a process"
+        return (
+            f"{program} cannot seal {what} here ({said or f'exit {done.returncode}'}); "
+            "allow user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+            "user.max_user_namespaces > 0)"
+        )
+    if not _capabilities_dropped(done.stdout):
+        return f"{program} left capabilities to the sealed process; use bubblewrap 0.4 or newer"
+    return None
 
 
 def _capabilities_dropped(status: str) -> bool:
