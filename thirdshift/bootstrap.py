@@ -42,7 +42,7 @@ from thirdshift.git import Identity, ManagedClone
 from thirdshift.github import GitHub
 from thirdshift.github.app import InstallationTokens
 from thirdshift.github.requests import TOKEN, Credential
-from thirdshift.harnesses import harness_named, probe
+from thirdshift.harnesses import AgentSandbox, harness_named, probe
 from thirdshift.home import Home, check_home
 from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
 from thirdshift.notify import AppriseTarget, Notifier, Target, WebhookTarget
@@ -100,6 +100,23 @@ class _RunParts:
         except ThirdshiftError as error:
             self.say(f"thirdshift: {error}")
             return error.exit_code
+
+
+def agent_sandbox(
+    settings: Settings, environ: Mapping[str, str], say: Callable[[str], None]
+) -> AgentSandbox:
+    """The sandbox every session of this process runs in, with a warning for each seal the
+    settings took off (adr/0009, adr/0023)."""
+    sandbox = probe(
+        environ.get("PATH"),
+        unsafe_without=settings.unsafe_agent_without_sandbox,
+        unsafe_network=settings.unsafe_agent_network,
+    )
+    if not sandbox.sealed:
+        say("warning: agents run without their sandbox (unsafe_agent_without_sandbox)")
+    elif not sandbox.network_sealed:
+        say("warning: agents share this host's network (unsafe_agent_network)")
+    return sandbox
 
 
 @contextmanager
@@ -162,9 +179,7 @@ def _run_parts(
     # Local pre-flight: a machine problem stops here, before anything on GitHub changes.
     home = Home(settings.home)
     check_home(home, database_dir=settings.sqlite_directory, min_free_mb=settings.min_free_disk_mb)
-    sandbox = probe(environ.get("PATH"), unsafe_without=settings.unsafe_agent_without_sandbox)
-    if not sandbox.sealed:
-        say("warning: the agent runs without its sandbox (unsafe_agent_without_sandbox)")
+    sandbox = agent_sandbox(settings, environ, say)
     # Every wait (GitHub's retries and rate limits, CI polls) ends at once on Ctrl-C or SIGTERM.
     clock = SystemClock(interrupt)
     identity = Identity(settings.git_user_name, settings.git_user_email)
@@ -221,6 +236,7 @@ def _run_parts(
                 fallbacks=fallbacks,
                 provider_wait_seconds=settings.provider_wait_seconds,
                 on_outage=on_outage,
+                network_allow=settings.agent_network_allow_for,
             ),
             clone_of=clone_of,
             environ=harness_base,
@@ -384,9 +400,7 @@ def run_daemon(
 
     home = Home(settings.home)
     check_home(home, database_dir=settings.sqlite_directory, min_free_mb=settings.min_free_disk_mb)
-    sandbox = probe(environ.get("PATH"), unsafe_without=settings.unsafe_agent_without_sandbox)
-    if not sandbox.sealed:
-        say("warning: agents run without their sandbox (unsafe_agent_without_sandbox)")
+    agent_sandbox(settings, environ, say)  # a machine that cannot seal agents runs none
     notifier = notifier_of(settings, scrub=scrub, progress=say)
     clock = SystemClock(stop)
     # One adapter per set of credentials: a GitHub App has one installation per account, so

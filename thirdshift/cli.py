@@ -83,6 +83,12 @@ def config_command() -> None:
         # The App wins over the token: its installation tokens are what thirdshift acts with.
         click.echo(f"github app: {settings.github_app_id} (its installation tokens act)")
     click.echo(f"agent sandbox: {_guarded(lambda: sandbox_mode(settings))}")
+    reach = " and ".join(
+        filter(None, ["its model provider", ", ".join(settings.agent_network_allow)])
+    )
+    if settings.agent_network_allow_by_repository:
+        reach += f" (more for {len(settings.agent_network_allow_by_repository)} repositories)"
+    click.echo(f"agent network: {reach}")
 
 
 @main.command("usage")
@@ -475,7 +481,11 @@ def sandbox_mode(settings: Any) -> str:
 
     from thirdshift.harnesses import probe
 
-    return probe(os.environ.get("PATH"), unsafe_without=settings.unsafe_agent_without_sandbox).mode
+    return probe(
+        os.environ.get("PATH"),
+        unsafe_without=settings.unsafe_agent_without_sandbox,
+        unsafe_network=settings.unsafe_agent_network,
+    ).mode
 
 
 @contextmanager

@@ -37,6 +37,7 @@ from pydantic_settings import (
 from pydantic_settings.sources.utils import parse_env_vars
 
 from thirdshift.errors import ConfigError
+from thirdshift.network import parse_host_pattern
 from thirdshift.records import Watchdogs
 
 ENV_PREFIX = "THIRDSHIFT_"
@@ -251,6 +252,24 @@ class Settings(BaseSettings):
         default=False,
         description="Run agents without the bubblewrap sandbox. Unsafe: an agent can then read "
         "thirdshift's token from its process and its files.",
+    )
+    unsafe_agent_network: bool = Field(
+        default=False,
+        description="Let sealed agents share the host's network instead of their own behind "
+        "the egress proxy. Unsafe: an agent can then reach every service on this host and its "
+        "network (the database, the status page, a cloud's metadata address).",
+    )
+    agent_network_allow: list[str] = Field(
+        default_factory=list,
+        description="Hosts every agent session may reach besides its model provider, as "
+        "host[:port] (port 443 when left out; *.name for the names below one), for example "
+        "registry.npmjs.org or *.pypi.org. A name is reached at public addresses only; write "
+        "an address to allow a private one.",
+    )
+    agent_network_allow_by_repository: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="More hosts for the agent sessions of one repository, by OWNER/NAME, in "
+        "the form of agent_network_allow.",
     )
     salvage_wait_seconds: float = Field(
         default=120,
@@ -467,6 +486,28 @@ class Settings(BaseSettings):
         for entry in value:
             check_repository_name(entry)
         return value
+
+    @field_validator("agent_network_allow")
+    @classmethod
+    def _host_patterns(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            parse_host_pattern(entry)
+        return value
+
+    @field_validator("agent_network_allow_by_repository")
+    @classmethod
+    def _host_patterns_per_repository(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for repository, entries in value.items():
+            check_repository_name(repository)
+            for entry in entries:
+                parse_host_pattern(entry)
+        return value
+
+    def agent_network_allow_for(self, owner: str, name: str) -> tuple[str, ...]:
+        """The hosts the agent sessions of ``owner/name`` may reach besides the provider."""
+        wanted = f"{owner}/{name}".lower()
+        own = [v for k, v in self.agent_network_allow_by_repository.items() if k.lower() == wanted]
+        return tuple(dict.fromkeys([*self.agent_network_allow, *(e for v in own for e in v)]))
 
     @field_validator("architect_schedule")
     @classmethod

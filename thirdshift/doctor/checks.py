@@ -109,6 +109,11 @@ class _Outside(Protocol):
         naming the cause and the fix."""
         ...
 
+    def agent_network(self, settings: Settings) -> str:
+        """What a sealed process proved about its network: loopback services and a host not
+        allowed unreachable, an allowed host reached through the egress proxy."""
+        ...
+
     def sealed_version(self, settings: Settings, harness: str) -> str:
         """The first line the Harness's ``--version`` prints when started as a Session's CLI
         is: in the agent sandbox, with the Session's environment."""
@@ -352,6 +357,33 @@ def check_sandbox(outside: _Outside, settings: Settings) -> Check:
     return Check("agent sandbox", "PASS", f"bubblewrap at {program} seals a process here")
 
 
+def check_agent_network(outside: _Outside, settings: Settings) -> Check:
+    check = "agent network"
+    if settings.unsafe_agent_without_sandbox or settings.unsafe_agent_network:
+        setting = (
+            "unsafe_agent_without_sandbox"
+            if settings.unsafe_agent_without_sandbox
+            else "unsafe_agent_network"
+        )
+        return Check(
+            check,
+            "WARN",
+            f"agents share this host's network ({setting}): an agent can reach the database, "
+            "the status page and every other service here",
+            f"install bubblewrap and socat and remove {setting}, unless no stranger can write "
+            "to the issues",
+        )
+    try:
+        proved = outside.agent_network(settings)
+    except ThirdshiftError as error:
+        problem, fix = split_fix(str(error))
+        if "unsafe_agent_network" not in fix:
+            fix += "; or, knowing the agent then reaches this host's network, set "
+            fix += "unsafe_agent_network = true"
+        return Check(check, "FAIL", problem, fix.strip("; "))
+    return Check(check, "PASS", proved)
+
+
 def check_disk(outside: _Outside, settings: Settings) -> Check:
     try:
         free = outside.free_disk_mb(settings)
@@ -389,7 +421,8 @@ def diagnose(
         add(check_notifications(outside, settings))
     add(check_git(outside))
     if settings is None:
-        add(*(_skipped(name, why) for name in ("harness", "agent sandbox", "home and disk")))
+        skipped = ("harness", "agent sandbox", "agent network", "home and disk")
+        add(*(_skipped(name, why) for name in skipped))
         return found
     # The sandbox is probed first: whether a Harness starts sealed depends on it.
     sandbox = check_sandbox(outside, settings)
@@ -405,7 +438,7 @@ def diagnose(
                 if started.status == "PASS"
                 else _skipped(f"session {name}", f"the {name} Harness does not start")
             )
-    add(sandbox, check_disk(outside, settings))
+    add(sandbox, check_agent_network(outside, settings), check_disk(outside, settings))
     return found
 
 

@@ -6,9 +6,13 @@ hands it the GitHub adapter of each repository's credentials.
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 import shutil
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -18,7 +22,9 @@ from thirdshift.doctor.checks import Access, Database
 from thirdshift.errors import ThirdshiftError
 from thirdshift.github import GitHub
 from thirdshift.harnesses import SealedPaths, harness_named, install_dirs, probe
+from thirdshift.harnesses.egress import EgressProxy, Refusal
 from thirdshift.home import Home, check_home
+from thirdshift.network import EgressAllowlist
 from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.settings import Settings, load_settings
 from thirdshift.store import Store, redact_url
@@ -90,13 +96,51 @@ class SystemOutside:
         return _first_line(argv, env=dict(self._environ), cwd=Path("/"))
 
     def sandbox(self, settings: Settings) -> str:
-        found = probe(self._environ.get("PATH"), unsafe_without=False)
+        found = probe(self._environ.get("PATH"), unsafe_without=False, unsafe_network=True)
         return found.bwrap or "bwrap"
+
+    def agent_network(self, settings: Settings) -> str:
+        sandbox = probe(self._environ.get("PATH"), unsafe_without=False, unsafe_network=False)
+        with (
+            _Listener() as allowed,
+            _Listener() as other,
+            self._scratch(settings, sandbox.socat or "socat") as sealed,
+        ):
+            refused: list[Refusal] = []
+            allowlist = EgressAllowlist.of([f"127.0.0.1:{allowed.port}"])
+            with EgressProxy(allowlist, on_refused=refused.append) as proxy:
+                argv, env = sandbox.wrap(
+                    ["/bin/sh", "-c", _NETWORK_PROBE, "doctor", sandbox.socat or "socat"]
+                    + [str(other.port), str(allowed.port)],
+                    {"PATH": self._environ.get("PATH", "/usr/bin:/bin")},
+                    sealed,
+                    proxy.socket_path,
+                )
+                try:
+                    done = subprocess.run(
+                        argv,
+                        cwd=sealed.worktree,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        text=True,
+                        timeout=NETWORK_SECONDS,
+                        check=False,
+                    )
+                except (OSError, subprocess.TimeoutExpired) as error:
+                    raise ThirdshiftError(
+                        f"the sealed network probe did not finish ({error}); run thirdshift "
+                        "doctor again, and check that socat works"
+                    ) from error
+        return network_verdict(done.stdout, allowed.greeting, other.greeting, len(refused))
 
     def sealed_version(self, settings: Settings, harness: str) -> str:
         cli = harness_named(harness)
+        # A --version needs no network: only whether the CLI starts sealed is asked here.
         sandbox = probe(
-            self._environ.get("PATH"), unsafe_without=settings.unsafe_agent_without_sandbox
+            self._environ.get("PATH"),
+            unsafe_without=settings.unsafe_agent_without_sandbox,
+            unsafe_network=True,
         )
         with self._scratch(settings, cli.executable) as sealed:
             argv, env = sandbox.wrap(
@@ -139,14 +183,25 @@ class SystemOutside:
         options = next((v for k, v in settings.harness_options.items() if k == harness), [])
         cli = harness_named(harness, extra_args=[*own, *options])
         sandbox = probe(
-            self._environ.get("PATH"), unsafe_without=settings.unsafe_agent_without_sandbox
+            self._environ.get("PATH"),
+            unsafe_without=settings.unsafe_agent_without_sandbox,
+            unsafe_network=settings.unsafe_agent_network,
         )
-        with self._scratch(settings, cli.executable) as sealed:
+        with (
+            self._scratch(settings, cli.executable) as sealed,
+            EgressProxy(
+                EgressAllowlist.of(
+                    cli.provider_endpoints(cli.environment(self._environ)),
+                    settings.agent_network_allow,
+                )
+            ) as proxy,
+        ):
             home = cli.private_home(self._environ, sealed.agent_home)
             argv, env = sandbox.wrap(
                 cli.argv(SESSION_PROMPT, model=settings.model_for(harness), resume_id=None),
                 {**cli.environment(self._environ), **home},
                 sealed,
+                proxy.socket_path if sandbox.network_sealed else None,
             )
             started = time.monotonic()
             try:
@@ -191,6 +246,85 @@ class SystemOutside:
             home, database_dir=settings.sqlite_directory, min_free_mb=settings.min_free_disk_mb
         )
         return shutil.disk_usage(home.root).free // (1024 * 1024)
+
+
+NETWORK_SECONDS = 60
+# Run sealed, behind a proxy that allows only the first listener: a direct connection to the
+# other one on the host's loopback, the same through the proxy, and the metadata address must
+# all fail; the allowed one must answer. Each prints what it read.
+_NETWORK_PROBE = """
+socat=$1 other=$2 allowed=$3
+via() { "$socat" -T5 -u "PROXY:127.0.0.1:$1,proxyport=3128,connect-timeout=5" - 2>/dev/null; }
+printf 'direct:%s\\n' "$("$socat" -T5 -u "TCP:127.0.0.1:$other,connect-timeout=5" - 2>/dev/null)"
+printf 'denied:%s\\n' "$(via "127.0.0.1:$other")"
+printf 'metadata:%s\\n' "$(via 169.254.169.254:80)"
+printf 'allowed:%s\\n' "$(via "127.0.0.1:$allowed")"
+"""
+
+
+def network_verdict(output: str, allowed: str, other: str, refusals: int) -> str:
+    """What the sealed probe proved, or a ThirdshiftError naming what got through or what
+    did not."""
+    seen = dict(line.partition(":")[::2] for line in output.splitlines() if ":" in line)
+    leaks = [
+        what
+        for what, key in (
+            ("a service on the host's loopback, directly", "direct"),
+            ("a loopback port not on the allowlist, through the proxy", "denied"),
+            ("169.254.169.254 through the proxy", "metadata"),
+        )
+        if seen.get(key, "").strip()
+    ]
+    if leaks or other in output:
+        raise ThirdshiftError(
+            f"a sealed process reached {'; '.join(leaks) or 'the host'}; the agent's network is "
+            "not sealed here: report this, and meanwhile keep strangers' issues away"
+        )
+    if seen.get("allowed", "").strip() != allowed:
+        raise ThirdshiftError(
+            "a sealed process could not reach an allowed host through the egress proxy; check "
+            "that socat works inside bubblewrap (apt-get install socat), or, knowing the agent "
+            "then reaches this host's network, set unsafe_agent_network = true"
+        )
+    return (
+        "a sealed process reached an allowed host through the egress proxy and was refused "
+        f"loopback services, a host not allowed and the metadata address ({refusals} refusals)"
+    )
+
+
+class _Listener:
+    """A port on 127.0.0.1 that greets every connection with a word of its own."""
+
+    def __init__(self) -> None:
+        self.greeting = f"thirdshift-doctor-{secrets.token_hex(8)}"
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.listen(8)
+        self._socket.settimeout(0.2)
+        self.port = int(self._socket.getsockname()[1])
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> _Listener:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._done.set()
+        self._thread.join(5)
+        self._socket.close()
+
+    def _serve(self) -> None:
+        while not self._done.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with connection:
+                with contextlib.suppress(OSError):
+                    connection.sendall(self.greeting.encode() + b"\n")
 
 
 def _first_line(

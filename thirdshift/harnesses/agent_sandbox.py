@@ -242,7 +242,7 @@ def probe(
         )
     else:
         problem = _sealing_problem(program)
-    if problem is not None:
+    if problem is not None or program is None:
         raise AgentSandboxUnavailable(
             f"the agent sandbox cannot be made: {problem}; or, knowing the agent can then read "
             "thirdshift's token, set unsafe_agent_without_sandbox = true"
@@ -256,6 +256,7 @@ def network_bridge(program: str, path_variable: str | None) -> str:
     """socat, once bubblewrap has made a network namespace here and socat is found; else
     ``AgentSandboxUnavailable`` naming the cause and the fix."""
     socat = shutil.which(SOCAT, path=path_variable)
+    problem: str | None
     if socat is None:
         problem = "socat (the bridge to the egress proxy) is not installed; install it (Debian: "
         problem += "apt-get install socat)"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from thirdshift.network import HostPattern
 from thirdshift.records import ProviderOutage, SessionEvent, Usage
 
 __all__ = ["Usage"]  # the record lives with the others; Harness adapters make it
@@ -136,6 +137,12 @@ class Harness(Protocol):
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         """True when a native resume failed because the CLI no longer knows the session
         (Claude: "No conversation found"; Codex: "no rollout found")."""
+        ...
+
+    def provider_endpoints(self, env: Mapping[str, str]) -> tuple[HostPattern, ...]:
+        """Where the CLI, started with ``env`` (what ``environment`` gave), reaches its model
+        provider: the provider's own hosts and the base URL the operator configured. The egress
+        proxy lets a sealed session reach these (adr/0023)."""
         ...
 
     def private_home(self, base: Mapping[str, str], home: Path) -> dict[str, str]:

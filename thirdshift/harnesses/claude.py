@@ -41,8 +41,10 @@ from thirdshift.harnesses.stream import (
     exit_description,
     first_line,
     one_line,
+    provider_endpoints,
     user_home,
 )
+from thirdshift.network import HostPattern
 from thirdshift.records import ProviderOutage, SessionEvent
 
 _CONFIG_FILES = (".credentials.json",)
@@ -67,6 +69,8 @@ _PROVIDER_VARIABLES = frozenset(
     }
 )
 _PROVIDER_PREFIXES = ("CLAUDE_CODE_",)
+# The Messages API, and the console a subscription's login is refreshed at.
+_PROVIDER_HOSTS = ("api.anthropic.com:443", "console.anthropic.com:443")
 # An unattended session phones nowhere but the model provider.
 _QUIET = {
     "DISABLE_TELEMETRY": "1",
@@ -165,6 +169,9 @@ class ClaudeHarness:
     def resume_usage(self, reported: Usage, resumed: Usage) -> Usage:
         # Each result counts its own query's tokens, and the reader takes a restored cost off.
         return reported
+
+    def provider_endpoints(self, env: Mapping[str, str]) -> tuple[HostPattern, ...]:
+        return provider_endpoints(_PROVIDER_HOSTS, [env.get("ANTHROPIC_BASE_URL", "")])
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         marker = "No conversation found"

@@ -38,9 +38,11 @@ from thirdshift.harnesses.stream import (
     exit_description,
     first_line,
     one_line,
+    provider_endpoints,
     unwrap_shell,
     user_home,
 )
+from thirdshift.network import HostPattern
 from thirdshift.records import ProviderOutage, SessionEvent
 
 _CONFIG_FILES = ("auth.json",)
@@ -62,6 +64,9 @@ _QUIET_ARGS = (
 )
 # ``-c model_providers.<id>.env_key="VAR"``: a provider configured on the command line names the
 # variable its key is read from; that variable is passed through.
+_BASE_URL = re.compile(r"""^model_providers\.[^=]+\.base_url\s*=\s*["']?([^"'\s]+)""")
+# The Responses API, and what a ChatGPT login works through (its backend, its token refresh).
+_PROVIDER_HOSTS = ("api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443")
 _ENV_KEY = re.compile(r"""^model_providers\.[^=]+\.env_key\s*=\s*["']?([A-Za-z_][A-Za-z0-9_]*)""")
 # How a failed turn names the provider's HTTP status once codex has spent its retries:
 # "unexpected status 503 Service Unavailable: ..." or "exceeded retry limit, last status: 429".
@@ -151,6 +156,11 @@ class CodexHarness:
             cache_write_tokens=less(reported.cache_write_tokens, resumed.cache_write_tokens),
             output_tokens=less(reported.output_tokens, resumed.output_tokens),
         )
+
+    def provider_endpoints(self, env: Mapping[str, str]) -> tuple[HostPattern, ...]:
+        configured = [env.get("OPENAI_BASE_URL", "")]
+        configured += [m.group(1) for arg in self.extra_args if (m := _BASE_URL.match(arg))]
+        return provider_endpoints(_PROVIDER_HOSTS, configured)
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         text = f"{outcome.failure_cause or ''}\n{stderr_tail}"

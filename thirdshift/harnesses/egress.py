@@ -254,7 +254,7 @@ class EgressProxy:
             resolved = await loop.run_in_executor(None, self._resolver.resolve, host, port)
         decision = target_addresses(self.allowlist, host, port, resolved)
         if isinstance(decision, Allowed):
-            failure = "no answer"
+            failure: str | None = "no answer"
             for address in decision.addresses:
                 try:
                     return await asyncio.wait_for(

@@ -21,11 +21,12 @@ import re
 import shlex
 import shutil
 import signal
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from thirdshift.errors import ThirdshiftError
+from thirdshift.network import HostPattern, endpoint_of_url, parse_host_pattern
 from thirdshift.records import SessionEvent
 
 # A line longer than this is never handed to json.loads: it stays in the Session log and the
@@ -325,6 +326,16 @@ def copy_config(source: Path, target: Path, names: Iterable[str]) -> None:
                 f"cannot copy {origin} into the agent's home {target} ({exc.strerror}); check "
                 "the permissions of both"
             ) from exc
+
+
+def provider_endpoints(hosts: Sequence[str], base_urls: Sequence[str]) -> tuple[HostPattern, ...]:
+    """A Harness's provider hosts and the host of each base URL configured (empty: none)."""
+    found = [parse_host_pattern(host) for host in hosts]
+    for url in base_urls:
+        endpoint = endpoint_of_url(url) if url else None
+        if endpoint is not None and endpoint not in found:
+            found.append(endpoint)
+    return tuple(found)
 
 
 def user_home(base: Mapping[str, str]) -> Path | None:

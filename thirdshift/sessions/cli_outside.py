@@ -13,7 +13,8 @@ import json
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,8 +33,10 @@ from thirdshift.harnesses import (
     run_supervised,
     working_in,
 )
+from thirdshift.harnesses.egress import EgressProxy, Refusal
 from thirdshift.home import Home
 from thirdshift.issue_url import IssueRef
+from thirdshift.network import EgressAllowlist
 from thirdshift.records import ProviderOutage, SessionEvent, Usage, Watchdogs
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions.ledger import NO_BUDGETS, Budgets, Spent, budget_reached, priced
@@ -101,7 +104,9 @@ class CliOutside:
         budgets: Budgets = NO_BUDGETS,
         prices: Mapping[str, ModelPrice] | None = None,
         on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
+        network_allow: tuple[str, ...] = (),
     ) -> None:
+        self._network_allow = network_allow
         self._on_outage = on_outage
         self._repository = repository
         self._budgets = budgets
@@ -165,6 +170,28 @@ class CliOutside:
         halt = threading.Event()
         over: list[str] = []
 
+        # The stream's events and the egress proxy's refusals share one numbering: the proxy
+        # reports from its own thread.
+        numbering = _Numbering()
+
+        def record_events(events: Sequence[SessionEvent]) -> None:
+            self._store.add_session_events(
+                record.id, [self._scrubbed(replace(e, seq=numbering.next())) for e in events]
+            )
+
+        def refused(refusal: Refusal) -> None:
+            self.progress(f"{kind}: {refusal.line}")
+            record_events(
+                [
+                    SessionEvent(
+                        seq=0,
+                        kind="network",
+                        summary=refusal.line,
+                        target=f"{refusal.host}:{refusal.port}",
+                    )
+                ]
+            )
+
         with log_path.open("ab") as log:
 
             def on_line(line: bytes) -> None:
@@ -174,9 +201,7 @@ class CliOutside:
                 for condensed in observation.progress:
                     self.progress(f"{kind}: {condensed.replace(prefix, '')}")
                 if observation.events:
-                    self._store.add_session_events(
-                        record.id, [self._scrubbed(event) for event in observation.events]
-                    )
+                    record_events(observation.events)
                 # Once the turn's result is out, the session has done its work: the check
                 # after it decides, and the session is recorded as ended, not stopped.
                 if spent is None or halt.is_set() or reader.result_seen:
@@ -191,24 +216,29 @@ class CliOutside:
                 home = self._harness.private_home(self._environ, self._sealed.agent_home)
                 cli_env = {**self._harness.environment(self._environ), **home}
                 probed[0] = self._cli_version(cli_env)
-                argv, env = self._sandbox.wrap(
-                    self._harness.argv(prompt, model=self._model, resume_id=resume_id),
-                    cli_env,
-                    self._sealed,
+                allowlist = EgressAllowlist.of(
+                    self._harness.provider_endpoints(cli_env), self._network_allow
                 )
-                ending = run_supervised(
-                    argv,
-                    cwd=self._worktree,
-                    env=env,
-                    on_line=on_line,
-                    result_seen=lambda: reader.result_seen,
-                    watchdogs=self._watchdogs,
-                    stop_signals=self._harness.stop_signals,
-                    grace_seconds=self._grace_seconds,
-                    interrupt=self._interrupt,
-                    clock=self._clock,
-                    halt=halt,
-                )
+                with self._network(allowlist, refused) as egress:
+                    argv, env = self._sandbox.wrap(
+                        self._harness.argv(prompt, model=self._model, resume_id=resume_id),
+                        cli_env,
+                        self._sealed,
+                        egress,
+                    )
+                    ending = run_supervised(
+                        argv,
+                        cwd=self._worktree,
+                        env=env,
+                        on_line=on_line,
+                        result_seen=lambda: reader.result_seen,
+                        watchdogs=self._watchdogs,
+                        stop_signals=self._harness.stop_signals,
+                        grace_seconds=self._grace_seconds,
+                        interrupt=self._interrupt,
+                        clock=self._clock,
+                        halt=halt,
+                    )
             except ThirdshiftError as error:
                 cause = self._scrub(str(error))
                 self._store.end_session(record.id, state="failed", error=cause)
@@ -285,6 +315,27 @@ class CliOutside:
             event_count=self._store.session_event_count(record.id),
             over_budget=over_budget,
         )
+
+    @contextmanager
+    def _network(
+        self, allowlist: EgressAllowlist, refused: Callable[[Refusal], None]
+    ) -> Iterator[Path | None]:
+        """The socket of the session's egress proxy while it runs (None: the sandbox leaves
+        the agent on the host's network, or gives it none)."""
+        if not self._sandbox.network_sealed:
+            yield None
+            return
+        try:
+            proxy = EgressProxy(allowlist, on_refused=refused).__enter__()
+        except OSError as error:
+            raise ThirdshiftError(
+                f"the agent's egress proxy cannot be started ({error.strerror or error}); check "
+                "that the temporary directory is writable"
+            ) from error
+        try:
+            yield proxy.socket_path
+        finally:
+            proxy.close()
 
     def _cli_version(self, env: Mapping[str, str]) -> str | None:
         """The CLI's version from ``version_argv``, run sealed as its sessions are, once per
@@ -402,6 +453,19 @@ class CliOutside:
         return None if text is None else self._scrub(text)
 
 
+class _Numbering:
+    """Session events' ``seq``, from 1, for two threads (the stream's and the proxy's)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = 0
+
+    def next(self) -> int:
+        with self._lock:
+            self._last += 1
+            return self._last
+
+
 @dataclass(frozen=True)
 class Fallback:
     """A Harness a Run may switch to on a provider outage, with its own Model (never the
@@ -442,6 +506,9 @@ class CliSessions:
     """The longest announced provider reset a session waits for before switching."""
     on_outage: Callable[[ProviderOutage], None] = lambda _outage: None
     """Told of every provider outage (the daemon pauses pickups for that Harness)."""
+    network_allow: Callable[[str, str], tuple[str, ...]] = lambda _owner, _name: ()
+    """``agent_network_allow`` of a repository: hosts its sessions may reach besides the
+    provider (adr/0023)."""
 
     @property
     def harness_name(self) -> str:
@@ -485,6 +552,7 @@ class CliSessions:
                 budgets=self.budgets,
                 prices=self.prices,
                 on_outage=self.on_outage,
+                network_allow=self.network_allow(ref.owner, ref.repo),
             )
 
         stamp = log_stamp(self.clock.now())
