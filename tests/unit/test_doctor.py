@@ -86,6 +86,10 @@ class ScriptedOutside:
         self._step("sandbox")
         return "/usr/bin/bwrap"
 
+    def agent_network(self, settings: Settings) -> str:
+        self._step("agent_network")
+        return "a sealed process reached an allowed host through the egress proxy"
+
     def sealed_version(self, settings: Settings, harness: str) -> str:
         self._step("sealed_version", harness)
         return self.versions[harness]
@@ -125,6 +129,7 @@ def test_a_healthy_machine_passes_every_check_in_the_reports_order() -> None:
         ("git", "PASS"),
         ("harness claude", "PASS"),
         ("agent sandbox", "PASS"),
+        ("agent network", "PASS"),
         ("home and disk", "PASS"),
     ]
     assert not failed(checks)
@@ -174,7 +179,7 @@ def test_an_unreachable_database_fails_with_its_fix_and_the_rest_still_run() -> 
     found = by_name(checks)
     assert found["database"].status == "FAIL"
     assert found["database"].fix == "check THIRDSHIFT_DATABASE_URL and that the server runs"
-    assert [c.status for c in checks if c.name != "database"] == ["PASS"] * 9
+    assert [c.status for c in checks if c.name != "database"] == ["PASS"] * 10
     assert failed(checks)
 
 
@@ -398,3 +403,39 @@ def test_a_check_s_json_is_the_documented_shape_with_its_type_and_version() -> N
         "detail": "git 2.30 is too old",
         "fix": "install git 2.36 or newer",
     }
+
+
+def test_an_agent_network_that_cannot_be_sealed_fails_naming_unsafe_agent_network() -> None:
+    """No network namespace (or no socat) here: every Run would refuse to start, so a FAIL
+    whose fix names the setting that lets agents share the host's network."""
+    outside = configured()
+    outside.raises["agent_network"] = AgentSandboxUnavailable(
+        "the agent's network cannot be sealed: socat (the bridge to the egress proxy) is not "
+        "installed; install it (Debian: apt-get install socat); or, knowing the agent can then "
+        "reach every service on this host's network (the database, the status page), set "
+        "unsafe_agent_network = true"
+    )
+    check = by_name(diagnose(outside))["agent network"]
+    assert check.status == "FAIL"
+    assert "socat" in check.detail
+    assert check.fix.endswith("set unsafe_agent_network = true")
+
+
+def test_a_sealed_agent_network_passes_with_what_the_probe_proved() -> None:
+    check = by_name(diagnose(configured()))["agent network"]
+    assert check == Check(
+        "agent network",
+        "PASS",
+        "a sealed process reached an allowed host through the egress proxy",
+    )
+
+
+def test_the_unsafe_network_setting_warns_without_probing() -> None:
+    """Sharing the host's network by choice is a WARN that names the setting, as the unsafe
+    sandbox setting is; the probe is not run."""
+    outside = configured(unsafe_agent_network=True)
+    check = by_name(diagnose(outside))["agent network"]
+    assert check.status == "WARN"
+    assert "unsafe_agent_network" in check.detail
+    assert check.fix.startswith("install bubblewrap and socat and remove unsafe_agent_network")
+    assert not any(call[0] == "agent_network" for call in outside.calls)

@@ -129,13 +129,13 @@ jobs:
         with:
           node-version: "22"
 
-      - name: Install thirdshift, the {choices.harness} CLI and bubblewrap
+      - name: Install thirdshift, the {choices.harness} CLI, bubblewrap and socat
         env:
           THIRDSHIFT_INSTALL: {json.dumps(choices.install)}
           HARNESS_PACKAGE: "{package}@{version}"
         run: |
           sudo apt-get update -q
-          sudo apt-get install -y -q bubblewrap
+          sudo apt-get install -y -q bubblewrap socat
           # Ubuntu runners restrict unprivileged user namespaces, which bubblewrap needs.
           sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 || true
           python -m pip install --quiet "$THIRDSHIFT_INSTALL"

@@ -110,8 +110,10 @@ class SystemOutside:
             allowlist = EgressAllowlist.of([f"127.0.0.1:{allowed.port}"])
             with EgressProxy(allowlist, on_refused=refused.append) as proxy:
                 argv, env = sandbox.wrap(
-                    ["/bin/sh", "-c", _NETWORK_PROBE, "doctor", sandbox.socat or "socat"]
-                    + [str(other.port), str(allowed.port)],
+                    [
+                        *("/bin/sh", "-c", _NETWORK_PROBE, "doctor"),
+                        *(sandbox.socat or "socat", str(other.port), str(allowed.port)),
+                    ],
                     {"PATH": self._environ.get("PATH", "/usr/bin:/bin")},
                     sealed,
                     proxy.socket_path,
@@ -322,9 +324,8 @@ class _Listener:
                 continue
             except OSError:
                 return
-            with connection:
-                with contextlib.suppress(OSError):
-                    connection.sendall(self.greeting.encode() + b"\n")
+            with connection, contextlib.suppress(OSError):
+                connection.sendall(self.greeting.encode() + b"\n")
 
 
 def _first_line(
