@@ -26,12 +26,15 @@ from thirdshift.network import (
         ("localhost:80", HostPattern("localhost", 80)),
     ],
 )
-def test_a_host_pattern_is_read_with_port_443_when_left_out(text: str, pattern: HostPattern) -> None:
+def test_a_host_pattern_is_read_with_port_443_when_left_out(
+    text: str, pattern: HostPattern
+) -> None:
     assert parse_host_pattern(text) == pattern
 
 
 @pytest.mark.parametrize(
-    "text", ["", "*", "*.", "http://example.com", "example.com:0", "example.com:99999", "a b", "x:y"]
+    "text",
+    ["", "*", "*.", "http://example.com", "example.com:0", "example.com:99999", "a b", "x:y"],
 )
 def test_a_malformed_host_pattern_is_refused_showing_the_shape(text: str) -> None:
     with pytest.raises(ValueError, match=r"write host\[:port\] \(port 443 when left out\)"):
