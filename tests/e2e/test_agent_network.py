@@ -1,0 +1,251 @@
+"""The agent's network is sealed, tried end to end as a hostile session would: the real claude
+and codex CLIs with scripted turns, run by the daemon (its status page served), the GitHub
+stand-in, PostgreSQL, real git, bubblewrap, socat and the egress proxy. Every way out fails,
+the session's model requests still reach the scripted model server, a host the repository
+allows is reached, and the Run ends normally."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_status_page import free_port, wait_until_served
+from tests.support.run_world import (
+    CALC_FIXED,
+    NAME,
+    OWNER,
+    RunWorld,
+    bash,
+    pull_request_file,
+    start_world,
+    write_file_command,
+)
+from thirdshift.sandbox.model import ModelScript
+from thirdshift.sandbox.model.server import codex_config_args, codex_env
+
+pytestmark = pytest.mark.real_cli
+
+MARKER = "calc.add(2, 3) returns -1"
+REGISTRY_WORD = "registry-package-tarball"
+
+
+class _Server:
+    """An HTTP server on 127.0.0.1 that answers every GET with ``word`` and counts them."""
+
+    def __init__(self, word: str) -> None:
+        self.hits = 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                owner.hits += 1
+                body = word.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self._server.server_address[1])
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def servers() -> Iterator[dict[str, _Server]]:
+    made = {
+        "registry": _Server(REGISTRY_WORD),
+        "stranger": _Server("a-stranger-service"),
+        "rebinding": _Server("reached-through-a-name"),
+    }
+    yield made
+    for server in made.values():
+        server.close()
+
+
+def hostile_commands(
+    world: RunWorld, page_port: int, servers: dict[str, _Server], *, sealed: bool
+) -> str:
+    """Each way out, labelled: ``REACHED <what>`` when it got through, ``blocked <what>``
+    when it did not. Direct attempts bypass the proxy; proxied ones go through it. Attempts
+    at addresses off this machine are made only sealed, where no packet can leave the
+    namespace (this workplace's tests send nothing beyond loopback)."""
+    stand_in = world.stand_in.web_url
+    stranger, rebinding = servers["stranger"].port, servers["rebinding"].port
+    direct = "curl -s -m 3 --noproxy '*' -o /dev/null -w %{http_code}"
+    proxied = "curl -sf -m 5 -x http://127.0.0.1:3128"
+    udp = (
+        "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1); "
+        "s.sendto(b'x', ('8.8.8.8', 53)); print(s.recvfrom(10))"
+    )
+    icmp = "import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)"
+    attempts = {
+        "postgres-tcp": "bash -c 'exec 3<>/dev/tcp/127.0.0.1/5432'",
+        "postgres-unix": "test -S /run/postgresql/.s.PGSQL.5432 -o -S /tmp/.s.PGSQL.5432",
+        "status-page": f"{direct} http://127.0.0.1:{page_port}/healthz",
+        "status-page-proxied": f"{proxied} http://127.0.0.1:{page_port}/healthz",
+        "stand-in-api": f"{direct} {stand_in}/api/v3/repos/{OWNER}/{NAME}",
+        "stand-in-control": f"{direct} {stand_in}/_sandbox/users",
+        "stand-in-control-proxied": f"{proxied} {stand_in}/_sandbox/users",
+        "stranger-port": f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{stranger}'",
+        "metadata": f"{direct} http://169.254.169.254/latest/meta-data/",
+        "metadata-proxied": f"{proxied} http://169.254.169.254/latest/meta-data/",
+        "public-host": "curl -sf -m 5 -x http://127.0.0.1:3128 https://example.com/",
+        "name-to-loopback": f"{proxied} http://localhost:{rebinding}/",
+        "udp": f'/usr/bin/python3 -c "{udp}"',
+        "icmp": f'/usr/bin/python3 -c "{icmp}"',
+    }
+    if not sealed:
+        for outside in ("metadata", "udp", "icmp"):
+            del attempts[outside]
+    # Each word is split in the command ("REACH""ED"), so only the output holds it whole:
+    # the model server's log keeps both the command and what it printed.
+    lines = ["set +e"]
+    for label, command in attempts.items():
+        lines.append(
+            f'if out=$({command} 2>&1); then echo "REACH""ED {label}: $out"; '
+            f'else echo "block""ed {label}"; fi'
+        )
+    lines.append(f'echo "allo""wed: $({proxied} http://127.0.0.1:{servers["registry"].port}/p)"')
+    return "\n".join(lines)
+
+
+def run_ended(world: RunWorld, daemon: subprocess.Popen[str], seconds: float = 240) -> str:
+    """The state the daemon's Run ended in (it picks the issue up at its first poll)."""
+    deadline = time.monotonic() + seconds
+    database = world.home / "thirdshift.db"
+    while time.monotonic() < deadline and daemon.poll() is None:
+        if database.exists():
+            with sqlite3.connect(database) as db:
+                rows = db.execute("SELECT state FROM runs WHERE issue_number = 1").fetchall()
+            if rows and rows[-1][0] not in ("running", "claimed"):
+                return str(rows[-1][0])
+        time.sleep(0.5)
+    raise AssertionError("the daemon's Run did not end in time")
+
+
+def network_events(world: RunWorld) -> list[str]:
+    with sqlite3.connect(world.home / "thirdshift.db") as db:
+        rows = db.execute("SELECT summary FROM session_events WHERE kind = 'network'").fetchall()
+    return [str(row[0]) for row in rows]
+
+
+@pytest.mark.parametrize(
+    ("harness", "sealed"),
+    [("claude", True), ("codex", True), ("claude", False)],
+    ids=["claude-sealed", "codex-sealed", "claude-unsafe-agent-network"],
+)
+def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
+    tmp_path: Path,
+    worlds: list[RunWorld],
+    servers: dict[str, _Server],
+    harness: str,
+    sealed: bool,
+) -> None:
+    """Sealed, every attempt is blocked and the Run succeeds. With ``unsafe_agent_network``
+    the same session reaches PostgreSQL, the status page and the stranger's port: proof that
+    the test would catch a leak."""
+    page_port = free_port()
+    world = start_world(tmp_path, [])
+    worlds.append(world)
+    hostile = hostile_commands(world, page_port, servers, sealed=sealed)
+    fix = (
+        write_file_command("calc.py", CALC_FIXED)
+        + " && git commit -qam 'Make add() add' && "
+        + pull_request_file("Make add() add", "Closes #1")
+    )
+    if harness == "claude":
+        turns = [
+            {"tool_calls": [bash(hostile, "look around")]},
+            {"tool_calls": [bash(fix, "fix")]},
+            {"text": "Fixed."},
+        ]
+    else:
+        turns = [
+            {"tool_calls": [{"name": "exec_command", "input": {"cmd": hostile}}]},
+            {"tool_calls": [{"name": "exec_command", "input": {"cmd": fix}}]},
+            {"text": "Fixed."},
+        ]
+    # The model server's address changes with its script: the codex settings come after.
+    world.restart_model(
+        ModelScript.from_dict(
+            {"sessions": [{"name": "implement", "marker": MARKER, "turns": turns}]}
+        )
+    )
+    if harness == "codex":
+        codex_home = world.agent_home / ".codex"
+        codex_home.mkdir()
+        world.settings.update(codex_env(codex_home))
+        world.settings["THIRDSHIFT_HARNESS"] = "codex"
+        world.settings["THIRDSHIFT_HARNESS_ARGS"] = json.dumps(codex_config_args(world.model.url))
+    rebinding = servers["rebinding"].port
+    world.settings.update(
+        {
+            "THIRDSHIFT_POLL_SECONDS": "1",
+            "THIRDSHIFT_POLL_JITTER_SECONDS": "0",
+            "THIRDSHIFT_SETTLE_SECONDS": "0",
+            "THIRDSHIFT_MIN_FREE_DISK_MB": "0",
+            # The registry by its address (the operator's word); the other by a name that
+            # resolves to loopback, which the proxy refuses.
+            "THIRDSHIFT_AGENT_NETWORK_ALLOW_BY_REPOSITORY": json.dumps(
+                {
+                    f"{OWNER}/{NAME}": [
+                        f"127.0.0.1:{servers['registry'].port}",
+                        f"localhost:{rebinding}",
+                    ]
+                }
+            ),
+        }
+    )
+    if not sealed:
+        world.settings["THIRDSHIFT_UNSAFE_AGENT_NETWORK"] = "true"
+    daemon = world.start_thirdshift(
+        "daemon", "--repo", f"{OWNER}/{NAME}", "--http", f"127.0.0.1:{page_port}"
+    )
+    try:
+        wait_until_served(f"http://127.0.0.1:{page_port}/", daemon)
+        ended = run_ended(world, daemon)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        _, stderr = daemon.communicate(timeout=120)
+
+    seen = (world.tmp / "model.jsonl").read_text()
+    assert "allowed:" in seen, f"the hostile commands did not run\n{stderr}"
+    reached = sorted({line.split(":")[0] for line in seen.split("REACHED ")[1:]})
+    if not sealed:
+        assert {"postgres-tcp", "status-page", "stranger-port", "stand-in-control"} <= set(reached)
+        return
+    assert reached == [], f"got through: {reached}"
+    for label in ("postgres-tcp", "status-page", "metadata-proxied", "udp", "icmp"):
+        assert f"blocked {label}" in seen
+    assert f"allowed: {REGISTRY_WORD}" in seen
+    assert servers["stranger"].hits == 0
+    assert servers["rebinding"].hits == 0
+    assert servers["registry"].hits == 1
+    assert daemon.returncode == 0, stderr
+    assert ended == "succeeded", stderr
+    assert world.pulls()[0]["head"]["ref"] == "issue-1"
+    assert "agent network: refused connect to 169.254.169.254:80" in stderr
+    assert f"agent network: refused connect to localhost:{rebinding} (it resolves to a " in stderr
+    events = network_events(world)
+    assert "agent network: refused connect to 169.254.169.254:80 (not on the Egress allowlist)" in (
+        events
+    )
+    assert f"agent network: refused connect to 127.0.0.1:{page_port} (not on the Egress " in (
+        "\n".join(events)
+    )
