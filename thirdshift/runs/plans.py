@@ -7,6 +7,8 @@ opportunity. ``parse_result`` checks it strictly and says what is wrong in words
 prompt also uses; ``issue_text`` renders each issue in the shape of a good Ticket (why, what to
 build, acceptance, blocked by, decisions taken) with the marker that makes publishing
 idempotent: a retry finds every issue it already opened by its marker and opens only the rest.
+The marker also carries the kept result's digest, and ``kept_mismatch`` holds a kept result
+against it: a retry publishes only what the first run published from.
 """
 
 from __future__ import annotations
