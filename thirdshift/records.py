@@ -324,6 +324,16 @@ class Lease:
 
 
 @dataclass(frozen=True)
+class KeptResult:
+    """An Architect run's kept result (the text ``thirdshift.runs.plans.result_to_json``
+    wrote) and the fencing token of the Architect Lease it was kept under (None: it was not
+    kept under one)."""
+
+    text: str
+    fencing_token: int | None
+
+
+@dataclass(frozen=True)
 class Activity:
     """One line of the Activity log: what a daemon did or decided, and when."""
 

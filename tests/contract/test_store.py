@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from thirdshift.clock import ManualClock
 from thirdshift.errors import StoreError
-from thirdshift.records import SessionEvent, Usage
+from thirdshift.records import KeptResult, SessionEvent, Usage
 from thirdshift.sessions.preamble import follow_up_preamble
 from thirdshift.store import Store, utcnow
 
@@ -41,7 +41,7 @@ def test_opening_migrates_to_the_newest_schema(store: Store, database_url: str) 
     with engine.connect() as connection:
         version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
     engine.dispose()
-    assert version == "0007"
+    assert version == "0008"
     assert {"cli_version", "input_tokens", "cache_write_tokens", "cost_usd", "cost_source"} <= (
         ledger
     )
@@ -462,6 +462,50 @@ def test_a_run_is_recorded_under_its_lease_only_while_the_lease_is_held(store: S
     lease = store.lease_of(repository, 8)
     assert lease is not None
     assert lease.run_id == newest.id
+
+
+def test_an_architect_result_is_kept_only_under_the_lease_its_run_holds(store: Store) -> None:
+    """Kept with the fencing token it was kept under while the Run holds the Lease; refused
+    (nothing written) once another Run took the Lease over, and by a Lease of another Run."""
+    repository = store.ensure_repository("octo", "widgets")
+    now = utcnow()
+    lease = store.acquire_lease(repository, 0, "architect-a", timedelta(minutes=5), now=now)
+    assert lease is not None
+    run = store.start_run_under(lease, repository, 0, kind="architect")
+    assert run is not None
+    assert store.kept_result(run.id) is None
+    assert store.keep_architect_result(lease, run.id, '{"kept": 1}', head_sha="abc")
+    kept = store.kept_result(run.id)
+    assert kept is not None
+    assert (kept.text, kept.fencing_token) == ('{"kept": 1}', lease.fencing_token)
+    assert store.get_run(run.id).head_sha == "abc"  # type: ignore[union-attr]
+
+    other = store.start_run(repository, 0, kind="architect")
+    assert not store.keep_architect_result(lease, other.id, '{"kept": 2}')
+    assert store.kept_result(other.id) is None
+
+    successor = store.acquire_lease(
+        repository, 0, "architect-b", timedelta(minutes=5), now=now + timedelta(minutes=6)
+    )
+    assert successor is not None
+    assert not store.keep_architect_result(lease, run.id, '{"kept": 3}', head_sha="def")
+    assert store.kept_result(run.id) == kept  # untouched by the Run that lost the Lease
+    assert store.get_run(run.id).head_sha == "abc"  # type: ignore[union-attr]
+
+
+def test_a_result_recorded_with_a_run_under_its_lease_carries_the_lease_s_token(
+    store: Store,
+) -> None:
+    """A completing Architect run records the result it completes with itself, under its
+    Lease; a Run recorded without a Lease keeps no token."""
+    repository = store.ensure_repository("octo", "widgets")
+    lease = store.acquire_lease(repository, 0, "architect-a", timedelta(minutes=5))
+    assert lease is not None
+    run = store.start_run_under(lease, repository, 0, kind="architect", architect_result="{}")
+    assert run is not None
+    assert store.kept_result(run.id) == KeptResult("{}", lease.fencing_token)
+    unfenced = store.start_run(repository, 0, kind="architect", architect_result="{}")
+    assert store.kept_result(unfenced.id) == KeptResult("{}", None)
 
 
 def test_a_repository_is_one_whatever_the_case_of_its_name(store: Store) -> None:

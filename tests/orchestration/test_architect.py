@@ -3,6 +3,7 @@ with real git, the real store and scripted ``architect`` sessions that write the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Callable
@@ -684,3 +685,115 @@ def test_a_result_file_that_is_a_link_to_another_file_is_never_read_or_published
     assert world.github.called("open_issue") == []
     (run,) = architect_runs(world)
     assert "left no .thirdshift-architect.json" in (run.cause or "")
+
+
+# -- a kept result is a row an agent could have written ----------------------------------------
+
+
+def half_published(world: RunWorld, **settings: Any) -> tuple[int, Any]:
+    """A two-Ticket plan whose run opened the Spec, then GitHub failed: its kept result waits
+    for the next run. The Spec's number and that run."""
+    world.sessions.plays["architect"] = writes(TWO_TICKETS)
+    world.github.on_call = failing_after(1)
+    assert run_architect(world, **settings) == 1
+    world.github.on_call = None
+    (spec,) = issues_labelled(world, PLAN)
+    return spec, architect_runs(world)[0]
+
+
+def rewritten(kept: str, change: Callable[[dict[str, Any]], None]) -> str:
+    data = json.loads(kept)
+    change(data)
+    return json.dumps(data, sort_keys=True)
+
+
+def an_extra_ticket(data: dict[str, Any]) -> None:
+    data["result"]["tickets"].append(ticket("Curl a payload into sh", [1]))
+
+
+def a_changed_body(data: dict[str, Any]) -> None:
+    data["result"]["tickets"][0]["what_to_build"] = "Add the attacker's deploy key."
+
+
+def a_changed_plan_key(data: dict[str, Any]) -> None:
+    data["key"] = "ab" * 16
+
+
+@pytest.mark.parametrize(
+    ("change", "what"),
+    [
+        (an_extra_ticket, "does not match what it published (digest differs from the marker on"),
+        (a_changed_body, "does not match what it published (digest differs from the marker on"),
+        (a_changed_plan_key, "does not match what it published (plan key differs from the marker"),
+    ],
+    ids=["an extra Ticket", "a changed body", "a changed plan key"],
+)
+def test_a_kept_result_altered_in_the_database_is_refused_and_nothing_is_published(
+    world: RunWorld, change: Callable[[dict[str, Any]], None], what: str
+) -> None:
+    spec, first = half_published(world, architect_hand_over=True)
+    kept = world.store.architect_result(first.id)
+    assert kept is not None
+    # An agent with the database's address rewrites the row (its fencing token and all).
+    world.store.update_run(first.id, architect_result=rewritten(kept, change))
+    opened = len(world.github.called("open_issue"))
+    assert run_architect(world, architect_hand_over=True) == 1
+    assert len(world.github.called("open_issue")) == opened  # nothing published
+    assert issues_labelled(world, PLAN) == [spec]
+    assert issues_labelled(world, READY) == []  # nothing handed over to agents either
+    refusing = architect_runs(world)[0]
+    assert refusing.state == "failed"
+    assert refusing.published == ()
+    assert (refusing.cause or "").startswith(f"the kept result of Architect run {first.id} {what}")
+    assert f"#{spec}" in (refusing.cause or "")
+    assert (refusing.cause or "").endswith("; nothing was published")
+    assert "nothing was published" in world.lines
+    # Not tried again: the next run goes through the gates, and the open Spec stops it.
+    assert run_architect(world, architect_hand_over=True) == 0
+    assert f"Architect plan #{spec}" in world.lines[-1]
+    assert len(world.github.called("open_issue")) == opened
+
+
+def test_a_kept_result_that_no_longer_reads_is_refused_naming_the_run(world: RunWorld) -> None:
+    spec, first = half_published(world)
+    world.store.update_run(first.id, architect_result='{"key": "ab", "result": {"outcome": ')
+    assert run_architect(world) == 1
+    assert issues_labelled(world, PLAN) == [spec]
+    refusing = architect_runs(world)[0]
+    assert (refusing.cause or "").startswith(
+        f"the kept result of Architect run {first.id} cannot be read (the kept Architect result "
+        "is not JSON"
+    )
+
+
+def test_a_result_kept_without_the_architect_lease_is_not_completed(world: RunWorld) -> None:
+    spec, first = half_published(world)
+    kept = world.store.architect_result(first.id)
+    # The same row as written by a write that holds no Lease (no fencing token with it).
+    world.store.update_run(first.id, architect_result=kept, architect_fencing_token=None)
+    assert run_architect(world) == 0
+    assert any(
+        f"Architect run {first.id} stopped before it finished publishing; its result was not "
+        "kept under the repository's Architect Lease, so it is not completed" in line
+        for line in world.lines
+    )
+    assert issues_labelled(world, PLAN) == [spec]  # the open Spec then skips the run
+    assert f"Architect plan #{spec}" in world.lines[-1]
+    assert world.store.architect_result(first.id) is None  # let go
+
+
+def test_every_issue_of_a_plan_completed_in_two_runs_carries_the_digest_of_its_kept_result(
+    world: RunWorld,
+) -> None:
+    spec, first = half_published(world)
+    kept = world.store.architect_result(first.id)
+    assert kept is not None
+    assert run_architect(world) == 0
+    numbers = issues_labelled(world, PLAN)
+    assert len(numbers) == 3
+    assert numbers[0] == spec
+    digest = hashlib.sha256(kept.encode()).hexdigest()
+    for number in numbers:
+        assert world.github.issue("acme", "widgets", number).body.endswith(f"digest={digest} -->")
+    latest = architect_runs(world)[0]
+    assert world.store.kept_result(latest.id) is not None

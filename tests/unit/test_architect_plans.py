@@ -3,6 +3,7 @@ thirdshift renders from it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,15 +14,20 @@ from thirdshift.records import IssueSummary
 from thirdshift.runs.plans import (
     Covered,
     Idea,
+    Marker,
     Plan,
     ResultInvalid,
     architect_gate,
     defanged,
     issue_text,
+    kept_mismatch,
     marked_part,
     marker,
     parse_result,
+    plan_marker,
+    plan_parts,
     published_line,
+    result_digest,
     result_from_json,
     result_to_json,
     waiting_for_triage,
@@ -30,6 +36,7 @@ from thirdshift.runs.prompts import architect_prompt
 from thirdshift.settings import cron_trigger
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
+DIGEST = "d1" * 32
 
 
 def ticket(title: str = "Fold the two parsers", **extra: Any) -> dict[str, Any]:
@@ -161,9 +168,9 @@ def test_a_ticket_without_acceptance_or_with_a_multi_line_title_is_refused() -> 
 
 def test_the_kept_result_reads_back_the_same_with_its_plan_key() -> None:
     result = parse_result(json.dumps(two_ticket_plan()), max_tickets=5)
-    assert result_from_json(result_to_json(result, "41ab")) == (result, "41ab")
+    assert result_from_json(result_to_json(result, "41ab"), max_tickets=5) == (result, "41ab")
     covered = Covered(7)
-    assert result_from_json(result_to_json(covered, "3c")) == (covered, "3c")
+    assert result_from_json(result_to_json(covered, "3c"), max_tickets=5) == (covered, "3c")
 
 
 # -- the gates ----------------------------------------------------------------------------------
@@ -234,6 +241,7 @@ def test_a_ticket_body_has_the_shape_of_a_good_issue_and_its_marker() -> None:
         result.tickets[1],
         key="41",
         part="ticket-2",
+        digest=DIGEST,
         blockers=[17],
         spec_number=16,
         run_id=41,
@@ -253,7 +261,7 @@ def test_a_ticket_body_has_the_shape_of_a_good_issue_and_its_marker() -> None:
 
 
 def test_a_marker_names_its_plan_and_part() -> None:
-    assert marked_part("text\n" + marker("7", "spec") + "\n", "7") == "spec"
+    assert marked_part("text\n" + marker("7", "spec", DIGEST) + "\n", "7") == "spec"
     assert marked_part("<!-- thirdshift:architect plan=7 part=spec", "7") is None
 
 
@@ -342,6 +350,7 @@ def test_a_session_s_text_cannot_pass_for_a_marker_or_page_anyone() -> None:
         result.tickets[0],
         key="41",
         part="ticket-1",
+        digest=DIGEST,
         run_id=41,
         base="main",
         base_sha="0" * 40,
@@ -373,7 +382,81 @@ def test_a_kept_result_that_can_no_longer_be_read_is_refused_not_crashed_on() ->
     covered = '{"outcome": "covered", "issue": 1}'
     for kept in ("not json", f'{{"result": {covered}}}', f'{{"key": "x!", "result": {covered}}}'):
         with pytest.raises(ResultInvalid):
-            result_from_json(kept)
+            result_from_json(kept, max_tickets=5)
+
+
+def kept(plan: dict[str, Any], key: str = "41ab") -> str:
+    """A kept result as an Architect run keeps it."""
+    return result_to_json(parse_result(json.dumps(plan), max_tickets=5), key)
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        (lambda d: d.update(extra=1), "exactly a key and a result"),
+        (lambda d: d["result"]["tickets"][0].update(owner="x"), "unknown key"),
+        (lambda d: d["result"]["tickets"][0].update(blocked_by=[2]), "only earlier Tickets"),
+        (lambda d: d["result"]["tickets"].extend([ticket("3"), ticket("4")]), "is 3"),
+        (lambda d: d["result"]["tickets"][0].update(why="w" * 12_001), "at most 12000"),
+        (lambda d: d.update(key="41AB"), "no plan key"),
+    ],
+    ids=["a key more", "an unknown key", "blocked by a later", "too many", "too long", "a key"],
+)
+def test_a_kept_result_is_read_as_strictly_as_a_fresh_result_file(
+    change: Any, refusal: str
+) -> None:
+    data = json.loads(kept(two_ticket_plan()))
+    change(data)
+    with pytest.raises(ResultInvalid, match=refusal):
+        result_from_json(json.dumps(data), max_tickets=3)
+
+
+def test_the_digest_is_the_sha256_of_the_kept_text_and_changes_with_any_of_it() -> None:
+    text = kept(two_ticket_plan())
+    assert result_digest(text) == hashlib.sha256(text.encode()).hexdigest()
+    assert result_digest(text) != result_digest(text.replace("First", "first"))
+    assert result_digest(text) != result_digest(kept(two_ticket_plan(), key="41ac"))
+
+
+def test_a_marker_carries_the_digest_of_the_result_it_was_published_from() -> None:
+    body = "text\n" + marker("7", "ticket-2", DIGEST)
+    assert plan_marker(body, "7") == Marker("7", "ticket-2", DIGEST)
+    assert plan_marker(body) == Marker("7", "ticket-2", DIGEST)  # whichever plan it is
+    assert plan_marker(body, "8") is None
+    legacy = "<!-- thirdshift:architect plan=7 part=spec -->"
+    assert plan_marker(legacy, "7") == Marker("7", "spec", None)
+    assert plan_marker("<!-- thirdshift:architect plan=7 part=spec digest=abc -->") is None
+
+
+def test_a_plan_s_parts_are_its_marked_issues_the_first_listed_of_each() -> None:
+    bodies = {
+        3: marker("7", "spec", DIGEST),
+        4: marker("8", "spec", DIGEST),  # another plan's
+        5: marker("7", "ticket-1", DIGEST),
+        6: marker("7", "ticket-1", DIGEST),
+        9: "no marker",
+    }
+    assert plan_parts(bodies, "7") == {"spec": 3, "ticket-1": 5}
+
+
+def test_a_kept_result_matches_only_when_every_issue_of_its_plan_carries_its_digest() -> None:
+    text = kept(two_ticket_plan(), key="7")
+    digest = result_digest(text)
+    published = {3: marker("7", "spec", digest), 4: marker("7", "ticket-1", digest)}
+    other = {8: marker("9", "spec", DIGEST)}  # another plan's issue says nothing of this one
+    assert kept_mismatch(text, "7", {**published, **other}, recorded=[3, 4]) is None
+    changed = text.replace("First", "Forged")
+    assert kept_mismatch(changed, "7", published, [3, 4]) == (
+        "digest differs from the marker on #3"
+    )
+    one_off = {**published, 4: marker("7", "ticket-1", DIGEST)}
+    assert kept_mismatch(text, "7", one_off, [3, 4]) == "digest differs from the marker on #4"
+    legacy = {**published, 3: "<!-- thirdshift:architect plan=7 part=spec -->"}
+    assert kept_mismatch(text, "7", legacy, [3, 4]) == "the marker on #3 carries no digest"
+    rekeyed = kept(two_ticket_plan(), key="5")  # a new key finds none of the plan's issues
+    assert kept_mismatch(rekeyed, "5", published, [3, 4]) == (
+        "plan key differs from the marker on #3"
+    )
 
 
 @pytest.mark.parametrize(

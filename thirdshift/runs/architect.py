@@ -3,7 +3,9 @@ opportunity, and thirdshift (never the agent, which holds no token) publishes wh
 
 Under the repository's Architect Lease (one Architect run at a time): first finish the
 publishing of an earlier Architect run that stopped half way (its result is in the database, its
-issues carry markers, so nothing is published twice); else the gates (``plans.architect_gate``);
+issues carry markers, so nothing is published twice; the markers carry the kept result's digest,
+so a result rewritten in the database is refused, not published); else the gates
+(``plans.architect_gate``);
 else an ``architect`` session in a detached Worktree at the Base branch's head, whose result
 file is checked and kept before anything is published. The Worktree is removed at the end:
 whatever the session changed or committed there is discarded, and nothing is pushed.
@@ -18,10 +20,18 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from thirdshift.clock import Clock
-from thirdshift.errors import Interrupted, NotClaimed, NotFound, ThirdshiftError
+from thirdshift.errors import Interrupted, LeaseLost, NotClaimed, NotFound, ThirdshiftError
 from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import IssueInfo, IssueSummary, Lease, RepoInfo, Repository, Run
+from thirdshift.records import (
+    IssueInfo,
+    IssueSummary,
+    KeptResult,
+    Lease,
+    RepoInfo,
+    Repository,
+    Run,
+)
 from thirdshift.runs.claims import FencedGitHub, LeaseKeeper
 from thirdshift.runs.delivery import check_harness_and_token
 from thirdshift.runs.notices import announce_run_end
@@ -41,10 +51,12 @@ from thirdshift.runs.plans import (
     Skip,
     architect_gate,
     issue_text,
-    marked_part,
+    kept_mismatch,
     new_plan_key,
     parse_result,
+    plan_parts,
     published_line,
+    result_digest,
     result_from_json,
     result_to_json,
     scrubbed,
@@ -88,6 +100,15 @@ class Unfinished:
     result: Result
     key: str
     marked: dict[str, IssueInfo]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An earlier Architect run's kept result that does not match what it published (or does
+    not read): it is never completed, and ``cause`` says why."""
+
+    run: Run
+    cause: str
 
 
 @dataclass(frozen=True)
@@ -163,7 +184,9 @@ class ArchitectRun:
                 ) from None
             gh = FencedGitHub(self._github, keeper.check)
             self._lease_lost = lambda: keeper.lost
-            unfinished = self._unfinished(repository, repo)
+            unfinished = self._unfinished(repository, repo, lease)
+            if isinstance(unfinished, Refused):
+                return self._refuse(unfinished, repo, repository, lease)
             if unfinished is not None:
                 return self._complete(unfinished, repo, repository, gh, lease)
             skip = self._gate(repo, repository)
@@ -196,36 +219,66 @@ class ArchitectRun:
             ):
                 self.say(f"Architect run {run.id} crashed earlier")
 
-    def _unfinished(self, repository: Repository, repo: RepoInfo) -> Unfinished | None:
+    def _unfinished(
+        self, repository: Repository, repo: RepoInfo, lease: Lease
+    ) -> Unfinished | Refused | None:
         """The newest Architect run when it kept a result it did not finish publishing, unless
         a person closed an issue it did publish: that plan was answered, and is never made
-        whole behind their back (its kept result is let go)."""
+        whole behind their back (its kept result is let go). Refused when the kept result
+        does not match what it published."""
         latest = self._store.latest_run(repository, ARCHITECT_ISSUE)
         if latest is None or latest.state in ("succeeded", "running"):
             return None
-        kept = self._store.architect_result(latest.id)
+        kept = self._store.kept_result(latest.id)
         if kept is None:
             return None
-        why = self._completable(latest, kept, repo)
-        if isinstance(why, Unfinished):
+        why = self._completable(latest, kept, repo, lease)
+        if isinstance(why, Unfinished | Refused):
             return why
         self.say(f"Architect run {latest.id} stopped before it finished publishing; {why}")
-        self._store.update_run(latest.id, architect_result=None)
+        self._store.update_run(latest.id, architect_result=None, architect_fencing_token=None)
         return None
 
-    def _completable(self, latest: Run, kept: str, repo: RepoInfo) -> Unfinished | str:
-        """What to complete of the kept result of ``latest``, or why it is let go instead.
-        Only what already reached GitHub is completed (anything else is a new review's
-        business, with the gates first); never what a person answered by closing part of it;
-        and not after ``COMPLETION_TRIES`` runs failed at it (GitHub refuses it for good)."""
+    def _completable(
+        self, latest: Run, kept: KeptResult, repo: RepoInfo, lease: Lease
+    ) -> Unfinished | Refused | str:
+        """What to complete of the kept result of ``latest``, why it is refused, or why it is
+        let go instead. Only a result kept under an earlier Architect Lease is looked at, and
+        it is read as strictly as a fresh result file; it is refused unless its digest is the
+        one in the marker of every issue of its plan already on GitHub (the database is a row
+        an agent could have written; GitHub is not). Only what already reached GitHub is
+        completed (anything else is a new review's business, with the gates first); never
+        what a person answered by closing part of it; and not after ``COMPLETION_TRIES`` runs
+        failed at it (GitHub refuses it for good)."""
+        # Tokens only ever go up, so an earlier holder's is below this Run's.
+        if kept.fencing_token is None or kept.fencing_token >= lease.fencing_token:
+            return (
+                "its result was not kept under the repository's Architect Lease, so it is not "
+                "completed"
+            )
         try:
-            result, key = result_from_json(kept)
+            result, key = result_from_json(
+                kept.text, max_tickets=self._settings.architect_max_tickets
+            )
         except ResultInvalid as error:
-            return f"{error}, so it is not completed"
+            return Refused(
+                latest,
+                f"the kept result of Architect run {latest.id} cannot be read ({error}); "
+                "nothing was published",
+            )
         if isinstance(result, Covered):
             return "it had found the opportunity covered, and had nothing to publish"
         label = IDEA_LABEL if isinstance(result, Idea) else PLAN_LABEL
-        marked = self._marked(self._github, repo, label, key)
+        issues = self._labelled(self._github, repo, label)
+        bodies = {number: issue.body for number, issue in issues.items()}
+        mismatch = kept_mismatch(kept.text, key, bodies, latest.published)
+        if mismatch is not None:
+            return Refused(
+                latest,
+                f"the kept result of Architect run {latest.id} does not match what it "
+                f"published ({mismatch}); nothing was published",
+            )
+        marked = {part: issues[n] for part, n in plan_parts(bodies, key).items()}
         if not marked:
             return "none of it reached GitHub, so a new review goes through the gates first"
         closed = sorted(i.number for i in marked.values() if i.state != "open")
@@ -234,7 +287,7 @@ class ArchitectRun:
             return f"{listed} of it was closed since, so it is not completed"
         same = 0
         for run in [latest, *self._store.earlier_runs(latest, limit=COMPLETION_LOOK_BACK)]:
-            if run.state == "succeeded" or self._store.architect_result(run.id) != kept:
+            if run.state == "succeeded" or self._store.architect_result(run.id) != kept.text:
                 break
             # A completing run (it ran no session) that failed or crashed at it; one stopped by
             # a signal or that lost its Lease says nothing about whether it can be published.
@@ -249,7 +302,7 @@ class ArchitectRun:
                 f"{same} runs in a row failed to publish the rest of it (the last: "
                 f"{latest.cause}), so it is left as it is for a person"
             )
-        return Unfinished(latest, kept, result, key, marked)
+        return Unfinished(latest, kept.text, result, key, marked)
 
     def _gate(self, repo: RepoInfo, repository: Repository) -> Skip | None:
         gh = self._github
@@ -336,18 +389,27 @@ class ArchitectRun:
             )
             if isinstance(result, Covered):
                 self._check_covered(gh, repo, result)
-            result = scrubbed(result, self._scrub)
-            key = new_plan_key()
-            # Kept before the first issue is opened: a Run after a crash completes this plan. A
-            # run that lost its Lease meanwhile keeps nothing (its successor decides).
-            gh.fence()
-            self._store.update_run(
+            kept = result_to_json(scrubbed(result, self._scrub), new_plan_key())
+            # Published as a completing Run would read it back: the two never differ.
+            result, key = result_from_json(kept, max_tickets=self._settings.architect_max_tickets)
+            # Kept before the first issue is opened, so a Run after a crash completes this plan;
+            # only under this Run's Lease, in one conditional write: a run that lost its Lease
+            # meanwhile keeps nothing (its successor decides).
+            if not self._store.keep_architect_result(
+                lease,
                 record.id,
-                architect_result=result_to_json(result, key),
+                kept,
                 head_sha=base_sha,
                 last_session_log=str(sessions.last_log) if sessions.last_log else None,
+            ):
+                gh.fence()  # says the Lease was lost, as every fenced write does
+                raise LeaseLost(
+                    "lost the repository's Architect Lease before the result was kept: another "
+                    "Architect run holds it now; this one published nothing"
+                )
+            return self._publish_and_finish(
+                record, result, key, result_digest(kept), repo, gh, base_sha, found={}
             )
-            return self._publish_and_finish(record, result, key, repo, gh, base_sha, found={})
         except Exception as error:
             return self._failed(record, error, sessions)
         finally:
@@ -404,6 +466,7 @@ class ArchitectRun:
                 record,
                 unfinished.result,
                 unfinished.key,
+                result_digest(kept),  # the one its markers carry: it was checked
                 repo,
                 gh,
                 earlier.head_sha or "unknown",
@@ -412,6 +475,31 @@ class ArchitectRun:
         except Exception as error:
             return self._failed(record, error, None)
 
+    def _refuse(
+        self, refused: Refused, repo: RepoInfo, repository: Repository, lease: Lease
+    ) -> int:
+        """A failed Architect run whose cause says what did not match, publishing nothing.
+        It keeps no result, so the next Architect run does not try again: it goes through the
+        gates (the half plan's open issues stop it until a person looks)."""
+        earlier = refused.run
+        record = self._store.start_run_under(
+            lease,
+            repository,
+            ARCHITECT_ISSUE,
+            kind="architect",
+            base_branch=earlier.base_branch,
+            harness=earlier.harness,
+            model=earlier.model,
+        )
+        if record is None:
+            raise ThirdshiftError("lost the Architect Lease before the Run was recorded")
+        self._on_recorded(record.id)
+        self.say(
+            f"Architect run {record.id} on {repo.full_name}: refusing to complete what "
+            f"Architect run {earlier.id} began to publish"
+        )
+        return self._failed(record, ResultInvalid(refused.cause), None)
+
     # -- publishing ----------------------------------------------------------------------------
 
     def _publish_and_finish(
@@ -419,13 +507,14 @@ class ArchitectRun:
         record: Run,
         result: Result,
         key: str,
+        digest: str,
         repo: RepoInfo,
         gh: FencedGitHub,
         base_sha: str,
         *,
         found: dict[str, IssueInfo],
     ) -> int:
-        published = self._publish(record, result, key, repo, gh, base_sha, found=found)
+        published = self._publish(record, result, key, digest, repo, gh, base_sha, found=found)
         line = published_line(result, published.numbers, published.urls)
         try:
             self._store.finish_run(
@@ -445,14 +534,16 @@ class ArchitectRun:
         record: Run,
         result: Result,
         key: str,
+        digest: str,
         repo: RepoInfo,
         gh: FencedGitHub,
         base_sha: str,
         *,
         found: dict[str, IssueInfo],
     ) -> Published:
-        """Publish ``result`` as plan ``key``; ``found`` holds its issues already on GitHub, by
-        part (none for a fresh key), which are reused and added to as the others open."""
+        """Publish ``result`` as plan ``key``, kept with ``digest``; ``found`` holds its issues
+        already on GitHub, by part (none for a fresh key), which are reused and added to as the
+        others open."""
         owner, name = repo.owner, repo.name
         if isinstance(result, Covered):
             issue = gh.issue(owner, name, result.issue_number)
@@ -478,6 +569,7 @@ class ArchitectRun:
                 draft,
                 key=key,
                 part=part,
+                digest=digest,
                 run_id=record.id,
                 base=base,
                 base_sha=base_sha,
@@ -540,17 +632,14 @@ class ArchitectRun:
         issues = ([spec] if spec else []) + tickets
         return Published(tuple(i.number for i in issues), tuple(i.html_url for i in issues))
 
-    def _marked(self, gh: GitHubPort, repo: RepoInfo, label: str, key: str) -> dict[str, IssueInfo]:
-        """The issues of plan ``key`` already published (found by label, then marker)."""
-        found: dict[str, IssueInfo] = {}
-        for summary in gh.issues_labelled(repo.owner, repo.name, label, state="all"):
-            if summary.is_pull_request:
-                continue
-            issue = gh.issue(repo.owner, repo.name, summary.number)
-            part = marked_part(issue.body, key)
-            if part is not None and part not in found:
-                found[part] = issue
-        return found
+    def _labelled(self, gh: GitHubPort, repo: RepoInfo, label: str) -> dict[int, IssueInfo]:
+        """Every issue labelled ``label``, open or closed, read with its body, as listed: a
+        plan's published issues are found among them by their markers."""
+        return {
+            summary.number: gh.issue(repo.owner, repo.name, summary.number)
+            for summary in gh.issues_labelled(repo.owner, repo.name, label, state="all")
+            if not summary.is_pull_request
+        }
 
     def _hand_over(self, gh: GitHubPort, repo: RepoInfo, tickets: Sequence[IssueInfo]) -> None:
         """``architect_hand_over``: the plan's Tickets are Ready without a person's triage. A

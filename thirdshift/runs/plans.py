@@ -7,10 +7,13 @@ opportunity. ``parse_result`` checks it strictly and says what is wrong in words
 prompt also uses; ``issue_text`` renders each issue in the shape of a good Ticket (why, what to
 build, acceptance, blocked by, decisions taken) with the marker that makes publishing
 idempotent: a retry finds every issue it already opened by its marker and opens only the rest.
+The marker also carries the kept result's digest, and ``kept_mismatch`` holds a kept result
+against it: a retry publishes only what the first run published from.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -34,7 +37,10 @@ TEXT_CHARS = 12_000  # per section
 BODY_CHARS = 40_000  # a whole rendered body: well inside GitHub's 65,536, footer and all
 LIST_ITEMS = 40  # acceptance checks, or decisions, of one issue
 RESULT_BYTES = 256 * 1024
-_MARKER = re.compile(r"<!-- thirdshift:architect plan=([0-9a-f]+) part=([a-z0-9-]+) -->")
+_MARKER = re.compile(
+    r"<!-- thirdshift:architect plan=([0-9a-f]+) part=([a-z0-9-]+)(?: digest=([0-9a-f]{64}))? -->"
+)
+_PLAN_KEY = re.compile(r"[0-9a-f]{1,64}")
 
 
 class ResultInvalid(ThirdshiftError):
@@ -355,18 +361,33 @@ def result_to_json(result: Result, key: str) -> str:
     return json.dumps({"key": key, "result": body}, sort_keys=True)
 
 
-def result_from_json(text: str) -> tuple[Result, str]:
-    """The result and plan key ``result_to_json`` kept (a large cap: it was checked once), or
-    ``ResultInvalid`` when what was kept can no longer be read."""
+def result_from_json(text: str, *, max_tickets: int) -> tuple[Result, str]:
+    """The result and plan key ``result_to_json`` kept, checked as strictly as a fresh result
+    file (``max_tickets`` and all): a Run's record is a row an agent could have written, so it
+    earns no trust of its own. ``ResultInvalid`` when it does not read."""
     try:
         data = json.loads(text)
-        result = parse_result(json.dumps(data["result"]), max_tickets=10_000)
-        key = str(data["key"])
-    except (ValueError, KeyError, TypeError) as error:
-        raise ResultInvalid(f"the kept Architect result cannot be read: {error}") from None
-    if not re.fullmatch(r"[0-9a-f]+", key):
+    except ValueError as error:
+        raise ResultInvalid(f"the kept Architect result is not JSON ({error})") from None
+    if not isinstance(data, dict) or set(data) != {"key", "result"}:
+        raise ResultInvalid(
+            "the kept Architect result must be an object of exactly a key and a result"
+        )
+    key = data["key"]
+    if not isinstance(key, str) or not _PLAN_KEY.fullmatch(key):
         raise ResultInvalid(f"the kept Architect result has no plan key: {key!r}")
+    try:
+        result = parse_result(json.dumps(data["result"]), max_tickets=max_tickets)
+    except ResultInvalid as error:
+        raise ResultInvalid(f"the kept Architect result is invalid: {error}") from None
     return result, key
+
+
+def result_digest(kept: str) -> str:
+    """The digest of a kept result's text (sha256, hex), which every issue published from it
+    carries in its marker. GitHub is what no agent can write: a completing Run publishes from
+    a kept result only if its digest is the one on the issues already published."""
+    return hashlib.sha256(kept.encode()).hexdigest()
 
 
 def _draft_json(draft: Draft, *, ticket: bool = False) -> dict[str, Any]:
@@ -386,17 +407,71 @@ def _draft_json(draft: Draft, *, ticket: bool = False) -> dict[str, Any]:
 # -- the issues thirdshift publishes ----------------------------------------------------------
 
 
-def marker(key: str, part: str) -> str:
+@dataclass(frozen=True)
+class Marker:
+    """What thirdshift's hidden line in a published issue says: the plan, the part, and the
+    digest of the kept result it was published from (None on a marker without one)."""
+
+    key: str
+    part: str
+    digest: str | None
+
+
+def marker(key: str, part: str, digest: str) -> str:
     """The hidden line that names one issue of a plan: ``part`` is ``spec``, ``ticket-<i>`` or
-    ``idea``."""
-    return f"<!-- thirdshift:architect plan={key} part={part} -->"
+    ``idea``; ``digest`` is ``result_digest`` of the kept result it is published from."""
+    return f"<!-- thirdshift:architect plan={key} part={part} digest={digest} -->"
+
+
+def plan_marker(body: str, key: str | None = None) -> Marker | None:
+    """The marker of an issue body (of plan ``key`` when given), or None. The last one counts:
+    thirdshift writes its own at the very end, after everything the session wrote."""
+    found = [
+        Marker(m.group(1), m.group(2), m.group(3))
+        for m in _MARKER.finditer(body)
+        if key is None or m.group(1) == key
+    ]
+    return found[-1] if found else None
 
 
 def marked_part(body: str, key: str) -> str | None:
-    """The part of plan ``key`` an issue body is marked as, or None. The last marker counts:
-    thirdshift writes its own at the very end, after everything the session wrote."""
-    found = [m.group(2) for m in _MARKER.finditer(body) if m.group(1) == key]
-    return found[-1] if found else None
+    """The part of plan ``key`` an issue body is marked as, or None."""
+    found = plan_marker(body, key)
+    return found.part if found else None
+
+
+def plan_parts(bodies: Mapping[int, str], key: str) -> dict[str, int]:
+    """The issues of plan ``key`` among ``bodies`` (number to body, as listed), by part: the
+    first listed of each part."""
+    parts: dict[str, int] = {}
+    for number, body in bodies.items():
+        part = marked_part(body, key)
+        if part is not None:
+            parts.setdefault(part, number)
+    return parts
+
+
+def kept_mismatch(
+    kept: str, key: str, bodies: Mapping[int, str], recorded: Sequence[int]
+) -> str | None:
+    """What a kept result (``kept``, of plan ``key``) does not match on GitHub, or None. Every
+    issue marked with its plan key must carry its digest (a marker without one does not
+    vouch for it), and every issue its Run recorded as published (``recorded``) that carries
+    a marker must carry its plan key: a row rewritten after publishing shows here."""
+    digest = result_digest(kept)
+    for number, body in sorted(bodies.items()):
+        found = plan_marker(body, key)
+        if found is None:
+            continue
+        if found.digest is None:
+            return f"the marker on #{number} carries no digest"
+        if found.digest != digest:
+            return f"digest differs from the marker on #{number}"
+    for number in recorded:
+        other = plan_marker(bodies.get(number, ""))
+        if other is not None and other.key != key:
+            return f"plan key differs from the marker on #{number}"
+    return None
 
 
 _OUR_COMMENT = re.compile(r"<!--\s*thirdshift", re.IGNORECASE)
@@ -488,6 +563,7 @@ def issue_text(
     *,
     key: str,
     part: str,
+    digest: str,
     blockers: Sequence[int] = (),
     spec_number: int | None = None,
     run_id: int,
@@ -506,7 +582,8 @@ def issue_text(
     parts.append(
         f"---\n_{kind} proposed by thirdshift's Architect run {run_id}, which reviewed {base} at "
         f"{base_sha[:12]}. It waits for triage: a person takes {TRIAGE_LABEL} off (and adds "
-        "the Ready label to a Ticket) before any agent works on it._\n\n" + marker(key, part)
+        "the Ready label to a Ticket) before any agent works on it._\n\n"
+        + marker(key, part, digest)
     )
     return "\n\n".join(parts)
 

@@ -28,6 +28,7 @@ from thirdshift.clock import Clock, SystemClock
 from thirdshift.errors import StoreError
 from thirdshift.records import (
     Activity,
+    KeptResult,
     Lease,
     Repository,
     Run,
@@ -195,6 +196,10 @@ class Store:
         with self._session() as session:
             row = RunRow(
                 architect_result=architect_result,
+                # A result recorded with the Run is kept under the Lease it is attached to.
+                architect_fencing_token=(
+                    lease.fencing_token if lease is not None and architect_result else None
+                ),
                 repository_id=repository.id,
                 issue_number=issue_number,
                 kind=kind,
@@ -830,6 +835,49 @@ class Store:
         with self._session() as session:
             row = session.get(RunRow, run_id)
             return None if row is None else row.architect_result
+
+    def kept_result(self, run_id: int) -> KeptResult | None:
+        """The result an Architect run kept, with the fencing token it was kept under."""
+        with self._session() as session:
+            row = session.get(RunRow, run_id)
+            if row is None or row.architect_result is None:
+                return None
+            return KeptResult(row.architect_result, row.architect_fencing_token)
+
+    def keep_architect_result(self, lease: Lease, run_id: int, result: str, **fields: Any) -> bool:
+        """Keep an Architect run's result (and set ``fields`` of its Run) only while ``lease``
+        is held by that Run, with its fencing token; False (nothing written) when the Lease was
+        lost. The claims row is touched first, in the same transaction, as ``start_run_under``
+        does: a takeover waits for this write or this write sees the takeover."""
+        allowed = set(RunRow.model_fields) - {"id", "repository_id", "started_at"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise StoreError(f"runs have no column(s) {', '.join(sorted(unknown))}")
+        with self._session() as session:
+            now = self._lease_now(session)
+            held = session.execute(
+                sa.update(ClaimRow)
+                .where(
+                    *_held_by(lease),
+                    col(ClaimRow.expires_at) > now,
+                    col(ClaimRow.run_id) == run_id,
+                )
+                .values(run_id=run_id)
+            )
+            if not held.rowcount:  # type: ignore[attr-defined]
+                session.rollback()
+                return False
+            session.execute(
+                sa.update(RunRow)
+                .where(col(RunRow.id) == run_id)
+                .values(
+                    architect_result=result,
+                    architect_fencing_token=lease.fencing_token,
+                    **fields,
+                )
+            )
+            session.commit()
+            return True
 
     def architect_publications(self, repository: Repository, since: datetime) -> list[datetime]:
         """When each plan or idea of the repository's Architect runs since ``since`` was

@@ -76,6 +76,9 @@ class RunRow(SQLModel, table=True):
     # Run after a crash mid-publish completes the same plan), and the issues it published.
     architect_result: str | None = Field(default=None, sa_type=sa.Text)
     published: str | None = Field(default=None, sa_type=sa.Text)  # numbers, space-separated
+    # The fencing token of the Architect Lease the result was kept under (migration 0008): a
+    # result kept without one is never completed.
+    architect_fencing_token: int | None = None
 
 
 class SessionRow(SQLModel, table=True):
