@@ -59,7 +59,7 @@ PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
 # sockets: 0100007F:0C38 is 127.0.0.1:3128, state 0A is LISTEN), then the CLI replaces the
 # shell. socat's own complaints stay out of the CLI's stderr.
 _BRIDGE = (
-    '"$1" TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:{socket} '
+    '"$1" TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork,nodelay UNIX-CONNECT:{socket} '
     "</dev/null >/dev/null 2>&1 &\n"
     "shift\n"
     "tries=0\n"
