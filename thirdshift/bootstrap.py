@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+import secrets
 import shutil
 import socket
 import threading
@@ -23,6 +24,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from apscheduler.triggers.cron import CronTrigger
+from pydantic import SecretStr
 
 from thirdshift.actions import Runner, decide, read_event
 from thirdshift.clock import Clock, SystemClock
@@ -367,23 +369,27 @@ def run_daemon(
     http: str | None = None,
 ) -> int:
     """Watch ``repositories`` (with those of the settings) until ``stop`` is set, or for one
-    cycle with ``once``; with ``http`` (HOST:PORT), serve the status page there meanwhile.
-    Pre-flight problems (no token, a repository the token cannot push to, an unusable home, no
-    sandbox, a status page bound beyond loopback without http_token) stop it before it
-    starts."""
-    known = [*credential_secrets(settings), *setting_secrets(settings)]
-    page_token = settings.http_token.get_secret_value() if settings.http_token else None
+    cycle with ``once``; with ``http`` (HOST:PORT), serve the status page there meanwhile,
+    always behind a token (``http_token``, or one made for this process and shown once on the
+    progress lines with the page's address). Pre-flight problems (no token, a repository the
+    token cannot push to, an unusable home, no sandbox, a status page bound beyond loopback
+    without http_token) stop it before it starts."""
+    configured = settings.http_token.get_secret_value() if settings.http_token else None
     address = parse_address(http) if http else None
-    if address is not None and not is_loopback(address[0]) and not page_token:
+    if address is not None and not is_loopback(address[0]) and not configured:
         raise ConfigError(
             f"--http {http}: beyond loopback the status page needs a token; set "
             "THIRDSHIFT_HTTP_TOKEN (or http_token in the config file), or bind 127.0.0.1"
         )
-    if page_token is not None and len(page_token) < MIN_PAGE_TOKEN:
+    if configured is not None and len(configured) < MIN_PAGE_TOKEN:
         raise ConfigError(
             f"http_token is shorter than {MIN_PAGE_TOKEN} characters; use a long random one "
             "(for example: python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
         )
+    settings, made_token = with_page_token(settings, served=address is not None)
+    # Read after the token is in place: every scrubber of the daemon and its Runs knows it.
+    known = [*credential_secrets(settings), *setting_secrets(settings)]
+    page_token = settings.http_token.get_secret_value() if settings.http_token else ""
     spelled: dict[str, str] = {}
     for full_name in [*settings.repositories, *repositories]:
         spelled.setdefault(full_name.lower(), full_name)  # GitHub ignores case: one poll each
@@ -541,7 +547,11 @@ def run_daemon(
             app = make_app(source, token=page_token, host=address[0], port=address[1])
             server = StatusServer(app, *address)
             server.start()
-            say(f"status page at {server.url}")
+            if made_token is None:
+                say(f"status page at {server.url} (it asks for http_token)")
+            else:
+                # The one place the made token is shown, so unscrubbed: the operator's terminal.
+                progress(f"status page at {server.url}?token={made_token}")
         try:
             return daemon.once() if once else daemon.serve()
         finally:
@@ -549,6 +559,18 @@ def run_daemon(
                 server.stop()
     finally:
         store.close()
+
+
+def with_page_token(settings: Settings, *, served: bool) -> tuple[Settings, str | None]:
+    """The settings a daemon runs with, and the token made for its status page (None when
+    none was made). A daemon's agents run untrusted code on this machine, and loopback keeps
+    nothing from them: a served page asks for a token, ``http_token`` or, when none is set, a
+    random one made for this process. Made into ``http_token``, it is a secret of the settings,
+    so every scrubber built from them knows it; it is in no environment, file or database."""
+    if not served or settings.http_token is not None:
+        return settings, None
+    made = secrets.token_urlsafe(32)
+    return settings.model_copy(update={"http_token": SecretStr(made)}), made
 
 
 def architect_schedules(

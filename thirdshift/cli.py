@@ -764,7 +764,10 @@ def actions_init(root: Path, install: str | None, harness: str, force: bool) -> 
 @click.option(
     "--http",
     metavar="HOST:PORT",
-    help="Serve the read-only status page there (beyond loopback, http_token is required).",
+    help=(
+        "Serve the read-only status page there, behind http_token or a token made at start "
+        "and printed with the page's address (beyond loopback, http_token is required)."
+    ),
 )
 def daemon_command(repos: tuple[str, ...], once: bool, http: str | None) -> None:
     """Watch repositories for Ready issues and run each exactly once, side by side within the

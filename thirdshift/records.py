@@ -348,6 +348,14 @@ class Activity:
 
 
 @dataclass(frozen=True)
+class DatabaseRole:
+    """The PostgreSQL role thirdshift connects as, and whether it is a superuser."""
+
+    name: str
+    superuser: bool
+
+
+@dataclass(frozen=True)
 class SessionHistory:
     """What one earlier session did, as a preamble takes it: where it sat (its Run and Session
     kind), its brief (the prompt it started with), its final message, the summaries of its

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from thirdshift.clock import ManualClock
 from thirdshift.errors import StoreError
-from thirdshift.records import KeptResult, SessionEvent, Usage
+from thirdshift.records import DatabaseRole, KeptResult, SessionEvent, Usage
 from thirdshift.sessions.preamble import follow_up_preamble
 from thirdshift.store import Store, utcnow
 
@@ -56,6 +56,27 @@ def test_revision_is_the_alembic_head_the_database_was_migrated_to(
         version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
     engine.dispose()
     assert store.revision() == version
+
+
+def test_the_role_is_postgresql_s_and_says_whether_it_is_a_superuser(
+    store: Store, database_url: str
+) -> None:
+    """What `thirdshift doctor` warns of. The test server's user (postgres) is a superuser;
+    SQLite has no roles."""
+    if database_url.startswith("sqlite"):
+        assert store.role() is None
+    else:
+        assert store.role() == DatabaseRole(sa.make_url(database_url).username or "", True)
+
+
+@pytest.mark.postgres
+def test_a_role_of_its_own_is_no_superuser(postgres_role_url: str) -> None:
+    store = Store.open(postgres_role_url)
+    try:
+        assert store.role() == DatabaseRole(sa.make_url(postgres_role_url).username or "", False)
+        assert store.revision() is not None  # it migrated its own schema
+    finally:
+        store.close()
 
 
 def test_opening_twice_is_harmless(store: Store, database_url: str) -> None:

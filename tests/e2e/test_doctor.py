@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from tests.support.real_cli import BIN_DIR
 from tests.support.run_world import NAME, OWNER, TOKEN, RunWorld, start_world, stop_world
@@ -150,6 +151,33 @@ def test_an_unreachable_database_fails_naming_it_without_its_password(world: Run
     assert "pw-secret" not in result.stdout + result.stderr
     assert fix == "fix: check THIRDSHIFT_DATABASE_URL and that the server runs"
     assert line(result, "github")[0].startswith("PASS")
+
+
+@pytest.mark.postgres
+def test_a_postgresql_superuser_only_warns_and_a_role_of_its_own_passes(
+    world: RunWorld, postgres_url: str, postgres_role_url: str
+) -> None:
+    """The test server's postgres is a superuser: a WARN right after the database, with the
+    fix, and doctor still exits 0. Connected as a role with a password and no superuser, the
+    check passes."""
+    result = doctor(world, THIRDSHIFT_DATABASE_URL=postgres_url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    at = next(i for i, text in enumerate(lines) if text.startswith("PASS  database: "))
+    role, fix = line(result, "database role")
+    assert lines[at + 1] == role
+    user = sa.make_url(postgres_url).username
+    assert role.startswith(f"WARN  database role: thirdshift connects as {user}, a superuser")
+    assert fix.startswith("fix: connect as a role with a password that owns only thirdshift's")
+    assert "CREATE ROLE thirdshift LOGIN PASSWORD" in fix
+    result = doctor(world, THIRDSHIFT_DATABASE_URL=postgres_role_url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    role, fix = line(result, "database role")
+    assert re.fullmatch(r"PASS  database role: r_\w+ is no superuser", role)
+    assert fix == ""
+    password = sa.make_url(postgres_role_url).password
+    assert password
+    assert password not in result.stdout + result.stderr
 
 
 def test_no_bubblewrap_fails_the_sandbox_with_its_fix(world: RunWorld, tmp_path: Path) -> None:

@@ -1,22 +1,29 @@
 """The daemon's status page in a real browser (Debian's chromium, driven by Playwright): it
 shows a Run the test started while it works, and its outcome once it ends, without a reload and
 without a console error, readable at desktop and phone widths; a Failed run beside it shows its
-cause and its scrubbed last lines.
+cause and its scrubbed last lines. On loopback too, the page asks for a token: the one the daemon
+made and printed with the page's address, or the configured ``http_token``.
 
 The screenshots are kept for a person to look at: in ``$TEST_SCREENSHOTS_DIR`` when set, else in
 the test's own temporary directory; the test prints where."""
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
+import queue
+import re
 import shutil
 import signal
 import socket
+import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import IO
 
 import pytest
 from playwright.sync_api import ConsoleMessage, Error, Page, ViewportSize, sync_playwright
@@ -73,6 +80,75 @@ def wait_until_served(url: str, process_alive: object) -> None:
         except OSError:
             time.sleep(0.2)
     raise AssertionError(f"the status page never answered at {url}")
+
+
+class Lines:
+    """A running daemon's stderr, read as it comes (its page's address is printed at start)."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        assert process.stderr is not None
+        self._process = process
+        self._arrived: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        self._reader = threading.Thread(target=self._read, args=(process.stderr,), daemon=True)
+        self._reader.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._arrived.put(line)
+        self._arrived.put(None)
+
+    def first(self, pattern: str, timeout: float = 60) -> re.Match[str]:
+        """The first line matching ``pattern``, waiting for it."""
+        deadline = time.monotonic() + timeout
+        for line in self.seen:
+            if found := re.search(pattern, line):
+                return found
+        while True:
+            try:
+                arrived = self._arrived.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                arrived = None
+            if arrived is None:
+                raise AssertionError(f"no line matching {pattern!r} in:\n{''.join(self.seen)}")
+            self.seen.append(arrived)
+            if found := re.search(pattern, arrived):
+                return found
+
+    def stop(self) -> str:
+        """SIGTERM the daemon and give everything it wrote on stderr once it exited."""
+        self._process.send_signal(signal.SIGTERM)
+        self._process.wait(timeout=120)
+        self._reader.join(timeout=30)
+        while not self._arrived.empty():
+            line = self._arrived.get_nowait()
+            if line is not None:
+                self.seen.append(line)
+        return "".join(self.seen)
+
+
+def printed_url(lines: Lines, port: int) -> tuple[str, str]:
+    """The page's address the daemon printed with the token it made, and that token."""
+    found = lines.first(rf"status page at (http://127\.0\.0\.1:{port}/\?token=([\w-]+))$")
+    return found[1], found[2]
+
+
+def answer(url: str, token: str | None = None) -> tuple[int, bytes]:
+    """The status and body of a GET of ``url``, with ``Authorization: Bearer token`` if given."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers=headers), timeout=10
+        ) as got:
+            return got.status, got.read()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read()
+
+
+def files_holding(root: Path, text: str) -> list[Path]:
+    """Every file under ``root`` whose bytes hold ``text``."""
+    wanted = text.encode()
+    return [path for path in root.rglob("*") if path.is_file() and wanted in path.read_bytes()]
 
 
 def screenshot_dir(tmp_path: Path) -> Path:
@@ -161,6 +237,9 @@ def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
     daemon = world.start_thirdshift(
         "daemon", "--repo", f"{OWNER}/{NAME}", "--http", f"127.0.0.1:{port}"
     )
+    lines = Lines(daemon)
+    # No http_token is set: the browser opens the address the daemon printed, with its token.
+    opened, page_token = printed_url(lines, port)
     wait_until_served(url, daemon)
     shots = screenshot_dir(tmp_path)
     with capsys.disabled():
@@ -188,7 +267,8 @@ def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
             page = browser.new_page(viewport=DESKTOP)
             page.on("console", on_console)
             page.on("pageerror", on_page_error)
-            page.goto(url)
+            page.goto(opened)
+            assert page.url == url  # the token left the address bar
             # The Run the daemon picked up, in flight, with its condensed lines.
             page.wait_for_selector('article[data-run="2"][data-state="running"]', timeout=90_000)
             page.wait_for_selector('article[data-run="2"] pre', timeout=30_000)
@@ -214,10 +294,12 @@ def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
         finally:
             browser.close()
 
-    daemon.send_signal(signal.SIGTERM)
-    _, stderr = daemon.communicate(timeout=120)
+    stderr = lines.stop()
     assert daemon.returncode == 0, stderr
-    assert f"status page at {url}" in stderr
+    # The made token was printed once, on the page's line, and is nowhere in the home: not in
+    # the state file, the Activity log, the Session logs or the database.
+    assert stderr.count(page_token) == 1
+    assert files_holding(world.home, page_token) == []
     assert problems == []
     assert navigations == 1  # one load: every change came in place
     for name in ("in-flight-desktop", "in-flight-phone", "ended-phone", "ended-desktop"):
@@ -225,47 +307,75 @@ def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
     assert world.pulls()[0]["draft"] is False
 
 
-def test_with_http_token_the_daemon_s_json_answers_only_to_it(
-    tmp_path: Path, worlds: list[RunWorld]
-) -> None:
-    """The token in the settings reaches the page the daemon serves (on loopback here, where
-    it is optional): without it, or with another, ``/api/status`` says 401; with it, the JSON."""
+def idle_daemon(tmp_path: Path, worlds: list[RunWorld], **settings: str) -> tuple[Lines, int]:
+    """A daemon serving its page on a free loopback port, whose issue never settles (no Run
+    starts), with ``settings`` over the world's."""
     world = start_world(tmp_path, [])
     worlds.append(world)
-    page_token = "page-token-0123456789-abcdef"
     world.settings.update(
-        {
-            "THIRDSHIFT_HTTP_TOKEN": page_token,
-            "THIRDSHIFT_SETTLE_SECONDS": "3600",  # the issue never settles: no Run starts
-            "THIRDSHIFT_MIN_FREE_DISK_MB": "0",
-        }
+        {"THIRDSHIFT_SETTLE_SECONDS": "3600", "THIRDSHIFT_MIN_FREE_DISK_MB": "0", **settings}
     )
     port = free_port()
-    url = f"http://127.0.0.1:{port}/"
     daemon = world.start_thirdshift(
         "daemon", "--repo", f"{OWNER}/{NAME}", "--http", f"127.0.0.1:{port}"
     )
-    wait_until_served(url, daemon)
+    lines = Lines(daemon)
+    wait_until_served(f"http://127.0.0.1:{port}/", daemon)
+    return lines, port
 
-    def status(token: str | None) -> tuple[int, bytes]:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        request = urllib.request.Request(url + "api/status", headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=10) as answer:
-                return answer.status, answer.read()
-        except urllib.error.HTTPError as refused:
-            return refused.code, refused.read()
 
+def test_on_loopback_the_page_asks_for_the_token_the_daemon_printed(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """Without http_token the daemon makes a token and prints the page's address with it:
+    without it every route but ``/healthz`` says 401 on loopback; the printed address opens
+    the page (a cookie, then the page), and the token works as a Bearer token too."""
+    lines, port = idle_daemon(tmp_path, worlds)
+    url = f"http://127.0.0.1:{port}/"
     try:
-        without, said = status(None)
-        wrong, _ = status("page-token-0123456789-abcdeX")
-        right, body = status(page_token)
+        opened, page_token = printed_url(lines, port)
+        refused = [answer(url + path)[0] for path in ("", "live", "api/status")]
+        health = answer(url + "healthz")
+        bearer, body = answer(url + "api/status", page_token)
+        browser = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        with browser.open(opened, timeout=10) as got:
+            landed, html = got.url, got.read()
+        with browser.open(url + "api/status", timeout=10) as got:
+            by_cookie = got.status
     finally:
-        daemon.send_signal(signal.SIGTERM)
-        _, stderr = daemon.communicate(timeout=120)
+        stderr = lines.stop()
+    assert refused == [401, 401, 401]
+    assert health == (200, b"ok\n")
+    assert bearer == 200
+    assert json.loads(body)["daemon"]["daemon"]
+    assert (landed, by_cookie) == (url, 200)
+    assert b'name="viewport"' in html
+    assert len(page_token) >= 32
+    assert stderr.count(page_token) == 1, stderr
+
+
+def test_with_http_token_the_daemon_s_json_answers_only_to_it(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """The token in the settings is the one the page asks for, on loopback too, and none is
+    made: without it, or with another, ``/api/status`` says 401; with it, the JSON. The
+    address is printed without a token."""
+    page_token = "page-token-0123456789-abcdef"
+    lines, port = idle_daemon(tmp_path, worlds, THIRDSHIFT_HTTP_TOKEN=page_token)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        shown = lines.first(r"status page at \S+.*$")[0]
+        without, said = answer(url + "api/status")
+        wrong, _ = answer(url + "api/status", "page-token-0123456789-abcdeX")
+        right, body = answer(url + "api/status", page_token)
+    finally:
+        stderr = lines.stop()
     assert (without, wrong, right) == (401, 401, 200)
     assert b"a token is required" in said
     assert page_token.encode() not in said
     assert json.loads(body)["daemon"]["daemon"]
-    assert daemon.returncode == 0, stderr
+    assert shown == f"status page at {url} (it asks for http_token)"
+    assert "?token=" not in stderr
     assert page_token not in stderr

@@ -13,6 +13,7 @@ import pytest
 from thirdshift.doctor.checks import Access, Check, Database, diagnose, failed, split_fix
 from thirdshift.errors import ConfigError, NotFound, StoreError, ThirdshiftError
 from thirdshift.harnesses import AgentSandboxUnavailable
+from thirdshift.records import DatabaseRole
 from thirdshift.settings import Settings
 
 HOME = Path("/srv/thirdshift")
@@ -44,6 +45,7 @@ class ScriptedOutside:
     )
     raises: dict[str, ThirdshiftError] = field(default_factory=dict)
     calls: list[tuple[str, Any]] = field(default_factory=list)
+    database_role: DatabaseRole | None = None  # None: SQLite, which has no roles
 
     def _step(self, method: str, argument: Any = None) -> None:
         self.calls.append((method, argument))
@@ -56,7 +58,7 @@ class ScriptedOutside:
 
     def database(self, settings: Settings) -> Database:
         self._step("database")
-        return Database("sqlite:////srv/thirdshift/thirdshift.db", "0004")
+        return Database("sqlite:////srv/thirdshift/thirdshift.db", "0004", self.database_role)
 
     def github_login(self, settings: Settings, repository: tuple[str, str] | None) -> str:
         self._step("github_login", repository)
@@ -181,6 +183,48 @@ def test_an_unreachable_database_fails_with_its_fix_and_the_rest_still_run() -> 
     assert found["database"].fix == "check THIRDSHIFT_DATABASE_URL and that the server runs"
     assert [c.status for c in checks if c.name != "database"] == ["PASS"] * 10
     assert failed(checks)
+
+
+POSTGRES = "postgresql://thirdshift@db.internal/thirdshift"
+
+
+def test_a_postgresql_superuser_is_a_warning_with_the_fix_and_fails_nothing() -> None:
+    """Right after the database: a superuser is warned of (an agent with the URL would own
+    the server), the fix is a role that owns only thirdshift's database; doctor still passes."""
+    outside = configured(database_url=POSTGRES)
+    outside.database_role = DatabaseRole("postgres", superuser=True)
+    checks = diagnose(outside)
+    names = [check.name for check in checks]
+    assert names[1:3] == ["database", "database role"]
+    role = checks[2]
+    assert role.status == "WARN"
+    assert role.detail.startswith("thirdshift connects as postgres, a superuser: ")
+    assert role.fix.startswith("connect as a role with a password that owns only thirdshift's")
+    assert "CREATE ROLE thirdshift LOGIN PASSWORD" in role.fix
+    assert "CREATE DATABASE thirdshift OWNER thirdshift;" in role.fix
+    assert not failed(checks)
+
+
+def test_a_postgresql_role_that_is_no_superuser_passes() -> None:
+    outside = configured(database_url=POSTGRES)
+    outside.database_role = DatabaseRole("thirdshift", superuser=False)
+    assert by_name(diagnose(outside))["database role"] == Check(
+        "database role", "PASS", "thirdshift is no superuser"
+    )
+
+
+def test_sqlite_has_no_database_role_line() -> None:
+    assert "database role" not in by_name(diagnose(configured()))
+
+
+def test_a_postgresql_database_that_cannot_be_opened_skips_its_role() -> None:
+    outside = configured(database_url=POSTGRES)
+    outside.raises["database"] = StoreError("cannot open the database; check the server")
+    found = by_name(diagnose(outside))
+    assert found["database"].status == "FAIL"
+    assert found["database role"] == Check(
+        "database role", "SKIP", "skipped: the database cannot be opened"
+    )
 
 
 def test_a_missing_harness_cli_fails_naming_its_package_and_the_other_checks_pass() -> None:

@@ -150,6 +150,16 @@ def test_environment_passes_the_key_variable_of_a_provider_configured_in_extra_a
     assert tricked.environment({"GITHUB_TOKEN": "ghp_x"}) == {}
 
 
+@pytest.mark.parametrize("variable", ["THIRDSHIFT_HTTP_TOKEN", "THIRDSHIFT_DATABASE_URL"])
+def test_the_page_token_and_the_database_url_never_pass_even_named_as_a_provider_key(
+    variable: str,
+) -> None:
+    """With the status page's token an agent reads what the daemon shows; with the database's
+    URL it writes the daemon's records: no configuration hands either over."""
+    tricked = CodexHarness(extra_args=("-c", f'model_providers.p.env_key="{variable}"'))
+    assert tricked.environment({variable: "page-token-0123456789-abcdef"}) == {}
+
+
 def test_stop_signals_are_sigint_then_sigterm() -> None:
     """SIGINT interrupts the turn cleanly; SIGTERM follows."""
     assert list(CodexHarness().stop_signals) == [signal.SIGINT, signal.SIGTERM]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.app_keys import key_pair
-from thirdshift.bootstrap import credential_secrets
+from thirdshift.bootstrap import credential_secrets, setting_secrets, with_page_token
 from thirdshift.errors import ConfigError
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import PUBLIC_GITHUB_API, load_settings, with_harness
@@ -204,6 +204,34 @@ def test_the_app_s_key_is_known_to_the_scrubber_whole_and_line_by_line(
     scrub = Scrubber(known)
     assert body[3] not in scrub(f"error near {body[3]} in the key")
     assert "-----BEGIN RSA PRIVATE KEY-----" not in known
+
+
+def test_a_served_page_without_http_token_gets_a_token_of_its_own_every_scrubber_knows(
+    home: Path,
+) -> None:
+    """The daemon's status page always asks for a token: without http_token one is made for
+    the process (another each time), and as a secret of the settings every scrubber built
+    from them (the daemon's, each Run's) hides it."""
+    settings = load_settings(os.environ)
+    assert settings.http_token is None
+    served, made = with_page_token(settings, served=True)
+    assert made is not None
+    assert len(made) >= 32
+    assert served.http_token is not None
+    assert served.http_token.get_secret_value() == made
+    assert made not in repr(served)
+    scrub = Scrubber(setting_secrets(served))
+    assert scrub(f"GET /?token={made} 200") == "GET /?token=[REDACTED] 200"
+    assert with_page_token(settings, served=True)[1] != made
+
+
+def test_a_configured_http_token_is_the_page_s_and_none_is_made(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("THIRDSHIFT_HTTP_TOKEN", "page-token-0123456789-abcdef")
+    settings = load_settings(os.environ)
+    assert with_page_token(settings, served=True) == (settings, None)
+    assert with_page_token(load_settings({"THIRDSHIFT_HOME": str(home)}), served=False)[1] is None
 
 
 def test_cost_budgets_and_model_prices_are_read_and_a_bad_price_names_its_model_and_key(

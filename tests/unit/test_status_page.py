@@ -45,8 +45,13 @@ def run(
     )
 
 
-def client_of(app: Starlette) -> TestClient:
-    return TestClient(app, base_url="http://127.0.0.1:8765")
+TOKEN = "s3cret-token-s3cret-token"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def client_of(app: Starlette, *, bearer: bool = False) -> TestClient:
+    """A client of ``app`` on loopback; with ``bearer``, every request carries the token."""
+    return TestClient(app, base_url="http://127.0.0.1:8765", headers=BEARER if bearer else None)
 
 
 @dataclass
@@ -73,7 +78,7 @@ def page(*runs: RunView, failures: tuple[RunView, ...] = ()) -> Page:
 def test_the_page_shows_runs_in_flight_with_their_lines_escaped() -> None:
     lines = ("implement: $ pytest -q", "implement: <script>alert(1)</script>")
     source = ScriptedSource([page(run(1, "running", last_lines=lines), run(2, "succeeded"))])
-    client = client_of(make_app(source))
+    client = client_of(make_app(source, token=TOKEN), bearer=True)
 
     html = client.get("/").text
 
@@ -91,7 +96,7 @@ def test_the_live_part_and_the_json_follow_the_source() -> None:
     source = ScriptedSource(
         [page(run(1, "running")), page(run(1, "succeeded"), failures=(failed,))]
     )
-    client = client_of(make_app(source))
+    client = client_of(make_app(source, token=TOKEN), bearer=True)
 
     first = client.get("/live").text
     then = client.get("/api/status").json()
@@ -107,29 +112,37 @@ def test_the_live_part_and_the_json_follow_the_source() -> None:
     assert then["in_flight"] == []
 
 
-def test_with_a_token_nothing_but_the_health_check_answers_without_it() -> None:
-    client = client_of(make_app(ScriptedSource([page()]), token="s3cret-token-s3cret-token"))
+def test_on_loopback_nothing_but_the_health_check_answers_without_the_token() -> None:
+    """Loopback is no protection from the daemon's own agents: the page asks for its token
+    there too."""
+    client = client_of(make_app(ScriptedSource([page()]), token=TOKEN))
 
     assert client.get("/healthz").status_code == 200
-    refused = client.get("/api/status")
-    assert refused.status_code == 401
-    assert "?token=" in refused.text
-    assert "s3cret-token" not in refused.text
+    for path in ("/", "/live", "/api/status"):
+        refused = client.get(path)
+        assert refused.status_code == 401, path
+        assert "?token=" in refused.text
+        assert "s3cret-token" not in refused.text
     assert client.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    bearer = {"Authorization": "Bearer s3cret-token-s3cret-token"}
-    assert client.get("/api/status", headers=bearer).status_code == 200
+    assert client.get("/api/status", headers=BEARER).status_code == 200
+
+
+def test_the_page_is_never_made_with_an_empty_token() -> None:
+    """An empty token would let an empty ``?token=`` in."""
+    with pytest.raises(ConfigError, match="the status page needs a token"):
+        make_app(ScriptedSource([page()]), token="")
 
 
 def test_a_browser_opens_the_page_once_with_the_token_and_keeps_a_cookie() -> None:
-    client = client_of(make_app(ScriptedSource([page()]), token="s3cret-token-s3cret-token"))
+    client = client_of(make_app(ScriptedSource([page()]), token=TOKEN))
 
-    opened = client.get("/?token=s3cret-token-s3cret-token", follow_redirects=False)
+    opened = client.get(f"/?token={TOKEN}", follow_redirects=False)
 
     assert opened.status_code == 303
     assert opened.headers["location"] == "/"  # the token leaves the address bar
     assert "httponly" in opened.headers["set-cookie"].lower()
     assert client.get("/live").status_code == 200  # the cookie does
-    stranger = client_of(make_app(ScriptedSource([page()]), token="s3cret-token-s3cret-token"))
+    stranger = client_of(make_app(ScriptedSource([page()]), token=TOKEN))
     assert stranger.get("/?token=nope", follow_redirects=False).status_code == 401
 
 
@@ -147,7 +160,7 @@ def test_a_bad_address_shows_the_form(text: str) -> None:
         parse_address(text)
 
 
-def test_only_loopback_needs_no_token() -> None:
+def test_loopback_addresses_are_told_apart_from_the_others() -> None:
     assert is_loopback("127.0.0.1")
     assert is_loopback("::1")
     assert is_loopback("localhost")
@@ -156,11 +169,11 @@ def test_only_loopback_needs_no_token() -> None:
 
 
 def test_a_request_naming_another_host_is_refused_against_dns_rebinding() -> None:
-    """A page on loopback, without a token, still answers only to a loopback name: a site the
+    """A page on loopback answers only to a loopback name, even to the token: a site the
     operator visits cannot rebind its own name to 127.0.0.1 and read the page."""
-    app = make_app(ScriptedSource([page()]))
-    assert client_of(app).get("/api/status").status_code == 200
-    rebound = TestClient(app, base_url="http://attacker.example:8765")
+    app = make_app(ScriptedSource([page()]), token=TOKEN)
+    assert client_of(app, bearer=True).get("/api/status").status_code == 200
+    rebound = TestClient(app, base_url="http://attacker.example:8765", headers=BEARER)
     assert rebound.get("/api/status").status_code == 400
     bound = make_app(ScriptedSource([page()]), host="192.168.1.20", token="t" * 32)
     named = TestClient(bound, base_url="http://192.168.1.20:8765")
@@ -168,13 +181,11 @@ def test_a_request_naming_another_host_is_refused_against_dns_rebinding() -> Non
 
 
 def test_the_cookie_holds_no_token_and_is_this_port_s_own() -> None:
-    app = make_app(ScriptedSource([page()]), token="s3cret-token-s3cret-token", port=8765)
-    opened = client_of(app).get("/?token=s3cret-token-s3cret-token", follow_redirects=False)
+    app = make_app(ScriptedSource([page()]), token=TOKEN, port=8765)
+    opened = client_of(app).get(f"/?token={TOKEN}", follow_redirects=False)
     cookie = opened.headers["set-cookie"]
     assert cookie.startswith("thirdshift_status_8765=")
     assert "s3cret-token" not in cookie
     assert "samesite=strict" in cookie.lower()
-    escaped = client_of(app).get(
-        "/%2F/evil.example/?token=s3cret-token-s3cret-token", follow_redirects=False
-    )
+    escaped = client_of(app).get(f"/%2F/evil.example/?token={TOKEN}", follow_redirects=False)
     assert not escaped.headers["location"].startswith("//")  # never off to another site

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from thirdshift.errors import NotFound, ThirdshiftError
+from thirdshift.records import DatabaseRole
 from thirdshift.settings import Settings, check_repository_name
 
 Status = Literal["PASS", "WARN", "FAIL", "SKIP"]
@@ -54,10 +55,12 @@ class Check:
 
 @dataclass(frozen=True)
 class Database:
-    """The database as opened: its URL with any password hidden, and its Alembic revision."""
+    """The database as opened: its URL with any password hidden, its Alembic revision, and
+    the role thirdshift connects as (None on SQLite)."""
 
     shown_url: str
     revision: str | None
+    role: DatabaseRole | None = None
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,8 @@ class _Outside(Protocol):
         ...
 
     def database(self, settings: Settings) -> Database:
-        """Open the database (migrating it, as every command does); StoreError naming the URL
-        without its password."""
+        """Open the database (migrating it, as every command does) and read its role;
+        StoreError naming the URL without its password."""
         ...
 
     def github_login(self, settings: Settings, repository: tuple[str, str] | None) -> str:
@@ -160,13 +163,39 @@ def check_settings(outside: _Outside) -> tuple[Check, Settings | None]:
     return Check("settings", "PASS", detail), settings
 
 
-def check_database(outside: _Outside, settings: Settings) -> Check:
+def check_database(outside: _Outside, settings: Settings) -> tuple[Check, Database | None]:
     try:
         found = outside.database(settings)
     except ThirdshiftError as error:
-        return _failed("database", error)
+        return _failed("database", error), None
     revision = found.revision or "none (no migration recorded)"
-    return Check("database", "PASS", f"{found.shown_url}, migrated to revision {revision}")
+    return Check("database", "PASS", f"{found.shown_url}, migrated to revision {revision}"), found
+
+
+def check_database_role(settings: Settings, found: Database | None) -> Check | None:
+    """PostgreSQL only (None on SQLite): whether thirdshift connects as a superuser. An agent
+    that gets hold of the database URL could then read every database of the server and run
+    programs as its system user; a role that owns only thirdshift's database limits that to
+    thirdshift's rows. A warning, not a failure: Runs work either way."""
+    name = "database role"
+    if found is None:
+        if settings.effective_database_url.startswith(("postgresql", "postgres:")):
+            return _skipped(name, "the database cannot be opened")
+        return None
+    if found.role is None:
+        return None
+    if not found.role.superuser:
+        return Check(name, "PASS", f"{found.role.name} is no superuser")
+    return Check(
+        name,
+        "WARN",
+        f"thirdshift connects as {found.role.name}, a superuser: whoever reads the database URL "
+        "can read every database of the server and run programs as its system user",
+        "connect as a role with a password that owns only thirdshift's database: CREATE ROLE "
+        "thirdshift LOGIN PASSWORD '<a long random password>'; CREATE DATABASE thirdshift "
+        "OWNER thirdshift; then set THIRDSHIFT_DATABASE_URL to "
+        "postgresql://thirdshift:<password>@<host>/thirdshift",
+    )
 
 
 def repositories_of(settings: Settings, extra: Sequence[str]) -> list[str]:
@@ -416,7 +445,11 @@ def diagnose(
     if settings is None:
         add(_skipped("database", why), _skipped("github", why))
     else:
-        add(check_database(outside, settings))
+        database, opened = check_database(outside, settings)
+        add(database)
+        role = check_database_role(settings, opened)
+        if role is not None:
+            add(role)
         add(*check_github(outside, settings, repositories_of(settings, repositories)))
         add(check_notifications(outside, settings))
     add(check_git(outside))

@@ -66,7 +66,7 @@ class SystemOutside:
         url = settings.effective_database_url
         store = Store.open(url)
         try:
-            return Database(redact_url(url), store.revision())
+            return Database(redact_url(url), store.revision(), store.role())
         finally:
             store.close()
 

@@ -86,8 +86,12 @@ COMMON_VARIABLES = frozenset(
 )
 COMMON_PREFIXES = ("LC_",)
 # Never handed to an agent, whatever an allowlist says: thirdshift pushes, the agent needs no
-# GitHub credentials, and thirdshift's own settings are none of its business.
-FORBIDDEN_VARIABLES = frozenset({"GITHUB_TOKEN", "GH_TOKEN"})
+# GitHub credentials, and thirdshift's own settings are none of its business. The status page's
+# token and the database's URL are named too, so that not even a provider's ``env_key`` in the
+# options passes them: with either, an agent reads or writes what the daemon knows.
+FORBIDDEN_VARIABLES = frozenset(
+    {"GITHUB_TOKEN", "GH_TOKEN", "THIRDSHIFT_HTTP_TOKEN", "THIRDSHIFT_DATABASE_URL"}
+)
 FORBIDDEN_PREFIX = "THIRDSHIFT_"
 
 

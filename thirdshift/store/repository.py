@@ -28,6 +28,7 @@ from thirdshift.clock import Clock, SystemClock
 from thirdshift.errors import StoreError
 from thirdshift.records import (
     Activity,
+    DatabaseRole,
     KeptResult,
     Lease,
     Repository,
@@ -131,6 +132,18 @@ class Store:
         with self._session() as session:
             found = session.connection().execute(sa.text("SELECT version_num FROM alembic_version"))
             return next((str(row[0]) for row in found), None)
+
+    def role(self) -> DatabaseRole | None:
+        """The PostgreSQL role this store connects as (``thirdshift doctor`` warns of a
+        superuser), or None on SQLite, which has no roles."""
+        if self.dialect != "postgresql":
+            return None
+        with self._session() as session:
+            found = session.connection().execute(
+                sa.text("SELECT rolname, rolsuper FROM pg_roles WHERE rolname = current_user")
+            )
+            name, superuser = found.one()
+            return DatabaseRole(str(name), bool(superuser))
 
     def close(self) -> None:
         self._engine.dispose()

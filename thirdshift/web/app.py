@@ -1,9 +1,10 @@
 """The status page's Starlette application: read-only, rendered on the server with Jinja2.
 
 Routes: ``/`` (the page), ``/live`` (the part of it that changes, which the page fetches every
-few seconds and puts in place), ``/api/status`` (the JSON behind it), ``/healthz``. With a
-token (required when bound beyond loopback), every route but ``/healthz`` asks for it: an
-``Authorization: Bearer`` header, or ``?token=`` once, which sets a cookie for a browser.
+few seconds and puts in place), ``/api/status`` (the JSON behind it), ``/healthz``. Every
+route but ``/healthz`` asks for the token, on loopback too (the daemon's agents run untrusted
+code on this machine): an ``Authorization: Bearer`` header, or ``?token=`` once, which sets a
+cookie for a browser.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from thirdshift.errors import ConfigError
 from thirdshift.web.page import Page, PageSource
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -98,13 +100,16 @@ def _same(given: str, expected: str) -> bool:
 def make_app(
     source: PageSource,
     *,
-    token: str | None = None,
+    token: str,
     host: str = "127.0.0.1",
     port: int = 0,
 ) -> Starlette:
-    """The application over ``source`` as served on ``host:port``; ``token``, when given, is
-    asked for on every route. Requests must name this host (or a loopback name): a page on
-    loopback must not be readable through a domain rebound to 127.0.0.1."""
+    """The application over ``source`` as served on ``host:port``; ``token`` is asked for on
+    every route but ``/healthz``. Requests must also name this host (or a loopback name): a
+    browser that visits a domain rebound to 127.0.0.1 must not even reach the token check."""
+    if not token:
+        # An empty token would let ``?token=`` in: the page is never served open.
+        raise ConfigError("the status page needs a token; set http_token")
     environment = _environment()
 
     def render(name: str, page: Page) -> HTMLResponse:
@@ -124,9 +129,10 @@ def make_app(
         return Response("ok\n", media_type="text/plain")
 
     hosts = sorted({"localhost", "127.0.0.1", "[::1]", "::1", host, f"[{host}]"})
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts)]
-    if token:
-        middleware.append(Middleware(_TokenCheck, token=token, port=port))
+    middleware = [
+        Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
+        Middleware(_TokenCheck, token=token, port=port),
+    ]
     return Starlette(
         routes=[
             Route("/", index),
