@@ -64,6 +64,18 @@ def normal_host(host: str) -> str:
     return host.strip().lower().rstrip(".").removeprefix("[").removesuffix("]")
 
 
+def is_host(host: str) -> bool:
+    """Whether ``host`` (normalized) is a plain name or an address: nothing a resolver might
+    read differently from these rules (a NUL ends a name for getaddrinfo)."""
+    if host.startswith("*") or not host.isascii():
+        return False
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return bool(_NAME.match(host))
+    return True
+
+
 def parse_host_pattern(text: str) -> HostPattern:
     """``host[:port]`` as an entry, or a ValueError showing the shape it must have."""
     raw = text.strip()
@@ -78,7 +90,7 @@ def parse_host_pattern(text: str) -> HostPattern:
     host = normal_host(host)
     port = DEFAULT_PORT
     if port_text:
-        port = int(port_text) if port_text.isdigit() else 0
+        port = int(port_text) if port_text.isascii() and port_text.isdigit() else 0
     valid_host = bool(_NAME.match(host))
     try:
         ipaddress.ip_address(host)
@@ -126,6 +138,8 @@ class EgressAllowlist:
         return cls(tuple(found))
 
     def entry_for(self, host: str, port: int) -> HostPattern | None:
+        if not is_host(normal_host(host)):
+            return None
         return next((p for p in self.patterns if p.matches(host, port)), None)
 
     def __str__(self) -> str:
@@ -135,8 +149,13 @@ class EgressAllowlist:
 def not_public(address: Address) -> str | None:
     """Why ``address`` is no public address (``loopback``, ``private``, ``link-local``, ...),
     or None for a public one. An IPv4 address inside IPv6 is judged as itself."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.is_site_local:
+            return "site-local"
+        # An IPv4 address carried inside (mapped, or 6to4) is judged as itself.
+        inner = address.ipv4_mapped or address.sixtofour
+        if inner is not None:
+            address = inner
     for reason, flag in (
         ("loopback", address.is_loopback),
         ("link-local", address.is_link_local),
@@ -170,6 +189,8 @@ def target_addresses(
 ) -> Allowed | Refused:
     """Where a connection to ``host:port`` may go. ``resolved`` is what the proxy's resolver
     gave for a name (None: it was not asked, or found nothing); an address is not resolved."""
+    if not is_host(normal_host(host)):
+        return Refused("not a host name")
     entry = allowlist.entry_for(host, port)
     if entry is None:
         return Refused("not on the Egress allowlist")

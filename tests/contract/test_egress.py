@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from thirdshift.harnesses import SealedPaths, probe
-from thirdshift.harnesses.egress import EgressProxy, Refusal
+from thirdshift.harnesses.egress import MAX_REPORTS, EgressProxy, Refusal
 from thirdshift.network import EgressAllowlist
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
@@ -385,3 +385,42 @@ def test_the_same_process_on_the_hosts_network_reaches_the_host(
     found = json.loads(done.stdout)
     assert "greetings-from-the-host" in found["loopback tcp"]
     assert stranger.connections >= 1
+
+
+def test_a_nul_in_the_host_does_not_pass_a_wildcard(greeter: Greeter) -> None:
+    names = Names({"9.9.9.9": ["127.0.0.1"]})
+    allowlist = EgressAllowlist.of([f"*.example.com:{greeter.port}"])
+    with EgressProxy(allowlist, resolver=names) as proxy:
+        answer = exchange(
+            proxy, f"CONNECT 9.9.9.9\x00.example.com:{greeter.port} HTTP/1.1\r\n\r\n".encode()
+        )
+    assert answer.startswith(b"HTTP/1.1 403")
+    assert names.asked == []
+    assert greeter.connections == 0
+
+
+def test_reports_are_capped_and_a_slow_one_holds_no_connection_up(greeter: Greeter) -> None:
+    """A session that tries thousands of hosts gets MAX_REPORTS reports and one count; a report
+    that takes seconds (a database write) does not delay an allowed connection."""
+    reports: list[str] = []
+    release = threading.Event()
+
+    def slow(refusal: Refusal) -> None:
+        release.wait(5)
+        reports.append(refusal.line)
+
+    allowlist = EgressAllowlist.of([f"127.0.0.1:{greeter.port}"])
+    with EgressProxy(allowlist, on_refused=slow) as proxy:
+        for n in range(MAX_REPORTS + 5):
+            exchange(proxy, f"CONNECT host-{n}.example.net:443 HTTP/1.1\r\n\r\n".encode())
+        allowed = exchange(proxy, f"CONNECT 127.0.0.1:{greeter.port} HTTP/1.1\r\n\r\n".encode())
+        assert greeter.word in allowed
+        release.set()
+    assert len(reports) == MAX_REPORTS + 1
+    assert reports[-1] == "agent network: refused connect to 5 more hosts"
+
+
+def test_a_port_of_other_digits_gets_a_400(greeter: Greeter) -> None:
+    with EgressProxy(EgressAllowlist.of([f"127.0.0.1:{greeter.port}"])) as proxy:
+        answer = exchange(proxy, "CONNECT 127.0.0.1:8\u00b2 HTTP/1.1\r\n\r\n".encode("latin-1"))
+    assert answer.startswith(b"HTTP/1.1 400")

@@ -120,3 +120,26 @@ def test_a_name_that_does_not_resolve_is_refused() -> None:
 def test_the_allowlist_keeps_each_entry_once_in_order() -> None:
     allowlist = EgressAllowlist.of(["a.example.org", "b.example.org"], ["A.example.org:443"])
     assert str(allowlist) == "a.example.org:443, b.example.org:443"
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["9.9.9.9\x00.example.org", "evil.com\x00.example.org", "a\nb.example.org", "*.example.org"],
+)
+def test_a_host_a_resolver_would_read_differently_is_refused_unresolved(host: str) -> None:
+    """getaddrinfo ends a name at its NUL: ``9.9.9.9\\0.example.org`` would match a wildcard
+    and then reach 9.9.9.9."""
+    assert ALLOWLIST.entry_for(host, 443) is None
+    assert target_addresses(ALLOWLIST, host, 443, ["93.184.215.14"]) == Refused("not a host name")
+
+
+def test_a_port_of_other_digits_than_ascii_is_refused() -> None:
+    with pytest.raises(ValueError, match="is not a host pattern"):
+        parse_host_pattern("example.org:8\u00b2")
+
+
+@pytest.mark.parametrize(("address", "kind"), [("2002:7f00:1::1", "loopback"), ("fec0::1", "site")])
+def test_an_address_inside_6to4_or_site_local_v6_is_not_public(address: str, kind: str) -> None:
+    decision = target_addresses(ALLOWLIST, "cdn.example.org", 443, [address])
+    assert isinstance(decision, Refused)
+    assert kind in decision.reason

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import queue
 import socket
 import tempfile
 import threading
@@ -28,6 +29,10 @@ from thirdshift.network import Allowed, EgressAllowlist, normal_host, target_add
 
 HEAD_LIMIT = 64 * 1024
 """A request head longer than this is no client the proxy serves."""
+HEAD_SECONDS = 10.0
+"""A client that has not sent its whole head by then is let go (it holds a slot)."""
+MAX_REPORTS = 20
+"""Refused hosts reported one by one a session; past them, one line says how many more."""
 CONNECT_SECONDS = 10.0
 MAX_CONNECTIONS = 256
 """Connections open at once; past them the proxy answers 503 (a session that loops connecting
@@ -68,6 +73,8 @@ class Refusal:
 
     @property
     def line(self) -> str:
+        if not self.host:  # the count of those past MAX_REPORTS
+            return f"agent network: refused connect to {self.reason}"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"agent network: refused connect to {host}:{self.port} ({self.reason})"
 
@@ -75,8 +82,9 @@ class Refusal:
 class EgressProxy:
     """One session's proxy, serving on ``socket_path`` from its own thread while open.
 
-    ``on_refused`` hears the first refusal of each ``host:port``; it runs on the proxy's thread,
-    and what it raises is swallowed (a report must never stop the proxy)."""
+    ``on_refused`` hears the first refusal of each ``host:port`` (``MAX_REPORTS`` of them, then
+    one saying how many more); it runs on a thread of its own, so a slow report (a database
+    write) never holds a connection up, and what it raises is swallowed."""
 
     def __init__(
         self,
@@ -91,6 +99,9 @@ class EgressProxy:
         self._resolver = resolver or SystemResolver()
         self._connect_seconds = connect_seconds
         self._reported: set[tuple[str, int]] = set()
+        self._reports: queue.SimpleQueue[Refusal | None] = queue.SimpleQueue()
+        self._reporter: threading.Thread | None = None
+        self._unreported = 0
         self._directory: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -118,6 +129,8 @@ class EgressProxy:
             listener.close()
             self._cleanup()
             raise
+        self._reporter = threading.Thread(target=self._report, name="egress-reports", daemon=True)
+        self._reporter.start()
         self._thread = threading.Thread(
             target=self._serve, args=(listener,), name="egress-proxy", daemon=True
         )
@@ -144,7 +157,18 @@ class EgressProxy:
         if self._thread is not None:
             self._thread.join(10)
             self._thread = None
+        if self._reporter is not None:
+            if self._unreported:
+                self._reports.put(Refusal("", 0, f"{self._unreported} more hosts"))
+            self._reports.put(None)
+            self._reporter.join(30)
+            self._reporter = None
         self._cleanup()
+
+    def _report(self) -> None:
+        while (refusal := self._reports.get()) is not None:
+            with contextlib.suppress(Exception):
+                self._on_refused(refusal)
 
     def _cleanup(self) -> None:
         if self._directory is not None:
@@ -186,6 +210,11 @@ class EgressProxy:
                     await self._handle(reader, writer)
             except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
                 pass  # the client went away; nothing of ours is lost
+            except asyncio.CancelledError:
+                pass  # the session ended with this connection open
+            except Exception:  # a request no rule foresaw: refused, never a logged traceback
+                with contextlib.suppress(Exception):
+                    await _answer(writer, 400, "not a request the proxy understands")
             finally:
                 writer.close()
                 if task is not None:
@@ -203,9 +232,12 @@ class EgressProxy:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_SECONDS)
         except asyncio.LimitOverrunError:
             await _answer(writer, 431, "request head too long")
+            return
+        except TimeoutError:
+            await _answer(writer, 408, "request head not sent in time")
             return
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
@@ -225,7 +257,7 @@ class EgressProxy:
         if not target.lower().startswith("http://"):
             await _answer(writer, 400, "only CONNECT and http:// requests in absolute form")
             return
-        authority, slash, path = target[len("http://") :].partition("/")
+        authority, _, path = target[len("http://") :].partition("/")
         host, port = _split_authority(authority, default=80)
         upstream = await self._open(host, port, writer)
         if upstream is None:
@@ -235,8 +267,7 @@ class EgressProxy:
         dropped = ("proxy-connection:", "proxy-authorization:", "connection:", "keep-alive:")
         kept = [line for line in lines[1:] if line and not line.lower().startswith(dropped)]
         rewritten = (
-            "\r\n".join([f"{method} {slash}{path} {version}", *kept, "Connection: close"])
-            + "\r\n\r\n"
+            "\r\n".join([f"{method} /{path} {version}", *kept, "Connection: close"]) + "\r\n\r\n"
         )
         upstream[1].write(rewritten.encode("latin-1"))
         await _relay(reader, writer, *upstream)
@@ -251,7 +282,8 @@ class EgressProxy:
         resolved: Sequence[str] | None = None
         if self.allowlist.entry_for(host, port) is not None:
             loop = asyncio.get_running_loop()
-            resolved = await loop.run_in_executor(None, self._resolver.resolve, host, port)
+            name = normal_host(host)
+            resolved = await loop.run_in_executor(None, self._resolver.resolve, name, port)
         decision = target_addresses(self.allowlist, host, port, resolved)
         if isinstance(decision, Allowed):
             failure: str | None = "no answer"
@@ -265,7 +297,7 @@ class EgressProxy:
                     failure = error.strerror if isinstance(error, OSError) else "timed out"
             await _answer(writer, 502, f"{host}:{port} cannot be reached ({failure})")
             return None
-        self._refuse(Refusal(normal_host(host), port, decision.reason))
+        self._refuse(Refusal(_shown(host), port, decision.reason))
         await _answer(
             writer,
             403,
@@ -280,8 +312,16 @@ class EgressProxy:
         if key in self._reported:
             return
         self._reported.add(key)
-        with contextlib.suppress(Exception):
-            self._on_refused(refusal)
+        if len(self._reported) > MAX_REPORTS:
+            self._unreported += 1
+            return
+        self._reports.put(refusal)
+
+
+def _shown(host: str) -> str:
+    """A host as a report shows it: one line of printable text, not over 255 characters."""
+    shown = "".join(c if c.isprintable() else "?" for c in normal_host(host))
+    return shown[:255] or "?"
 
 
 def _split_authority(authority: str, *, default: int) -> tuple[str, int]:
@@ -296,11 +336,13 @@ def _split_authority(authority: str, *, default: int) -> tuple[str, int]:
         host, port_text = authority, ""
     if not port_text:
         return host, default
-    return host, int(port_text) if port_text.isdigit() and len(port_text) < 6 else 0
+    number = port_text.isascii() and port_text.isdigit() and len(port_text) < 6
+    return host, int(port_text) if number else 0
 
 
 async def _answer(writer: asyncio.StreamWriter, status: int, text: str) -> None:
-    reasons = {400: "Bad Request", 403: "Forbidden", 431: "Request Header Fields Too Large"}
+    reasons = {400: "Bad Request", 403: "Forbidden", 408: "Request Timeout"}
+    reasons |= {431: "Request Header Fields Too Large"}
     reasons |= {502: "Bad Gateway", 503: "Service Unavailable"}
     body = (text + "\n").encode()
     writer.write(
