@@ -7,7 +7,8 @@ proxy, which asks these rules about every connection (adr/0023). An entry is ``h
 by the agent, and reached only at public addresses: a name that resolves to a loopback, private
 or link-local address is refused (DNS rebinding). An address written in an entry is the
 operator's own word and is reached even when it is private (the scripted model server on
-127.0.0.1, a registry mirror on the office network).
+127.0.0.1, a registry mirror on the office network), and so is the host of a base URL the
+operator configured, wherever its name resolves.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class HostPattern:
     host: str
     """Lower case: a name, ``*.`` and a name, or an address (IPv6 without brackets)."""
     port: int
+    any_address: bool = False
+    """Reached wherever the name resolves, private addresses included: only for a base URL the
+    operator configured (``http://localhost:8080``, a gateway on the office network)."""
 
     @property
     def address(self) -> Address | None:
@@ -116,7 +120,9 @@ def endpoint_of_url(url: str) -> HostPattern | None:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return None
     return HostPattern(
-        normal_host(parts.hostname), port or (443 if parts.scheme == "https" else 80)
+        normal_host(parts.hostname),
+        port or (443 if parts.scheme == "https" else 80),
+        any_address=True,
     )
 
 
@@ -205,6 +211,8 @@ def target_addresses(
         return Allowed((str(literal),))
     if not resolved:
         return Refused("the name does not resolve")
+    if entry.any_address:
+        return Allowed(tuple(resolved))
     public: list[str] = []
     for text in resolved:
         try:

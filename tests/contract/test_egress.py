@@ -123,8 +123,9 @@ def test_connect_to_an_allowed_address_tunnels_both_ways(greeter: Greeter) -> No
 
 def test_plain_http_reaches_the_allowed_server_in_origin_form_one_request_a_connection() -> None:
     """Claude Code and Codex send an http base URL's requests to the proxy in absolute form;
-    the server behind gets an ordinary request, without the proxy's own headers."""
-    seen: list[tuple[str, str, str | None, str | None]] = []
+    the server behind gets an ordinary request, without the proxy's own headers, its Host the
+    target's (no other virtual host on the allowed address), told to close after it."""
+    seen: list[tuple[str, str | None, str, str | None, str | None]] = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -132,6 +133,7 @@ def test_plain_http_reaches_the_allowed_server_in_origin_form_one_request_a_conn
             seen.append(
                 (
                     self.path,
+                    self.headers.get("Host"),
                     body.decode(),
                     self.headers.get("Proxy-Connection"),
                     self.headers.get("Connection"),
@@ -153,7 +155,7 @@ def test_plain_http_reaches_the_allowed_server_in_origin_form_one_request_a_conn
             answer = exchange(
                 proxy,
                 f"POST http://127.0.0.1:{port}/v1/messages?beta=true HTTP/1.1\r\n"
-                f"Host: 127.0.0.1:{port}\r\nProxy-Connection: Keep-Alive\r\n"
+                "Host: another-virtual-host.example\r\nProxy-Connection: Keep-Alive\r\n"
                 "Content-Length: 5\r\n\r\nhello".encode(),
             )
     finally:
@@ -161,7 +163,7 @@ def test_plain_http_reaches_the_allowed_server_in_origin_form_one_request_a_conn
         server.server_close()
     assert answer.startswith(b"HTTP/1.0 200") or answer.startswith(b"HTTP/1.1 200")
     assert answer.endswith(b"ok")
-    assert seen == [("/v1/messages?beta=true", "hello", None, "close")]
+    assert seen == [("/v1/messages?beta=true", f"127.0.0.1:{port}", "hello", None, "close")]
 
 
 def test_a_host_not_allowed_gets_a_403_naming_it_and_is_reported_once(stranger: Greeter) -> None:
@@ -211,6 +213,7 @@ def test_a_name_not_allowed_is_never_resolved() -> None:
         (b"\x16\x03\x01 garbage that is no HTTP\r\n\r\n", b"400"),
         (b"GET /relative HTTP/1.1\r\n\r\n", b"400"),
         (b"CONNECT :443 HTTP/1.1\r\n\r\n", b"400"),
+        (b"GET http://example.com/ HTTP/1.1\r\nX: a\nConnection: keep-alive\r\n\r\n", b"400"),
         (b"CONNECT example.com:99999999 HTTP/1.1\r\n\r\n", b"400"),
         (b"GET http://example.com/ HTTP/1.1\r\nX: " + b"a" * 70000 + b"\r\n\r\n", b"431"),
     ],

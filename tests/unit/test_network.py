@@ -53,9 +53,9 @@ def test_a_wildcard_matches_the_names_below_it_and_not_the_name_itself() -> None
 @pytest.mark.parametrize(
     ("url", "endpoint"),
     [
-        ("http://127.0.0.1:8123", HostPattern("127.0.0.1", 8123)),
-        ("https://gateway.example.com/v1", HostPattern("gateway.example.com", 443)),
-        ("http://models.internal/v1", HostPattern("models.internal", 80)),
+        ("http://127.0.0.1:8123", HostPattern("127.0.0.1", 8123, any_address=True)),
+        ("https://gateway.example.com/v1", HostPattern("gateway.example.com", 443, True)),
+        ("http://models.internal/v1", HostPattern("models.internal", 80, any_address=True)),
         ("ftp://example.com", None),
         ("not a url", None),
         ("http://example.com:notaport", None),
@@ -143,3 +143,13 @@ def test_an_address_inside_6to4_or_site_local_v6_is_not_public(address: str, kin
     decision = target_addresses(ALLOWLIST, "cdn.example.org", 443, [address])
     assert isinstance(decision, Refused)
     assert kind in decision.reason
+
+
+def test_a_configured_base_url_is_reached_wherever_its_name_resolves() -> None:
+    """The operator's own base URL (``http://localhost:8080``, a gateway on the office
+    network) is no rebinding: its name may resolve to a private address."""
+    endpoint = endpoint_of_url("http://localhost:8080/v1")
+    assert endpoint is not None
+    allowlist = EgressAllowlist.of([endpoint], ["localhost:9000"])
+    assert target_addresses(allowlist, "localhost", 8080, ["127.0.0.1"]) == Allowed(("127.0.0.1",))
+    assert isinstance(target_addresses(allowlist, "localhost", 9000, ["127.0.0.1"]), Refused)

@@ -220,7 +220,11 @@ class EgressProxy:
                 if task is not None:
                     tasks.discard(task)
 
-        server = await asyncio.start_unix_server(accepted, sock=listener, limit=HEAD_LIMIT)
+        try:
+            server = await asyncio.start_unix_server(accepted, sock=listener, limit=HEAD_LIMIT)
+        except BaseException:
+            listener.close()
+            raise
         self._ready.set()
         try:
             await self._stopped.wait()
@@ -240,6 +244,10 @@ class EgressProxy:
             await _answer(writer, 408, "request head not sent in time")
             return
         lines = head.decode("latin-1").split("\r\n")
+        if any("\n" in line or "\r" in line for line in lines):
+            # A bare line feed is read as a line end by some servers and not by others.
+            await _answer(writer, 400, "a request head's lines end in CRLF")
+            return
         parts = lines[0].split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/"):
             await _answer(writer, 400, "not an HTTP proxy request")
@@ -262,13 +270,14 @@ class EgressProxy:
         upstream = await self._open(host, port, writer)
         if upstream is None:
             return
-        # One request a connection: a second one on it would reach this upstream in absolute
-        # form, which not every server reads; the client opens a new connection instead.
+        # One request a connection (the upstream is told to close after it): a second one
+        # would reach it in absolute form, which not every server reads. Host names the target,
+        # so another virtual host on an allowed address cannot be asked for.
         dropped = ("proxy-connection:", "proxy-authorization:", "connection:", "keep-alive:")
+        dropped += ("host:",)
         kept = [line for line in lines[1:] if line and not line.lower().startswith(dropped)]
-        rewritten = (
-            "\r\n".join([f"{method} /{path} {version}", *kept, "Connection: close"]) + "\r\n\r\n"
-        )
+        first = [f"{method} /{path} {version}", f"Host: {authority}"]
+        rewritten = "\r\n".join([*first, *kept, "Connection: close"]) + "\r\n\r\n"
         upstream[1].write(rewritten.encode("latin-1"))
         await _relay(reader, writer, *upstream)
 
