@@ -85,6 +85,9 @@ def test_a_healthy_world_passes_and_a_missing_label_only_warns(world: RunWorld) 
     assert claude.startswith("PASS  harness claude: 2.1.328 (Claude Code) at ")
     assert claude.endswith("; starts sealed in the agent sandbox, as a Session does")
     assert line(result, "agent sandbox")[0].startswith("PASS")
+    assert line(result, "agent network")[0].startswith(
+        "PASS  agent network: a sealed process reached an allowed host through the egress proxy"
+    )
     assert re.search(r", migrated to revision \d{4}$", line(result, "database")[0])
     labels, fix = line(result, f"labels of {REPO}")
     assert labels == f"WARN  labels of {REPO}: missing: in-progress"
@@ -106,6 +109,7 @@ def test_a_healthy_world_passes_and_a_missing_label_only_warns(world: RunWorld) 
         "git",
         "harness claude",
         "agent sandbox",
+        "agent network",
         "home and disk",
     ]
 
@@ -194,6 +198,23 @@ def test_no_bubblewrap_fails_the_sandbox_with_its_fix(world: RunWorld, tmp_path:
     claude, _ = line(result, "harness claude")
     assert claude.startswith("PASS")
     assert "not started in the agent sandbox" in claude
+
+
+def test_without_socat_the_agent_network_fails_naming_unsafe_agent_network(
+    world: RunWorld, tmp_path: Path
+) -> None:
+    """bubblewrap is there but the bridge to the egress proxy is not: no Run could start, so
+    the agent network FAILs with how to install socat or the unsafe setting."""
+    result = doctor(world, PATH=path_of(tmp_path, "git", "node", "bwrap", "cat"))
+    assert result.returncode == 1
+    assert line(result, "agent sandbox")[0].startswith("PASS")
+    network, fix = line(result, "agent network")
+    assert network == (
+        "FAIL  agent network: the agent's network cannot be sealed: socat (the bridge to the "
+        "egress proxy) is not installed"
+    )
+    assert fix.startswith("fix: install it (Debian: apt-get install socat); or, knowing")
+    assert fix.endswith("set unsafe_agent_network = true")
 
 
 def test_a_harness_whose_node_the_sandbox_hides_fails_to_start(

@@ -57,8 +57,10 @@ PROXY_PORT = 3128
 PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
 # The bridge starts, the CLI waits until it listens (/proc/net/tcp shows this namespace's
 # sockets: 0100007F:0C38 is 127.0.0.1:3128, state 0A is LISTEN), then the CLI replaces the
-# shell. socat's own complaints stay out of the CLI's stderr.
+# shell, with the PATH it was given. grep and sleep are looked for where the system keeps them
+# too, whatever that PATH holds. socat's own complaints stay out of the CLI's stderr.
 _BRIDGE = (
+    'given_path="$PATH"; PATH="$PATH:/usr/bin:/bin"\n'
     '"$1" TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork,nodelay UNIX-CONNECT:{socket} '
     "</dev/null >/dev/null 2>&1 &\n"
     "shift\n"
@@ -70,6 +72,7 @@ _BRIDGE = (
     "  fi\n"
     "  sleep 0.01\n"
     "done\n"
+    'PATH="$given_path"\n'
     'exec "$@"\n'
 ).format(port=PROXY_PORT, socket=EGRESS_SOCKET, hex_port=f"{PROXY_PORT:04X}")
 _PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
