@@ -137,6 +137,7 @@ class EgressProxy:
         self._thread.start()
         self._ready.wait(10)
         if self._failure is not None:
+            self._reports.put(None)
             self._cleanup()
             raise self._failure
         return self
