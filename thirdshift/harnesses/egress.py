@@ -274,8 +274,13 @@ class EgressProxy:
         # One request a connection (the upstream is told to close after it): a second one
         # would reach it in absolute form, which not every server reads. Host names the target,
         # so another virtual host on an allowed address cannot be asked for.
-        dropped = ("proxy-connection:", "proxy-authorization:", "connection:", "keep-alive:")
-        dropped += ("host:",)
+        dropped = (
+            "proxy-connection:",
+            "proxy-authorization:",
+            "connection:",
+            "keep-alive:",
+            "host:",
+        )
         kept = [line for line in lines[1:] if line and not line.lower().startswith(dropped)]
         first = [f"{method} /{path} {version}", f"Host: {authority}"]
         rewritten = "\r\n".join([*first, *kept, "Connection: close"]) + "\r\n\r\n"
