@@ -27,7 +27,7 @@ from thirdshift.daemon.ready import (
     pass_over_notification,
 )
 from thirdshift.errors import GitHubError, ThirdshiftError
-from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run
+from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run, TextEdit
 from thirdshift.runs.approval import ROLES_THAT_LABEL
 from thirdshift.runs.claims import text_not_approved
 from thirdshift.runs.ports import NO_NOTIFIER, Notifier
@@ -82,8 +82,10 @@ class RepositoryPoll:
         # review feedback and found none: an unchanged pull request is not read again.
         self._open_pulls: dict[int, PullRequestInfo] | None = None
         self._pulls_read: dict[int, datetime | None] = {}
-        # number -> (updated_at, why its text is not approved) as last found out
-        self._approvals: dict[int, tuple[datetime, str | None]] = {}
+        # number -> (updated_at, the title and body edits then): the body's cost a GraphQL
+        # query, which has no conditional form, so they are asked again only once the issue
+        # changed (an edit moves its updated_at).
+        self._edits: dict[int, tuple[datetime, tuple[TextEdit, ...]]] = {}
         self.owner = owner
         self.name = name
         self._gh = github
@@ -253,18 +255,25 @@ class RepositoryPoll:
         latest: Run | None = None,
     ) -> str | None:
         """Why the issue's text is not the one approved (an edit after the Ready label by
-        someone who may not label, or text changed since its last Run), or None. Asked again
-        only once the issue changed: an edit moves its ``updated_at``."""
-        known = self._approvals.get(issue.number)
-        if known is not None and known[0] == issue.updated_at:
-            return known[1]
+        someone who may not label, or text changed since its last Run), or None."""
+
+        def read_edits() -> tuple[TextEdit, ...]:
+            known = self._edits.get(issue.number)
+            if known is not None and known[0] == issue.updated_at:
+                return known[1]
+            edits = self._gh.text_edits(self.owner, self.name, issue.number)
+            # Kept only for a stamp some seconds old: GitHub's count whole seconds, and an
+            # edit in the same second would not move it.
+            if self._clock.now() - issue.updated_at > timedelta(seconds=5):
+                self._edits[issue.number] = (issue.updated_at, edits)
+            return edits
 
         def may_label(login: str) -> bool:
             if login not in roles:
                 roles[login] = self._role(login)
             return roles[login] in ROLES_THAT_LABEL
 
-        reason = text_not_approved(
+        return text_not_approved(
             self._gh,
             (self.owner, self.name, issue.number),
             title=issue.title,
@@ -272,10 +281,8 @@ class RepositoryPoll:
             ready_label=self._rules.ready_label,
             earlier=latest or self._store.latest_run(repository, issue.number),
             may_label=may_label,
-            updated_at=issue.updated_at,
+            read_edits=read_edits,
         )
-        self._approvals[issue.number] = (issue.updated_at, reason)
-        return reason
 
     def _merges(self, issue: IssueSummary, roles: dict[str, str]) -> bool:
         """Whether the Ready issue runs as a Merge run: it carries the merge label, added by

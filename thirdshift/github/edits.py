@@ -72,14 +72,14 @@ def body_edits_of(data: Any) -> tuple[TextEdit, ...]:
     created = when(issue["createdAt"]) if issue.get("createdAt") else None
     history = issue.get("userContentEdits") or {}
     nodes = [node for node in history.get("nodes") or [] if node and node.get("editedAt")]
-    edits = {
-        (when(node["editedAt"]), _login(node.get("editor")))
-        for node in nodes
-        if created is None or when(node["editedAt"]) > created
-    }
+    nodes.sort(key=lambda node: when(node["editedAt"]))
+    complete = int(history.get("totalCount") or 0) <= len(nodes)
+    if complete and nodes and created is not None and when(nodes[0]["editedAt"]) == created:
+        nodes = nodes[1:]  # the opening version: what was labelled, if nothing came after
+    edits = {(when(node["editedAt"]), _login(node.get("editor"))) for node in nodes}
     if issue.get("lastEditedAt"):
         edits.add((when(issue["lastEditedAt"]), _login(issue.get("editor"))))
-    if nodes and int(history.get("totalCount") or 0) > len(nodes):
+    if nodes and not complete:
         # Edits left out of the answer: none of them can be shown to be anyone's.
         oldest = min(when(node["editedAt"]) for node in nodes)
         edits.add((oldest, None))

@@ -14,7 +14,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Protocol
 
 from thirdshift.errors import LeaseLost, NotClaimed, ThirdshiftError
@@ -404,16 +404,14 @@ def text_not_approved(
     ready_label: str,
     earlier: Run | None,
     may_label: Callable[[str], bool],
-    updated_at: datetime | None = None,
+    read_edits: Callable[[], tuple[TextEdit, ...]] | None = None,
 ) -> str | None:
     """Why the issue's title and body are not approved by the Ready label (``approval``), or
     None. ``earlier``: the issue's latest Run, whose recorded text a changed one must be
-    approved over. ``updated_at``, when known, saves asking for the edits of an issue unchanged
-    since it was labelled (an edit moves it)."""
+    approved over. ``read_edits``: how the edits are read (a daemon keeps them a while)."""
     owner, name, number = ref
     labelling = github.labelling(owner, name, number, ready_label)
-    quiet = labelling is not None and updated_at is not None and updated_at <= labelling.at
-    edits = () if quiet else github.text_edits(owner, name, number)
+    edits = read_edits() if read_edits else github.text_edits(owner, name, number)
     return approval_reason(
         ready_label=ready_label,
         labelling=labelling,
