@@ -74,6 +74,8 @@ from thirdshift.settings import Settings
 from thirdshift.store import Store
 
 PERMISSIONS_THAT_PUSH = frozenset({"admin", "maintain", "write"})
+PASSED_OVER = " is passed over: "
+"""Between the issue and why, in the Not claimed of a Run whose approval the text voided."""
 
 
 def is_integration(login: str) -> bool:
@@ -790,7 +792,7 @@ class Delivery:
             may_label=may_label,
         )
         if reason is not None:
-            raise NotClaimed(f"{ref} is passed over: {reason}")
+            raise NotClaimed(f"{ref}{PASSED_OVER}{reason}")
 
     def _adopt(
         self,
