@@ -51,7 +51,7 @@ from thirdshift.notify import AppriseTarget, Notifier, Target, WebhookTarget
 from thirdshift.records import ProviderOutage, RepoInfo, Run, SessionRecord
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
-from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
+from thirdshift.runs.delivery import PASSED_OVER, PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions, Fallback
 from thirdshift.sessions.ledger import Budgets, unpriced_harnesses
@@ -710,7 +710,9 @@ def run_event(
             if runner is not None:
                 runner.end_group()
         if status == NotClaimed.exit_code:
-            progress(f"nothing to run: {ref} is already being worked on")
+            # An approval the text voided is the one reason worth more than "not claimed".
+            passed = next((m for kind, m in errors if kind == "error" and PASSED_OVER in m), None)
+            progress(f"nothing to run: {passed or f'{ref} is already being worked on'}")
             return 0
         if runner is not None:
             for kind, message in errors:

@@ -57,6 +57,25 @@ class IssueSummary:
     is_pull_request: bool
     updated_at: datetime
     html_url: str
+    body: str = ""  # the approval of a Continuation compares the text a Run started on
+
+
+@dataclass(frozen=True)
+class Labelling:
+    """The last time a label was added to an issue, and by whom (None: a deleted account)."""
+
+    login: str | None
+    at: datetime
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """One edit of an issue's ``title`` (a ``renamed`` event) or ``body`` (a content edit), by
+    ``editor`` (None: GitHub no longer names them) at ``at``."""
+
+    part: str  # "title" or "body"
+    editor: str | None
+    at: datetime
 
 
 @dataclass(frozen=True)
@@ -170,6 +189,8 @@ class Run:
     published: tuple[int, ...] = ()
     """An Architect run's published issues, in order: the Spec (or the one Ticket, or the
     idea), then its Tickets."""
+    text_sha256: str | None = None
+    """sha256 of the issue's title + line feed + body the Run started on (None: not recorded)."""
 
     @property
     def subject(self) -> str:

@@ -38,10 +38,12 @@ def test_opening_migrates_to_the_newest_schema(store: Store, database_url: str) 
         "review_feedback",
     } <= set(inspector.get_table_names())
     ledger = {column["name"] for column in inspector.get_columns("sessions")}
+    runs = {column["name"] for column in inspector.get_columns("runs")}
     with engine.connect() as connection:
         version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
     engine.dispose()
-    assert version == "0008"
+    assert version == "0009"
+    assert "text_sha256" in runs  # migration 0009: the text a Run started on
     assert {"cli_version", "input_tokens", "cache_write_tokens", "cost_usd", "cost_source"} <= (
         ledger
     )
@@ -460,6 +462,20 @@ def test_the_usage_ledger_adds_up_only_the_runs_asked_for(store: Store) -> None:
         0,
     )
     assert totals[str(runs[2].id)].unpriced_sessions == 1
+
+
+def test_a_run_keeps_the_digest_of_the_text_it_started_on(store: Store) -> None:
+    """Read back with the Run (migration 0009); a Run recorded without one has none."""
+    repository = store.ensure_repository("octo", "widgets")
+    lease = store.acquire_lease(repository, 9, "run-a", timedelta(minutes=5))
+    assert lease is not None
+    run = store.start_run_under(lease, repository, 9, text_sha256="ab" * 32)
+    assert run is not None
+    assert run.text_sha256 == "ab" * 32
+    latest = store.latest_run(repository, 9)
+    assert latest is not None
+    assert latest.text_sha256 == "ab" * 32
+    assert store.start_run(repository, 10).text_sha256 is None
 
 
 def test_a_run_is_recorded_under_its_lease_only_while_the_lease_is_held(store: Store) -> None:

@@ -24,11 +24,13 @@ from thirdshift.records import (
     CommitStatus,
     IssueInfo,
     IssueSummary,
+    Labelling,
     MergeResult,
     PullRequestInfo,
     RepoInfo,
     Review,
     ReviewComment,
+    TextEdit,
 )
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.sandbox.github.state import ApiError, Issue, Pull, Repo, World, utcnow
@@ -105,6 +107,12 @@ class FakeGitHub:
     def label_issue(self, number: int, label: str, by: str = "alice") -> None:
         """``by`` adds ``label`` to the issue (a ``labeled`` event, as on GitHub)."""
         self.world.add_labels(self.repo_state, self.repo_state.issue(number), [label], by)
+
+    def edit_issue(
+        self, number: int, by: str, *, title: str | None = None, body: str | None = None
+    ) -> None:
+        """``by`` edits the issue's title or body, as GitHub records it."""
+        self.world.edit_text(self.repo_state, self.repo_state.issue(number), by, title, body)
 
     def unlabel_issue(self, number: int, label: str, by: str = "alice") -> None:
         self.world.remove_label(self.repo_state, self.repo_state.issue(number), label, by)
@@ -305,6 +313,31 @@ class FakeGitHub:
         ]
         return labelled[-1] if labelled else None
 
+    def labelling(self, owner: str, name: str, number: int, label: str) -> Labelling | None:
+        self._enter("labelling", number, label)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        labelled = [
+            Labelling(event.actor, event.created_at)
+            for event in self.repo_state.events
+            if event.issue_number == issue.number
+            and event.event == "labeled"
+            and event.label is not None
+            and event.label.name.lower() == label.lower()
+        ]
+        return labelled[-1] if labelled else None
+
+    def text_edits(self, owner: str, name: str, number: int) -> tuple[TextEdit, ...]:
+        self._enter("text_edits", number)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        titles = [
+            TextEdit("title", event.actor, event.created_at)
+            for event in self.repo_state.events
+            if event.issue_number == issue.number and event.event == "renamed"
+        ]
+        # The first version GitHub lists is the opening, no edit (as the adapter reads it).
+        bodies = [TextEdit("body", e.editor, e.edited_at) for e in issue.content_edits[1:]]
+        return tuple(sorted([*titles, *bodies], key=lambda edit: edit.at))
+
     def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         self._enter("open_blockers", number)
         issue = self._api(lambda: self.repo_state.issue(number))
@@ -475,6 +508,7 @@ class FakeGitHub:
             is_pull_request=issue.pull is not None,
             updated_at=issue.updated_at,
             html_url=self._url(issue),
+            body=issue.body or "",
         )
 
     def _url(self, issue: Issue) -> str:

@@ -27,7 +27,9 @@ from thirdshift.daemon.ready import (
     pass_over_notification,
 )
 from thirdshift.errors import GitHubError, ThirdshiftError
-from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run
+from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run, TextEdit
+from thirdshift.runs.approval import ROLES_THAT_LABEL
+from thirdshift.runs.claims import text_not_approved
 from thirdshift.runs.ports import NO_NOTIFIER, Notifier
 from thirdshift.runs.review import read_feedback
 from thirdshift.store import Store
@@ -80,6 +82,10 @@ class RepositoryPoll:
         # review feedback and found none: an unchanged pull request is not read again.
         self._open_pulls: dict[int, PullRequestInfo] | None = None
         self._pulls_read: dict[int, datetime | None] = {}
+        # number -> (updated_at, the title and body edits then): the body's cost a GraphQL
+        # query, which has no conditional form, so they are asked again only once the issue
+        # changed (an edit moves its updated_at).
+        self._edits: dict[int, tuple[datetime, tuple[TextEdit, ...]]] = {}
         self.owner = owner
         self.name = name
         self._gh = github
@@ -236,7 +242,47 @@ class RepositoryPoll:
         if reason is not None:
             labeller.append(reason)
             return reason
+        reason = self._text_reason(repository, issue, roles)
+        if reason is not None:
+            return reason
         return blocker_reason(self._gh.open_blockers(self.owner, self.name, issue.number))
+
+    def _text_reason(
+        self,
+        repository: Repository,
+        issue: IssueSummary,
+        roles: dict[str, str],
+        latest: Run | None = None,
+    ) -> str | None:
+        """Why the issue's text is not the one approved (an edit after the Ready label by
+        someone who may not label, or text changed since its last Run), or None."""
+
+        def read_edits() -> tuple[TextEdit, ...]:
+            known = self._edits.get(issue.number)
+            if known is not None and known[0] == issue.updated_at:
+                return known[1]
+            edits = self._gh.text_edits(self.owner, self.name, issue.number)
+            # Kept only for a stamp some seconds old: GitHub's count whole seconds, and an
+            # edit in the same second would not move it.
+            if self._clock.now() - issue.updated_at > timedelta(seconds=5):
+                self._edits[issue.number] = (issue.updated_at, edits)
+            return edits
+
+        def may_label(login: str) -> bool:
+            if login not in roles:
+                roles[login] = self._role(login)
+            return roles[login] in ROLES_THAT_LABEL
+
+        return text_not_approved(
+            self._gh,
+            (self.owner, self.name, issue.number),
+            title=issue.title,
+            body=issue.body,
+            ready_label=self._rules.ready_label,
+            earlier=latest or self._store.latest_run(repository, issue.number),
+            may_label=may_label,
+            read_edits=read_edits,
+        )
 
     def _merges(self, issue: IssueSummary, roles: dict[str, str]) -> bool:
         """Whether the Ready issue runs as a Merge run: it carries the merge label, added by
@@ -308,11 +354,21 @@ class RepositoryPoll:
                     )
             return None
         if latest.state != "crashed":
-            return self._review_pickup(repository, latest)
+            pickup = self._review_pickup(repository, latest)
+            if pickup is not None:
+                reason = self._text_reason(repository, issue, {}, latest)
+                if reason is not None:
+                    self._activity.pass_over(repository, number, reason)
+                    return None
+            return pickup
         branch = latest.issue_branch
         if branch is not None and (
             self._gh.branch_exists(self.owner, self.name, branch) or self._kept_worktree(branch)
         ):
+            reason = self._text_reason(repository, issue, {}, latest)
+            if reason is not None:  # the crashed Run's approval is void: a person relabels
+                self._activity.pass_over(repository, number, reason)
+                return None
             return Pickup(number, rescue_of=latest.id, merge=latest.kind == "merge")
         # Nothing reached origin: the issue is Ready again, for whoever polls first.
         with self._holding(repository, number, latest) as held:

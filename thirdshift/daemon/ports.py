@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from thirdshift.records import Comment, IssueSummary, PullRequestInfo, Review, ReviewComment
+from thirdshift.records import (
+    Comment,
+    IssueSummary,
+    Labelling,
+    PullRequestInfo,
+    Review,
+    ReviewComment,
+    TextEdit,
+)
 
 
 class DaemonGitHub(Protocol):
@@ -23,6 +31,16 @@ class DaemonGitHub(Protocol):
 
     def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         """The open issues that block this one (GitHub's blocked-by dependencies)."""
+        ...
+
+    def labelling(self, owner: str, name: str, number: int, label: str) -> Labelling | None:
+        """The last adding of ``label`` to the issue (its last ``labeled`` event for that name,
+        in any case): who and when; None if nobody ever added it."""
+        ...
+
+    def text_edits(self, owner: str, name: str, number: int) -> tuple[TextEdit, ...]:
+        """Every edit of the issue's title or body since it was opened, oldest first, as
+        GitHub shows them (the creation itself is no edit)."""
         ...
 
     def permission(self, owner: str, name: str, login: str) -> str:

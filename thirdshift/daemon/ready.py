@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from thirdshift.records import IssueSummary, Notification
-
-ROLES_THAT_LABEL = frozenset({"admin", "maintain", "write", "triage"})
+from thirdshift.runs.approval import ROLES_THAT_LABEL as ROLES_THAT_LABEL
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from thirdshift.github.convert import (
     review_record,
     status_record,
 )
+from thirdshift.github.edits import ISSUE_EDITS_QUERY, body_edits_of, labelling_of, renames_of
 from thirdshift.github.requests import (
     TOKEN,
     Calls,
@@ -70,11 +71,13 @@ from thirdshift.records import (
     CommitStatus,
     IssueInfo,
     IssueSummary,
+    Labelling,
     MergeResult,
     PullRequestInfo,
     RepoInfo,
     Review,
     ReviewComment,
+    TextEdit,
 )
 from thirdshift.scrub import Scrubber
 
@@ -282,30 +285,43 @@ class GitHub:
         """The login that added ``label`` to the issue most recently (the last ``labeled``
         event of that label name, in any case), or None: never labelled so, or by a deleted
         account."""
+        labelling = self.labelling(owner, name, number, label)
+        return labelling.login if labelling is not None else None
+
+    def labelling(self, owner: str, name: str, number: int, label: str) -> Labelling | None:
+        """Who added ``label`` to the issue most recently, and when (the last ``labeled``
+        event of that label name, in any case), or None: never labelled so."""
         path = f"/repos/{owner}/{name}/issues/{number}/events"
         wanted = label.lower()
 
-        def convert(events: list[Any]) -> str | None:
-            labelled = [
-                event
-                for event in events
-                if event.get("event") == "labeled"
-                and str((event.get("label") or {}).get("name", "")).lower() == wanted
-            ]
-            if not labelled:
-                return None
-            # Events come oldest first; ordering by time and id does not rely on it.
-            last = max(labelled, key=lambda event: (str(event.get("created_at")), event["id"]))
-            actor = last.get("actor") or {}
-            login = actor.get("login")
-            return str(login) if login else None
-
-        def send() -> str | None:
+        def send() -> Labelling | None:
             # One events answer makes a different record per label asked about.
-            return self._reads.pages(path, {}, lambda page: list(page), convert, view=wanted)
+            return self._reads.pages(
+                path, {}, lambda page: list(page), lambda e: labelling_of(e, wanted), view=wanted
+            )
 
         what = f"the events of issue #{number} of {owner}/{name}"
         return self._calls.call(Request("GET", path, what), send)
+
+    def text_edits(self, owner: str, name: str, number: int) -> tuple[TextEdit, ...]:
+        """Every edit of the issue's title (its ``renamed`` events, asked conditionally) and
+        body (GraphQL's ``userContentEdits``: REST shows no editor), oldest first."""
+        path = f"/repos/{owner}/{name}/issues/{number}/events"
+
+        def renames() -> tuple[TextEdit, ...]:
+            return self._reads.pages(path, {}, lambda page: list(page), renames_of, view="renamed")
+
+        what = f"the events of issue #{number} of {owner}/{name}"
+        titles = self._calls.call(Request("GET", path, what), renames)
+        variables = {"owner": owner, "name": name, "number": number}
+
+        def bodies() -> tuple[TextEdit, ...]:
+            _, data = self._gh.requester.graphql_query(ISSUE_EDITS_QUERY, variables)
+            return body_edits_of(data)
+
+        request = Request("POST", "/graphql userContentEdits", f"the edits of issue #{number}")
+        found = self._calls.call(request, bodies, repeatable=True)  # a query changes nothing
+        return tuple(sorted((*titles, *found), key=lambda edit: edit.at))
 
     def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         """Numbers of the open issues that block this one (GitHub's issue dependencies),

@@ -68,6 +68,7 @@ def issue_summary_record(issue: Issue) -> IssueSummary:
         is_pull_request=issue.pull_request is not None,
         updated_at=issue.updated_at,
         html_url=issue.html_url,
+        body=issue.body or "",
     )
 
 

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 from thirdshift.errors import LeaseLost, NotClaimed, ThirdshiftError
 from thirdshift.issue_url import IssueRef
@@ -24,6 +25,7 @@ from thirdshift.records import (
     CommitStatus,
     IssueInfo,
     IssueSummary,
+    Labelling,
     Lease,
     MergeResult,
     PullRequestInfo,
@@ -31,7 +33,10 @@ from thirdshift.records import (
     Repository,
     Review,
     ReviewComment,
+    Run,
+    TextEdit,
 )
+from thirdshift.runs.approval import approval_reason, text_sha256
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.store import Store
 
@@ -228,6 +233,12 @@ class FencedGitHub:
     def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         return self._gh.open_blockers(owner, name, number)
 
+    def labelling(self, owner: str, name: str, number: int, label: str) -> Labelling | None:
+        return self._gh.labelling(owner, name, number, label)
+
+    def text_edits(self, owner: str, name: str, number: int) -> tuple[TextEdit, ...]:
+        return self._gh.text_edits(owner, name, number)
+
     def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         return self._gh.sub_issues(owner, name, number)
 
@@ -374,3 +385,40 @@ def claim_comment(
         "comment here saying what stopped it and where the work is."
     )
     github.upsert_marked_comment(ref.owner, ref.repo, ref.number, CLAIM_MARKER, body)
+
+
+class ApprovalReads(Protocol):
+    """What the approval of an issue's text is read from (a Run's GitHub and a daemon's)."""
+
+    def labelling(self, owner: str, name: str, number: int, label: str) -> Labelling | None: ...
+
+    def text_edits(self, owner: str, name: str, number: int) -> tuple[TextEdit, ...]: ...
+
+
+def text_not_approved(
+    github: ApprovalReads,
+    ref: tuple[str, str, int],
+    *,
+    title: str,
+    body: str,
+    ready_label: str,
+    earlier: Run | None,
+    may_label: Callable[[str], bool],
+    read_edits: Callable[[], tuple[TextEdit, ...]] | None = None,
+) -> str | None:
+    """Why the issue's title and body are not approved by the Ready label (``approval``), or
+    None. ``earlier``: the issue's latest Run, whose recorded text a changed one must be
+    approved over. ``read_edits``: how the edits are read (a daemon keeps them a while)."""
+    owner, name, number = ref
+    labelling = github.labelling(owner, name, number, ready_label)
+    edits = read_edits() if read_edits else github.text_edits(owner, name, number)
+    return approval_reason(
+        ready_label=ready_label,
+        labelling=labelling,
+        edits=edits,
+        may_label=may_label,
+        text_now=text_sha256(title, body),
+        earlier_text=earlier.text_sha256 if earlier else None,
+        earlier_run=earlier.id if earlier else None,
+        earlier_started_at=earlier.started_at if earlier else None,
+    )

@@ -24,6 +24,7 @@ from thirdshift.errors import GitHubError, Interrupted, LeaseLost, NotClaimed, T
 from thirdshift.git import ManagedClone, Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import Comment, IssueInfo, PullRequestInfo, RepoInfo, Repository, Run
+from thirdshift.runs.approval import ROLES_THAT_LABEL, text_sha256
 from thirdshift.runs.branches import (
     BranchChoice,
     branch_name,
@@ -38,6 +39,7 @@ from thirdshift.runs.claims import (
     add_in_progress,
     claim_comment,
     claim_labels,
+    text_not_approved,
 )
 from thirdshift.runs.failed_run import COMMENT_MARKER, FailedRun, Salvage
 from thirdshift.runs.loop_outside import RunLoopOutside
@@ -72,6 +74,8 @@ from thirdshift.settings import Settings
 from thirdshift.store import Store
 
 PERMISSIONS_THAT_PUSH = frozenset({"admin", "maintain", "write"})
+PASSED_OVER = " is passed over: "
+"""Between the issue and why, in the Not claimed of a Run whose approval the text voided."""
 
 
 def is_integration(login: str) -> bool:
@@ -229,6 +233,7 @@ class Delivery:
         )
         with keeper as lease:
             issue = self._still_wanted(request, repository, issue)
+            self._check_approval(request, repository, issue)
             # Under the Lease: a live Run's Worktree is that Run's business, not left-overs.
             busy = self._session_source.still_working_in(worktree_path)
             if busy:
@@ -262,6 +267,7 @@ class Delivery:
                     issue_branch=choice.branch,
                     harness=self._session_source.harness_name,
                     model=self._session_source.model,
+                    text_sha256=text_sha256(issue.title, issue.body),
                 )
             except ThirdshiftError:
                 self._give_ready_back(ref, ready_taken)
@@ -750,6 +756,43 @@ class Delivery:
         if issue.state != "open" or ready not in {label.lower() for label in issue.labels}:
             raise NotClaimed(f"{ref} is no longer open with {self._settings.ready_label}")
         return issue
+
+    def _check_approval(
+        self, request: RunRequest, repository: Repository, issue: IssueInfo
+    ) -> None:
+        """Under the Lease, before the Claim: ``NotClaimed`` when the issue's text is no longer
+        what a person who may label approved. A Run by hand of an issue without the Ready label
+        is approved by whoever started it."""
+        ready = self._settings.ready_label
+        labelled = ready.lower() in {label.lower() for label in issue.labels}
+        asked = request.expect_ready or request.rescue_of is not None
+        if not (asked or request.review_of is not None or labelled):
+            return
+        ref = request.issue
+        me = self._github.authenticated_login().lower()
+        roles: dict[str, str] = {}
+
+        def may_label(login: str) -> bool:
+            if login.lower() == me:
+                return True  # thirdshift's own edit (a Base fix it opened)
+            if login not in roles:
+                try:
+                    roles[login] = self._github.permission(ref.owner, ref.repo, login)
+                except GitHubError:
+                    roles[login] = "none"
+            return roles[login] in ROLES_THAT_LABEL
+
+        reason = text_not_approved(
+            self._github,
+            (ref.owner, ref.repo, ref.number),
+            title=issue.title,
+            body=issue.body,
+            ready_label=ready,
+            earlier=self._store.latest_run(repository, ref.number),
+            may_label=may_label,
+        )
+        if reason is not None:
+            raise NotClaimed(f"{ref}{PASSED_OVER}{reason}")
 
     def _adopt(
         self,

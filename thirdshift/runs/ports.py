@@ -27,12 +27,14 @@ from thirdshift.records import (
     CommitStatus,
     IssueInfo,
     IssueSummary,
+    Labelling,
     MergeResult,
     Notification,
     PullRequestInfo,
     RepoInfo,
     Review,
     ReviewComment,
+    TextEdit,
 )
 from thirdshift.sessions import Sessions
 
@@ -195,6 +197,16 @@ class GitHubPort(Protocol):
     def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         """Numbers of the open issues that block this one (GitHub's blocked-by issue
         dependencies), ascending."""
+        ...
+
+    def labelling(self, owner: str, name: str, number: int, label: str) -> Labelling | None:
+        """The last adding of ``label`` to the issue (its last ``labeled`` event for that name,
+        in any case): who and when; None if nobody ever added it."""
+        ...
+
+    def text_edits(self, owner: str, name: str, number: int) -> tuple[TextEdit, ...]:
+        """Every edit of the issue's title or body since it was opened, oldest first, as
+        GitHub shows them (the creation itself is no edit)."""
         ...
 
     def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:

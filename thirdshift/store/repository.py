@@ -205,9 +205,11 @@ class Store:
         harness: str | None = None,
         model: str | None = None,
         architect_result: str | None = None,
+        text_sha256: str | None = None,
     ) -> Run | None:
         with self._session() as session:
             row = RunRow(
+                text_sha256=text_sha256,
                 architect_result=architect_result,
                 # A result recorded with the Run is kept under the Lease it is attached to.
                 architect_fencing_token=(

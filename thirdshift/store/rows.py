@@ -35,6 +35,7 @@ def run_record(row: RunRow, repository: Repository) -> Run:
         started_at=row.started_at,
         ended_at=row.ended_at,
         published=tuple(int(n) for n in (row.published or "").split()),
+        text_sha256=row.text_sha256,
     )
 
 

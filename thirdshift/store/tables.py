@@ -79,6 +79,9 @@ class RunRow(SQLModel, table=True):
     # The fencing token of the Architect Lease the result was kept under (migration 0008): a
     # result kept without one is never completed.
     architect_fencing_token: int | None = None
+    # sha256 of the title, a line feed and its body as the Run started on them
+    # (migration 0009): a later Run on other text needs a fresh approval.
+    text_sha256: str | None = Field(default=None, max_length=64)
 
 
 class SessionRow(SQLModel, table=True):

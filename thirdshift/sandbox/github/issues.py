@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from thirdshift.github.edits import ISSUE_EDITS_QUERY
 from thirdshift.sandbox.github.api import Call, Reply, Router
+from thirdshift.sandbox.github.shapes import stamp
 from thirdshift.sandbox.github.state import (
     ApiError,
     Issue,
@@ -24,6 +26,7 @@ LISTED_EVENTS = frozenset(
     {
         "labeled",
         "unlabeled",
+        "renamed",
         "sub_issue_added",
         "sub_issue_removed",
         "parent_issue_added",
@@ -228,13 +231,14 @@ def update_issue(call: Call) -> Reply:
         raise ApiError(403, "Must have triage access to edit this issue.")
     data = call.json()
     actor = _login(call)
+    title = body = None
     if "title" in data:
         title = _string(data, "title", "Issue")
         if not title:
             raise validation_failed("Issue", "title", "missing_field")
-        issue.title = title
     if "body" in data:
-        issue.body = _string(data, "body", "Issue")
+        body = _string(data, "body", "Issue") or ""
+    call.world.edit_text(repo, issue, actor, title, body)
     if "labels" in data:
         if rank(call.role(repo)) < rank("triage"):
             raise ApiError(403, "Must have triage access to label issues.")
@@ -432,3 +436,65 @@ def remove_blocked_by(call: Call) -> Reply:
     issue = repo.issue(call.number())
     blocker = call.world.remove_blocked_by(repo, issue, call.number("issue_id"), _login(call))
     return _issue_reply(call, repo, blocker)
+
+
+# -- GraphQL: an issue's edits ------------------------------------------------------------
+
+
+def _words(query: str) -> str:
+    return " ".join(query.replace("{", " { ").replace("}", " } ").split())
+
+
+def is_issue_edits_query(query: Any) -> bool:
+    """Whether ``query`` is the one issue query the stand-in's GraphQL answers (the adapter's:
+    GitHub answers any, the stand-in only what thirdshift sends)."""
+    return isinstance(query, str) and _words(query) == _words(ISSUE_EDITS_QUERY)
+
+
+def issue_edits(call: Call, variables: dict[str, Any]) -> Reply:
+    """``Issue.lastEditedAt``, ``Issue.editor`` and ``Issue.userContentEdits`` as GitHub gives
+    them: nothing until the body is first edited; then every version, the opening one (its
+    author's, when it was opened) first. A title change is no content edit (it is a
+    ``renamed`` event)."""
+    owner, name = str(variables.get("owner", "")), str(variables.get("name", ""))
+    number = variables.get("number")
+    try:
+        repo = call.world.visible_repo(call.login, owner, name)
+    except ApiError:
+        return _graphql_not_found(
+            ["repository"], f"Could not resolve to a Repository with the name '{owner}/{name}'."
+        )
+    issue = repo.issues.get(number) if isinstance(number, int) else None
+    if issue is None or issue.pull is not None:
+        return _graphql_not_found(
+            ["repository", "issue"],
+            f"Could not resolve to an Issue with the number of {number}.",
+        )
+    edits = issue.content_edits[-100:]
+    last = issue.content_edits[-1] if issue.content_edits else None
+    return Reply(
+        200,
+        {
+            "data": {
+                "repository": {
+                    "issue": {
+                        "createdAt": stamp(issue.created_at),
+                        "lastEditedAt": stamp(last.edited_at) if last else None,
+                        "editor": {"login": last.editor} if last else None,
+                        "userContentEdits": {
+                            "totalCount": len(issue.content_edits),
+                            "nodes": [
+                                {"editedAt": stamp(e.edited_at), "editor": {"login": e.editor}}
+                                for e in edits
+                            ],
+                        },
+                    }
+                }
+            }
+        },
+    )
+
+
+def _graphql_not_found(path: list[str], message: str) -> Reply:
+    error = {"type": "NOT_FOUND", "path": path, "locations": [{"line": 2, "column": 3}]}
+    return Reply(200, {"data": {path[0]: None}, "errors": [{**error, "message": message}]})

@@ -12,6 +12,7 @@ from thirdshift.errors import SandboxError
 from thirdshift.sandbox.ci import WORKFLOW_BOT_LOGIN
 from thirdshift.sandbox.git_http import git_env
 from thirdshift.sandbox.github.api import Call, Reply, Router
+from thirdshift.sandbox.github.issues import is_issue_edits_query, issue_edits
 from thirdshift.sandbox.github.shapes import Json, node_id, stamp
 from thirdshift.sandbox.github.state import (
     ApiError,
@@ -384,11 +385,14 @@ def check_merged(call: Call) -> Reply:
 
 
 def graphql(call: Call) -> Reply:
-    """Serve exactly the draft mutations PyGithub's PullRequest sends; refuse anything else
+    """Serve exactly the draft mutations PyGithub's PullRequest sends and the adapter's query of
+    an issue's edits; refuse anything else
     with a GraphQL error, as GitHub answers a query it cannot run."""
     data = call.json()
     query = data.get("query")
     variables = data.get("variables") or {}
+    if is_issue_edits_query(query) and isinstance(variables, dict):
+        return issue_edits(call, variables)
     found = _MUTATION.search(query) if isinstance(query, str) else None
     if found is None or not isinstance(variables, dict):
         return Reply(

@@ -379,6 +379,8 @@ class Shapes:
         }
         if event.label is not None:
             out["label"] = {"name": event.label.name, "color": event.label.color}
+        if event.rename is not None:
+            out["rename"] = {"from": event.rename[0], "to": event.rename[1]}
         return out
 
     def comment_event(self, repo: Repo, comment: Comment) -> Json:

@@ -147,6 +147,18 @@ class Event:
     event: str
     created_at: datetime
     label: Label | None = None
+    rename: tuple[str, str] | None = None  # a ``renamed`` event's title (from, to)
+
+
+@dataclass
+class ContentEdit:
+    """One version of an issue's body, as GraphQL's ``userContentEdits`` lists it: once a body
+    is edited, GitHub lists its first version too (by its author, when it was opened)."""
+
+    id: int
+    editor: str
+    edited_at: datetime
+    body: str | None
 
 
 @dataclass
@@ -229,6 +241,7 @@ class Issue:
     parent_id: int | None = None
     blocked_by_ids: list[int] = field(default_factory=list)
     pull: Pull | None = None
+    content_edits: list[ContentEdit] = field(default_factory=list)  # oldest first
 
 
 @dataclass
@@ -454,6 +467,26 @@ class World:
             issue.state_reason = None if issue.pull else "reopened"
             self._event(repo, issue, actor, "reopened", now)
 
+    def edit_text(
+        self, repo: Repo, issue: Issue, actor: str, title: str | None, body: str | None
+    ) -> None:
+        """Set the title (a ``renamed`` event when it changes) and the body (a content edit
+        when it changes; ``body`` None leaves it), as GitHub records an edit; either moves
+        ``updated_at``."""
+        with self.lock:
+            now = utcnow()
+            if title is not None and title != issue.title:
+                self._event(repo, issue, actor, "renamed", now, rename=(issue.title, title))
+                issue.title = title
+                issue.updated_at = now
+            if body is not None and body != (issue.body or ""):
+                if not issue.content_edits:
+                    first = ContentEdit(self.new_id(), issue.author, issue.created_at, issue.body)
+                    issue.content_edits.append(first)
+                issue.content_edits.append(ContentEdit(self.new_id(), actor, now, body))
+                issue.body = body
+                issue.updated_at = now
+
     def _event(
         self,
         repo: Repo,
@@ -462,13 +495,16 @@ class World:
         kind: str,
         at: datetime,
         label: Label | None = None,
+        rename: tuple[str, str] | None = None,
     ) -> None:
         snapshot = (
             Label(label.id, label.name, label.color, label.description, label.default)
             if (label)
             else None
         )
-        repo.events.append(Event(self.new_id(), issue.number, actor, kind, at, snapshot))
+        repo.events.append(
+            Event(self.new_id(), issue.number, actor, kind, at, snapshot, rename=rename)
+        )
 
     # -- comments -------------------------------------------------------------------------
 

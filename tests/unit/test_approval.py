@@ -1,0 +1,122 @@
+"""The approval of an issue's text by its Ready label, as a pure rule."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from thirdshift.records import Labelling, TextEdit
+from thirdshift.runs.approval import approval_reason, text_sha256
+
+LABELLED = datetime(2026, 12, 10, 9, 0, tzinfo=UTC)
+LABEL = Labelling("maintainer", LABELLED)
+MAINTAINERS = {"maintainer", "triager"}
+TEXT = text_sha256("Greet people", "Say hello.")
+
+
+def may_label(login: str) -> bool:
+    return login in MAINTAINERS
+
+
+def reason(
+    edits: tuple[TextEdit, ...],
+    labelling: Labelling | None = LABEL,
+    *,
+    earlier_text: str | None = None,
+    earlier_started_at: datetime | None = None,
+    text_now: str = TEXT,
+) -> str | None:
+    return approval_reason(
+        ready_label="ready-for-agent",
+        labelling=labelling,
+        edits=edits,
+        may_label=may_label,
+        text_now=text_now,
+        earlier_text=earlier_text,
+        earlier_run=7,
+        earlier_started_at=earlier_started_at,
+    )
+
+
+def at(minutes: float) -> datetime:
+    return LABELLED + timedelta(minutes=minutes)
+
+
+def test_a_strangers_body_edit_after_the_label_voids_the_approval() -> None:
+    edits = (TextEdit("body", "stranger", at(5)),)
+    assert reason(edits) == (
+        "edited by stranger after maintainer added ready-for-agent; add the label again"
+    )
+
+
+def test_a_strangers_title_edit_after_the_label_voids_it_too() -> None:
+    assert reason((TextEdit("title", "stranger", at(1)),)) is not None
+
+
+def test_an_edit_in_the_labels_own_second_counts_as_after() -> None:
+    assert reason((TextEdit("body", "stranger", LABELLED),)) is not None
+
+
+def test_edits_before_the_label_are_what_the_labeller_approved() -> None:
+    assert reason((TextEdit("body", "stranger", at(-5)),)) is None
+
+
+def test_an_edit_by_someone_who_may_label_keeps_the_approval() -> None:
+    assert (
+        reason((TextEdit("body", "triager", at(5)), TextEdit("title", "maintainer", at(6)))) is None
+    )
+
+
+def test_a_maintainers_later_edit_does_not_vouch_for_a_strangers() -> None:
+    edits = (TextEdit("body", "stranger", at(5)), TextEdit("body", "maintainer", at(9)))
+    assert reason(edits) is not None
+
+
+def test_an_editor_github_no_longer_names_voids_it() -> None:
+    found = reason((TextEdit("body", None, at(5)),))
+    assert found is not None
+    assert found.startswith("edited by a deleted account after maintainer")
+
+
+def test_the_latest_strangers_edit_is_named() -> None:
+    edits = (TextEdit("body", "first", at(1)), TextEdit("title", "second", at(2)))
+    found = reason(edits)
+    assert found is not None
+    assert found.startswith("edited by second ")
+
+
+def test_text_unchanged_since_the_earlier_run_needs_nothing_more() -> None:
+    assert reason((), earlier_text=TEXT, earlier_started_at=at(10)) is None
+
+
+def test_text_changed_since_the_earlier_run_without_any_edit_shown_needs_a_fresh_label() -> None:
+    found = reason((), earlier_text="other", earlier_started_at=at(10))
+    assert found is not None
+    assert "changed since Run 7 started" in found
+    assert found.endswith("add ready-for-agent again to have it run")
+
+
+def test_text_changed_since_the_earlier_run_by_a_maintainer_needs_no_fresh_label() -> None:
+    edits = (TextEdit("body", "maintainer", at(20)),)
+    assert reason(edits, earlier_text="other", earlier_started_at=at(10)) is None
+
+
+def test_a_label_added_after_the_earlier_run_began_is_a_fresh_approval() -> None:
+    fresh = Labelling("maintainer", at(30))
+    edits = (TextEdit("body", "stranger", at(20)),)
+    assert reason(edits, fresh, earlier_text="other", earlier_started_at=at(10)) is None
+
+
+def test_without_a_label_a_strangers_edit_since_the_earlier_run_needs_one() -> None:
+    edits = (TextEdit("body", "stranger", at(20)),)
+    found = reason(edits, None, earlier_text="other", earlier_started_at=at(10))
+    assert (
+        found
+        == "edited by stranger after Run 7 started on it; add ready-for-agent again to have it run"
+    )
+
+
+def test_the_text_digest_changes_with_either_part() -> None:
+    """sha256 of title, line feed, body: GitHub's titles hold no line feed."""
+    assert text_sha256("Greet people", "Say hello!") != TEXT
+    assert text_sha256("Greet folks", "Say hello.") != TEXT
+    assert TEXT == "fb2e5d7a9fa2777f7a2b4c51bfb5c292abc940ab8e15eb86c1c9c6a242f4ff4f"

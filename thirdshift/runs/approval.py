@@ -1,0 +1,74 @@
+"""Whether the Ready label still approves the issue's text: pure rules over what GitHub said.
+
+A person who may label approves the title and body as they read when they added the label. An
+edit after that by someone who may not label (the issue's own author, say) voids the approval;
+an edit by someone who may label does not. A Run records the digest of the text it started on,
+so a later Run on the same issue (a Continuation, a Rescue, a review Repair) sees text changed
+since, and asks for a fresh label unless GitHub shows the change made by someone who may label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from thirdshift.records import Labelling, TextEdit
+
+ROLES_THAT_LABEL = frozenset({"admin", "maintain", "write", "triage"})
+
+
+def text_sha256(title: str, body: str) -> str:
+    """The digest a Run records of the text it was started on."""
+    return hashlib.sha256(f"{title}\n{body}".encode()).hexdigest()
+
+
+def approval_reason(
+    *,
+    ready_label: str,
+    labelling: Labelling | None,
+    edits: Sequence[TextEdit],
+    may_label: Callable[[str], bool],
+    text_now: str,
+    earlier_text: str | None = None,
+    earlier_run: int | None = None,
+    earlier_started_at: datetime | None = None,
+) -> str | None:
+    """Why the issue's text is not approved, or None.
+
+    ``labelling``: the last adding of the Ready label (None: never, as for a Run by hand).
+    ``edits``: the title and body edits GitHub shows. ``text_now``: the digest of the text now;
+    ``earlier_text``: the one the issue's latest Run (``earlier_run``, started at
+    ``earlier_started_at``) recorded, if any."""
+    if labelling is not None:
+        # GitHub's stamps count whole seconds: an edit in the label's own second cannot be
+        # shown to precede it, so it counts as after.
+        late = [e for e in edits if e.at >= labelling.at and not _trusted(e, may_label)]
+        if late:
+            last = max(late, key=lambda e: e.at)
+            return (
+                f"edited by {last.editor or 'a deleted account'} after "
+                f"{labelling.login or 'a deleted account'} added {ready_label}; add the label again"
+            )
+    if earlier_text is None or earlier_text == text_now or earlier_started_at is None:
+        return None
+    if labelling is not None and labelling.at > earlier_started_at:
+        return None  # labelled again since that Run began: a fresh approval, checked above
+    since = [e for e in edits if e.at >= earlier_started_at]
+    strangers = [e for e in since if not _trusted(e, may_label)]
+    if strangers:
+        last = max(strangers, key=lambda e: e.at)
+        return (
+            f"edited by {last.editor or 'a deleted account'} after Run {earlier_run} started on "
+            f"it; add {ready_label} again to have it run"
+        )
+    if since:
+        return None  # the change is one made by someone who may label
+    return (
+        f"its title or body changed since Run {earlier_run} started on it, and GitHub shows "
+        f"no edit by someone who may label; add {ready_label} again to have it run"
+    )
+
+
+def _trusted(edit: TextEdit, may_label: Callable[[str], bool]) -> bool:
+    return edit.editor is not None and may_label(edit.editor)
