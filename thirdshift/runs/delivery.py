@@ -630,8 +630,9 @@ class Delivery:
                     sessions.run(kind, self._scrub(prompt))
                 self._check_interrupt()
                 pull = self._takeover(ref, worktree, choice, base, pull, gh, keeper.check)
+                opened = pull.number
                 retrying(  # the pull request is open: a blip must not fail the Run now
-                    lambda: self._store.update_run(record.id, pull_request_number=pull.number),
+                    lambda: self._store.update_run(record.id, pull_request_number=opened),
                     seconds=self._settings.salvage_wait_seconds,
                     sleep=self._clock.sleep,
                     monotonic=self._clock.monotonic,
