@@ -275,7 +275,8 @@ class Settings(BaseSettings):
         default=120,
         ge=0,
         description="After Ctrl-C or SIGTERM, how long the Failed run may wait in all for "
-        "GitHub's retries and rate limits while it saves the work.",
+        "GitHub's retries and rate limits while it saves the work; also how long a Run's endings "
+        "are tried again while the database is away.",
     )
     min_free_disk_mb: int = Field(
         default=512, ge=0, description="Refuse to start a Run with less free disk in the home."

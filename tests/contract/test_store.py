@@ -165,6 +165,16 @@ def test_a_repeated_event_sequence_number_is_refused(store: Store) -> None:
         store.add_session_events(session.id, [SessionEvent(seq=1, kind="message", summary="b")])
 
 
+def test_the_same_event_written_again_is_recorded_once(store: Store) -> None:
+    """A write tried again after its commit's answer was lost adds nothing twice."""
+    run = store.start_run(store.ensure_repository("octo", "widgets"), 3)
+    session = store.start_session(run.id, "implement", harness="codex", log_path="l", prompt="p")
+    first = [SessionEvent(seq=1, kind="message", summary="a")]
+    store.add_session_events(session.id, first)
+    store.add_session_events(session.id, [*first, SessionEvent(seq=2, kind="message", summary="b")])
+    assert [event.summary for event in store.session_events(session.id)] == ["a", "b"]
+
+
 def test_a_lease_is_exclusive_until_it_expires(store: Store) -> None:
     """Only one owner holds an issue's Lease; an expired one is taken over with a higher
     fencing token."""

@@ -888,3 +888,49 @@ def test_pickups_wait_while_the_harness_provider_is_down_and_resume_after_its_re
     assert dw.daemon.once() == 0
     [run] = dw.world.store.list_runs()
     assert (run.issue_number, run.state) == (number, "succeeded")
+
+
+def test_the_reaper_ends_the_sessions_of_a_crashed_run(dw: DaemonWorld) -> None:
+    """A Run that died mid-session leaves no session recorded running: the crash ends it."""
+    number = dw.ready_issue("Died mid-session")
+    dead = dw.crashed_run(number, branch=None)
+    store = dw.world.store
+    store.start_session(dead, "implement", harness="scripted", log_path="/l", prompt="p")
+
+    dw.poll.reap()
+
+    [session] = store.run_sessions(dead)
+    assert session.state == "failed"
+    assert session.error == "its Run crashed before the session's end was recorded"
+
+
+def test_a_rescue_does_not_open_again_a_session_that_had_ended_its_turn(dw: DaemonWorld) -> None:
+    """The crashed Run's implement session wrote its result to its Session log and committed
+    its work in the Worktree, then the process died before recording the session's end: the
+    Rescue pushes the kept work and opens its pull request without paying for the turn again."""
+    number = dw.ready_issue("Done, then died")
+    ref = IssueRef("github.test", "acme", "widgets", number)
+    clone = dw.world.clone_of(ref, dw.world.github.repo("acme", "widgets"))
+    clone.sync()
+    path = dw.world.settings.home / "worktrees" / "acme-widgets-issue-1"
+    clone.add_worktree(path, "issue-1", "refs/remotes/origin/main")
+    (path / "widget.txt").write_text("widget\n")
+    git(path, "add", "widget.txt")
+    git(path, "commit", "-q", "-m", "Add the widget")
+    dead = dw.crashed_run(number, branch="issue-1")
+    log = dw.world.root / "crashed-implement.jsonl"
+    log.write_text('{"type": "scripted"}\n{"type": "result", "message": "done"}\n')
+    dw.world.store.start_session(
+        dead, "implement", harness="scripted", log_path=str(log), prompt="p"
+    )
+    del dw.world.sessions.plays["implement"]  # opening it again fails the Rescue
+
+    assert dw.daemon.once() == 0
+
+    rescue = dw.world.store.latest_run(dw.world.store.ensure_repository("acme", "widgets"), number)
+    assert rescue is not None
+    assert rescue.id != dead
+    assert rescue.state == "succeeded"
+    assert dw.world.store.run_sessions(rescue.id) == []
+    assert dw.world.origin_file("issue-1", "widget.txt") == "widget"
+    assert len(dw.world.github.pull_requests()) == 1

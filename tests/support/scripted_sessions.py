@@ -126,6 +126,13 @@ class ScriptedSessions:
     def still_working_in(self, worktree: Path) -> tuple[int, ...]:
         return self.busy
 
+    def turn_ended(self, harness: str, log_path: Path) -> bool:
+        try:
+            lines = log_path.read_text().splitlines()
+        except OSError:
+            return False
+        return any(json.loads(line).get("type") == "result" for line in lines if line)
+
     def sessions(self, run_id: int, worktree: Path, ref: IssueRef) -> Sessions:
         outside = _ScriptedOutside(
             self.store, run_id, worktree, self.plays, self.prompts, self.lines

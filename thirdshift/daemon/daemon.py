@@ -31,6 +31,7 @@ from thirdshift.records import Repository
 from thirdshift.runs import RunRequest
 from thirdshift.runs.plans import ARCHITECT_ISSUE
 from thirdshift.store import Store
+from thirdshift.store.retry import retrying
 
 RunStarter = Callable[
     [
@@ -85,6 +86,9 @@ class Limits:
     reap_seconds: float
     stop_seconds: float
     """How long a stopping daemon waits for its Runs to save their work."""
+    store_wait_seconds: float = 120.0
+    """How long the end of a Run is tried again while the store is away
+    (``salvage_wait_seconds``)."""
 
 
 class Daemon:
@@ -489,13 +493,23 @@ class Daemon:
         finally:
             with self._lock:
                 self._active.pop((poll.full_name, pickup.number), None)
+        if status not in (0, NotClaimed.exit_code):
+            with self._lock:
+                self._failures += 1
         try:
-            self._ended(
-                poll,
-                ref,
-                status,
-                recorded[-1] if recorded else None,
-                last_error[0] if last_error else None,
+            # Tried again while the store is away: the Run's end is in its record, and the
+            # Activity log must say how it ended, not that it could not tell.
+            retrying(
+                lambda: self._ended(
+                    poll,
+                    ref,
+                    status,
+                    recorded[-1] if recorded else None,
+                    last_error[0] if last_error else None,
+                ),
+                seconds=self._limits.store_wait_seconds,
+                sleep=self._clock.sleep,
+                monotonic=self._clock.monotonic,
             )
         except ThirdshiftError as error:
             self._progress(f"{prefix}warning: could not write the Run's end: {error}")
@@ -591,9 +605,6 @@ class Daemon:
                 issue_number=ref.number,
             )
             return
-        if status != 0:
-            with self._lock:
-                self._failures += 1
         run = self._store.get_run(run_id) if run_id is not None else None
         if run is None:
             if self._stop.is_set():

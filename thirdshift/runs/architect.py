@@ -173,6 +173,8 @@ class ArchitectRun:
             self._settings.lease_seconds,
             on_lost=self._interrupt.set,
             owner=self._claimant,
+            clock=self._clock,
+            release_seconds=self._settings.salvage_wait_seconds,
         )
         with contextlib.ExitStack() as stack:
             try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
+from thirdshift.clock import Clock, SystemClock
 from thirdshift.errors import LeaseLost, NotClaimed, ThirdshiftError
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import (
@@ -39,6 +40,7 @@ from thirdshift.records import (
 from thirdshift.runs.approval import approval_reason, text_sha256
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.store import Store
+from thirdshift.store.retry import backoff, retrying
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,9 @@ class LeaseKeeper:
     length while the Run lives, given up when the Run ends. A Run that finds the Lease held
     elsewhere stops before it starts; one that loses it (another Run took it over, or renewal
     kept failing until it expired) is told through ``on_lost`` and its fence (``check``)
-    refuses every later write."""
+    refuses every later write. A store error is not a lost Lease: the fence asks again while
+    the Lease's last known expiry is ahead, and the release at the end is tried again for up to
+    ``release_seconds`` (adr/0028)."""
 
     def __init__(
         self,
@@ -67,7 +71,14 @@ class LeaseKeeper:
         *,
         on_lost: Callable[[], None] = lambda: None,
         owner: str = "",
+        clock: Clock | None = None,
+        release_seconds: float = 0.0,
     ) -> None:
+        self._clock = clock or SystemClock()
+        self._release_seconds = release_seconds
+        # When this process last knew the Lease held, on its own monotonic clock: taken before
+        # the asking, so the Lease's real expiry is never earlier than this plus its length.
+        self._known_until = 0.0
         self._owner_name = owner
         self._store = store
         self._repository = repository
@@ -83,6 +94,7 @@ class LeaseKeeper:
         # One owner per Run: two Runs in one process must never share a Lease.
         who = self._owner_name or "thirdshift"
         owner = f"{who}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        asked = self._clock.monotonic()
         lease = self._store.acquire_lease(self._repository, self._issue_number, owner, self._ttl)
         if lease is None:
             held = self._store.lease_of(self._repository, self._issue_number)
@@ -92,6 +104,7 @@ class LeaseKeeper:
                 "(or for its Lease to expire if it died)"
             )
         self._lease = lease
+        self._known_until = asked + self._ttl.total_seconds()
         self._thread = threading.Thread(target=self._renew, name="thirdshift-lease", daemon=True)
         self._thread.start()
         return lease
@@ -100,9 +113,26 @@ class LeaseKeeper:
         """The fence, called right before every write to GitHub and every push: raises
         LeaseLost unless the database still says this Run holds the Lease."""
         lease = self._lease
-        if self.lost or lease is None or not self._store.lease_held(lease):
+        if self.lost or lease is None or not self._held(lease):
             self._lose()
             raise self.lost_error()
+
+    def _held(self, lease: Lease) -> bool:
+        """Whether the database says the Lease is held. While it cannot say (a store error:
+        unknown, not lost), ask again with backoff until the Lease's last known expiry; past
+        it, the Lease may be another Run's, so it counts as lost."""
+        attempt = 0
+        while True:
+            try:
+                held = self._store.lease_held(lease)
+            except ThirdshiftError:
+                delay = backoff(attempt)
+                if self._clock.monotonic() + delay >= self._known_until:
+                    return False
+                attempt += 1
+                self._clock.sleep(delay)
+                continue
+            return held
 
     def lost_error(self) -> LeaseLost:
         """The cause of a Run that lost its Lease."""
@@ -123,26 +153,41 @@ class LeaseKeeper:
             self._on_lost()
 
     def _renew(self) -> None:
-        while not self._stop.wait(self._ttl.total_seconds() / 3):
+        wait = self._ttl.total_seconds() / 3
+        attempt = 0
+        while not self._stop.wait(wait):
             lease = self._lease
             if lease is None:
                 return
+            asked = self._clock.monotonic()
             try:
                 renewed = self._store.renew_lease(lease, self._ttl)
             except ThirdshiftError:
-                continue  # the next renewal tries again; the Lease is still ours until expiry
+                # Tried again soon: the Lease is still ours until its expiry.
+                wait = min(backoff(attempt), self._ttl.total_seconds() / 3)
+                attempt += 1
+                continue
             if renewed is None:
                 self._lose()
                 return
+            wait, attempt = self._ttl.total_seconds() / 3, 0
             self._lease = renewed
+            self._known_until = asked + self._ttl.total_seconds()
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        if self._lease is not None and not self.lost:
-            with contextlib.suppress(ThirdshiftError):  # it expires by itself
-                self._store.release_lease(self._lease)
+        lease = self._lease
+        if lease is not None and not self.lost:
+            # An interrupt (a ThirdshiftError) ends the trying too: it expires by itself.
+            with contextlib.suppress(ThirdshiftError):
+                retrying(
+                    lambda: self._store.release_lease(lease),
+                    seconds=self._release_seconds,
+                    sleep=self._clock.sleep,
+                    monotonic=self._clock.monotonic,
+                )
 
 
 class FencedGitHub:

@@ -72,6 +72,7 @@ from thirdshift.scrub import Scrubber
 from thirdshift.sessions import EVENTS_IN_RESUME, LaterStepFailed, Sessions, follow_up_preamble
 from thirdshift.settings import Settings
 from thirdshift.store import Store
+from thirdshift.store.retry import retrying
 
 PERMISSIONS_THAT_PUSH = frozenset({"admin", "maintain", "write"})
 PASSED_OVER = " is passed over: "
@@ -230,6 +231,8 @@ class Delivery:
             self._settings.lease_seconds,
             on_lost=self._interrupt.set,  # its session stops at once
             owner=self._claimant,
+            clock=self._clock,
+            release_seconds=self._settings.salvage_wait_seconds,
         )
         with keeper as lease:
             issue = self._still_wanted(request, repository, issue)
@@ -545,6 +548,7 @@ class Delivery:
             fence=keeper.check,
             home=self._settings.home,
             job_url=request.job_url,
+            store_wait_seconds=self._settings.salvage_wait_seconds,
         )
         try:
             claim = claim_labels(
@@ -620,10 +624,25 @@ class Delivery:
                             else ""
                         ),
                     )
-                sessions.run(kind, self._scrub(prompt))
+                done = self._turn_done(request.rescue_of) if kind == "implement" else None
+                if done is not None:
+                    # Its work is on the branch (the takeover pushed the kept Worktree):
+                    # opening the session again would pay for the same turn twice.
+                    self.say(
+                        f"not opening the {done} session again: Run {request.rescue_of}'s "
+                        "ended its turn before the crash (its result is in its Session log)"
+                    )
+                else:
+                    sessions.run(kind, self._scrub(prompt))
                 self._check_interrupt()
                 pull = self._takeover(ref, worktree, choice, base, pull, gh, keeper.check)
-                self._store.update_run(record.id, pull_request_number=pull.number)
+                opened = pull.number
+                retrying(  # the pull request is open: a blip must not fail the Run now
+                    lambda: self._store.update_run(record.id, pull_request_number=opened),
+                    seconds=self._settings.salvage_wait_seconds,
+                    sleep=self._clock.sleep,
+                    monotonic=self._clock.monotonic,
+                )
                 outside = RunLoopOutside(
                     github=gh,
                     store=self._store,
@@ -697,13 +716,20 @@ class Delivery:
         if feedback and reviewed_from is not None:
             self._reply(gh, ref, pull, record, feedback, worktree, reviewed_from, result)
         try:
-            self._store.finish_run(
-                record.id,
-                "succeeded",
-                head_sha=result.head,
-                last_session_log=str(sessions.last_log) if sessions.last_log else None,
+            # Tried again while the store is away: a Run left "running" would be reaped as
+            # crashed and Rescued, paying for its work again.
+            retrying(
+                lambda: self._store.finish_run(
+                    record.id,
+                    "succeeded",
+                    head_sha=result.head,
+                    last_session_log=str(sessions.last_log) if sessions.last_log else None,
+                ),
+                seconds=self._settings.salvage_wait_seconds,
+                sleep=self._clock.sleep,
+                monotonic=self._clock.monotonic,
             )
-        except ThirdshiftError as problem:
+        except ThirdshiftError as problem:  # an interrupt included
             self.say(f"warning: could not record the Run's success: {problem}")
         self._remove_worktree(clone, worktree.path)
         state = "merged" if result.merged else "ready"
@@ -821,6 +847,21 @@ class Delivery:
             clone.remove_worktree(path)
         except ThirdshiftError as problem:
             self.say(f"warning: could not remove the worktree {path}: {problem}")
+
+    def _turn_done(self, rescue_of: int | None) -> str | None:
+        """For a Rescue: the kind of the crashed Run's last session when that session had
+        ended its turn (recorded ended, or its result in its Session log), else None."""
+        if rescue_of is None:
+            return None
+        crashed = self._store.run_sessions(rescue_of)
+        if not crashed:
+            return None
+        last = crashed[-1]
+        if last.state == "ended" or self._session_source.turn_ended(
+            last.harness, Path(last.log_path)
+        ):
+            return last.kind
+        return None
 
     def _earlier_run(
         self, record: Run, reports: Sequence[Comment] = (), head: str | None = None

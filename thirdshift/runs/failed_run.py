@@ -30,6 +30,7 @@ from thirdshift.scrub import Scrubber
 from thirdshift.sessions import LaterStepFailed
 from thirdshift.sessions.rules import ProviderUnavailable
 from thirdshift.store import Store
+from thirdshift.store.retry import retrying
 
 COMMENT_MARKER = "<!-- thirdshift:failed-run -->"
 
@@ -88,7 +89,9 @@ class Salvage:
         fence: Callable[[], None],
         home: Path,
         job_url: str | None = None,
+        store_wait_seconds: float = 120.0,
     ) -> None:
+        self._store_wait_seconds = store_wait_seconds
         self._job_url = job_url
         self._fence = fence
         self._home = home
@@ -199,14 +202,20 @@ class Salvage:
         head: str | None,
         pull: PullRequestInfo | None,
     ) -> None:
-        self._store.finish_run(
-            self._run.id,
-            "refused" if policy else "failed",
-            cause=cause,
-            killed_work="\n".join(failed.killed_work) or None,
-            last_session_log=str(failed.last_log) if failed.last_log else None,
-            head_sha=head,
-            pull_request_number=pull.number if pull else None,
+        # A store away for a moment must not leave the Run "running" for the reaper.
+        retrying(
+            lambda: self._store.finish_run(
+                self._run.id,
+                "refused" if policy else "failed",
+                cause=cause,
+                killed_work="\n".join(failed.killed_work) or None,
+                last_session_log=str(failed.last_log) if failed.last_log else None,
+                head_sha=head,
+                pull_request_number=pull.number if pull else None,
+            ),
+            seconds=self._store_wait_seconds,
+            sleep=self._clock.sleep,
+            monotonic=self._clock.monotonic,
         )
 
     def _save_work(

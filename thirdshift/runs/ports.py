@@ -96,6 +96,11 @@ class SessionSource(Protocol):
         them."""
         ...
 
+    def turn_ended(self, harness: str, log_path: Path) -> bool:
+        """Whether the Session log at ``log_path``, of a session of Harness ``harness``, holds
+        the result of its turn (the session did its work, whatever happened to its Run after)."""
+        ...
+
 
 class GitHubPort(Protocol):
     """GitHub as a Run sees it. ``owner``/``name`` name the repository in every call."""

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from thirdshift.clock import Clock
 from thirdshift.console import format_duration
@@ -39,6 +39,7 @@ from thirdshift.issue_url import IssueRef
 from thirdshift.network import EgressAllowlist
 from thirdshift.records import ProviderOutage, SessionEvent, Usage, Watchdogs
 from thirdshift.scrub import Scrubber
+from thirdshift.sessions.event_writer import EventWriter
 from thirdshift.sessions.ledger import NO_BUDGETS, Budgets, Spent, budget_reached, priced
 from thirdshift.sessions.preamble import RESUME_CAP_TOKENS
 from thirdshift.sessions.rules import (
@@ -52,6 +53,7 @@ from thirdshift.sessions.rules import (
 )
 from thirdshift.settings import ModelPrice
 from thirdshift.store import Store
+from thirdshift.store.retry import retrying
 
 RECENT_EVENTS = 50
 VERSION_SECONDS = 30.0
@@ -105,7 +107,9 @@ class CliOutside:
         prices: Mapping[str, ModelPrice] | None = None,
         on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
         network_allow: tuple[str, ...] = (),
+        store_wait_seconds: float = 120.0,
     ) -> None:
+        self._store_wait_seconds = store_wait_seconds
         self._network_allow = network_allow
         self._on_outage = on_outage
         self._repository = repository
@@ -173,11 +177,15 @@ class CliOutside:
         # The stream's events and the egress proxy's refusals share one numbering: the proxy
         # reports from its own thread.
         numbering = _Numbering()
+        # Written from a thread of its own: a store error here must never reach the process
+        # supervisor, which would kill an agent doing its work (adr/0028).
+        writer = EventWriter(
+            lambda events: self._store.add_session_events(record.id, events),
+            warn=self.progress,
+        )
 
         def record_events(events: Sequence[SessionEvent]) -> None:
-            self._store.add_session_events(
-                record.id, [self._scrubbed(replace(e, seq=numbering.next())) for e in events]
-            )
+            writer.put([self._scrubbed(replace(e, seq=numbering.next())) for e in events])
 
         def refused(refusal: Refusal) -> None:
             self.progress(f"{kind}: {refusal.line}")
@@ -241,12 +249,14 @@ class CliOutside:
                     )
             except ThirdshiftError as error:
                 cause = self._scrub(str(error))
-                self._store.end_session(record.id, state="failed", error=cause)
+                self._drain(writer, kind)
+                self._end_session(record.id, state="failed", error=cause)
                 raise SessionFailed(cause, log_path) from error
             if ending.stderr_tail.strip():
                 # The CLI's own complaints (a bad key, a crash) belong with its stream.
                 note = {"type": "thirdshift.stderr", "text": ending.stderr_tail}
                 log.write(self._scrub(json.dumps(note)).encode() + b"\n")
+        self._drain(writer, kind)
         outcome = reader.finish(
             ending.exit_status, stopped_after_result=ending.stopped_by == "post-result"
         )
@@ -261,7 +271,7 @@ class CliOutside:
             if killed:
                 cause += f"; its background work was killed ({', '.join(killed)})"
             self.progress(cause)
-            self._store.end_session(
+            self._end_session(
                 record.id,
                 state="failed",
                 harness_session_id=outcome.session_id,
@@ -273,7 +283,7 @@ class CliOutside:
             raise BudgetReached(cause, log_path)
         failure = self._failure(kind, resume_id, outcome, ending, log_path)
         if failure is not None:
-            self._store.end_session(
+            self._end_session(
                 record.id,
                 state="failed",
                 harness_session_id=outcome.session_id,
@@ -284,16 +294,15 @@ class CliOutside:
             # A watchdog's or an interrupt's stop is ours, whatever the stream said last.
             if outcome.provider_outage is not None and type(failure) is SessionFailed:
                 self._on_outage(outcome.provider_outage)
-                recent = self._store.session_events(record.id, last=RECENT_EVENTS)
                 raise ProviderUnavailable(
                     failure.cause,
                     outcome.provider_outage,
                     log_path,
-                    recent_events=tuple(event.summary for event in recent),
-                    event_count=self._store.session_event_count(record.id),
+                    recent_events=writer.recent()[-RECENT_EVENTS:],
+                    event_count=writer.count,
                 ) from failure
             raise failure
-        self._store.end_session(
+        self._end_session(
             record.id,
             state="ended",
             harness_session_id=outcome.session_id,
@@ -302,18 +311,37 @@ class CliOutside:
             usage=usage,
         )
         # Summed again with this session recorded: Runs side by side spend meanwhile.
-        now_spent = self._spent()
+        now_spent = retrying(self._spent, seconds=self._store_wait_seconds)
         over_budget = None if now_spent is None else budget_reached(self._budgets, now_spent, None)
         if outcome.session_id:
             self._rows_by_session_id.setdefault(outcome.session_id, record.id)
-        recent = self._store.session_events(record.id, last=RECENT_EVENTS)
         return SessionEnding(
             session_id=outcome.session_id,
             killed_work=tuple(self._scrub(work) for work in outcome.killed_work),
             final_message=outcome.final_message,
-            recent_events=tuple(event.summary for event in recent),
-            event_count=self._store.session_event_count(record.id),
+            recent_events=writer.recent()[-RECENT_EVENTS:],
+            event_count=writer.count,
             over_budget=over_budget,
+        )
+
+    def _drain(self, writer: EventWriter, kind: str) -> None:
+        """The session's end waits for its events to be written, within the store's bound."""
+        unwritten = writer.close(self._store_wait_seconds)
+        if unwritten:
+            self.progress(
+                f"warning: {kind}: {unwritten} Session event(s) not recorded (the store stayed "
+                "away); the Session log holds them"
+            )
+
+    def _end_session(self, session_id: int, **fields: Any) -> None:
+        """Record the session's end, tried again while the store is away (within its
+        bound): a finished session's usage and result must not be lost to a blip."""
+        retrying(
+            lambda: self._store.end_session(session_id, **fields),
+            seconds=self._store_wait_seconds,
+            on_retry=lambda error: self.progress(
+                f"warning: could not record the session's end ({error}); trying again"
+            ),
         )
 
     @contextmanager
@@ -509,6 +537,9 @@ class CliSessions:
     network_allow: Callable[[str, str], tuple[str, ...]] = lambda _owner, _name: ()
     """``agent_network_allow`` of a repository: hosts its sessions may reach besides the
     provider (adr/0023)."""
+    store_wait_seconds: float = 120.0
+    """How long a session's end waits for the store (its events, its record) when it is
+    away: ``salvage_wait_seconds`` (adr/0028)."""
 
     @property
     def harness_name(self) -> str:
@@ -520,6 +551,23 @@ class CliSessions:
 
     def still_working_in(self, worktree: Path) -> tuple[int, ...]:
         return tuple(working_in(worktree))
+
+    def turn_ended(self, harness: str, log_path: Path) -> bool:
+        # The Session log read again by the Harness's own reader, as the session read it live.
+        known = [self.harness, *(fallback.harness for fallback in self.fallbacks)]
+        found = next((h for h in known if h.name == harness), None)
+        if found is None:
+            return False
+        reader = found.reader(scrub=self.scrub)
+        try:
+            with log_path.open("rb") as log:
+                for line in log:
+                    reader.feed(line.rstrip(b"\n"))
+                    if reader.result_seen:
+                        return True
+        except OSError:
+            return False
+        return False
 
     def sessions(self, run_id: int, worktree: Path, ref: IssueRef) -> Sessions:
         sealed = SealedPaths(
@@ -553,6 +601,7 @@ class CliSessions:
                 prices=self.prices,
                 on_outage=self.on_outage,
                 network_allow=self.network_allow(ref.owner, ref.repo),
+                store_wait_seconds=self.store_wait_seconds,
             )
 
         stamp = log_stamp(self.clock.now())

@@ -477,9 +477,28 @@ class Store:
             return [_session_record(row) for row in rows]
 
     def add_session_events(self, session_id: int, events: Iterable[SessionEvent]) -> None:
-        """Append events; ``seq`` orders them within the session and must not repeat."""
+        """Append events; ``seq`` orders them within the session and must not repeat. The
+        very event recorded already (same ``seq``, kind and summary) is left out: a write tried
+        again after a commit whose answer was lost (the database went away meanwhile) records
+        each event once."""
         now = self._clock.now()
+        events = list(events)
         with self._session() as session:
+            recorded = {
+                row.seq: (row.kind, row.summary)
+                for row in session.exec(
+                    select(SessionEventRow).where(
+                        SessionEventRow.session_id == session_id,
+                        col(SessionEventRow.seq).in_([event.seq for event in events]),
+                    )
+                ).all()
+            }
+            for event in events:
+                if recorded.get(event.seq, (event.kind, event.summary)) != (
+                    event.kind,
+                    event.summary,
+                ):
+                    raise StoreError(f"session {session_id} has an event {event.seq} already")
             session.add_all(
                 SessionEventRow(
                     session_id=session_id,
@@ -492,6 +511,7 @@ class Store:
                     created_at=event.created_at or now,
                 )
                 for event in events
+                if event.seq not in recorded
             )
             session.commit()
 
@@ -746,15 +766,29 @@ class Store:
 
     def record_crash(self, run_id: int, cause: str) -> bool:
         """End a dead Run as ``crashed`` unless it recorded an ending meanwhile (only a Run
-        still ``running`` changes); True when this call ended it."""
+        still ``running`` changes), and with it its sessions still ``running`` (as ``failed``,
+        saying so): nothing is left running for a Rescue to take for live. True when this call
+        ended it."""
         with self._session() as session:
+            now = self._clock.now()
             result = session.execute(
                 sa.update(RunRow)
                 .where(col(RunRow.id) == run_id, col(RunRow.state) == "running")
-                .values(state="crashed", cause=cause, ended_at=self._clock.now())
+                .values(state="crashed", cause=cause, ended_at=now)
             )
+            ended = bool(result.rowcount)  # type: ignore[attr-defined]
+            if ended:
+                session.execute(
+                    sa.update(SessionRow)
+                    .where(col(SessionRow.run_id) == run_id, col(SessionRow.state) == "running")
+                    .values(
+                        state="failed",
+                        ended_at=now,
+                        error="its Run crashed before the session's end was recorded",
+                    )
+                )
             session.commit()
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            return ended
 
     def repositories(self) -> list[Repository]:
         """Every repository the database knows, by name."""
