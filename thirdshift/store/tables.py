@@ -79,6 +79,10 @@ class RunRow(SQLModel, table=True):
     # The fencing token of the Architect Lease the result was kept under (migration 0008): a
     # result kept without one is never completed.
     architect_fencing_token: int | None = None
+    # The Issue branch's head as thirdshift itself last left it (migration 0010): after each of
+    # its commits, merges and pushes and each session's end. A kept Worktree is adopted only at
+    # a head recorded for its issue and branch (adr/0027).
+    branch_head: str | None = Field(default=None, max_length=64)
 
 
 class SessionRow(SQLModel, table=True):
