@@ -48,7 +48,9 @@ How git is run:
 - The agent writes the clone's objects and refs, so before every command thirdshift undoes what
   would make its git read elsewhere (alternates, grafts, ``shallow``, linked refs; replace refs
   are ignored), and a Worktree is opened from the admin directory registered for its path,
-  never through its ``.git`` file (ADR 0009).
+  never through its ``.git`` file (ADR 0009). The agent of any Run can move any branch of the
+  clone, so a Worktree reports each head thirdshift itself moves it to (``on_head``) and the Run
+  adopts kept work only at such a head (ADR 0027).
 - git runs in a process session of its own, so a second Ctrl-C in the terminal cannot kill the
   push that saves a Failed run's work.
 """
