@@ -42,7 +42,7 @@ def test_opening_migrates_to_the_newest_schema(store: Store, database_url: str) 
     with engine.connect() as connection:
         version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
     engine.dispose()
-    assert version == "0009"
+    assert version == "0010"
     assert "text_sha256" in runs  # migration 0009: the text a Run started on
     assert {"cli_version", "input_tokens", "cache_write_tokens", "cost_usd", "cost_source"} <= (
         ledger
@@ -875,3 +875,22 @@ def test_a_rescue_takes_over_the_feedback_of_the_run_that_crashed(store: Store) 
     assert store.feedback_of_run(crashed.id) == frozenset()
     assert store.feedback_of_run(first.id) == {"review:1"}
     assert store.review_repairs(repository, 12) == 2
+
+
+def test_the_heads_recorded_for_an_issue_branch_are_those_of_its_own_runs(store: Store) -> None:
+    """Each Run's last head along the way and the head it ended at count for its issue and
+    branch only: a head of another issue, or of the issue's next branch, is not one of them."""
+    repository = store.ensure_repository("octo", "widgets")
+    failed = store.start_run(repository, 2, issue_branch="issue-2")
+    store.record_branch_head(failed.id, "a" * 40)
+    store.record_branch_head(failed.id, "b" * 40)
+    store.finish_run(failed.id, "failed", head_sha="c" * 40)
+    crashed = store.start_run(repository, 2, issue_branch="issue-2")
+    store.record_branch_head(crashed.id, "d" * 40)
+    other = store.start_run(repository, 5, issue_branch="issue-5")
+    store.record_branch_head(other.id, "e" * 40)
+    later = store.start_run(repository, 2, issue_branch="issue-2-branch-2")
+    store.record_branch_head(later.id, "f" * 40)
+
+    assert store.recorded_heads(repository, 2, "issue-2") == {"b" * 40, "c" * 40, "d" * 40}
+    assert store.recorded_heads(repository, 5, "issue-2") == frozenset()

@@ -332,11 +332,12 @@ def test_a_daemon_killed_mid_session_is_continued_after_a_restart(
     make_world: Any, restart: str
 ) -> None:
     """kill -9 while the session works (its commit not pushed). Restarted on the same home, the
-    daemon records the crash and rescues the issue with the next fencing token, pushing the
-    kept Worktree's commit first. A daemon with a fresh home on the same database cannot see
-    that Worktree and nothing reached origin: it gives the issue back to Ready and runs it
-    again. Either way: one ready pull request, one claim comment, and the Activity log says
-    what happened."""
+    daemon records the crash and rescues the issue with the next fencing token; the kept
+    Worktree's commit was made after the last head thirdshift recorded, so it is kept aside,
+    never pushed, and the Rescue's session commits again (adr/0027). A daemon with a fresh
+    home on the same database cannot see that Worktree and nothing reached origin: it gives the
+    issue back to Ready and runs it again. Either way: one ready pull request, one claim
+    comment, and the Activity log says what happened."""
     sessions = [
         {
             "name": "alpha-1",
@@ -402,6 +403,7 @@ def test_a_daemon_killed_mid_session_is_continued_after_a_restart(
     assert "Run 1 ended by a crash" in log
     if restart == "same home":
         assert "taking over from Run 1, which crashed" in comments[0]
+        assert "not adopting issue-1 in the worktree " in err
         assert "rescue #1" in log
         assert "rescue" in kinds
     else:

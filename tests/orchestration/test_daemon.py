@@ -31,6 +31,7 @@ from thirdshift.issue_url import IssueRef
 from thirdshift.notify import Notifier, ScriptedTarget
 from thirdshift.records import ProviderOutage, Repository, Usage
 from thirdshift.runs import Delivery, RunRequest
+from thirdshift.runs.branches import UNADOPTED
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions.rules import ProviderUnavailable
@@ -471,8 +472,9 @@ def test_a_rescue_waits_while_the_repository_s_daily_budget_is_spent(world: RunW
 
 
 def test_a_rescue_pushes_what_the_crashed_runs_worktree_kept(dw: DaemonWorld) -> None:
-    """The crashed Run's Worktree holds a commit that never reached origin: the Rescue commits
-    and pushes it first, and builds on it."""
+    """The crashed Run's Worktree holds a commit that never reached origin, at the head its
+    session's end recorded, and uncommitted work: the Rescue commits and pushes it first, and
+    builds on it."""
     number = dw.ready_issue("Kept work")
     ref = IssueRef("github.test", "acme", "widgets", number)
     clone = dw.world.clone_of(ref, dw.world.github.repo("acme", "widgets"))
@@ -484,7 +486,8 @@ def test_a_rescue_pushes_what_the_crashed_runs_worktree_kept(dw: DaemonWorld) ->
     git(path, "commit", "-q", "-m", "Work that never reached origin")
     (path / "loose.txt").write_text("uncommitted\n")
     assert kept.is_dirty()
-    dw.crashed_run(number, branch="issue-1")
+    dead = dw.crashed_run(number, branch="issue-1")
+    dw.world.store.record_branch_head(dead, kept.head())
 
     assert dw.daemon.once() == 0
 
@@ -493,6 +496,37 @@ def test_a_rescue_pushes_what_the_crashed_runs_worktree_kept(dw: DaemonWorld) ->
     assert "thirdshift: work an earlier Run left in its Worktree" in log
     assert dw.world.origin_file("issue-1", "loose.txt") == "uncommitted"
     assert len(dw.world.github.pull_requests()) == 1
+
+
+def test_a_rescue_sets_aside_commits_no_head_of_the_crashed_run_recorded(dw: DaemonWorld) -> None:
+    """The crashed Run died mid-session: the commit in its Worktree was never recorded (any
+    Run's agent can move the shared clone's refs), so the Rescue keeps it aside with the
+    uncommitted work, pushes none of it, and starts from origin."""
+    number = dw.ready_issue("Kept work")
+    ref = IssueRef("github.test", "acme", "widgets", number)
+    clone = dw.world.clone_of(ref, dw.world.github.repo("acme", "widgets"))
+    clone.sync()
+    path = dw.world.settings.home / "worktrees" / "acme-widgets-issue-1"
+    clone.add_worktree(path, "issue-1", "refs/remotes/origin/main")
+    (path / "kept.txt").write_text("kept\n")
+    git(path, "add", "kept.txt")
+    git(path, "commit", "-q", "-m", "Work no head recorded")
+    (path / "loose.txt").write_text("uncommitted\n")
+    dw.crashed_run(number, branch="issue-1")
+
+    assert dw.daemon.once() == 0
+
+    assert dw.world.origin_log("issue-1") == ["Add the widget", "Initial commit"]
+    [aside] = git(clone.path, "for-each-ref", "--format=%(refname)", UNADOPTED).splitlines()
+    unknown = git(clone.path, "rev-parse", f"{aside}^")
+    assert aside == f"{UNADOPTED}/issue-1-{unknown[:12]}"
+    assert any("not adopting issue-1 in the worktree" in line for line in dw.world.lines)
+    kept = git(clone.path, "log", "--format=%s", aside).splitlines()
+    assert kept[:2] == [
+        "thirdshift: uncommitted work of a Worktree that was not adopted",
+        "Work no head recorded",
+    ]
+    assert git(clone.path, "show", f"{aside}:loose.txt") == "uncommitted"
 
 
 def test_a_crashed_run_that_left_nothing_gives_the_issue_back_to_ready(dw: DaemonWorld) -> None:

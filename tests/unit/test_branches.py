@@ -6,7 +6,12 @@ import pytest
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.records import PullRequestInfo
-from thirdshift.runs.branches import branch_number, choose_issue_branch
+from thirdshift.runs.branches import (
+    adoptable,
+    branch_number,
+    choose_issue_branch,
+    unadopted_ref,
+)
 
 
 def pull(
@@ -86,3 +91,19 @@ def test_an_open_pull_request_whose_branch_is_gone_is_an_error() -> None:
 def test_only_this_issues_branch_names_count(branch: str, number: int | None) -> None:
     """issue-70 and odd spellings are not issue 7's branches."""
     assert branch_number(7, branch) == number
+
+
+def test_kept_work_is_adoptable_only_at_a_recorded_head_or_one_origin_holds() -> None:
+    recorded = {"a" * 40, "b" * 40}
+    assert adoptable("a" * 40, recorded, held_by_origin=False)
+    assert adoptable("c" * 40, recorded, held_by_origin=True)
+    assert not adoptable("c" * 40, recorded, held_by_origin=False)
+    assert not adoptable("c" * 40, frozenset(), held_by_origin=False)
+
+
+def test_an_unadopted_head_is_kept_under_a_ref_naming_its_branch_and_head() -> None:
+    head = "0123456789abcdef" * 2 + "01234567"
+    assert unadopted_ref("issue-7", head) == "refs/thirdshift/unadopted/issue-7-0123456789ab"
+    assert unadopted_ref("issue-7-branch-2", head).startswith(
+        "refs/thirdshift/unadopted/issue-7-branch-2-"
+    )

@@ -48,7 +48,9 @@ How git is run:
 - The agent writes the clone's objects and refs, so before every command thirdshift undoes what
   would make its git read elsewhere (alternates, grafts, ``shallow``, linked refs; replace refs
   are ignored), and a Worktree is opened from the admin directory registered for its path,
-  never through its ``.git`` file (ADR 0009).
+  never through its ``.git`` file (ADR 0009). The agent of any Run can move any branch of the
+  clone, so a Worktree reports each head thirdshift itself moves it to (``on_head``) and the Run
+  adopts kept work only at such a head (ADR 0027).
 - git runs in a process session of its own, so a second Ctrl-C in the terminal cannot kill the
   push that saves a Failed run's work.
 """
@@ -184,6 +186,27 @@ class ManagedClone:
         worktree = self._open_worktree(path, branch)
         worktree.known_on_origin = worktree.head()
         return worktree
+
+    def local_head(self, branch: str) -> str | None:
+        """The sha of the clone's own local ``branch``, or None when it has none."""
+        result = self._git().run(
+            "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", check=False
+        )
+        return result.stdout.strip() if result.status == 0 else None
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether ``ancestor`` is reachable from ``descendant`` (or is it); False when either is
+        not a commit the clone holds."""
+        args = ("merge-base", "--is-ancestor", ancestor, descendant)
+        return self._git().run(*args, check=False).status == 0
+
+    def keep_aside(self, ref: str, sha: str) -> None:
+        """Point ``ref`` (outside ``refs/heads``) at ``sha``, so the commit stays for a person
+        to look at while the branch itself starts over."""
+        with self.locked():
+            self._git().run(
+                "update-ref", ref, sha, fix=f"check that {sha} is a commit of the clone"
+            )
 
     def kept_worktree(self, path: Path, branch: str) -> Worktree:
         """The Worktree an earlier Run left at ``path`` on ``branch``, to adopt its work."""
@@ -358,6 +381,10 @@ class Worktree:
         self.known_on_origin: str | None = None
         # Commits others pushed that this Run merged in (named, for a Merge run to hold).
         self.foreign_merged: list[str] = []
+        # Told the new head each time thirdshift itself moves the branch (a commit, a merge, a
+        # push) and by ``record_head``: the Run records it, and only a head recorded so is
+        # ever adopted from a kept Worktree (the agents of other Runs can move its branch).
+        self.on_head: Callable[[str], None] = lambda _sha: None
 
     def __repr__(self) -> str:
         return f"Worktree({str(self.path)!r}, branch={self.branch!r})"
@@ -365,6 +392,15 @@ class Worktree:
     def head(self) -> str:
         """The full sha of HEAD."""
         return self._git.run("rev-parse", "--verify", "HEAD").stdout.strip()
+
+    def record_head(self) -> None:
+        """Tell ``on_head`` where HEAD is now (a session just ended); a HEAD git cannot read
+        is not told, and raises nothing: this runs while a failure is on its way out."""
+        try:
+            head = self.head()
+        except GitError:
+            return
+        self.on_head(head)
 
     def is_dirty(self) -> bool:
         """Whether there are changes to tracked files or untracked files git does not ignore."""
@@ -383,10 +419,12 @@ class Worktree:
             if not allow_empty:
                 return False
             self._git.run("commit", "--quiet", "--no-verify", "--allow-empty", "--message", message)
+            self.on_head(self.head())
             return True
         if staged.status != 1:
             raise self._git.error(("diff", "--cached", "--quiet"), staged)
         self._git.run("commit", "--quiet", "--no-verify", "--message", message)
+        self.on_head(self.head())
         return True
 
     def fetch(self, *refs: str) -> None:
@@ -450,8 +488,11 @@ class Worktree:
             args += ["--message", message]
         result = self._git.run(*args, ref, check=False)
         if result.status == 0:
-            status = "up-to-date" if self.head() == before else "merged"
-            return MergeOutcome(status)
+            after = self.head()
+            if after == before:
+                return MergeOutcome("up-to-date")
+            self.on_head(after)
+            return MergeOutcome("merged")
         if self.merge_in_progress():
             return MergeOutcome("conflict", self._unmerged_paths())
         raise self._git.error(
@@ -493,6 +534,7 @@ class Worktree:
             result = self._git.run(*args, check=False)
         if result.status == 0:
             self.known_on_origin = self.head()
+            self.on_head(self.known_on_origin)
             return
         refused = [line for line in result.stdout.splitlines() if line.startswith("!")]
         if refused:

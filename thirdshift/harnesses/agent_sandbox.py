@@ -11,7 +11,8 @@ Sealed, it sees:
 - writable: its own Worktree, the managed clone's object store and refs (a commit needs them),
   and a private home made for the Run (the Harness's config and transcripts, so a native Resume
   finds its session); the clone's ``config`` stays read-only, so nothing the agent writes there
-  can redirect thirdshift's pushes;
+  can redirect thirdshift's pushes; its refs are every Run's, so kept work is adopted only at a
+  head thirdshift recorded (adr/0027);
 - a network namespace of its own (``--unshare-net``): a loopback of its own and nothing else.
   The session's one way out is its egress proxy (``egress``), reached through a Unix socket
   bound in at ``EGRESS_SOCKET``; a socat bridge inside listens on the namespace's loopback, so

@@ -4,12 +4,16 @@
 the next number, ``issue-<n>-branch-<k>``. The highest numbered branch seen (on origin or as a
 pull request head) decides: with no pull request or an open one it is a Continuation that builds
 on its commits; an open pull request whose branch is gone from origin is an error.
+
+Work kept in the managed clone (a Failed run's Worktree, a local Issue branch) is adopted only
+at a head thirdshift recorded for the issue's branch, or one origin's branch already holds: the
+clone is shared, and the agents of other Runs can write its refs (adr/0027).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from thirdshift.errors import ThirdshiftError
@@ -63,3 +67,19 @@ def choose_issue_branch(
             )
         return BranchChoice(branch, continuation=False, open_pull=None)
     return BranchChoice(branch, continuation=True, open_pull=newest)
+
+
+UNADOPTED = "refs/thirdshift/unadopted"
+"""Where a head that is never adopted is kept aside, for a person to look at."""
+
+
+def adoptable(head: str, recorded: Set[str], *, held_by_origin: bool) -> bool:
+    """Whether kept work at ``head`` may be built on: thirdshift recorded that head for the
+    issue's branch (``recorded``), or origin's branch already holds it (``held_by_origin``:
+    nothing of it would reach origin that is not there)."""
+    return head in recorded or held_by_origin
+
+
+def unadopted_ref(branch: str, head: str) -> str:
+    """The ref an unknown ``head`` of ``branch`` is kept aside under, saying why."""
+    return f"{UNADOPTED}/{branch}-{head[:12]}"

@@ -20,16 +20,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.clock import Clock
-from thirdshift.errors import GitHubError, Interrupted, LeaseLost, NotClaimed, ThirdshiftError
+from thirdshift.errors import (
+    GitError,
+    GitHubError,
+    Interrupted,
+    LeaseLost,
+    NotClaimed,
+    ThirdshiftError,
+)
 from thirdshift.git import ManagedClone, Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import Comment, IssueInfo, PullRequestInfo, RepoInfo, Repository, Run
 from thirdshift.runs.approval import ROLES_THAT_LABEL, text_sha256
 from thirdshift.runs.branches import (
     BranchChoice,
+    adoptable,
     branch_name,
     branch_number,
     choose_issue_branch,
+    unadopted_ref,
 )
 from thirdshift.runs.claims import (
     CLAIM_MARKER,
@@ -244,7 +253,7 @@ class Delivery:
                     f"processes of an earlier Run still work in {worktree_path} (pids "
                     f"{', '.join(map(str, busy))}); stop them, then run thirdshift again"
                 )
-            left = clone.unpushed_work(worktree_path)
+            left = self._kept_work(clone, worktree_path, repository, number, choice.branch, remote)
             if left is not None:
                 self._adopt(clone, worktree_path, choice.branch, base, left, keeper.check)
                 clone.sync()
@@ -572,6 +581,7 @@ class Delivery:
             start = tracking(choice.branch) if choice.continuation else tracking(base)
             clone.remove_worktree(worktree_path)
             worktree = clone.add_worktree(worktree_path, choice.branch, start)
+            worktree.on_head = self._head_recorder(record.id)
             worktree.exclude(f"/{PULL_REQUEST_FILE}")
             shown = start.removeprefix("refs/remotes/")
             self.say(f"working in {worktree.path} on {choice.branch}, from {shown}")
@@ -633,7 +643,10 @@ class Delivery:
                         "ended its turn before the crash (its result is in its Session log)"
                     )
                 else:
-                    sessions.run(kind, self._scrub(prompt))
+                    try:
+                        sessions.run(kind, self._scrub(prompt))
+                    finally:  # the session's end is a head thirdshift stands behind (adr/0027)
+                        worktree.record_head()
                 self._check_interrupt()
                 pull = self._takeover(ref, worktree, choice, base, pull, gh, keeper.check)
                 opened = pull.number
@@ -819,6 +832,64 @@ class Delivery:
         )
         if reason is not None:
             raise NotClaimed(f"{ref}{PASSED_OVER}{reason}")
+
+    def _kept_work(
+        self,
+        clone: ManagedClone,
+        path: Path,
+        repository: Repository,
+        number: int,
+        branch: str,
+        remote: Mapping[str, str],
+    ) -> str | None:
+        """What the Worktree an earlier Run kept at ``path`` holds that is not on origin, when it
+        may be adopted; else None. The clone is shared and the agents of other Runs can move
+        its refs, so kept work (a Worktree's, a local Issue branch's) at a head thirdshift never
+        recorded for this branch, and that origin's branch does not hold, is never adopted: it
+        is kept aside under a ref that says so, and the Run starts from origin."""
+        left = clone.unpushed_work(path)
+        kept = clone.kept_worktree(path, branch) if left is not None else None
+        where = f"the worktree {path}" if kept is not None else "the managed clone"
+        try:
+            head = kept.head() if kept is not None else clone.local_head(branch)
+        except GitError as problem:
+            self.say(f"not adopting {branch} in {where}: its head cannot be read ({problem})")
+            return None
+        if head is None:
+            return None
+        on_origin = remote.get(branch)
+        held = on_origin is not None and clone.is_ancestor(head, on_origin)
+        recorded = self._store.recorded_heads(repository, number, branch)
+        if adoptable(head, recorded, held_by_origin=held):
+            return left
+        kept_sha, loose = head, ""
+        if kept is not None and kept.is_dirty():
+            # Set aside with it, not lost; it is never pushed.
+            kept.commit_all("thirdshift: uncommitted work of a Worktree that was not adopted")
+            kept_sha, loose = kept.head(), " with the Worktree's uncommitted work"
+        aside = unadopted_ref(branch, head)
+        clone.keep_aside(aside, kept_sha)
+        self.say(
+            f"not adopting {branch} in {where}: its head {head[:7]} is not one thirdshift "
+            f"recorded for #{number} (the agent of another Run may have moved it); kept it "
+            f"aside{loose} as {aside}, and starting from origin"
+        )
+        return None
+
+    def _head_recorder(self, run_id: int) -> Callable[[str], None]:
+        """Records each head thirdshift leaves the Run's branch at. A head the store missed is
+        only one a later Run will not adopt, so a failure is a warning."""
+
+        def record(sha: str) -> None:
+            try:
+                self._store.record_branch_head(run_id, sha)
+            except ThirdshiftError as problem:
+                self.say(
+                    f"warning: could not record the head {sha[:7]} of Run {run_id} ({problem}); "
+                    "a Worktree kept at it will not be adopted"
+                )
+
+        return record
 
     def _adopt(
         self,

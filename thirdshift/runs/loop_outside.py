@@ -213,7 +213,10 @@ class RunLoopOutside:
                     preamble, head=ci.head, failed=failed, inherited=inherited
                 ),
             )
-        self._sessions.run(f"repair-{number}", prompt)
+        try:
+            self._sessions.run(f"repair-{number}", prompt)
+        finally:  # the session's end is a head thirdshift stands behind (adr/0027)
+            self._worktree.record_head()
 
     def _log_tail(self, check: CheckRun) -> str:
         if check.job_id is None:

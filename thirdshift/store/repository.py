@@ -720,6 +720,29 @@ class Store:
             ).all()
             return [_run(row, run.repository) for row in rows]
 
+    def record_branch_head(self, run_id: int, sha: str) -> None:
+        """Keep ``sha`` as the head thirdshift itself last left the Run's Issue branch at."""
+        with self._session() as session:
+            session.execute(
+                sa.update(RunRow).where(col(RunRow.id) == run_id).values(branch_head=sha)
+            )
+            session.commit()
+
+    def recorded_heads(
+        self, repository: Repository, issue_number: int, branch: str
+    ) -> frozenset[str]:
+        """Every head thirdshift recorded for ``branch`` of the issue: each Run's last head
+        along the way and the head it ended at. Only these are adopted from a kept Worktree."""
+        with self._session() as session:
+            rows = session.execute(
+                sa.select(col(RunRow.branch_head), col(RunRow.head_sha)).where(
+                    col(RunRow.repository_id) == repository.id,
+                    col(RunRow.issue_number) == issue_number,
+                    col(RunRow.issue_branch) == branch,
+                )
+            ).all()
+            return frozenset(sha for row in rows for sha in row if sha)
+
     def latest_run(self, repository: Repository, issue_number: int) -> Run | None:
         """The newest Run on the issue, or None."""
         with self._session() as session:

@@ -82,6 +82,10 @@ class RunRow(SQLModel, table=True):
     # sha256 of the issue's title, a line feed and its body as the Run started on them
     # (migration 0009): a later Run on other text needs a fresh approval.
     text_sha256: str | None = Field(default=None, max_length=64)
+    # The Issue branch's head as thirdshift itself last left it (migration 0010): after each of
+    # its commits, merges and pushes and each session's end. A kept Worktree is adopted only at
+    # a head recorded for its issue and branch (adr/0027).
+    branch_head: str | None = Field(default=None, max_length=64)
 
 
 class SessionRow(SQLModel, table=True):
