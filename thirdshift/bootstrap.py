@@ -223,6 +223,7 @@ def _run_parts(
                 environ=session_environ,
                 logs_dir=settings.home / "logs",
                 watchdogs=settings.session_watchdogs,
+                output_caps=settings.session_output_caps,
                 grace_seconds=settings.session_stop_grace_seconds,
                 interrupt=interrupt,
                 progress=say,

@@ -9,7 +9,8 @@ ever holds a PyGithub object that fetches lazily; store records are converted fr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 
@@ -242,6 +243,35 @@ class Usage:
 NO_USAGE = Usage()
 
 
+def at_least(counted: Usage, reported: Usage) -> Usage:
+    """``reported``, with every figure no lower than ``counted``'s (what was already counted of
+    the same session). The stream is the agent's to write into: a forged line with smaller
+    totals, negative numbers or a cost that is not a number must never lower what a budget
+    was checked against. A figure below zero, or a cost that is not finite, is none."""
+
+    def most(before: int | None, now: int | None) -> int | None:
+        if now is None or now < 0:
+            return before
+        return now if before is None else max(before, now)
+
+    cost, source = reported.cost_usd, reported.cost_source
+    unusable = cost is None or not math.isfinite(cost) or cost < 0
+    if unusable or (counted.cost_usd is not None and counted.cost_usd > (cost or 0.0)):
+        cost, source = counted.cost_usd, counted.cost_source
+    return replace(
+        reported,
+        turns=most(counted.turns, reported.turns),
+        input_tokens=most(counted.input_tokens, reported.input_tokens),
+        cached_input_tokens=most(counted.cached_input_tokens, reported.cached_input_tokens),
+        cache_write_tokens=most(counted.cache_write_tokens, reported.cache_write_tokens),
+        output_tokens=most(counted.output_tokens, reported.output_tokens),
+        cost_usd=cost,
+        cost_source=source,
+        model=reported.model or counted.model,
+        cli_version=reported.cli_version or counted.cli_version,
+    )
+
+
 @dataclass(frozen=True)
 class SessionRecord:
     id: int
@@ -428,6 +458,19 @@ class Watchdogs:
     """This long since the start: stop ("wall")."""
     post_result_seconds: float
     """This long after ``result_seen()`` first returned True: stop ("post-result")."""
+
+
+@dataclass(frozen=True)
+class OutputCaps:
+    """What one session's output may cost thirdshift, in bytes (adr/0029)."""
+
+    line_bytes: int = 8 * 1024 * 1024
+    """A longer stdout line is cut: its head kept, the rest dropped and counted."""
+    log_bytes: int = 256 * 1024 * 1024
+    """Past this, the Session log counts lines instead of keeping them."""
+
+
+DEFAULT_OUTPUT_CAPS = OutputCaps()
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from pydantic_settings.sources.utils import parse_env_vars
 
 from thirdshift.errors import ConfigError
 from thirdshift.network import parse_host_pattern
-from thirdshift.records import Watchdogs
+from thirdshift.records import OutputCaps, Watchdogs
 
 ENV_PREFIX = "THIRDSHIFT_"
 PUBLIC_GITHUB_API = "https://api.github.com"
@@ -248,6 +248,16 @@ class Settings(BaseSettings):
     session_stop_grace_seconds: float = Field(
         default=10, gt=0, description="Between each stop signal, and before the final kill."
     )
+    session_line_cap_bytes: int = Field(
+        default=OutputCaps.line_bytes,
+        ge=64 * 1024,
+        description="A longer stdout line of a session is cut: its head kept, the rest dropped.",
+    )
+    session_log_cap_bytes: int = Field(
+        default=OutputCaps.log_bytes,
+        ge=64 * 1024,
+        description="Past this, a Session log counts the lines it would keep, not keeping them.",
+    )
     unsafe_agent_without_sandbox: bool = Field(
         default=False,
         description="Run agents without the bubblewrap sandbox. Unsafe: an agent can then read "
@@ -456,6 +466,10 @@ class Settings(BaseSettings):
             if name != self.harness and name not in found:
                 found.append(name)
         return found
+
+    @property
+    def session_output_caps(self) -> OutputCaps:
+        return OutputCaps(self.session_line_cap_bytes, self.session_log_cap_bytes)
 
     @property
     def session_watchdogs(self) -> Watchdogs:

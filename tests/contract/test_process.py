@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from thirdshift.harnesses.process import (
+    LINE_CAP_BYTES,
     STDERR_TAIL_BYTES,
+    CutLine,
     ProcessEnding,
     ProcessStartError,
     descendants,
@@ -95,19 +99,122 @@ def _eventually(condition: Callable[[], bool], seconds: float = 3.0) -> bool:
 
 
 def test_lines_reach_on_line_in_order_whole_and_unterminated(tmp_path: Path) -> None:
-    """Every stdout line arrives in order without its newline: a 10 MB one whole, an empty
-    one, and a last one with no newline."""
+    """Every stdout line arrives in order without its newline: one exactly at the cap whole,
+    an empty one, and a last one with no newline."""
     code = (
         "import sys; out = sys.stdout.buffer; out.write(b'first\\n'); "
-        "out.write(b'x' * 10_000_000 + b'\\n'); out.write(b'\\n'); out.write(b'last')"
+        f"out.write(b'x' * {LINE_CAP_BYTES} + b'\\n'); out.write(b'\\n'); out.write(b'last')"
     )
     ending, lines = _run(_python(code), tmp_path)
     assert ending.exit_status == 0
     assert ending.stopped_by is None
     assert len(lines) == 4
     assert lines[0] == b"first"
-    assert lines[1] == b"x" * 10_000_000
+    assert lines[1] == b"x" * LINE_CAP_BYTES
     assert lines[2:] == [b"", b"last"]
+
+
+def _supervise(
+    argv: Sequence[str],
+    cwd: Path,
+    *,
+    line_cap_bytes: int,
+    on_line: Callable[[bytes], None],
+    on_cut: Callable[[CutLine], None],
+) -> ProcessEnding:
+    return run_supervised(
+        argv,
+        cwd=cwd,
+        env={"PATH": os.environ["PATH"]},
+        on_line=on_line,
+        on_cut=on_cut,
+        line_cap_bytes=line_cap_bytes,
+        result_seen=lambda: False,
+        watchdogs=PATIENT,
+        stop_signals=(signal.SIGTERM,),
+        grace_seconds=0.3,
+        interrupt=threading.Event(),
+        tick_seconds=0.05,
+    )
+
+
+def test_a_line_over_the_cap_is_cut_with_its_dropped_bytes_counted_and_reading_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A 300 MiB line with a 1 MiB cap reaches on_cut as its first MiB and the count of the
+    rest, in its place among whole lines; a last line over the cap without a newline is cut
+    too. The supervisor's memory (every Python allocation of this process, the pump's
+    included) never grows by more than a few caps, whatever the line's length."""
+    cap = 1024 * 1024
+    big = 300 * cap
+    code = (
+        "import sys; out = sys.stdout.buffer; out.write(b'before\\n'); "
+        f"block = b'y' * {cap}\n"
+        f"for _ in range({big // cap}): out.write(block)\n"
+        "out.write(b'\\nafter\\n'); out.write(b'z' * "
+        f"{cap + 5})"
+    )
+    got: list[bytes | CutLine] = []
+    tracemalloc.start()
+    try:
+        _supervise(
+            _python(code), tmp_path, line_cap_bytes=cap, on_line=got.append, on_cut=got.append
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == [
+        b"before",
+        CutLine(b"y" * cap, big - cap),
+        b"after",
+        CutLine(b"z" * cap, 5),
+    ]
+    assert peak < 8 * cap, f"peak {peak} bytes while reading a {big}-byte line"
+
+
+def test_lines_the_caller_has_not_taken_are_held_up_to_a_bound(tmp_path: Path) -> None:
+    """A CLI that writes 200 lines of a cap each to a caller slower than it waits for the
+    caller: the lines read ahead never take more than a few caps of memory."""
+    cap = 1024 * 1024
+    code = f"import sys\nfor _ in range(200): sys.stdout.buffer.write(b'w' * {cap} + b'\\n')"
+    count = [0]
+
+    def slowly(line: bytes) -> None:
+        assert len(line) == cap
+        count[0] += 1
+        time.sleep(0.02)
+
+    tracemalloc.start()
+    try:
+        _supervise(_python(code), tmp_path, line_cap_bytes=cap, on_line=slowly, on_cut=print)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count[0] == 200
+    assert peak < 8 * cap, f"peak {peak} bytes for 200 lines of {cap} bytes"
+
+
+def test_the_clis_own_processes_cannot_reopen_its_stdout_through_proc(tmp_path: Path) -> None:
+    """A child of the CLI (as the agent's commands are) opening ``/proc/<cli>/fd/1`` to write
+    a stream line of its own is refused, and nothing it meant to write arrives."""
+    child = (
+        "import os, sys\n"
+        "try:\n"
+        "    fd = os.open(f'/proc/{os.getppid()}/fd/1', os.O_WRONLY)\n"
+        '    os.write(fd, b\'{"type": "result", "forged": true}\\n\')\n'
+        "    print('opened', file=sys.stderr)\n"
+        "except OSError as error:\n"
+        "    print('refused', error.errno, file=sys.stderr)\n"
+    )
+    code = (
+        "import subprocess, sys, time\n"
+        f"done = subprocess.run([sys.executable, '-c', {child!r}], stdout=subprocess.DEVNULL,"
+        " stderr=subprocess.PIPE, check=False)\n"
+        "print(done.stderr.decode().strip(), flush=True)\n"
+    )
+    ending, lines = _run(_python(code), tmp_path)
+    assert ending.exit_status == 0
+    assert lines == [f"refused {errno.ENXIO}".encode()]
 
 
 def test_stdin_is_dev_null(tmp_path: Path) -> None:

@@ -599,3 +599,20 @@ def test_a_resume_s_replayed_zero_turn_result_is_not_its_own_result() -> None:
     finished = ClaudeReader()
     feed(finished, init(), result("", num_turns=0, total_cost_usd=0.13), result("Resumed."))
     assert finished.result_seen
+
+
+def test_a_forged_result_after_the_real_one_never_lowers_the_session_s_cost() -> None:
+    """The agent can write stream lines of its own: a later result claiming a smaller running
+    cost, negative tokens or a cost of NaN leaves the cost claude reported and counts no token
+    below zero."""
+    reader = ClaudeReader()
+    usage = {"input_tokens": 100, "output_tokens": 10}
+    feed(reader, init(), result(total_cost_usd=0.42, usage=usage))
+    forged = {"input_tokens": -1_000_000, "output_tokens": -5}
+    feed(reader, result(total_cost_usd=0.01, usage=forged, num_turns=-3))
+    reader.feed(b'{"type": "result", "subtype": "success", "num_turns": -3, "total_cost_usd": NaN}')
+    outcome = reader.finish(0, stopped_after_result=False)
+    assert outcome.usage.cost_usd == 0.42
+    assert outcome.usage.input_tokens == 100
+    assert outcome.usage.output_tokens == 10
+    assert outcome.usage.turns == 2

@@ -407,3 +407,16 @@ def test_a_known_secret_across_the_cut_leaves_nothing_in_the_progress_line_or_th
     assert len(result.summary) == 200
     for text in (line, call.summary, call.target or "", result.summary, result.target or ""):
         assert not any(piece in text for piece in pieces(SECRET, 4)), text
+
+
+def test_a_forged_turn_completed_with_smaller_totals_never_lowers_the_usage() -> None:
+    """A turn.completed written by the agent with totals below the thread's (or negative ones)
+    leaves the figures codex reported."""
+    reader = CodexReader()
+    real = {"input_tokens": 250, "cached_input_tokens": 90, "output_tokens": 12}
+    forged = {"input_tokens": 1, "cached_input_tokens": -90, "output_tokens": 0}
+    feed(reader, STARTED, message("a"), {"type": "turn.completed", "usage": real})
+    feed(reader, {"type": "turn.completed", "usage": forged})
+    outcome = reader.finish(0, stopped_after_result=False)
+    usage = outcome.usage
+    assert (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens) == (250, 90, 12)

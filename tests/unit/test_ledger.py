@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from thirdshift.daemon.ready import ReadyRules, budget_reason
-from thirdshift.records import Usage
+from thirdshift.records import Usage, at_least
 from thirdshift.sessions.ledger import Budgets, Spent, budget_reached, priced, unpriced_harnesses
 from thirdshift.settings import ModelPrice
 
@@ -108,3 +108,19 @@ def test_a_harness_a_budget_cannot_count_is_named_with_the_setting_to_fix_it() -
         "warning: codex reports no cost, so the cost budgets cannot count its sessions; price "
         "its Model gpt-y in model_prices"
     ]
+
+
+def test_a_later_figure_never_lowers_what_was_counted_and_an_unusable_one_is_none() -> None:
+    """``at_least`` keeps each figure at its highest, takes no negative count and no cost that
+    is not a finite number of zero or more, and keeps the cost's source with its amount."""
+    counted = Usage(
+        turns=3, input_tokens=500, output_tokens=40, cost_usd=1.5, cost_source="reported"
+    )
+    lower = Usage(turns=1, input_tokens=-7, output_tokens=60, cost_usd=0.1, cost_source="reported")
+    assert at_least(counted, lower) == Usage(
+        turns=3, input_tokens=500, output_tokens=60, cost_usd=1.5, cost_source="reported"
+    )
+    assert at_least(counted, Usage(cost_usd=float("nan"))).cost_usd == 1.5
+    assert at_least(Usage(), Usage(cost_usd=float("inf"), input_tokens=-1)) == Usage()
+    higher = Usage(cost_usd=2.0, cost_source="price table")
+    assert at_least(counted, higher).cost_source == "price table"

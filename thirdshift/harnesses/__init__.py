@@ -28,6 +28,7 @@ from thirdshift.harnesses.base import (
 from thirdshift.harnesses.claude import ClaudeHarness
 from thirdshift.harnesses.codex import CodexHarness
 from thirdshift.harnesses.process import (
+    CutLine,
     ProcessEnding,
     ProcessStartError,
     run_supervised,
@@ -60,6 +61,7 @@ __all__ = [
     "AgentSandboxUnavailable",
     "ClaudeHarness",
     "CodexHarness",
+    "CutLine",
     "Harness",
     "Observation",
     "ProcessEnding",

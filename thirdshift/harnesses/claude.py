@@ -17,6 +17,7 @@ Facts this adapter relies on (Claude Code 2.1.328, the pinned version):
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -32,6 +33,7 @@ from thirdshift.harnesses.stream import (
     EventLog,
     Scrub,
     allowlisted,
+    as_count,
     as_int,
     as_str,
     command_progress,
@@ -45,7 +47,7 @@ from thirdshift.harnesses.stream import (
     user_home,
 )
 from thirdshift.network import HostPattern
-from thirdshift.records import ProviderOutage, SessionEvent
+from thirdshift.records import ProviderOutage, SessionEvent, at_least
 
 _CONFIG_FILES = (".credentials.json",)
 """What of Claude Code's configuration a private home gets: the login alone. Settings files
@@ -430,6 +432,13 @@ class ClaudeReader:
             self._restored_cost = result.usage.cost_usd
         if not replayed:
             self._turn_results += 1
+        before = self._last.usage if self._last is not None else None
+        if before is not None and before.cost_usd is not None:
+            # claude's cost is a running total for the process (its tokens are each query's
+            # own): a result costing less than an earlier one is not claude's, the agent can
+            # write into the stream.
+            cost = at_least(Usage(cost_usd=before.cost_usd), result.usage)
+            result.usage = replace(result.usage, cost_usd=cost.cost_usd, cost_source="reported")
         self._last = result
         self._summed = replace(
             _plus(self._summed, result.usage),
@@ -548,18 +557,20 @@ def _exit_code(output: str) -> int | None:
 def _usage(event: dict[str, Any]) -> Usage:
     usage = event.get("usage")
     usage = usage if isinstance(usage, dict) else {}
-    fresh = as_int(usage.get("input_tokens"))
-    created = as_int(usage.get("cache_creation_input_tokens"))
-    cached = as_int(usage.get("cache_read_input_tokens"))
+    fresh = as_count(usage.get("input_tokens"))
+    created = as_count(usage.get("cache_creation_input_tokens"))
+    cached = as_count(usage.get("cache_read_input_tokens"))
     raw = event.get("total_cost_usd")
     cost = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+    if cost is not None and not (math.isfinite(cost) and cost >= 0):
+        cost = None  # json reads NaN and Infinity: no budget could be checked against them
     return Usage(
         model=_billed_model(event.get("modelUsage")),
-        turns=as_int(event.get("num_turns")),
+        turns=as_count(event.get("num_turns")),
         input_tokens=None if fresh is None else fresh + (created or 0) + (cached or 0),
         cached_input_tokens=cached,
         cache_write_tokens=created,
-        output_tokens=as_int(usage.get("output_tokens")),
+        output_tokens=as_count(usage.get("output_tokens")),
         cost_usd=cost,
         cost_source=None if cost is None else "reported",
     )

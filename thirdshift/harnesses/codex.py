@@ -29,6 +29,7 @@ from thirdshift.harnesses.stream import (
     EventLog,
     Scrub,
     allowlisted,
+    as_count,
     as_int,
     as_str,
     command_progress,
@@ -43,7 +44,7 @@ from thirdshift.harnesses.stream import (
     user_home,
 )
 from thirdshift.network import HostPattern
-from thirdshift.records import ProviderOutage, SessionEvent
+from thirdshift.records import ProviderOutage, SessionEvent, at_least
 
 _CONFIG_FILES = ("auth.json",)
 """What of CODEX_HOME a private home gets: the login alone. config.toml commonly holds other
@@ -365,8 +366,10 @@ class CodexReader:
         self._take_killed()
         usage = event.get("usage")
         if isinstance(usage, dict):
-            # The thread's running total, not the turn's own: the last one is the session's.
-            self._usage = _add_usage(None, usage)
+            # The thread's running total, not the turn's own: the last one is the session's,
+            # and a total below an earlier one is not codex's (the agent can write into the
+            # stream).
+            self._usage = at_least(self._usage or Usage(), _add_usage(None, usage))
         summary = one_line(self._final_message or "", scrub=self.scrub) or "no final message"
         return Observation(events=(self._events.make("result", summary),))
 
@@ -430,7 +433,7 @@ class CodexReader:
 
 def _add_usage(total: Usage | None, usage: dict[str, Any]) -> Usage:
     def plus(before: int | None, key: str) -> int | None:
-        value = as_int(usage.get(key))
+        value = as_count(usage.get(key))
         if value is None:
             return before
         return value + (before or 0)

@@ -5,6 +5,13 @@ order, keeps the last 16 KiB of stderr, and stops the process when a watchdog tr
 clock, or too long after the final result) or the caller asks it to. When the session is over,
 by a stop or by a normal exit, nothing the CLI started may keep running.
 
+Output is bounded (adr/0029): a stdout line longer than the cap is cut, its head handed on as a
+cut line with the count of what was dropped, the rest read and thrown away as it comes; lines
+read and not yet taken by the caller are held up to a few caps' worth, after which the pump waits
+(and the CLI with it). The CLI's stdout and stderr are Unix sockets, not pipes: the agent's own
+commands run as the same user and could open a pipe again through ``/proc/<cli pid>/fd/1`` and
+write stream lines of their own into it; a socket cannot be opened so.
+
 Finding the whole tree is the hard part. The agent CLIs start their tool commands in process
 groups or sessions of their own, so signalling the CLI's group misses them, and a tool command
 whose parent has exited is re-parented to init, where a walk of ``/proc`` parent links from the
@@ -36,6 +43,7 @@ import queue
 import secrets
 import selectors
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -63,6 +71,10 @@ _DRAIN_SECONDS: Final = 5.0
 may still hold the pipe)."""
 _POLL_SECONDS: Final = 0.02
 _READ_BYTES: Final = 64 * 1024
+LINE_CAP_BYTES: Final = 8 * 1024 * 1024
+"""The longest stdout line handed on whole (``session_line_cap_bytes``)."""
+_HELD_LINES_CAPS: Final = 2
+"""How many caps' worth of read lines may wait for the caller before the pump waits."""
 
 
 class ProcessStartError(ThirdshiftError):
@@ -83,6 +95,15 @@ class ProcessEnding:
     duration_seconds: float
 
 
+@dataclass(frozen=True)
+class CutLine:
+    """A stdout line longer than the cap: its first ``len(head)`` bytes, and how many bytes of
+    it after those were dropped, unread by anyone, up to its newline (or the stream's end)."""
+
+    head: bytes
+    dropped_bytes: int
+
+
 def run_supervised(
     argv: Sequence[str],
     *,
@@ -97,6 +118,8 @@ def run_supervised(
     tick_seconds: float = 0.1,
     clock: Clock | None = None,
     halt: threading.Event | None = None,
+    on_cut: Callable[[CutLine], None] = lambda _cut: None,
+    line_cap_bytes: int = LINE_CAP_BYTES,
 ) -> ProcessEnding:
     """Run ``argv`` to its end and kill whatever it left running.
 
@@ -106,24 +129,30 @@ def run_supervised(
     ``ProcessStartError`` when the program cannot be started. The watchdogs read ``clock``
     (the system's by default). ``halt``, when set (by ``on_line``, say), stops the process the
     way an interrupt does, with ``stopped_by`` ``halt``: the caller's own reason to stop it.
+    A line longer than ``line_cap_bytes`` goes to ``on_cut`` instead of ``on_line``, in its
+    place in the order.
     """
     clock = clock or SystemClock()
     token = secrets.token_hex(8)
     started = clock.monotonic()
-    process = _spawn(argv, cwd, {**env, MARKER_VARIABLE: token})
-    assert process.stdout is not None
-    assert process.stderr is not None
+    process, stdout, stderr = _spawn(argv, cwd, {**env, MARKER_VARIABLE: token})
     tree = _Tree(process.pid, f"{MARKER_VARIABLE}={token}".encode())
-    lines: queue.Queue[bytes | None] = queue.Queue()
-    tail = _Tail(STDERR_TAIL_BYTES)
     abandon = threading.Event()
+    lines = _Lines(_HELD_LINES_CAPS * line_cap_bytes, abandon)
+    tail = _Tail(STDERR_TAIL_BYTES)
     pump = threading.Thread(
         target=_pump,
-        args=(process.stdout.fileno(), process.stderr.fileno(), lines, tail, abandon),
+        args=(stdout.fileno(), stderr.fileno(), lines, tail, abandon, line_cap_bytes),
         name=f"thirdshift-pump-{process.pid}",
         daemon=True,
     )
     pump.start()
+
+    def hand_on(item: bytes | CutLine) -> None:
+        if isinstance(item, CutLine):
+            on_cut(item)
+        else:
+            on_line(item)
 
     def exited() -> bool:
         return _has_exited(process.pid)
@@ -145,7 +174,7 @@ def run_supervised(
                     eof = True
                 else:
                     last_line = clock.monotonic()
-                    on_line(line)
+                    hand_on(line)
                     if result_at is None and result_seen():
                         result_at = clock.monotonic()
             now = clock.monotonic()
@@ -168,17 +197,28 @@ def run_supervised(
                 tree.members(use_marker=False)
         _sweep(tree)
         swept = True
+        # What the pump still reads is taken as it comes (a pump with lines held up to the
+        # bound waits for this), until stdout ends or a process that escaped holds it open.
+        deadline = time.monotonic() + _DRAIN_SECONDS
+        while not eof and (left := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                eof = True
+            else:
+                hand_on(line)
     finally:
         if not swept:  # on_line or result_seen raised: the tree dies all the same
             _sweep(tree)
         process.wait()
-        pump.join(_DRAIN_SECONDS)
         abandon.set()
         pump.join()
-        process.stdout.close()
-        process.stderr.close()
+        stdout.close()
+        stderr.close()
     while not eof and (line := lines.get()) is not None:
-        on_line(line)
+        hand_on(line)
     return ProcessEnding(
         exit_status=process.returncode,
         stopped_by=stopped_by,
@@ -415,20 +455,51 @@ def _tripped(
     return None
 
 
-def _spawn(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+def _spawn(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str]
+) -> tuple[subprocess.Popen[bytes], socket.socket, socket.socket]:
+    """The started process, and our ends of its stdout and stderr."""
     program = argv[0] if argv else ""
     if not cwd.is_dir():
         raise ProcessStartError(
             f"cannot start {program}: its working directory {cwd} does not exist"
         )
+    # Socket pairs, not pipes: open() of /proc/<pid>/fd/<n> gives ENXIO for a socket, so a
+    # process of the agent's cannot reopen the CLI's stdout to write lines of its own there.
+    stdout, child_stdout = socket.socketpair()
+    stderr, child_stderr = socket.socketpair()
+    try:
+        child_stdout.shutdown(socket.SHUT_RD)
+        child_stderr.shutdown(socket.SHUT_RD)
+        stdout.shutdown(socket.SHUT_WR)
+        stderr.shutdown(socket.SHUT_WR)
+        return (
+            _popen(argv, cwd, env, child_stdout.fileno(), child_stderr.fileno()),
+            stdout,
+            stderr,
+        )
+    except BaseException:
+        stdout.close()
+        stderr.close()
+        raise
+    finally:
+        # Only the child holds its ends: stdout's end is seen when the child's tree closes them.
+        child_stdout.close()
+        child_stderr.close()
+
+
+def _popen(
+    argv: Sequence[str], cwd: Path, env: Mapping[str, str], stdout: int, stderr: int
+) -> subprocess.Popen[bytes]:
+    program = argv[0] if argv else ""
     try:
         return subprocess.Popen(
             list(argv),
             cwd=cwd,
             env=dict(env),
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=stdout,
+            stderr=stderr,
             start_new_session=True,
         )
     except FileNotFoundError as exc:
@@ -463,37 +534,87 @@ class _Tail:
         return bytes(self._buffer[-self._limit :]).decode(errors="replace")
 
 
+class _Lines:
+    """The stdout lines the pump has read and the caller not yet taken, in order, then None.
+    Up to ``limit`` bytes are held (one line more may go over it); past that ``put`` waits for
+    the caller to take some, unless ``abandon`` is set."""
+
+    def __init__(self, limit: int, abandon: threading.Event) -> None:
+        self._limit = limit
+        self._abandon = abandon
+        self._items: queue.Queue[bytes | CutLine | None] = queue.Queue()
+        self._held = 0
+        self._room = threading.Condition()
+
+    def put(self, item: bytes | CutLine | None) -> None:
+        size = _size(item)
+        with self._room:
+            while self._held and self._held + size > self._limit and not self._abandon.is_set():
+                self._room.wait(0.05)
+            self._held += size
+        self._items.put(item)
+
+    def get(self, timeout: float | None = None) -> bytes | CutLine | None:
+        """The next item; raises ``queue.Empty`` when none came within ``timeout``."""
+        item = self._items.get(timeout=timeout)
+        with self._room:
+            self._held -= _size(item)
+            self._room.notify_all()
+        return item
+
+
+def _size(item: bytes | CutLine | None) -> int:
+    if item is None:
+        return 0
+    return len(item.head) if isinstance(item, CutLine) else len(item)
+
+
 def _pump(
     stdout: int,
     stderr: int,
-    lines: queue.Queue[bytes | None],
+    lines: _Lines,
     tail: _Tail,
     abandon: threading.Event,
+    cap: int,
 ) -> None:
-    """Drain both pipes until stdout and stderr end (or ``abandon`` is set): stdout as lines,
-    of any length, onto ``lines`` and then None; stderr into ``tail``."""
+    """Drain both pipes until stdout and stderr end (or ``abandon`` is set): stdout as lines
+    onto ``lines`` and then None, each line of up to ``cap`` bytes whole and a longer one as a
+    ``CutLine`` (never more than ``cap`` bytes of a line held); stderr into ``tail``."""
     selector = selectors.DefaultSelector()
     selector.register(stdout, selectors.EVENT_READ)
     selector.register(stderr, selectors.EVENT_READ)
     partial = bytearray()
+    dropped = 0  # bytes of the line in hand dropped past the cap; >0: the line is being cut
     try:
         while selector.get_map() and not abandon.is_set():
             for key, _ in selector.select(timeout=0.05):
                 chunk = os.read(key.fd, _READ_BYTES)
                 if not chunk:
                     selector.unregister(key.fd)
-                elif key.fd == stderr:
+                    continue
+                if key.fd == stderr:
                     tail.add(chunk)
-                else:
-                    start = 0
-                    while (newline := chunk.find(b"\n", start)) != -1:
-                        partial += chunk[start:newline]
-                        lines.put(bytes(partial))
-                        partial.clear()
-                        start = newline + 1
-                    partial += chunk[start:]
+                    continue
+                start = 0
+                while start < len(chunk):
+                    newline = chunk.find(b"\n", start)
+                    end = len(chunk) if newline == -1 else newline
+                    room = cap - len(partial)
+                    if dropped or end - start > room:
+                        partial += chunk[start : start + max(room, 0)]
+                        dropped += end - start - max(room, 0)
+                    else:
+                        partial += chunk[start:end]
+                    if newline == -1:
+                        break
+                    lines.put(CutLine(bytes(partial), dropped) if dropped else bytes(partial))
+                    partial.clear()
+                    dropped = 0
+                    start = newline + 1
     finally:
         selector.close()
-        if partial:
+        if dropped:
+            lines.put(CutLine(bytes(partial), dropped))
+        elif partial:
             lines.put(bytes(partial))
         lines.put(None)

@@ -29,9 +29,10 @@ from thirdshift.errors import ThirdshiftError
 from thirdshift.network import HostPattern, endpoint_of_url, parse_host_pattern
 from thirdshift.records import SessionEvent
 
-# A line longer than this is never handed to json.loads: it stays in the Session log and the
-# reader skips it. Real lines reach a few hundred KB (whole files in tool results); 8 MiB keeps
-# a runaway line from costing the daemon more than a bounded amount of memory and time.
+# A line longer than this is never handed to json.loads: the reader skips it. Real lines reach a
+# few hundred KB (whole files in tool results); 8 MiB keeps a runaway line from costing the
+# daemon more than a bounded amount of memory and time. The process supervisor cuts a line over
+# ``session_line_cap_bytes`` before any reader sees it; this holds whatever that setting says.
 MAX_PARSED_LINE = 8 * 1024 * 1024
 
 DETAIL_LIMIT = 100  # the detail of a progress line
@@ -273,6 +274,13 @@ def exit_description(harness: str, exit_status: int) -> str:
 def as_int(value: object) -> int | None:
     """``value`` if it is a real integer (not a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_count(value: object) -> int | None:
+    """``value`` if it is an integer of zero or more (a token or turn count), else None: a
+    negative count in the stream could only lower what the ledger adds up."""
+    found = as_int(value)
+    return found if found is not None and found >= 0 else None
 
 
 def as_str(value: object) -> str | None:

@@ -25,6 +25,7 @@ from thirdshift.console import format_duration
 from thirdshift.errors import ThirdshiftError
 from thirdshift.harnesses import (
     AgentSandbox,
+    CutLine,
     Harness,
     ProcessEnding,
     SealedPaths,
@@ -37,10 +38,24 @@ from thirdshift.harnesses.egress import EgressProxy, Refusal
 from thirdshift.home import Home
 from thirdshift.issue_url import IssueRef
 from thirdshift.network import EgressAllowlist
-from thirdshift.records import ProviderOutage, SessionEvent, Usage, Watchdogs
+from thirdshift.records import (
+    DEFAULT_OUTPUT_CAPS,
+    OutputCaps,
+    ProviderOutage,
+    SessionEvent,
+    Usage,
+    Watchdogs,
+    at_least,
+)
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions.event_writer import EventWriter
-from thirdshift.sessions.ledger import NO_BUDGETS, Budgets, Spent, budget_reached, priced
+from thirdshift.sessions.ledger import (
+    NO_BUDGETS,
+    Budgets,
+    Spent,
+    budget_reached,
+    priced,
+)
 from thirdshift.sessions.preamble import RESUME_CAP_TOKENS
 from thirdshift.sessions.rules import (
     BudgetReached,
@@ -108,8 +123,10 @@ class CliOutside:
         on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
         network_allow: tuple[str, ...] = (),
         store_wait_seconds: float = 120.0,
+        output_caps: OutputCaps = DEFAULT_OUTPUT_CAPS,
     ) -> None:
         self._store_wait_seconds = store_wait_seconds
+        self._output_caps = output_caps
         self._network_allow = network_allow
         self._on_outage = on_outage
         self._repository = repository
@@ -158,13 +175,17 @@ class CliOutside:
         )
         resumed = self._usage_of(resumed_row)
         probed: list[str | None] = [None]  # the CLI's version, when its stream names none
+        # The most this session was measured at: the stream is the agent's to write into, so a
+        # later figure never lowers one a budget was already checked against.
+        counted = [Usage()]
 
         def measured(usage: Usage) -> Usage:
             if resumed is not None:
                 usage = self._harness.resume_usage(usage, resumed)
             if usage.cli_version is None and probed[0] is not None:
                 usage = replace(usage, cli_version=probed[0])
-            return self._priced(usage)
+            counted[0] = at_least(counted[0], self._priced(usage))
+            return counted[0]
 
         reader = self._harness.reader(scrub=self._scrub)
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,11 +221,38 @@ class CliOutside:
                 ]
             )
 
+        kept = _LogCap(self._output_caps.log_bytes)
+
         with log_path.open("ab") as log:
 
+            def keep(text: str) -> None:
+                data = self._scrub(text).encode() + b"\n"
+                if kept.take(len(data)):
+                    log.write(data)
+                    log.flush()
+                elif kept.dropped_lines == 1:
+                    self.progress(
+                        f"{kind}: the Session log reached its cap ({_size(kept.cap)}, "
+                        "session_log_cap_bytes): later lines are counted, not kept"
+                    )
+
+            def on_cut(cut_line: CutLine) -> None:
+                keep(cut_line.head.decode("utf-8", "replace"))
+                note = {
+                    "type": "thirdshift.cut",
+                    "kept_bytes": len(cut_line.head),
+                    "dropped_bytes": cut_line.dropped_bytes,
+                }
+                keep(json.dumps(note))
+                said = (
+                    f"a stdout line over the cap ({_size(len(cut_line.head))}) was cut: "
+                    f"{cut_line.dropped_bytes} bytes dropped"
+                )
+                self.progress(f"{kind}: {said}")
+                record_events([SessionEvent(seq=0, kind="cut", summary=said)])
+
             def on_line(line: bytes) -> None:
-                log.write(self._scrub(line.decode("utf-8", "replace")).encode() + b"\n")
-                log.flush()
+                keep(line.decode("utf-8", "replace"))
                 observation = reader.feed(line)
                 for condensed in observation.progress:
                     self.progress(f"{kind}: {condensed.replace(prefix, '')}")
@@ -246,6 +294,8 @@ class CliOutside:
                         interrupt=self._interrupt,
                         clock=self._clock,
                         halt=halt,
+                        on_cut=on_cut,
+                        line_cap_bytes=self._output_caps.line_bytes,
                     )
             except ThirdshiftError as error:
                 cause = self._scrub(str(error))
@@ -256,6 +306,14 @@ class CliOutside:
                 # The CLI's own complaints (a bad key, a crash) belong with its stream.
                 note = {"type": "thirdshift.stderr", "text": ending.stderr_tail}
                 log.write(self._scrub(json.dumps(note)).encode() + b"\n")
+            if kept.dropped_lines:
+                capped = {
+                    "type": "thirdshift.log_capped",
+                    "cap_bytes": kept.cap,
+                    "dropped_lines": kept.dropped_lines,
+                    "dropped_bytes": kept.dropped_bytes,
+                }
+                log.write(json.dumps(capped).encode() + b"\n")
         self._drain(writer, kind)
         outcome = reader.finish(
             ending.exit_status, stopped_after_result=ending.stopped_by == "post-result"
@@ -481,6 +539,33 @@ class CliOutside:
         return None if text is None else self._scrub(text)
 
 
+class _LogCap:
+    """How much of a Session log is kept: lines up to ``cap`` bytes in all, then a count."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.written = 0
+        self.dropped_lines = 0
+        self.dropped_bytes = 0
+
+    def take(self, size: int) -> bool:
+        """True when a line of ``size`` bytes still fits (and is counted as written)."""
+        if self.dropped_lines == 0 and self.written + size <= self.cap:
+            self.written += size
+            return True
+        self.dropped_lines += 1
+        self.dropped_bytes += size
+        return False
+
+
+def _size(count: int) -> str:
+    """``8 MiB``, ``256 KiB`` or ``1000 bytes``."""
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= factor and count % factor == 0:
+            return f"{count // factor} {unit}"
+    return f"{count} bytes"
+
+
 class _Numbering:
     """Session events' ``seq``, from 1, for two threads (the stream's and the proxy's)."""
 
@@ -540,6 +625,8 @@ class CliSessions:
     store_wait_seconds: float = 120.0
     """How long a session's end waits for the store (its events, its record) when it is
     away: ``salvage_wait_seconds`` (adr/0028)."""
+    output_caps: OutputCaps = DEFAULT_OUTPUT_CAPS
+    """The cut of a long stdout line and the cap of a Session log (adr/0029)."""
 
     @property
     def harness_name(self) -> str:
@@ -602,6 +689,7 @@ class CliSessions:
                 on_outage=self.on_outage,
                 network_allow=self.network_allow(ref.owner, ref.repo),
                 store_wait_seconds=self.store_wait_seconds,
+                output_caps=self.output_caps,
             )
 
         stamp = log_stamp(self.clock.now())
