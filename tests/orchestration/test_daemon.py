@@ -940,8 +940,9 @@ def test_the_reaper_ends_the_sessions_of_a_crashed_run(dw: DaemonWorld) -> None:
 
 def test_a_rescue_does_not_open_again_a_session_that_had_ended_its_turn(dw: DaemonWorld) -> None:
     """The crashed Run's implement session wrote its result to its Session log and committed
-    its work in the Worktree, then the process died before recording the session's end: the
-    Rescue pushes the kept work and opens its pull request without paying for the turn again."""
+    its work in the Worktree, whose head thirdshift recorded, then the process died before
+    recording the session's end: the Rescue pushes the kept work and opens its pull request
+    without paying for the turn again."""
     number = dw.ready_issue("Done, then died")
     ref = IssueRef("github.test", "acme", "widgets", number)
     clone = dw.world.clone_of(ref, dw.world.github.repo("acme", "widgets"))
@@ -952,6 +953,7 @@ def test_a_rescue_does_not_open_again_a_session_that_had_ended_its_turn(dw: Daem
     git(path, "add", "widget.txt")
     git(path, "commit", "-q", "-m", "Add the widget")
     dead = dw.crashed_run(number, branch="issue-1")
+    dw.world.store.record_branch_head(dead, git(path, "rev-parse", "HEAD").strip())
     log = dw.world.root / "crashed-implement.jsonl"
     log.write_text('{"type": "scripted"}\n{"type": "result", "message": "done"}\n')
     dw.world.store.start_session(
@@ -968,3 +970,41 @@ def test_a_rescue_does_not_open_again_a_session_that_had_ended_its_turn(dw: Daem
     assert dw.world.store.run_sessions(rescue.id) == []
     assert dw.world.origin_file("issue-1", "widget.txt") == "widget"
     assert len(dw.world.github.pull_requests()) == 1
+
+
+def test_a_rescue_takes_the_turn_again_when_the_kept_work_was_set_aside(
+    dw: DaemonWorld,
+) -> None:
+    """The same crash, but the kept head is none thirdshift recorded (another Run's agent may
+    have moved it): the work is kept aside, never pushed, and the turn is taken again."""
+    number = dw.ready_issue("Done, then died")
+    ref = IssueRef("github.test", "acme", "widgets", number)
+    clone = dw.world.clone_of(ref, dw.world.github.repo("acme", "widgets"))
+    clone.sync()
+    path = dw.world.settings.home / "worktrees" / "acme-widgets-issue-1"
+    clone.add_worktree(path, "issue-1", "refs/remotes/origin/main")
+    (path / "widget.txt").write_text("widget\n")
+    git(path, "add", "widget.txt")
+    git(path, "commit", "-q", "-m", "Add the widget")
+    dead = dw.crashed_run(number, branch="issue-1")
+    log = dw.world.root / "crashed-implement.jsonl"
+    log.write_text('{"type": "scripted"}\n{"type": "result", "message": "done"}\n')
+    dw.world.store.start_session(
+        dead, "implement", harness="scripted", log_path=str(log), prompt="p"
+    )
+
+    dw.world.sessions.plays["implement"] = commit_file(
+        "gadget.txt", "gadget\n", "Add the gadget", pull_request=PR_TEXT
+    )
+
+    assert dw.daemon.once() == 0, "\n".join(dw.world.lines)
+
+    rescue = dw.world.store.latest_run(dw.world.store.ensure_repository("acme", "widgets"), number)
+    assert rescue is not None
+    assert rescue.id != dead
+    assert rescue.state == "succeeded"
+    assert [session.kind for session in dw.world.store.run_sessions(rescue.id)] == ["implement"]
+    assert dw.world.origin_file("issue-1", "gadget.txt") == "gadget"
+    assert "refs/thirdshift/unadopted/issue-1-" in git(
+        path.parent.parent / "repos" / "acme" / "widgets", "for-each-ref", "--format=%(refname)"
+    )

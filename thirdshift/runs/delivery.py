@@ -154,6 +154,15 @@ class RunRequest:
     review_of: int | None = None
 
 
+@dataclass(frozen=True)
+class _KeptWork:
+    """What an earlier Run left in the clone: ``left`` to adopt, or nothing, then perhaps
+    ``set_aside`` (a head thirdshift never recorded, kept under a ref, never pushed)."""
+
+    left: str | None
+    set_aside: bool
+
+
 class Delivery:
     """Runs one issue. The composition root builds it with real adapters; the orchestration
     tests with the GitHub fake, scripted sessions and bare repositories on disk.
@@ -253,7 +262,8 @@ class Delivery:
                     f"processes of an earlier Run still work in {worktree_path} (pids "
                     f"{', '.join(map(str, busy))}); stop them, then run thirdshift again"
                 )
-            left = self._kept_work(clone, worktree_path, repository, number, choice.branch, remote)
+            kept = self._kept_work(clone, worktree_path, repository, number, choice.branch, remote)
+            left = kept.left
             if left is not None:
                 self._adopt(clone, worktree_path, choice.branch, base, left, keeper.check)
                 clone.sync()
@@ -304,6 +314,7 @@ class Delivery:
                 ready_taken=ready_taken is not None,
                 feedback=feedback,
                 default_branch=repo.default_branch,
+                work_set_aside=kept.set_aside,
             )
 
     def _review_feedback(
@@ -532,6 +543,7 @@ class Delivery:
         ready_taken: bool,
         feedback: Feedback = NO_FEEDBACK,
         default_branch: str = "",
+        work_set_aside: bool = False,
     ) -> int:
         ref = request.issue
         gh = FencedGitHub(self._github, keeper.check)
@@ -634,7 +646,12 @@ class Delivery:
                             else ""
                         ),
                     )
-                done = self._turn_done(request.rescue_of) if kind == "implement" else None
+                done = (
+                    self._turn_done(request.rescue_of)
+                    # Work kept aside is not on the branch: its turn must be taken again.
+                    if kind == "implement" and not work_set_aside
+                    else None
+                )
                 if done is not None:
                     # Its work is on the branch (the takeover pushed the kept Worktree):
                     # opening the session again would pay for the same turn twice.
@@ -841,12 +858,13 @@ class Delivery:
         number: int,
         branch: str,
         remote: Mapping[str, str],
-    ) -> str | None:
+    ) -> _KeptWork:
         """What the Worktree an earlier Run kept at ``path`` holds that is not on origin, when it
-        may be adopted; else None. The clone is shared and the agents of other Runs can move
-        its refs, so kept work (a Worktree's, a local Issue branch's) at a head thirdshift never
-        recorded for this branch, and that origin's branch does not hold, is never adopted: it
-        is kept aside under a ref that says so, and the Run starts from origin."""
+        may be adopted; else nothing (and whether it was set aside). The clone is shared and the
+        agents of other Runs can move its refs, so kept work (a Worktree's, a local Issue
+        branch's) at a head thirdshift never recorded for this branch, and that origin's branch
+        does not hold, is never adopted: it is kept aside under a ref that says so, and the Run
+        starts from origin."""
         left = clone.unpushed_work(path)
         kept = clone.kept_worktree(path, branch) if left is not None else None
         where = f"the worktree {path}" if kept is not None else "the managed clone"
@@ -854,14 +872,14 @@ class Delivery:
             head = kept.head() if kept is not None else clone.local_head(branch)
         except GitError as problem:
             self.say(f"not adopting {branch} in {where}: its head cannot be read ({problem})")
-            return None
+            return _KeptWork(None, set_aside=False)
         if head is None:
-            return None
+            return _KeptWork(None, set_aside=False)
         on_origin = remote.get(branch)
         held = on_origin is not None and clone.is_ancestor(head, on_origin)
         recorded = self._store.recorded_heads(repository, number, branch)
         if adoptable(head, recorded, held_by_origin=held):
-            return left
+            return _KeptWork(left, set_aside=False)
         kept_sha, loose = head, ""
         if kept is not None and kept.is_dirty():
             # Set aside with it, not lost; it is never pushed.
@@ -874,7 +892,7 @@ class Delivery:
             f"recorded for #{number} (the agent of another Run may have moved it); kept it "
             f"aside{loose} as {aside}, and starting from origin"
         )
-        return None
+        return _KeptWork(None, set_aside=True)
 
     def _head_recorder(self, run_id: int) -> Callable[[str], None]:
         """Records each head thirdshift leaves the Run's branch at. A head the store missed is
