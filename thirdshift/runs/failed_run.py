@@ -88,7 +88,9 @@ class Salvage:
         fence: Callable[[], None],
         home: Path,
         job_url: str | None = None,
+        allow_workflow_changes: bool = False,
     ) -> None:
+        self._allow_workflow_changes = allow_workflow_changes
         self._job_url = job_url
         self._fence = fence
         self._home = home
@@ -249,6 +251,7 @@ class Salvage:
                 self._scrub.findings,
                 self._fence,
                 say=self._progress,
+                allow_workflow_changes=self._allow_workflow_changes,
             )
             head = worktree.head()  # a merge of commits pushed meanwhile moves it
             self._progress(f"pushed {self._branch} at {head[:7]}")
