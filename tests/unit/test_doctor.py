@@ -541,3 +541,13 @@ def test_a_token_without_the_workflow_scope_passes_naming_its_scopes() -> None:
     assert check == Check(
         "workflow writes", "PASS", "the credentials may not write workflow files (its scopes: repo)"
     )
+
+
+def test_a_grant_github_will_not_answer_warns_and_fails_nothing() -> None:
+    outside = configured()
+    outside.raises["workflow_grant"] = ThirdshiftError("GitHub answered 502; try again later")
+    checks = diagnose(outside)
+    assert by_name(checks)["workflow writes"] == Check(
+        "workflow writes", "WARN", "cannot tell: GitHub answered 502", "try again later"
+    )
+    assert not failed(checks)
