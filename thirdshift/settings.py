@@ -281,6 +281,18 @@ class Settings(BaseSettings):
         description="More hosts for the agent sessions of one repository, by OWNER/NAME, in "
         "the form of agent_network_allow.",
     )
+    allow_workflow_changes: bool = Field(
+        default=False,
+        description="Push commits that add, change or remove workflow files "
+        "(.github/workflows/**, .github/actions/**, action.yml or action.yaml anywhere). Off, "
+        "such a push is refused and the Run fails: CI runs those files with the repository's "
+        "secrets.",
+    )
+    allow_workflow_changes_by_repository: dict[str, bool] = Field(
+        default_factory=dict,
+        description="allow_workflow_changes for one repository, by OWNER/NAME, over the "
+        "global one.",
+    )
     salvage_wait_seconds: float = Field(
         default=120,
         ge=0,
@@ -523,6 +535,21 @@ class Settings(BaseSettings):
         wanted = f"{owner}/{name}".lower()
         own = [v for k, v in self.agent_network_allow_by_repository.items() if k.lower() == wanted]
         return tuple(dict.fromkeys([*self.agent_network_allow, *(e for v in own for e in v)]))
+
+    @field_validator("allow_workflow_changes_by_repository")
+    @classmethod
+    def _repositories_allowing_workflows(cls, value: dict[str, bool]) -> dict[str, bool]:
+        for repository in value:
+            check_repository_name(repository)
+        return value
+
+    def allow_workflow_changes_for(self, owner: str, name: str) -> bool:
+        """Whether commits pushed to ``owner/name`` may touch workflow files."""
+        wanted = f"{owner}/{name}".lower()
+        own = [
+            v for k, v in self.allow_workflow_changes_by_repository.items() if k.lower() == wanted
+        ]
+        return own[-1] if own else self.allow_workflow_changes
 
     @field_validator("architect_schedule")
     @classmethod

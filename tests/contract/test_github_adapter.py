@@ -1141,3 +1141,20 @@ def test_open_pulls_lists_each_open_pull_request_with_its_author_and_when_it_cha
     assert again.updated_at is not None
     assert again.updated_at > listed.updated_at
     assert [r.state for r in github.pull_reviews(OWNER, NAME, pull.number)] == ["COMMENTED"]
+
+
+def test_a_classic_tokens_scopes_are_read_from_github_s_header(sandbox: Sandbox) -> None:
+    """``X-OAuth-Scopes`` names a classic token's scopes; a fine-grained token gets none, and
+    neither is an App's."""
+    sandbox.stand_in.add_user(
+        "cal", "ghp_" + "c1assic" * 5, {FULL_NAME: "write"}, ("repo", "workflow")
+    )
+    sandbox.stand_in.add_user("fin", "github_pat_" + "f1ne" * 10, {FULL_NAME: "write"}, None)
+
+    classic, _ = adapter(sandbox, token="ghp_" + "c1assic" * 5)
+    fine, _ = adapter(sandbox, token="github_pat_" + "f1ne" * 10)
+
+    assert classic.token_scopes() == ("repo", "workflow")
+    assert fine.token_scopes() is None
+    assert adapter(sandbox, "wes")[0].token_scopes() == ("repo",)
+    assert classic.app_permissions() is None

@@ -185,3 +185,23 @@ def test_github_s_server_errors_while_finding_the_installation_and_minting_are_r
     retries = [line for line in lines if "GitHub answered 503" in line]
     assert len(retries) == 2
     assert all("retrying in" in line for line in retries)
+
+
+def test_an_installation_tokens_permissions_are_what_github_granted_and_it_has_no_scopes(
+    sandbox: Sandbox,
+) -> None:
+    """The doctor reads an App's power over workflows from the token GitHub minted; GitHub
+    names no OAuth scopes for an installation token."""
+    private, public = key_pair()
+    app_id = sandbox.client.add_app("night-shift", public, [FULL_NAME])
+    tokens = tokens_of(sandbox, private, app_id)
+    github = GitHub(
+        sandbox.stand_in.api_url, tokens, scrub=Scrubber([private]), clock=SystemClock()
+    )
+
+    granted = github.app_permissions()
+
+    assert granted is not None
+    assert granted["contents"] == "write"
+    assert "workflows" not in granted
+    assert github.token_scopes() is None

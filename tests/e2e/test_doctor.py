@@ -103,6 +103,7 @@ def test_a_healthy_world_passes_and_a_missing_label_only_warns(world: RunWorld) 
         "settings",
         "database",
         "github",
+        "workflow writes",
         f"repository {REPO}",
         f"labels of {REPO}",
         "notifications",
@@ -278,3 +279,23 @@ def test_a_test_session_asks_the_model_once_and_a_refusing_provider_fails_it(
     assert failed.startswith("FAIL  session claude: a test session of claude failed: ")
     assert "401" in failed or "invalid x-api-key" in failed
     assert fix.startswith("fix: check its model provider's key, quota and network")
+
+
+def test_a_token_with_the_workflow_scope_warns_and_its_scopes_are_named(world: RunWorld) -> None:
+    """The stand-in names a classic token's scopes in X-OAuth-Scopes, as GitHub does; the
+    doctor reads them the way a Run's adapter asks GitHub."""
+    assert line(doctor(world), "workflow writes")[0] == (
+        "PASS  workflow writes: the credentials may not write workflow files (its scopes: repo)"
+    )
+    world.client.add_user("maintainer", TOKEN, {REPO: "admin"}, scopes=["repo", "workflow"])
+    try:
+        result = doctor(world)
+    finally:
+        world.client.add_user("maintainer", TOKEN, {REPO: "admin"})
+
+    warning, fix = line(result, "workflow writes")
+    assert warning.startswith(
+        "WARN  workflow writes: the credentials may write workflow files (its scopes: repo, "
+        "workflow): only thirdshift's pre-push check keeps an agent's workflow off GitHub"
+    )
+    assert "without the workflow scope" in fix

@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from thirdshift.doctor.checks import Access, Check, Database, diagnose, failed, split_fix
+from thirdshift.doctor.checks import (
+    Access,
+    Check,
+    Database,
+    WorkflowGrant,
+    diagnose,
+    failed,
+    split_fix,
+)
 from thirdshift.errors import ConfigError, NotFound, StoreError, ThirdshiftError
 from thirdshift.harnesses import AgentSandboxUnavailable
 from thirdshift.records import DatabaseRole
@@ -46,6 +54,9 @@ class ScriptedOutside:
     raises: dict[str, ThirdshiftError] = field(default_factory=dict)
     calls: list[tuple[str, Any]] = field(default_factory=list)
     database_role: DatabaseRole | None = None  # None: SQLite, which has no roles
+    workflows: WorkflowGrant = field(
+        default_factory=lambda: WorkflowGrant(False, "its scopes: repo")
+    )
 
     def _step(self, method: str, argument: Any = None) -> None:
         self.calls.append((method, argument))
@@ -74,6 +85,12 @@ class ScriptedOutside:
     def label_exists(self, settings: Settings, owner: str, name: str, label: str) -> bool:
         self._step("label_exists", label)
         return label in self.labels.get(f"{owner}/{name}", set())
+
+    def workflow_grant(
+        self, settings: Settings, repository: tuple[str, str] | None
+    ) -> WorkflowGrant:
+        self._step("workflow_grant", repository)
+        return self.workflows
 
     def which(self, program: str) -> str | None:
         self.calls.append(("which", program))
@@ -125,6 +142,7 @@ def test_a_healthy_machine_passes_every_check_in_the_reports_order() -> None:
         ("settings", "PASS"),
         ("database", "PASS"),
         ("github", "PASS"),
+        ("workflow writes", "PASS"),
         ("repository acme/widgets", "PASS"),
         ("labels of acme/widgets", "PASS"),
         ("notifications", "PASS"),
@@ -181,7 +199,7 @@ def test_an_unreachable_database_fails_with_its_fix_and_the_rest_still_run() -> 
     found = by_name(checks)
     assert found["database"].status == "FAIL"
     assert found["database"].fix == "check THIRDSHIFT_DATABASE_URL and that the server runs"
-    assert [c.status for c in checks if c.name != "database"] == ["PASS"] * 10
+    assert [c.status for c in checks if c.name != "database"] == ["PASS"] * 11
     assert failed(checks)
 
 
@@ -483,3 +501,53 @@ def test_the_unsafe_network_setting_warns_without_probing() -> None:
     assert "unsafe_agent_network" in check.detail
     assert check.fix.startswith("install bubblewrap and socat and remove unsafe_agent_network")
     assert not any(call[0] == "agent_network" for call in outside.calls)
+
+
+def test_a_token_that_may_write_workflows_warns_with_the_fix_and_how_to_keep_ci_secrets() -> None:
+    outside = configured()
+    outside.workflows = WorkflowGrant(True, "its scopes: repo, workflow")
+    checks = diagnose(outside)
+    check = by_name(checks)["workflow writes"]
+    assert check.status == "WARN"
+    assert check.detail.startswith(
+        "the credentials may write workflow files (its scopes: repo, workflow): only "
+        "thirdshift's pre-push check keeps an agent's workflow off GitHub"
+    )
+    assert "without the workflow scope" in check.fix
+    assert "keep the repository's secrets from CI on thirdshift's branches" in check.fix
+    assert not failed(checks)
+    assert ("workflow_grant", ("acme", "widgets")) in outside.calls
+
+
+def test_workflow_writes_with_allow_workflow_changes_on_say_an_agents_workflow_is_pushed() -> None:
+    outside = configured(allow_workflow_changes=True)
+    outside.workflows = WorkflowGrant(True, "GitHub App 7's installation grants workflows: write")
+    check = by_name(diagnose(outside))["workflow writes"]
+    assert check.status == "WARN"
+    assert "allow_workflow_changes is on, so an agent's workflow would be pushed" in check.detail
+
+
+def test_a_token_github_names_no_permissions_of_warns_that_it_cannot_tell() -> None:
+    outside = configured()
+    outside.workflows = WorkflowGrant(None, "a fine-grained token")
+    check = by_name(diagnose(outside))["workflow writes"]
+    assert check.status == "WARN"
+    assert check.detail.startswith("GitHub does not say whether the credentials may write")
+    assert "Workflows permission is No access" in check.fix
+
+
+def test_a_token_without_the_workflow_scope_passes_naming_its_scopes() -> None:
+    check = by_name(diagnose(configured()))["workflow writes"]
+    assert check == Check(
+        "workflow writes", "PASS", "the credentials may not write workflow files (its scopes: repo)"
+    )
+
+
+def test_a_grant_github_will_not_answer_warns_and_fails_nothing() -> None:
+    outside = configured()
+    outside.raises["workflow_grant"] = ThirdshiftError("GitHub answered 502; try again later")
+    checks = diagnose(outside)
+    assert by_name(checks)["workflow writes"] == Check(
+        "workflow writes", "WARN", "cannot tell: GitHub answered 502", "try again later"
+    )
+    assert not failed(checks)

@@ -72,6 +72,16 @@ class Access:
     pushes: bool
 
 
+@dataclass(frozen=True)
+class WorkflowGrant:
+    """Whether the credentials may write workflow files, as far as GitHub says: ``may_write``
+    is None when it does not say (a fine-grained token, a workflow's ``GITHUB_TOKEN``), and
+    ``said`` how it was found out."""
+
+    may_write: bool | None
+    said: str
+
+
 class _Outside(Protocol):
     """What the checks need from the machine. Each method raises a ``ThirdshiftError`` whose
     message names the problem and the fix; nothing else escapes."""
@@ -97,6 +107,13 @@ class _Outside(Protocol):
 
     def label_exists(self, settings: Settings, owner: str, name: str, label: str) -> bool:
         """Whether the repository has ``label``."""
+        ...
+
+    def workflow_grant(
+        self, settings: Settings, repository: tuple[str, str] | None
+    ) -> WorkflowGrant:
+        """What GitHub says the credentials (a GitHub App's: for ``repository``'s
+        installation) may do to workflow files."""
         ...
 
     def which(self, program: str) -> str | None:
@@ -229,9 +246,58 @@ def check_github(outside: _Outside, settings: Settings, repositories: Sequence[s
             for full_name in repositories
         ]
     found = [Check("github", "PASS", f"{acting} acts as {login} on {settings.github_api_url}")]
+    found.append(check_workflow_grant(outside, settings, first))
     for full_name in repositories:
         found += _repository_checks(outside, settings, full_name)
     return found
+
+
+KEEP_CI_SECRETS = (
+    "keep the repository's secrets from CI on thirdshift's branches (README, Workflow files "
+    "and CI's secrets)"
+)
+
+
+def check_workflow_grant(
+    outside: _Outside, settings: Settings, repository: tuple[str, str] | None
+) -> Check:
+    """A WARN when the credentials may write workflow files: a workflow an agent wrote would
+    then run with the repository's secrets once pushed, stopped only by thirdshift's own
+    pre-push check. Without that permission GitHub refuses pushes to .github/workflows itself
+    (not to .github/actions or an action.yml: thirdshift refuses those)."""
+    name = "workflow writes"
+    try:
+        grant = outside.workflow_grant(settings, repository)
+    except ThirdshiftError as error:
+        # Runs work either way: a question GitHub would not answer is no failure.
+        problem, fix = split_fix(str(error))
+        return Check(name, "WARN", f"cannot tell: {problem}", fix)
+    if grant.may_write is False:
+        return Check(name, "PASS", f"the credentials may not write workflow files ({grant.said})")
+    if grant.may_write is None:
+        return Check(
+            name,
+            "WARN",
+            f"GitHub does not say whether the credentials may write workflow files ({grant.said})",
+            "make sure the token's Workflows permission is No access (GitHub's Developer "
+            f"settings, Fine-grained tokens); and {KEEP_CI_SECRETS}",
+        )
+    allowed = sorted(k for k, v in settings.allow_workflow_changes_by_repository.items() if v)
+    by = (
+        "allow_workflow_changes is on, so an agent's workflow would be pushed"
+        if settings.allow_workflow_changes
+        else "only thirdshift's pre-push check keeps an agent's workflow off GitHub"
+        + (f" (allow_workflow_changes lets it through for {', '.join(allowed)})" if allowed else "")
+    )
+    return Check(
+        name,
+        "WARN",
+        f"the credentials may write workflow files ({grant.said}): {by}, and CI would run it "
+        "with the repository's secrets",
+        "use credentials without it (a classic token without the workflow scope, a "
+        "fine-grained token or GitHub App without the Workflows permission) unless thirdshift "
+        f"must change workflows; and {KEEP_CI_SECRETS}",
+    )
 
 
 def _repository_checks(outside: _Outside, settings: Settings, full_name: str) -> list[Check]:

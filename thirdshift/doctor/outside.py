@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from thirdshift.doctor.checks import Access, Database
+from thirdshift.doctor.checks import Access, Database, WorkflowGrant
 from thirdshift.errors import ThirdshiftError
 from thirdshift.github import GitHub
 from thirdshift.harnesses import SealedPaths, harness_named, install_dirs, probe
@@ -88,6 +88,25 @@ class SystemOutside:
 
     def label_exists(self, settings: Settings, owner: str, name: str, label: str) -> bool:
         return self._github(settings, (owner, name)).label_exists(owner, name, label)
+
+    def workflow_grant(
+        self, settings: Settings, repository: tuple[str, str] | None
+    ) -> WorkflowGrant:
+        github = self._github(settings, repository)
+        granted = github.app_permissions()
+        if granted is not None:
+            level = granted.get("workflows")
+            said = f"GitHub App {settings.github_app_id}'s installation grants " + (
+                f"workflows: {level}" if level else "no workflows permission"
+            )
+            return WorkflowGrant(level == "write", said)
+        scopes = github.token_scopes()
+        if scopes is None:
+            # A fine-grained token's permissions are not readable with it, nor a workflow's.
+            return WorkflowGrant(
+                None, "a fine-grained token or a workflow's, whose permissions GitHub does not show"
+            )
+        return WorkflowGrant("workflow" in scopes, f"its scopes: {', '.join(scopes) or 'none'}")
 
     def which(self, program: str) -> str | None:
         return shutil.which(program, path=self._environ.get("PATH"))

@@ -4,7 +4,22 @@ GitPython drives real git; the token reaches only the commands that talk to orig
 credential helper in their environment, never argv, a URL or a file.
 """
 
-from thirdshift.git.clone import AddedLine, Identity, ManagedClone, MergeOutcome, Worktree
+from thirdshift.git.clone import (
+    AddedLine,
+    ChangedPath,
+    Identity,
+    ManagedClone,
+    MergeOutcome,
+    Worktree,
+)
 from thirdshift.git.runner import tracking
 
-__all__ = ["AddedLine", "Identity", "ManagedClone", "MergeOutcome", "Worktree", "tracking"]
+__all__ = [
+    "AddedLine",
+    "ChangedPath",
+    "Identity",
+    "ManagedClone",
+    "MergeOutcome",
+    "Worktree",
+    "tracking",
+]

@@ -68,12 +68,20 @@ from pathlib import Path
 import git as gitpython
 
 from thirdshift.errors import GitError, PushRejected
-from thirdshift.git.patches import COMMIT_LINE, AddedLine, added_lines
+from thirdshift.git.patches import (
+    COMMIT_LINE,
+    COMMIT_MESSAGE,
+    AddedLine,
+    ChangedPath,
+    added_lines,
+    changed_paths,
+)
 from thirdshift.git.runner import ALL_BRANCHES, REMOTE, GitRunner, Identity, Result, make_git
 from thirdshift.scrub import Scrubber, looks_secret
 
 __all__ = [
     "AddedLine",
+    "ChangedPath",
     "Identity",
     "ManagedClone",
     "MergeOutcome",
@@ -588,17 +596,16 @@ class Worktree:
         its line number in that commit and its commit, oldest commit first; and each commit's
         message, as lines of the path ``COMMIT_MESSAGE``. Every file counts as text (a
         ``-diff`` attribute or a NUL byte hides nothing), and a merge shows what it added
-        beyond the automatic merge (its conflict resolutions). What a later commit removed
-        again is still listed: history keeps it, and a push would publish it."""
+        beyond the automatic merge (its conflict resolutions); an octopus merge (three or more
+        parents, for which git has no remerge diff) the lines it adds against every one of its
+        parents. What a later commit removed again is still listed: history keeps it, and a
+        push would publish it."""
         result = self._git.run(
             "log",
             "--reverse",
             "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--text",
+            *_PATCH_OPTIONS,
             "--remerge-diff",
-            "--unified=0",
             f"--format={COMMIT_LINE}%H%n%w(0,4,4)%B",
             "-p",
             "HEAD",
@@ -606,11 +613,55 @@ class Worktree:
             *since,
             "--",
         )
-        return tuple(added_lines(result.stdout))
+        found = list(added_lines(result.stdout))
+        octopus = self._git.run("rev-list", "--min-parents=3", "HEAD", "--not", *since, "--")
+        for commit in octopus.stdout.split():
+            found.extend(self._octopus_lines(commit))
+        return tuple(found)
+
+    def _octopus_lines(self, commit: str) -> list[AddedLine]:
+        """The lines an octopus merge adds against each of its parents, kept when added against
+        all of them: a line one parent holds came with that parent, whose own commits the
+        check scans (or origin already has). Its message is in the log already."""
+        parents = self._git.run("rev-list", "--parents", "-n", "1", commit).stdout.split()[1:]
+        per_parent: list[list[AddedLine]] = []
+        for parent in parents:
+            diff = self._git.run("diff", *_PATCH_OPTIONS, parent, commit, "--")
+            lines = added_lines(f"{COMMIT_LINE}{commit}\n{diff.stdout}")
+            per_parent.append([line for line in lines if line.path != COMMIT_MESSAGE])
+        if not per_parent:
+            return []
+        everywhere = set.intersection(*({(a.path, a.line) for a in lines} for lines in per_parent))
+        return [line for line in per_parent[0] if (line.path, line.line) in everywhere]
+
+    def changed_paths(self, *since: str) -> tuple[ChangedPath, ...]:
+        """Every path a commit in HEAD that is in none of ``since`` adds, changes or removes,
+        oldest commit first; a merge's (of any number of parents) only where it differs from
+        every parent."""
+        result = self._git.run(
+            "log",
+            "--reverse",
+            "--no-color",
+            "--no-renames",
+            "--root",
+            "-c",
+            "--raw",
+            "-z",
+            "--format=%H",
+            "HEAD",
+            "--not",
+            *since,
+            "--",
+        )
+        return tuple(changed_paths(result.stdout))
 
     def _unmerged_paths(self) -> tuple[str, ...]:
         result = self._git.run("diff", "--name-only", "-z", "--diff-filter=U")
         return tuple(sorted({path for path in result.stdout.split("\0") if path}))
+
+
+_PATCH_OPTIONS = ("--no-ext-diff", "--no-textconv", "--text", "--unified=0")
+"""How a patch is shown to the secret check: every file as text, as stored, each line once."""
 
 
 def _parse_heads(listing: str) -> dict[str, str]:

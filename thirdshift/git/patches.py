@@ -51,3 +51,29 @@ def added_lines(patch: str) -> Iterator[AddedLine]:
 def _hunk_start(header: str) -> int:
     """The first line number on the new side of a hunk header ``@@ -a,b +c,d @@``."""
     return int(header.split(" ")[2].lstrip("+").split(",")[0])
+
+
+@dataclass(frozen=True)
+class ChangedPath:
+    """A path one commit adds, changes or removes; a merge's only when it differs from every
+    parent (what matches a parent came with that parent's own commits)."""
+
+    commit: str
+    path: str
+
+
+def changed_paths(raw: str) -> Iterator[ChangedPath]:
+    """The paths of a ``git log -z --raw --format=%H`` listing, read by state: a path is the
+    token right after a ``:``-meta token, whatever it holds, so no path can pass for a commit
+    or a meta line (a path may hold any byte but NUL)."""
+    commit, path_next = "", False
+    for token in raw.split("\0"):
+        if path_next:
+            yield ChangedPath(commit, token)
+            path_next = False
+            continue
+        token = token.lstrip("\n")
+        if token.startswith(":"):
+            path_next = True
+        elif token:
+            commit = token

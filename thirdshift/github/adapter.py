@@ -34,6 +34,7 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from thirdshift.clock import Clock
+from thirdshift.github.app import InstallationTokens
 from thirdshift.github.conditional import (
     DEFAULT_SIZE,
     ConditionalReads,
@@ -156,6 +157,7 @@ class GitHub:
             credential=credential,
         )
         self._login: str | None = login  # given: an integration's token cannot tell it
+        self._token_source = token
 
     def request_counts(self) -> RequestCounts:
         """The requests this adapter has sent to GitHub's API so far (every page and retry),
@@ -182,6 +184,26 @@ class GitHub:
                     ) from error
                 raise
         return self._login
+
+    def token_scopes(self) -> tuple[str, ...] | None:
+        """A classic token's OAuth scopes, as GitHub's ``X-OAuth-Scopes`` header names them
+        (``GET /rate_limit``, which any token may ask and which costs nothing); None when
+        GitHub sends no such header (a fine-grained token, an integration's)."""
+
+        def send() -> tuple[str, ...] | None:
+            headers, _ = self._gh.requester.requestJsonAndCheck("GET", "/rate_limit")
+            said = {k.lower(): v for k, v in headers.items()}.get("x-oauth-scopes")
+            if said is None:
+                return None
+            return tuple(scope.strip() for scope in str(said).split(",") if scope.strip())
+
+        return self._calls.call(Request("GET", "/rate_limit", "the token's scopes"), send)
+
+    def app_permissions(self) -> dict[str, str] | None:
+        """What a GitHub App's installation token may do (``{"workflows": "write", ...}``,
+        as GitHub granted it when it was minted); None for any other token."""
+        source = self._token_source
+        return source.permissions() if isinstance(source, InstallationTokens) else None
 
     def repo(self, owner: str, name: str) -> RepoInfo:
         """The repository, with its default branch."""

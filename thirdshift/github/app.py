@@ -103,6 +103,7 @@ class InstallationTokens:
         self._slug: str | None = None
         self._progress = progress
         self._token = ""
+        self._permissions: dict[str, str] = {}
         self._expires = self._renew = clock.now()
 
     def __call__(self) -> str:
@@ -123,6 +124,13 @@ class InstallationTokens:
                     f"token ({error}); the current one holds until {self._expires:%H:%M:%S} UTC"
                 )
             return self._token
+
+    def permissions(self) -> dict[str, str]:
+        """What the current installation token may do, as GitHub granted it (minted now if
+        there is none yet)."""
+        self()
+        with self._lock:
+            return dict(self._permissions)
 
     @property
     def installation_id(self) -> int:
@@ -181,6 +189,8 @@ class InstallationTokens:
                 None,
             )
         self._token = str(minted.token)
+        granted = minted.permissions if isinstance(minted.permissions, dict) else {}
+        self._permissions = {str(k): str(v) for k, v in granted.items()}
         self._expires = expires
         self._renew = renew_at(issued, expires)
 

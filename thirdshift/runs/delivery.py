@@ -570,6 +570,7 @@ class Delivery:
             home=self._settings.home,
             job_url=request.job_url,
             store_wait_seconds=self._settings.salvage_wait_seconds,
+            allow_workflow_changes=self._workflows_allowed(ref.owner, ref.repo),
         )
         try:
             claim = claim_labels(
@@ -924,12 +925,23 @@ class Delivery:
         kept = clone.kept_worktree(path, branch)
         kept.commit_all("thirdshift: work an earlier Run left in its Worktree")
         try:
-            push_checked(kept, branch, base, self._scrub.findings, fence, say=self.say)
+            push_checked(
+                kept,
+                branch,
+                base,
+                self._scrub.findings,
+                fence,
+                say=self.say,
+                allow_workflow_changes=self._workflows_allowed(clone.owner, clone.name),
+            )
         except ThirdshiftError as error:
             raise ThirdshiftError(
                 f"the worktree {path} from an earlier Run holds work that is not on origin "
                 f"({left}) and thirdshift could not push it: {error}"
             ) from error
+
+    def _workflows_allowed(self, owner: str, name: str) -> bool:
+        return self._settings.allow_workflow_changes_for(owner, name)
 
     def _remove_worktree(self, clone: ManagedClone, path: Path) -> None:
         try:
@@ -1054,7 +1066,15 @@ class Delivery:
                 "open a pull request for"
             )
         self.say(f"pushing {choice.branch}")
-        push_checked(worktree, choice.branch, base, self._scrub.findings, fence, say=self.say)
+        push_checked(
+            worktree,
+            choice.branch,
+            base,
+            self._scrub.findings,
+            fence,
+            say=self.say,
+            allow_workflow_changes=self._workflows_allowed(ref.owner, ref.repo),
+        )
         written = self._pull_request_text(ref, worktree)
         title, body = written or self._default_text(ref)
         if pull is None:

@@ -90,8 +90,10 @@ class Salvage:
         home: Path,
         job_url: str | None = None,
         store_wait_seconds: float = 120.0,
+        allow_workflow_changes: bool = False,
     ) -> None:
         self._store_wait_seconds = store_wait_seconds
+        self._allow_workflow_changes = allow_workflow_changes
         self._job_url = job_url
         self._fence = fence
         self._home = home
@@ -258,6 +260,7 @@ class Salvage:
                 self._scrub.findings,
                 self._fence,
                 say=self._progress,
+                allow_workflow_changes=self._allow_workflow_changes,
             )
             head = worktree.head()  # a merge of commits pushed meanwhile moves it
             self._progress(f"pushed {self._branch} at {head[:7]}")

@@ -122,6 +122,9 @@ class RunLoopOutside:
             self._scrub.findings,
             self._fence,
             say=self.progress,
+            allow_workflow_changes=self._settings.allow_workflow_changes_for(
+                self._ref.owner, self._ref.repo
+            ),
         )
         head = self._worktree.head()
         self._store.update_run(self._record.id, head_sha=head)

@@ -5,6 +5,10 @@ lines added by the commits since the Base branch are scanned, commit by commit (
 and removed again is still in history), for the values thirdshift knows are secret and for
 token shapes. A hit stops the push: the Run fails naming the file and line and the kind of
 secret, never the value, and the work stays in the kept Worktree for a person to clean.
+
+The same commits may not add, change or remove a workflow file (``.github/workflows/**``,
+``.github/actions/**``, an ``action.yml`` anywhere) unless ``allow_workflow_changes`` is on for
+the repository: CI runs those with the repository's secrets, on the branch thirdshift pushes.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from thirdshift.errors import ThirdshiftError
-from thirdshift.git import AddedLine, Worktree, tracking
+from thirdshift.git import AddedLine, ChangedPath, Worktree, tracking
 
 SHOWN = 5
 
@@ -55,6 +59,44 @@ def leaks_in(
         kinds = sorted({finding.kind for finding in find(added.text)})
         found.extend(Leak(added.path, added.line, added.commit, kind) for kind in kinds)
     return tuple(found)
+
+
+class WorkflowChangesRefused(ThirdshiftError):
+    """A commit to be pushed adds, changes or removes a workflow file and the repository does
+    not allow it; nothing was pushed."""
+
+    def __init__(self, message: str, paths: Sequence[str]) -> None:
+        super().__init__(message)
+        self.paths = tuple(paths)
+
+
+WORKFLOW_DIRECTORIES = (".github/workflows", ".github/actions")
+ACTION_FILES = ("action.yml", "action.yaml")
+
+
+def is_workflow_file(path: str) -> bool:
+    """Whether CI would run ``path`` as a workflow or an action: under ``.github/workflows`` or
+    ``.github/actions`` (the directory itself too, say as a link), or named ``action.yml`` /
+    ``action.yaml`` anywhere. Any case: a runner on a case-blind disk reads ``Action.YML``."""
+    folded = path.lower()
+    under = any(folded == d or folded.startswith(d + "/") for d in WORKFLOW_DIRECTORIES)
+    return under or folded.rsplit("/", 1)[-1] in ACTION_FILES
+
+
+def workflow_changes(changes: Iterable[ChangedPath]) -> tuple[str, ...]:
+    """The workflow files the commits touch, each once, in the order first touched."""
+    return tuple(dict.fromkeys(c.path for c in changes if is_workflow_file(c.path)))
+
+
+def describe_workflows(branch: str, paths: Sequence[str], worktree: str) -> str:
+    shown = ", ".join(paths[:SHOWN])
+    more = f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else ""
+    return (
+        f"not pushing {branch}: its commits change workflow files ({shown}{more}), which CI "
+        f"would run with the repository's secrets; take those changes out of the branch's "
+        f"history in {worktree}, or set allow_workflow_changes for this repository, then run "
+        "thirdshift again"
+    )
 
 
 class ForeignCommitsConflict(ThirdshiftError):
@@ -116,9 +158,12 @@ def push_checked(
     find: Callable[[str], Sequence[_Finding]],
     fence: Callable[[], None],
     say: Callable[[str], None] = lambda _line: None,
+    *,
+    allow_workflow_changes: bool = False,
 ) -> tuple[str, ...]:
     """Push ``branch`` unless a commit not yet on origin (neither in its ``base`` nor in its
-    ``branch``, as origin has them now) adds a secret; then raise SecretInCommits and push
+    ``branch``, as origin has them now) adds a secret, or (without ``allow_workflow_changes``)
+    touches a workflow file; then raise SecretInCommits or WorkflowChangesRefused and push
     nothing. The remote-tracking refs are fetched again first: the agent can write them.
 
     Commits someone else pushed to ``branch`` meanwhile are merged in first (a merge, never a
@@ -132,9 +177,15 @@ def push_checked(
     if branch in on_origin and not worktree.is_ancestor(tracking(branch)):
         fence()  # a Run that lost its Lease writes nothing, not even a merge
         merged = _merge_foreign(worktree, branch, base, say)
-    leaks = leaks_in(worktree.added_lines(*(tracking(name) for name in on_origin)), find)
+    pushed = [tracking(name) for name in on_origin]
+    leaks = leaks_in(worktree.added_lines(*pushed), find)
     if leaks:
         raise SecretInCommits(describe(branch, leaks, str(worktree.path)), leaks)
+    if not allow_workflow_changes:
+        workflows = workflow_changes(worktree.changed_paths(*pushed))
+        if workflows:
+            message = describe_workflows(branch, workflows, str(worktree.path))
+            raise WorkflowChangesRefused(message, workflows)
     fence()  # right before the push: a Run that lost its Lease pushes nothing
     worktree.push(branch)
     return merged

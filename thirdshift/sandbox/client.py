@@ -37,10 +37,20 @@ class SandboxClient:
         self.web_url = base.removesuffix("/api/v3")
         self.timeout = timeout
 
-    def add_user(self, login: str, token: str, permissions: dict[str, str]) -> None:
+    def add_user(
+        self,
+        login: str,
+        token: str,
+        permissions: dict[str, str],
+        scopes: list[str] | None = None,
+    ) -> None:
         """Register ``login`` with ``token``; ``permissions`` maps ``owner/name`` to a role
-        (``read``, ``triage``, ``write``, ``maintain`` or ``admin``)."""
-        self._send("POST", "/users", {"login": login, "token": token, "permissions": permissions})
+        (``read``, ``triage``, ``write``, ``maintain`` or ``admin``). The token is a classic
+        one with ``scopes`` (``repo`` when not given)."""
+        user: dict[str, object] = {"login": login, "token": token, "permissions": permissions}
+        if scopes is not None:
+            user["scopes"] = scopes
+        self._send("POST", "/users", user)
 
     def add_app(
         self, slug: str, public_key: str, repositories: list[str], token_seconds: float = 3600

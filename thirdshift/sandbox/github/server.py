@@ -188,10 +188,17 @@ class GitHubStandIn:
 
     # -- scenario -------------------------------------------------------------------------
 
-    def add_user(self, login: str, token: str, permissions: dict[str, str]) -> None:
-        """Register ``login`` authenticating with ``token`` and holding roles per repo."""
+    def add_user(
+        self,
+        login: str,
+        token: str,
+        permissions: dict[str, str],
+        scopes: tuple[str, ...] | None = ("repo",),
+    ) -> None:
+        """Register ``login`` authenticating with ``token`` and holding roles per repo; the
+        token is a classic one with ``scopes`` (None: a fine-grained one)."""
         try:
-            self.world.add_user(login, token, permissions)
+            self.world.add_user(login, token, permissions, scopes)
         except ValueError as exc:
             raise SandboxError(f"cannot add user {login}: {exc}") from exc
 
@@ -270,6 +277,9 @@ class GitHubStandIn:
             "X-GitHub-Api-Version-Selected": "2022-11-28",
             "X-GitHub-Request-Id": uuid.uuid4().hex[:20].upper(),
         }
+        scopes = self.world.users[login].scopes if login else None
+        if scopes is not None:  # a classic token's; GitHub names no fine-grained token's
+            base["X-OAuth-Scopes"] = ", ".join(scopes)
         if bad_token:
             reply = error_reply(ApiError(401, "Bad credentials"))
         elif path == "/rate_limit" and request.method == "GET" and not is_graphql:
@@ -498,7 +508,13 @@ class GitHubStandIn:
             unknown = [r for r in permissions.values() if r not in ROLES]
             if unknown:
                 raise ValueError(f"unknown role {unknown[0]!r}; use one of {', '.join(ROLES)}")
-            self.add_user(str(data["login"]), str(data["token"]), dict(permissions))
+            scopes = data.get("scopes", ["repo"])
+            self.add_user(
+                str(data["login"]),
+                str(data["token"]),
+                dict(permissions),
+                None if scopes is None else tuple(str(scope) for scope in scopes),
+            )
             return 201, {"login": data["login"], "id": self.world.users[data["login"]].id}
         if request.method == "POST" and path == "/apps":
             repositories = [str(r) for r in data.get("repositories", [])]

@@ -83,13 +83,16 @@ def validation_failed(resource: str, field_name: str, code: str, **extra: str) -
 
 @dataclass
 class User:
-    """A scenario user: the token they authenticate with and their role per repository."""
+    """A scenario user: the token they authenticate with and their role per repository, and
+    the token's OAuth scopes as a classic token has them (None: a fine-grained token's, which
+    GitHub does not name)."""
 
     id: int
     login: str
     token: str
     permissions: dict[str, str]
     created_at: datetime
+    scopes: tuple[str, ...] | None = ("repo",)
 
 
 @dataclass
@@ -299,7 +302,13 @@ class World:
 
     # -- scenario -------------------------------------------------------------------------
 
-    def add_user(self, login: str, token: str, permissions: dict[str, str]) -> User:
+    def add_user(
+        self,
+        login: str,
+        token: str,
+        permissions: dict[str, str],
+        scopes: tuple[str, ...] | None = ("repo",),
+    ) -> User:
         """Register a user (or replace one with the same login)."""
         for role in permissions.values():
             if role not in ROLES:
@@ -312,6 +321,7 @@ class World:
                 token=token,
                 permissions=dict(permissions),
                 created_at=old.created_at if old else utcnow(),
+                scopes=scopes,
             )
             self.users[login] = user
             return user
@@ -352,7 +362,8 @@ class World:
                 app.installations.setdefault(owner, self.new_id())
             self.apps[app.id] = app
             unusable = f"unusable-{secrets.token_hex(16)}"
-            self.add_user(app.bot, unusable, dict.fromkeys(repositories, "write"))
+            # GitHub names no OAuth scopes for an installation token.
+            self.add_user(app.bot, unusable, dict.fromkeys(repositories, "write"), None)
             return app
 
     def mint_installation_token(self, app: App, installation: int) -> tuple[str, datetime]:
