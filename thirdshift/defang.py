@@ -1,0 +1,131 @@
+"""Defanging: the agent's text made inert before thirdshift publishes it under its own name.
+
+Whatever an agent writes that reaches GitHub (a pull request's title and body, a Failed run's
+cause and last lines, killed work's names, the commit subjects of a review reply, an Architect
+plan, a Base fix issue) can do nothing there: outside code, its @mentions notify no user or
+team, its references to another repository's issues (``owner/repo#12``, an issue's address)
+leave no backlink there, and everywhere, code included, no closing keyword closes an issue and
+nothing reads as one of thirdshift's markers (which decide what a later Run reuses). A
+zero-width space breaks each link (after the ``@``, the ``#``, the scheme, a keyword's first
+letter) and shows nothing.
+
+Pure functions of text; callers scrub first (a zero-width space inside a secret would hide it
+from the scrubber), cut, and defang last (a cut may open a code span that was closed).
+"""
+
+from __future__ import annotations
+
+import re
+
+ZERO_WIDTH = "\u200b"
+TITLE_CHARS = 250  # GitHub allows 256; a defanged title may grow a little
+
+# Markers are HTML comments opening with "thirdshift"; a quoted one can never pass for ours.
+_OUR_COMMENT = re.compile(r"<!--\s*thirdshift", re.IGNORECASE)
+# Code links nothing on GitHub and is left as written. Only what GitHub itself renders as code
+# counts: a fence opening a line and closed by a like fence, an inline span closed by a run of
+# as many backticks; anything less is text, and text is defanged (when in doubt, defang).
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
+_FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\r?\n?\Z")
+_INLINE_CODE = re.compile(r"(?<![\\`])(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
+# An @ however it is spelled (HTML entities render as one), where GitHub would link a login
+# or a team: not after a letter or digit (an e-mail address, git@host).
+_AT = re.compile(r"(?<![A-Za-z0-9])(@|&#0*64;?|&#x0*40;?|&commat;)(?=[A-Za-z0-9])", re.IGNORECASE)
+# owner/repo#12, not inside a path or an address (README.md#2-setup, example.com/o/r#1).
+_ELSEWHERE = re.compile(r"(?<![A-Za-z0-9./:-])([A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(?=\d)")
+# An issue's or pull request's address: GitHub cross-references those too.
+_ISSUE_ADDRESS = re.compile(
+    r"\b(https?)://(?=[^\s/]+/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+)", re.IGNORECASE
+)
+# What GitHub may take for an issue after a closing keyword: #12, repo#12, owner/repo#12 (a #
+# spelled as an entity too), GH-12, or an address; markup may come between.
+_REFERENCE = (
+    r"[\s:*_~\[(<>]*"
+    r"(?:[\w.-]*/?[\w.-]*(?:#|&#0*35;?|&#x0*23;?|&num;)\d|GH-\d|https?://|www\.)"
+)
+# GitHub's whole list: close, closes, closed, fix, fixes, fixed, resolve, resolves, resolved.
+_CLOSING = re.compile(
+    r"(?<![A-Za-z0-9])(?=(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?![A-Za-z0-9])"
+    rf"{_REFERENCE})([a-z])",
+    re.IGNORECASE,
+)
+
+
+def _code_ranges(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` has code GitHub would render as code: closed fences, then inline spans
+    outside them, as (start, end) offsets in order."""
+    fences: list[tuple[int, int]] = []
+    lines = text.splitlines(keepends=True)
+    offset, index = 0, 0
+    while index < len(lines):
+        opened = _FENCE_OPEN.match(lines[index])
+        info = lines[index][opened.end() :] if opened else ""
+        if opened and not (opened.group(1)[0] == "`" and "`" in info):
+            fence, start, at = opened.group(1), offset, offset + len(lines[index])
+            for later in range(index + 1, len(lines)):
+                closed = _FENCE_CLOSE.match(lines[later])
+                if closed and closed.group(1)[0] == fence[0] and len(closed.group(1)) >= len(fence):
+                    fences.append((start, at + len(lines[later])))
+                    offset, index = at + len(lines[later]), later + 1
+                    break
+                at += len(lines[later])
+            else:
+                offset, index = offset + len(lines[index]), index + 1
+            continue
+        offset, index = offset + len(lines[index]), index + 1
+    ranges: list[tuple[int, int]] = []
+    last = 0
+    for start, end in [*fences, (len(text), len(text))]:
+        ranges += [
+            (m.start() + last, m.end() + last) for m in _INLINE_CODE.finditer(text[last:start])
+        ]
+        if start < end:
+            ranges.append((start, end))
+        last = end
+    return ranges
+
+
+def defanged(text: str) -> str:
+    """``text`` as it may appear on GitHub under thirdshift's name: it can never pass for one
+    of thirdshift's markers, no closing keyword in it closes anything (in code too: whether
+    GitHub reads keywords in code is not documented), and outside code its @mentions notify
+    nobody and its references to issues elsewhere leave no backlink (an unattended agent pages
+    no one). References to this repository's issues (``#5``) stay links."""
+    text = _CLOSING.sub("\\1" + ZERO_WIDTH, _OUR_COMMENT.sub("<!-- (quoted) thirdshift", text))
+    pieces: list[str] = []
+    last = 0
+    for start, end in [*_code_ranges(text), (len(text), len(text))]:
+        outside = _AT.sub("@" + ZERO_WIDTH, text[last:start])
+        outside = _ELSEWHERE.sub("\\1#" + ZERO_WIDTH, outside)
+        pieces += [_ISSUE_ADDRESS.sub("\\1://" + ZERO_WIDTH, outside), text[start:end]]
+        last = end
+    return "".join(pieces)
+
+
+def defanged_title(title: str, limit: int = TITLE_CHARS) -> str:
+    """A one-line title, defanged, within ``limit`` characters: cut before it is defanged (a
+    cut after could open a code span whose mention was left as code), shorter while the
+    zero-width spaces push it over."""
+    flat = " ".join(title.split())
+    keep = limit
+    while len(shown := defanged(flat[:keep])) > limit:
+        keep -= len(shown) - limit
+    return shown
+
+
+def _own_closing_line(number: int) -> re.Pattern[str]:
+    """A line that says nothing but that it closes issue ``number`` ("Closes #7", "- Fixes:
+    #7.")."""
+    return re.compile(
+        rf"^[ \t]*(?:[-*+][ \t]+)?(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)[ \t]*:?[ \t]*"
+        rf"(?:[*_]{{0,2}})#{number}(?![0-9])(?:[*_]{{0,2}})[ \t]*\.?[ \t]*$\n?",
+        re.IGNORECASE | re.MULTILINE,
+    )
+
+
+def pull_request_body(body: str, number: int) -> str:
+    """The agent's pull request body as published for issue ``number``: defanged, so none of
+    its closing keywords counts, its own line closing ``number`` dropped, and thirdshift's one
+    ``Closes #number`` at the end."""
+    kept = _own_closing_line(number).sub("", body)
+    return f"{defanged(kept).strip()}\n\nCloses #{number}".strip()
