@@ -35,7 +35,7 @@ _AT = re.compile(r"(?<![A-Za-z0-9])(@|&#0*64;?|&#x0*40;?|&commat;)(?=[A-Za-z0-9]
 _ELSEWHERE = re.compile(r"(?<![A-Za-z0-9./:-])([A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(?=\d)")
 # An issue's or pull request's address: GitHub cross-references those too.
 _ISSUE_ADDRESS = re.compile(
-    r"\b(https?)://(?=[^\s/]+/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+)", re.IGNORECASE
+    r"\b(https?)://(?=[^\s/]+/([\w.-]+/[\w.-]+)/(?:issues|pull)/\d+)", re.IGNORECASE
 )
 # What GitHub may take for an issue after a closing keyword: #12, repo#12, owner/repo#12 (a #
 # spelled as an entity too), GH-12, or an address; markup may come between.
@@ -85,30 +85,41 @@ def _code_ranges(text: str) -> list[tuple[int, int]]:
     return ranges
 
 
-def defanged(text: str) -> str:
+def defanged(text: str, repository: str | None = None) -> str:
     """``text`` as it may appear on GitHub under thirdshift's name: it can never pass for one
     of thirdshift's markers, no closing keyword in it closes anything (in code too: whether
     GitHub reads keywords in code is not documented), and outside code its @mentions notify
     nobody and its references to issues elsewhere leave no backlink (an unattended agent pages
-    no one). References to this repository's issues (``#5``) stay links."""
+    no one). References to this repository's issues (``#5``, and ``owner/name#5`` or an issue's
+    address when ``repository`` names it as ``owner/name``) stay links."""
+    own = repository.lower() if repository else None
+
+    def elsewhere(found: re.Match[str]) -> str:
+        same = own is not None and found.group(1).lower() == own
+        return found.group(0) if same else found.group(1) + "#" + ZERO_WIDTH
+
+    def address(found: re.Match[str]) -> str:
+        same = own is not None and found.group(2).lower() == own
+        return found.group(0) if same else found.group(1) + "://" + ZERO_WIDTH
+
     text = _CLOSING.sub("\\1" + ZERO_WIDTH, _OUR_COMMENT.sub("<!-- (quoted) thirdshift", text))
     pieces: list[str] = []
     last = 0
     for start, end in [*_code_ranges(text), (len(text), len(text))]:
         outside = _AT.sub("@" + ZERO_WIDTH, text[last:start])
-        outside = _ELSEWHERE.sub("\\1#" + ZERO_WIDTH, outside)
-        pieces += [_ISSUE_ADDRESS.sub("\\1://" + ZERO_WIDTH, outside), text[start:end]]
+        outside = _ELSEWHERE.sub(elsewhere, outside)
+        pieces += [_ISSUE_ADDRESS.sub(address, outside), text[start:end]]
         last = end
     return "".join(pieces)
 
 
-def defanged_title(title: str, limit: int = TITLE_CHARS) -> str:
+def defanged_title(title: str, repository: str | None = None, limit: int = TITLE_CHARS) -> str:
     """A one-line title, defanged, within ``limit`` characters: cut before it is defanged (a
     cut after could open a code span whose mention was left as code), shorter while the
     zero-width spaces push it over."""
     flat = " ".join(title.split())
     keep = limit
-    while len(shown := defanged(flat[:keep])) > limit:
+    while len(shown := defanged(flat[:keep], repository)) > limit:
         keep -= len(shown) - limit
     return shown
 
@@ -123,9 +134,9 @@ def _own_closing_line(number: int) -> re.Pattern[str]:
     )
 
 
-def pull_request_body(body: str, number: int) -> str:
+def pull_request_body(body: str, number: int, repository: str | None = None) -> str:
     """The agent's pull request body as published for issue ``number``: defanged, so none of
     its closing keywords counts, its own line closing ``number`` dropped, and thirdshift's one
     ``Closes #number`` at the end."""
     kept = _own_closing_line(number).sub("", body)
-    return f"{defanged(kept).strip()}\n\nCloses #{number}".strip()
+    return f"{defanged(kept, repository).strip()}\n\nCloses #{number}".strip()
