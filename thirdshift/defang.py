@@ -140,3 +140,35 @@ def pull_request_body(body: str, number: int, repository: str | None = None) -> 
     ``Closes #number`` at the end."""
     kept = _own_closing_line(number).sub("", body)
     return f"{defanged(kept, repository).strip()}\n\nCloses #{number}".strip()
+
+
+# A closing keyword and the one reference it closes, as GitHub reads a commit message.
+_CLOSES = re.compile(
+    r"(?<![A-Za-z0-9])(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?![A-Za-z0-9])[\s:*_]*"
+    r"((?:[\w.-]+/[\w.-]+)?#\d+|GH-\d+|https?://[^\s/]+/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+)",
+    re.IGNORECASE,
+)
+
+
+def closed_elsewhere(text: str, number: int, repository: str) -> tuple[str, ...]:
+    """The issues other than ``number`` of ``repository`` (``owner/name``) that ``text`` (a
+    commit message) closes once merged into the default branch, as written, in order. A
+    commit cannot be defanged without rewriting it, so a Self-merge holds on these."""
+    own = {
+        f"#{number}",
+        f"gh-{number}",
+        f"{repository.lower()}#{number}",
+    }
+    found: list[str] = []
+    for match in _CLOSES.finditer(text):
+        reference = match.group(1)
+        address = re.match(r"https?://[^\s/]+/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)", reference)
+        if address is not None:
+            mine = (
+                address.group(1).lower() == repository.lower() and int(address.group(2)) == number
+            )
+        else:
+            mine = reference.lower() in own
+        if not mine and reference not in found:
+            found.append(reference)
+    return tuple(found)

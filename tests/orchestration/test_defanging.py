@@ -250,3 +250,30 @@ def test_a_person_s_issue_carrying_an_architect_marker_is_never_taken_for_the_pl
     [latest] = [r for r in architect_runs(world) if r.state == "succeeded"]
     assert forged not in latest.published
     assert len(latest.published) == 3
+
+
+def test_a_merge_run_holds_its_self_merge_when_a_commit_message_would_close_another_issue(
+    world: RunWorld,
+) -> None:
+    """GitHub closes what a merged commit's message closes, and a pushed commit is not
+    rewritten: the pull request stays ready and unmerged, the Run refused naming the issue."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+    other = world.github.add_issue("Unrelated", "Leave me open.")
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt",
+        "widget\n",
+        f"Add the widget\n\nFixes #{number}, fixes #{other}",
+        pull_request=PR_TEXT,
+    )
+
+    assert world.run(number, merge=True) == 1
+
+    [pull] = world.github.pull_requests()
+    assert pull.merged is False
+    assert pull.draft is False
+    assert world.github.called("merge_pull") == []
+    [run] = world.store.list_runs()
+    assert run.state == "refused"
+    assert run.cause is not None
+    assert f"would close #{other} once merged" in run.cause
+    assert world.github.issue("acme", "widgets", other).state == "open"

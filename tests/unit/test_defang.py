@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from thirdshift.defang import ZERO_WIDTH, defanged, defanged_title, pull_request_body
+from thirdshift.defang import (
+    ZERO_WIDTH,
+    closed_elsewhere,
+    defanged,
+    defanged_title,
+    pull_request_body,
+)
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.runs.delivery import BASE_FIX_MARKER_PREFIX
 from thirdshift.runs.failed_run import COMMENT_MARKER
@@ -175,3 +181,20 @@ def test_a_title_is_one_defanged_line_within_github_s_limit() -> None:
     assert "@a" not in crowded
     # Cut before defanging: a span cut open is defanged as the text it then renders as.
     assert defanged_title("x" * 245 + " `@mona`") == "x" * 245 + f" `@{Z}m"
+
+
+def test_a_commit_message_closing_other_issues_is_told_apart_from_one_closing_its_own() -> None:
+    message = (
+        "Make add() add\n\nFixes #7, fixes #2 and Closes: acme/priv#1; resolves GH-3,\n"
+        "closes https://github.com/octo/calc/issues/7 and https://github.com/acme/priv/pull/4 "
+        "(resolved octo/calc#7, fix https://github.com/acme/priv/pull/4)"
+    )
+    assert closed_elsewhere(message, 7, HERE) == (
+        "#2",
+        "acme/priv#1",
+        "GH-3",
+        "https://github.com/acme/priv/pull/4",  # the "fix", not the "and", closes it
+    )
+    assert closed_elsewhere("Fixes #7 and mentions #2", 7, HERE) == ()
+    assert closed_elsewhere("prefix #2, unfixed #3", 7, HERE) == ()
+    assert closed_elsewhere("and https://github.com/acme/priv/pull/4", 7, HERE) == ()
