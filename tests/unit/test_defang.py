@@ -17,6 +17,7 @@ from thirdshift.runs.delivery import BASE_FIX_MARKER_PREFIX
 from thirdshift.runs.failed_run import COMMENT_MARKER
 from thirdshift.runs.plans import marker
 from thirdshift.runs.review import REPLY_MARKER_PREFIX
+from thirdshift.scrub import Scrubber
 
 Z = ZERO_WIDTH
 HERE = "octo/calc"
@@ -198,3 +199,13 @@ def test_a_commit_message_closing_other_issues_is_told_apart_from_one_closing_it
     assert closed_elsewhere("Fixes #7 and mentions #2", 7, HERE) == ()
     assert closed_elsewhere("prefix #2, unfixed #3", 7, HERE) == ()
     assert closed_elsewhere("and https://github.com/acme/priv/pull/4", 7, HERE) == ()
+
+
+def test_scrubbing_comes_first_since_defanging_would_hide_a_secret_from_the_scrubber() -> None:
+    """A known value with an @ or an owner/repo#n in it: defanged first, its zero-width
+    spaces split it and the scrubber no longer knows it."""
+    secret = "hunter2-@dmin/vault#42"
+    scrub = Scrubber([secret])
+    said = f"the CLI said: {secret}"
+    assert defanged(scrub(said)) == "the CLI said: [REDACTED]"
+    assert scrub(defanged(said)).replace(Z, "") == said  # the reverse order leaks it
