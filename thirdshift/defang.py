@@ -15,6 +15,7 @@ from the scrubber), cut, and defang last (a cut may open a code span that was cl
 
 from __future__ import annotations
 
+import bisect
 import re
 
 ZERO_WIDTH = "\u200b"
@@ -27,7 +28,7 @@ _OUR_COMMENT = re.compile(r"<!--\s*thirdshift", re.IGNORECASE)
 # as many backticks; anything less is text, and text is defanged (when in doubt, defang).
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
 _FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\r?\n?\Z")
-_INLINE_CODE = re.compile(r"(?<![\\`])(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
+_BACKTICKS = re.compile(r"`+")
 # An @ however it is spelled (HTML entities render as one), where GitHub would link a login
 # or a team: not after a letter or digit (an e-mail address, git@host).
 _AT = re.compile(r"(?<![A-Za-z0-9])(@|&#0*64;?|&#x0*40;?|&commat;)(?=[A-Za-z0-9])", re.IGNORECASE)
@@ -38,10 +39,12 @@ _ISSUE_ADDRESS = re.compile(
     r"\b(https?)://(?=[^\s/]+/([\w.-]+/[\w.-]+)/(?:issues|pull)/\d+)", re.IGNORECASE
 )
 # What GitHub may take for an issue after a closing keyword: #12, repo#12, owner/repo#12 (a #
-# spelled as an entity too), GH-12, or an address; markup may come between.
+# spelled as an entity too), GH-12, or an address; markup may come between. Bounded (names on
+# GitHub are at most 100 characters), so a flood of word characters costs linear time.
 _REFERENCE = (
-    r"[\s:*_~\[(<>]*"
-    r"(?:[\w.-]*/?[\w.-]*(?:#|&#0*35;?|&#x0*23;?|&num;)\d|GH-\d|https?://|www\.)"
+    r"[\s:*_~\[(<>]{0,20}"
+    r"(?:[\w.-]{0,100}(?:/[\w.-]{1,100})?(?:#|&#0{0,8}35;?|&#x0{0,8}23;?|&num;)\d"
+    r"|GH-\d|https?://|www\.)"
 )
 # GitHub's whole list: close, closes, closed, fix, fixes, fixed, resolve, resolves, resolved.
 _CLOSING = re.compile(
@@ -53,36 +56,104 @@ _CLOSING = re.compile(
 
 def _code_ranges(text: str) -> list[tuple[int, int]]:
     """Where ``text`` has code GitHub would render as code: closed fences, then inline spans
-    outside them, as (start, end) offsets in order."""
-    fences: list[tuple[int, int]] = []
+    outside them, as (start, end) offsets in order. Linear-ish in ``text`` whatever it holds
+    (a flood of unclosed fences or of backtick runs must not hold a Run)."""
     lines = text.splitlines(keepends=True)
-    offset, index = 0, 0
+    closers: dict[str, _Closers] = {}
+    for char in "`~":
+        closers[char] = _Closers(
+            [
+                (index, len(closed.group(1)))
+                for index, line in enumerate(lines)
+                if (closed := _FENCE_CLOSE.match(line)) and closed.group(1)[0] == char
+            ]
+        )
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    fences: list[tuple[int, int]] = []
+    index = 0
     while index < len(lines):
         opened = _FENCE_OPEN.match(lines[index])
         info = lines[index][opened.end() :] if opened else ""
         if opened and not (opened.group(1)[0] == "`" and "`" in info):
-            fence, start, at = opened.group(1), offset, offset + len(lines[index])
-            for later in range(index + 1, len(lines)):
-                closed = _FENCE_CLOSE.match(lines[later])
-                if closed and closed.group(1)[0] == fence[0] and len(closed.group(1)) >= len(fence):
-                    fences.append((start, at + len(lines[later])))
-                    offset, index = at + len(lines[later]), later + 1
-                    break
-                at += len(lines[later])
-            else:
-                offset, index = offset + len(lines[index]), index + 1
-            continue
-        offset, index = offset + len(lines[index]), index + 1
+            fence = opened.group(1)
+            later = closers[fence[0]].first(index, len(fence))
+            if later is not None:
+                fences.append((starts[index], starts[later + 1]))
+                index = later + 1
+                continue
+        index += 1
     ranges: list[tuple[int, int]] = []
     last = 0
     for start, end in [*fences, (len(text), len(text))]:
-        ranges += [
-            (m.start() + last, m.end() + last) for m in _INLINE_CODE.finditer(text[last:start])
-        ]
+        ranges += _inline_spans(text, last, start)
         if start < end:
             ranges.append((start, end))
         last = end
     return ranges
+
+
+class _Closers:
+    """The lines that could close a fence of one character, with their fence lengths: the
+    first that closes a fence of a given length after a given line, found in logarithmic time
+    (a segment tree of the longest fence in each range)."""
+
+    def __init__(self, found: list[tuple[int, int]]) -> None:
+        self._lines = [index for index, _ in found]
+        self._size = 1
+        while self._size < len(found):
+            self._size *= 2
+        self._longest = [0] * (2 * self._size)
+        for k, (_, length) in enumerate(found):
+            self._longest[self._size + k] = length
+        for k in range(self._size - 1, 0, -1):
+            self._longest[k] = max(self._longest[2 * k], self._longest[2 * k + 1])
+
+    def first(self, after: int, length: int) -> int | None:
+        """The first line after line ``after`` that closes a fence of ``length``, or None."""
+        at = self._first(1, 0, self._size, bisect.bisect_right(self._lines, after), length)
+        return None if at is None else self._lines[at]
+
+    def _first(self, node: int, low: int, high: int, start: int, length: int) -> int | None:
+        if high <= start or self._longest[node] < length:
+            return None
+        if high - low == 1:
+            return low
+        middle = (low + high) // 2
+        found = self._first(2 * node, low, middle, start, length)
+        return (
+            found if found is not None else self._first(2 * node + 1, middle, high, start, length)
+        )
+
+
+def _inline_spans(text: str, begin: int, end: int) -> list[tuple[int, int]]:
+    """The inline code spans of ``text[begin:end]`` (no fence in it): on one line, a run of
+    backticks not after a backslash, closed by the next run of exactly as many."""
+    spans: list[tuple[int, int]] = []
+    line_start = begin
+    while line_start < end:
+        newline = text.find("\n", line_start, end)
+        line_end = end if newline < 0 else newline
+        runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text, line_start, line_end)]
+        following: dict[int, int] = {}  # for each run, the next run of its length
+        next_of_length: dict[int, int] = {}
+        for k in range(len(runs) - 1, -1, -1):
+            length = runs[k][1] - runs[k][0]
+            if length in next_of_length:
+                following[k] = next_of_length[length]
+            next_of_length[length] = k
+        k = 0
+        while k < len(runs):
+            opener = runs[k][0]
+            escaped = opener > line_start and text[opener - 1] == "\\"
+            if not escaped and k in following:
+                spans.append((opener, runs[following[k]][1]))
+                k = following[k] + 1
+            else:
+                k += 1
+        line_start = line_end + 1
+    return spans
 
 
 def defanged(text: str, repository: str | None = None) -> str:
@@ -144,8 +215,9 @@ def pull_request_body(body: str, number: int, repository: str | None = None) -> 
 
 # A closing keyword and the one reference it closes, as GitHub reads a commit message.
 _CLOSES = re.compile(
-    r"(?<![A-Za-z0-9])(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?![A-Za-z0-9])[\s:*_]*"
-    r"((?:[\w.-]+/[\w.-]+)?#\d+|GH-\d+|https?://[^\s/]+/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+)",
+    r"(?<![A-Za-z0-9])(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?![A-Za-z0-9])[\s:*_]{0,20}"
+    r"((?:[\w.-]{1,100}/[\w.-]{1,100})?#\d+|GH-\d+"
+    r"|https?://[^\s/]{1,255}/[\w.-]{1,100}/[\w.-]{1,100}/(?:issues|pull)/\d+)",
     re.IGNORECASE,
 )
 

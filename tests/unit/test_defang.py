@@ -209,3 +209,22 @@ def test_scrubbing_comes_first_since_defanging_would_hide_a_secret_from_the_scru
     said = f"the CLI said: {secret}"
     assert defanged(scrub(said)) == "the CLI said: [REDACTED]"
     assert scrub(defanged(said)).replace(Z, "") == said  # the reverse order leaks it
+
+
+FLOODS = {
+    "a keyword before a flood of word characters": "fixes " + "a" * 1_000_000,
+    "backtick runs of growing length": "".join("`" * k + "x" for k in range(1, 1400)),
+    "fences of shrinking length": "".join("`" * k + "\n" for k in range(1400, 2, -1)),
+    "a fence and many that close nothing": "```\n" + "~~~a\n" * 200_000,
+    "mentions": "@a " * 330_000,
+    "references elsewhere": "a/b#1 " * 160_000,
+}
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("flood", FLOODS.values(), ids=FLOODS.keys())
+def test_a_megabyte_flood_is_defanged_in_linear_time(flood: str) -> None:
+    """Quadratic matching would hold a Run for minutes on these (the timeout fails it), where
+    linear takes about a second."""
+    pull_request_body(flood, 7, HERE)
+    closed_elsewhere(flood, 7, HERE)
