@@ -68,6 +68,7 @@ class _ScriptedOutside:
     plays: dict[str, Play]
     prompts: dict[str, str]
     lines: list[str]
+    killed: dict[str, tuple[str, ...]] = field(default_factory=dict)
     harness: str = "scripted"
 
     def run_session(
@@ -100,7 +101,9 @@ class _ScriptedOutside:
             log.write(json.dumps({"type": "result", "message": message}) + "\n")
         self.store.end_session(record.id, state="ended", final_message=message)
         return SessionEnding(
-            session_id=f"scripted-{record.id}", killed_work=(), final_message=message
+            session_id=f"scripted-{record.id}",
+            killed_work=self.killed.get(kind, ()),
+            final_message=message,
         )
 
     def progress(self, line: str) -> None:
@@ -120,6 +123,9 @@ class ScriptedSessions:
     executable: str = Path(sys.executable).name
     model: str | None = None
 
+    killed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The background work a session of each kind ends with killed (none unless named)."""
+
     busy: tuple[int, ...] = ()
     """What ``still_working_in`` answers: pids a test pretends outlived an earlier Run."""
 
@@ -135,7 +141,7 @@ class ScriptedSessions:
 
     def sessions(self, run_id: int, worktree: Path, ref: IssueRef) -> Sessions:
         outside = _ScriptedOutside(
-            self.store, run_id, worktree, self.plays, self.prompts, self.lines
+            self.store, run_id, worktree, self.plays, self.prompts, self.lines, self.killed
         )
 
         def log_path_for(kind: str) -> Path:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from thirdshift.defang import defanged
 from thirdshift.records import IssueSummary
 from thirdshift.runs.plans import (
     Covered,
@@ -18,7 +19,6 @@ from thirdshift.runs.plans import (
     Plan,
     ResultInvalid,
     architect_gate,
-    defanged,
     issue_text,
     kept_mismatch,
     marked_part,

@@ -591,6 +591,11 @@ class Worktree:
         result = self._git.run("log", "--reverse", "--format=%s", f"{since}..HEAD")
         return tuple(result.stdout.splitlines())
 
+    def log_messages(self, since: str) -> tuple[str, ...]:
+        """The whole messages of the commits in HEAD that are not in ``since``, oldest first."""
+        result = self._git.run("log", "--reverse", "--format=%B%x00", f"{since}..HEAD")
+        return tuple(m.strip() for m in result.stdout.split("\0") if m.strip())
+
     def added_lines(self, *since: str) -> tuple[AddedLine, ...]:
         """Every line added by the commits in HEAD that are in none of ``since``, with its file,
         its line number in that commit and its commit, oldest commit first; and each commit's

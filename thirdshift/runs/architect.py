@@ -635,13 +635,16 @@ class ArchitectRun:
         return Published(tuple(i.number for i in issues), tuple(i.html_url for i in issues))
 
     def _labelled(self, gh: GitHubPort, repo: RepoInfo, label: str) -> dict[int, IssueInfo]:
-        """Every issue labelled ``label``, open or closed, read with its body, as listed: a
-        plan's published issues are found among them by their markers."""
-        return {
-            summary.number: gh.issue(repo.owner, repo.name, summary.number)
+        """Every issue thirdshift opened labelled ``label``, open or closed, read with its
+        body, as listed: a plan's published issues are found among them by their markers (a
+        person's issue quoting a marker is never one of them)."""
+        me = gh.authenticated_login().lower()
+        issues = (
+            gh.issue(repo.owner, repo.name, summary.number)
             for summary in gh.issues_labelled(repo.owner, repo.name, label, state="all")
             if not summary.is_pull_request
-        }
+        )
+        return {issue.number: issue for issue in issues if issue.author.lower() == me}
 
     def _hand_over(self, gh: GitHubPort, repo: RepoInfo, tickets: Sequence[IssueInfo]) -> None:
         """``architect_hand_over``: the plan's Tickets are Ready without a person's triage. A

@@ -11,7 +11,6 @@ the Repair loop, and for a Merge run the Self-merge. Any other ending is a Faile
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
 import threading
 import traceback
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.clock import Clock
+from thirdshift.defang import defanged, defanged_title, pull_request_body
 from thirdshift.errors import (
     GitError,
     GitHubError,
@@ -466,6 +466,7 @@ class Delivery:
             return None
         try:
             ready, merge = self._settings.ready_label, self._settings.merge_label
+            me = gh.authenticated_login()
 
             def existing() -> list[IssueInfo]:
                 found = [
@@ -473,7 +474,9 @@ class Delivery:
                     for summary in gh.issues_labelled(ref.owner, ref.repo, merge, state="all")
                     if not summary.is_pull_request
                 ]
-                return sorted((i for i in found if marker in i.body), key=lambda i: i.number)
+                # Only thirdshift's own issues: a person's that quotes the marker is not one.
+                ours = [i for i in found if same_login(i.author, me) and marker in i.body]
+                return sorted(ours, key=lambda i: i.number)
 
             earlier = existing()
             if any(i.state != "open" for i in earlier) and not any(
@@ -494,8 +497,8 @@ class Delivery:
                 issue = gh.open_issue(
                     ref.owner,
                     ref.repo,
-                    title=f"Fix {checks} on {base}",
-                    body=base_fix_body(base, failure, marker),
+                    title=defanged_title(f"Fix {checks} on {base}", ref.full_name),
+                    body=base_fix_body(base, failure, marker, ref.full_name),
                     labels=[ready, merge],
                 )
                 self.say(f"opened {issue.html_url} to fix {checks} on {base}")
@@ -516,6 +519,16 @@ class Delivery:
                 f"warning: could not mark #{ref.number} blocked by {issue.html_url}: {problem}"
             )
         return issue
+
+    def _is_base_fix(self, issue: IssueInfo) -> bool:
+        """Whether ``issue`` is a Base fix: one thirdshift opened, carrying its marker (a
+        person's issue quoting the marker is an issue like any other)."""
+        if BASE_FIX_MARKER_PREFIX not in issue.body:
+            return False
+        try:
+            return same_login(issue.author, self._github.authenticated_login())
+        except ThirdshiftError:
+            return False
 
     def _give_ready_back(self, ref: IssueRef, ready: str | None, *, busy_too: bool = True) -> None:
         """Undo a Claim on GitHub made before the Run could be recorded (best effort: the
@@ -609,7 +622,8 @@ class Delivery:
                 ours = [
                     c
                     for c in everything
-                    if c.author == me and (COMMENT_MARKER in c.body or CLAIM_MARKER in c.body)
+                    if same_login(c.author, me)
+                    and (COMMENT_MARKER in c.body or CLAIM_MARKER in c.body)
                 ]
                 reports = [c for c in ours if COMMENT_MARKER in c.body]
                 comments = [c for c in everything if c not in ours]
@@ -689,7 +703,7 @@ class Delivery:
                     base=base,
                     pull=pull,
                     fence=keeper.check,
-                    fixing_base=BASE_FIX_MARKER_PREFIX in issue.body,
+                    fixing_base=self._is_base_fix(issue),
                 )
                 result = RepairLoop(
                     outside,
@@ -703,7 +717,7 @@ class Delivery:
             failure = self._as_failure(error, sessions, keeper)
             base_fix: IssueInfo | None = None
             # A Base fix red from the same checks failed at its one job: no Base fix for it.
-            own_fix = BASE_FIX_MARKER_PREFIX in issue.body
+            own_fix = self._is_base_fix(issue)
             if isinstance(failure, InheritedFailure) and self._settings.base_fix and not own_fix:
                 base_fix = self._open_base_fix(gh, ref, base, failure, default_branch)
                 if base_fix is not None:
@@ -1110,8 +1124,8 @@ class Delivery:
     def _pull_request_text(
         self, ref: IssueRef, worktree: Worktree, *, say: bool = True
     ) -> tuple[str, str] | None:
-        """The title and body the agent wrote (always closing the issue), or None when it
-        wrote no Pull request file."""
+        """The title and body the agent wrote, defanged, with thirdshift's one ``Closes #n``,
+        or None when it wrote no Pull request file."""
         text = worktree.read_agent_file(PULL_REQUEST_FILE)
         if text is None:
             if say:
@@ -1119,12 +1133,11 @@ class Delivery:
             return None
         first, _, rest = text.strip().partition("\n")
         title = first.lstrip("# ").strip() or f"Fix #{ref.number}"
-        body = rest.strip()
-        if not re.search(
-            rf"\b(close[sd]?|fix(e[sd])?|resolve[sd]?)\s+#{ref.number}\b", body, re.IGNORECASE
-        ):
-            body = f"{body}\n\nCloses #{ref.number}".strip()
-        return self._scrub(title)[:250], self._scrub(body)
+        # Scrubbed first: a zero-width space inside a secret would hide it from the scrubber.
+        return (
+            defanged_title(self._scrub(title), ref.full_name),
+            pull_request_body(self._scrub(rest.strip()), ref.number, ref.full_name),
+        )
 
     @staticmethod
     def _default_text(ref: IssueRef) -> tuple[str, str]:
@@ -1227,6 +1240,12 @@ class Delivery:
     # -- used by the loop's Outside ------------------------------------------------------------
 
 
+def same_login(author: str, me: str) -> bool:
+    """Whether ``author`` is thirdshift's own login (GitHub logins ignore case); an unknown
+    author never is."""
+    return bool(author) and author.lower() == me.lower()
+
+
 def checks_line(result: LoopResult) -> str:
     """What CI said of the head a Run ended on, in a few words (the job summary's Checks)."""
     head = result.head[:7]
@@ -1247,14 +1266,21 @@ def base_fix_marker(base: str, checks: Sequence[str]) -> str:
     return f"{BASE_FIX_MARKER_PREFIX}{base}:{names} -->"
 
 
-def base_fix_body(base: str, failure: InheritedFailure, marker: str) -> str:
+def base_fix_body(
+    base: str, failure: InheritedFailure, marker: str, repository: str | None = None
+) -> str:
     """What the Base fix issue asks: make the named checks pass on the Base branch. The same
     for every Run that meets these checks, so a retried opening finds its own issue."""
     listed = "\n".join(f"- `{name}`" for name in sorted(failure.checks))
+    # Check names are whatever CI (and an agent's workflow) called them: defanged like any
+    # agent text, all but the marker thirdshift finds the issue by.
     return (
-        f"These checks fail on `{base}` at `{failure.base_sha[:7]}`, so every pull request "
-        f"into `{base}` inherits them:\n\n{listed}\n\nMake them pass on `{base}` without "
-        "changing what they check. The issues that met them wait for this fix (they are "
-        "blocked by this issue). thirdshift runs it as a Merge run: once its CI is green it "
-        f"merges it.\n\n{marker}"
+        defanged(
+            f"These checks fail on `{base}` at `{failure.base_sha[:7]}`, so every pull request "
+            f"into `{base}` inherits them:\n\n{listed}\n\nMake them pass on `{base}` without "
+            "changing what they check. The issues that met them wait for this fix (they are "
+            "blocked by this issue). thirdshift runs it as a Merge run: once its CI is green it "
+            "merges it."
+        )
+        + f"\n\n{marker}"
     )

@@ -4,8 +4,8 @@ can see what happened.
 Abort an unfinished merge; commit uncommitted work as ``thirdshift: failed run (<reason>)`` and
 push it (never forced); turn an open pull request back to draft (not after a Policy refusal);
 record the cause, the killed work, the last Session log, branch and head in the database; post
-one marked, scrubbed comment on the issue with the cause and the Post-mortem (a later Run edits
-it rather than adding another); release the Claim when nothing reached origin.
+one marked, scrubbed and defanged comment on the issue with the cause and the Post-mortem (a
+later Run edits it rather than adding another); release the Claim when nothing reached origin.
 If the push fails, the Worktree is kept and named. Salvage problems are reported, never put in
 place of the cause.
 """
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.clock import Clock
+from thirdshift.defang import defanged
 from thirdshift.errors import Interrupted, LeaseLost, ThirdshiftError
 from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
@@ -63,9 +64,10 @@ def is_policy_refusal(error: BaseException) -> bool:
 
 
 def reason_of(cause: str) -> str:
-    """The first line of the cause, short enough for a commit subject."""
+    """The first line of the cause, short enough for a commit subject, defanged: a closing
+    keyword in a commit message closes its issue once the commit reaches the default branch."""
     first = cause.strip().splitlines()[0] if cause.strip() else "unknown cause"
-    return first if len(first) <= 100 else first[:99] + "…"
+    return defanged(first if len(first) <= 100 else first[:99] + "…")
 
 
 class Salvage:
@@ -326,8 +328,13 @@ class Salvage:
             parts.append(
                 f"Nothing reached origin. To run it again, add `{self._ready_label}` again."
             )
-        # The comment is public: this machine's paths stay on it.
-        body = self._scrub("\n\n".join(parts)).replace(str(self._home), "$THIRDSHIFT_HOME")
+        # The comment is public: this machine's paths stay on it. Its cause, killed work and
+        # last lines are the agent's words (the CLI's stderr among them), so it is defanged,
+        # after scrubbing (a zero-width space inside a secret would hide it from the scrubber).
+        body = defanged(
+            self._scrub("\n\n".join(parts)).replace(str(self._home), "$THIRDSHIFT_HOME"),
+            self._ref.full_name,
+        )
         self._gh.upsert_marked_comment(
             self._ref.owner, self._ref.repo, self._ref.number, COMMENT_MARKER, body
         )

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from thirdshift.clock import Clock
+from thirdshift.defang import closed_elsewhere
 from thirdshift.errors import Interrupted, MergeRefused, ThirdshiftError
 from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
@@ -266,6 +267,20 @@ class RunLoopOutside:
                 f"Run ({shown}); it does not Self-merge them unreviewed: review pull request "
                 f"{pull.html_url} and merge it, or run thirdshift with --merge again"
             )
+        if held is None:
+            closing = closed_elsewhere(
+                "\n".join(self._worktree.log_messages(tracking(self.base_branch))),
+                self._ref.number,
+                self._ref.full_name,
+            )
+            if closing:
+                # GitHub closes what a merged commit's message closes; a commit cannot be
+                # defanged without rewriting it, and thirdshift never force-pushes.
+                held = (
+                    f"commit messages on {pull.head_ref} would close {', '.join(closing)} once "
+                    f"merged; thirdshift does not Self-merge them: reword those commits, or "
+                    f"merge pull request {pull.html_url} by hand"
+                )
         if held is not None:
             raise MergeHeld(held)
         not_yet = merge_not_yet(pull, head)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from thirdshift.defang import defanged
 from thirdshift.errors import ThirdshiftError
 from thirdshift.records import IssueSummary
 
@@ -472,75 +473,6 @@ def kept_mismatch(
         if other is not None and other.key != key:
             return f"plan key differs from the marker on #{number}"
     return None
-
-
-_OUR_COMMENT = re.compile(r"<!--\s*thirdshift", re.IGNORECASE)
-# Code links nothing on GitHub and is left as written. Only what GitHub itself renders as code
-# counts: a fence opening a line and closed by a like fence, an inline span closed by a run of
-# as many backticks; anything less is text, and text is defanged (when in doubt, defang).
-_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
-_FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\r?\n?\Z")
-_INLINE_CODE = re.compile(r"(?<![\\`])(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
-# An @ however it is spelled (HTML entities render as one), where GitHub would link a login:
-# not after a letter or digit (an e-mail address, git@host).
-_AT = re.compile(r"(?<![A-Za-z0-9])(@|&#0*64;?|&#x0*40;?|&commat;)(?=[A-Za-z0-9])", re.IGNORECASE)
-# owner/repo#12, not inside a path or an address (README.md#2-setup, example.com/o/r#1).
-_ELSEWHERE = re.compile(r"(?<![A-Za-z0-9./:-])([A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(?=\d)")
-# An issue's or pull request's address: GitHub cross-references those too.
-_ISSUE_ADDRESS = re.compile(
-    r"\b(https?)://(?=[^\s/]+/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+)", re.IGNORECASE
-)
-
-
-def _code_ranges(text: str) -> list[tuple[int, int]]:
-    """Where ``text`` has code GitHub would render as code: closed fences, then inline spans
-    outside them, as (start, end) offsets in order."""
-    fences: list[tuple[int, int]] = []
-    lines = text.splitlines(keepends=True)
-    offset, index = 0, 0
-    while index < len(lines):
-        opened = _FENCE_OPEN.match(lines[index])
-        info = lines[index][opened.end() :] if opened else ""
-        if opened and not (opened.group(1)[0] == "`" and "`" in info):
-            fence, start, at = opened.group(1), offset, offset + len(lines[index])
-            for later in range(index + 1, len(lines)):
-                closed = _FENCE_CLOSE.match(lines[later])
-                if closed and closed.group(1)[0] == fence[0] and len(closed.group(1)) >= len(fence):
-                    fences.append((start, at + len(lines[later])))
-                    offset, index = at + len(lines[later]), later + 1
-                    break
-                at += len(lines[later])
-            else:
-                offset, index = offset + len(lines[index]), index + 1
-            continue
-        offset, index = offset + len(lines[index]), index + 1
-    ranges: list[tuple[int, int]] = []
-    last = 0
-    for start, end in [*fences, (len(text), len(text))]:
-        ranges += [
-            (m.start() + last, m.end() + last) for m in _INLINE_CODE.finditer(text[last:start])
-        ]
-        if start < end:
-            ranges.append((start, end))
-        last = end
-    return ranges
-
-
-def defanged(text: str) -> str:
-    """A session's text as it may appear on GitHub: it can never pass for one of
-    thirdshift's markers (which decide what a later run reuses), and outside code its
-    @mentions notify nobody and its references to issues leave no backlink elsewhere (an
-    unattended agent pages no one; a zero-width space after the @, the # or the scheme breaks
-    the link)."""
-    text = _OUR_COMMENT.sub("<!-- (quoted) thirdshift", text)
-    pieces: list[str] = []
-    last = 0
-    for start, end in [*_code_ranges(text), (len(text), len(text))]:
-        outside = _AT.sub("@\u200b", text[last:start])
-        outside = _ELSEWHERE.sub("\\1#\u200b", outside)
-        pieces += [_ISSUE_ADDRESS.sub("\\1://\u200b", outside), text[start:end]]
-        last = end
-    return "".join(pieces)
 
 
 def _sections(draft: Draft) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from thirdshift.defang import defanged
 from thirdshift.records import Notification, SessionEvent, SessionRecord
 
 LAST_LINES = 15  # condensed Session lines shown
@@ -211,8 +212,10 @@ def run_end_notification(
         state=state,
         run_id=run_id,
         kind=kind,
-        cause=cut(cause, CAUSE_CHARS) if cause else None,
+        # The agent's words (the CLI's stderr, its last lines) go on to people and to whatever
+        # a webhook's receiver posts them: defanged like the Failed-run comment.
+        cause=defanged(cut(cause, CAUSE_CHARS)) if cause else None,
         pull_request_url=pull_request_url,
         cost_usd=cost_usd,
-        post_mortem=short_form(report) if report is not None else None,
+        post_mortem=defanged(short_form(report)) if report is not None else None,
     )

@@ -59,7 +59,8 @@ class HeadMoved(MergeRefusedError):
 
 class MergeHeld(PolicyRefusal):
     """A person stopped the Self-merge: the pull request was turned back to a draft, closed, or
-    retargeted. thirdshift never overrides that; the pull request is left as they left it."""
+    retargeted. thirdshift never overrides that; the pull request is left as they left it. (Also
+    held: commits whose messages would close other issues once merged.)"""
 
 
 def merge_held(pull: PullRequestInfo, base_branch: str) -> str | None:

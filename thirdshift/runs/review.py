@@ -15,9 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from thirdshift.defang import defanged
 from thirdshift.records import Comment, IssueInfo, PullRequestInfo, Review, ReviewComment
-from thirdshift.runs.claims import CLAIM_MARKER
-from thirdshift.runs.failed_run import COMMENT_MARKER
 from thirdshift.runs.prompts import PULL_REQUEST_FILE, cut_bytes
 
 # Who may ask thirdshift for changes: people who could push the change themselves.
@@ -86,14 +85,14 @@ def feedback_to_handle(
     handle: str,
     role_of: Callable[[str], str],
     handled: frozenset[str],
-    own_markers: Sequence[str] = (),
 ) -> Feedback:
     """The pull request's feedback thirdshift has not handled yet (no ``keys``: none).
 
     Taken: a review requesting changes (its body and all its line comments); a review, line
     comment or pull request comment that mentions ``handle``. Each must be by a person with
     write permission (``role_of`` gives a login's role) who is neither a bot nor ``me``, and
-    not in ``handled``. Comments carrying one of thirdshift's ``own_markers`` are never feedback.
+    not in ``handled``. thirdshift's own comments are known by their author alone: a person's
+    comment quoting one of its markers is heard like any other.
     """
     keys: list[str] = []
     notes: list[ReviewNote] = []
@@ -143,7 +142,7 @@ def feedback_to_handle(
         take(key, comment.author, [_note(comment)])
     for said in comments:
         key = f"comment:{said.id}"
-        if key in handled or ours(said.author) or any(m in said.body for m in own_markers):
+        if key in handled or ours(said.author):
             continue
         if not mentions(said.body, handle):
             continue
@@ -178,7 +177,7 @@ def read_feedback(
     handled: frozenset[str],
 ) -> Feedback:
     """The feedback waiting on pull request ``pull_number``, from its reviews, line comments
-    and comments; thirdshift's own marked comments are never feedback."""
+    and comments; thirdshift's own comments are never feedback."""
     return feedback_to_handle(
         reviews=github.pull_reviews(owner, name, pull_number),
         review_comments=github.pull_review_comments(owner, name, pull_number),
@@ -187,7 +186,6 @@ def read_feedback(
         handle=handle,
         role_of=role_of,
         handled=handled,
-        own_markers=(CLAIM_MARKER, COMMENT_MARKER, REPLY_MARKER_PREFIX),
     )
 
 
@@ -249,9 +247,9 @@ def review_reply(
     what changed (the commits' subjects), the new head and what CI said of it."""
     who = ", ".join(f"@{login}" for login in feedback.reviewers)
     if commits:
-        # An agent wrote the subjects: shown as code, they can mention nobody, link nowhere and
-        # carry no hidden marker of thirdshift's.
-        changed = "\n".join(f"- {_code(subject)}" for subject in commits[:20])
+        # An agent wrote the subjects: shown as code and defanged, they can mention nobody,
+        # link nowhere, close nothing and carry no hidden marker of thirdshift's.
+        changed = "\n".join(f"- {defanged(_code(subject))}" for subject in commits[:20])
         if len(commits) > 20:
             changed += f"\n- ... and {len(commits) - 20} more"
     else:
