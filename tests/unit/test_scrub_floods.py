@@ -11,26 +11,38 @@ import pytest
 from thirdshift.scrub import REDACTED, Scrubber, shape_prefixes
 
 MEGABYTE = 1_000_000
-# After the prefix: nothing, and what a token's run takes in (sk-sk-, sk--sk--, sk-.sk-. ...).
-SEPARATORS = ("", "-", ".", "=", ":", " ", "/", "\\n")
+# Far above what a linear scrubber needs for a megabyte on a slow machine (about a second here),
+# far below what a quadratic one needs (hours).
+TIMEOUT = 20
+# Floods the first scrubber was quadratic on whose separator is not a hyphen: a key word before
+# its separator, a token whose run takes in dots or slashes.
+OTHER_FLOODS = ("key=", "key:", "pwd=", "token:", "secret=", "ATBB.", "gl.", "glc_/", "sntryu_=")
 
 
-def flood(prefix: str, size: int = MEGABYTE) -> str:
-    """``size`` characters of ``prefix`` repeated, in as many stretches as there are separators,
-    each with its own separator after every prefix."""
-    stretch = size // len(SEPARATORS)
-    return "".join((prefix + s) * (stretch // len(prefix + s)) for s in SEPARATORS)
+def flood(unit: str, size: int) -> str:
+    return unit * (size // len(unit))
 
 
-@pytest.mark.timeout(30)
+@pytest.mark.timeout(TIMEOUT)
 @pytest.mark.parametrize(("kind", "prefix"), shape_prefixes(), ids=lambda v: repr(v))
 def test_a_megabyte_of_a_shapes_own_prefix_is_scrubbed_in_linear_time(
     kind: str, prefix: str
 ) -> None:
-    """1 MB made of one prefix, repeated, is scrubbed well within the timeout."""
-    text = flood(prefix)
+    """1 MB made of one prefix repeated, half bare (sk-sk-sk-...) and half with a hyphen after
+    each (sk--sk--...: a run of token characters a token shape reads), is scrubbed in time."""
+    text = flood(prefix, MEGABYTE // 2) + " " + flood(prefix + "-", MEGABYTE // 2)
     assert len(text) > 0.99 * MEGABYTE
     Scrubber(["a-known-secret-value"])(text)
+
+
+@pytest.mark.timeout(TIMEOUT)
+@pytest.mark.parametrize("unit", OTHER_FLOODS)
+def test_a_megabyte_of_a_key_word_or_a_token_with_its_separator_is_scrubbed_in_time(
+    unit: str,
+) -> None:
+    """A key word and its separator (key=key=...), or a prefix and a character of its run
+    (ATBB.ATBB....), repeated for 1 MB, is scrubbed in time."""
+    Scrubber()(flood(unit, MEGABYTE))
 
 
 def test_every_shape_has_a_prefix_to_flood() -> None:
