@@ -58,7 +58,7 @@ from thirdshift.sessions.ledger import Budgets, unpriced_harnesses
 from thirdshift.settings import Settings, check_repository_name, cron_trigger, load_settings
 from thirdshift.store import Store
 from thirdshift.web import StatusServer, StorePageSource, make_app
-from thirdshift.web.server import is_loopback, parse_address
+from thirdshift.web.server import is_loopback, is_wildcard, own_host_names, parse_address
 
 MIN_PAGE_TOKEN = 16
 """The status page's token is a password on the network: a short one is guessed (and the
@@ -546,8 +546,15 @@ def run_daemon(
             )
         server = None
         if address is not None:
-            source = StorePageSource(store, daemon.snapshot, scrub)
-            app = make_app(source, token=page_token, host=address[0], port=address[1])
+            source = StorePageSource(store, daemon.snapshot, scrub, warn=say)
+            own = own_host_names() if is_wildcard(address[0]) else ()
+            app = make_app(
+                source,
+                token=page_token,
+                host=address[0],
+                port=address[1],
+                also_hosts=[*own, *settings.http_hosts],
+            )
             server = StatusServer(app, *address)
             server.start()
             if made_token is None:

@@ -35,8 +35,14 @@ when it has a letter and a digit or a symbol (``hunter2``, not ``see``); quoted 
 ``NAME=value`` with an upper-case name (the environment's form), count as they are, except that
 only a password's value may hold a space, and none begins or ends with one.
 
-A little over 600 lines: the table of shapes is one list, read and reviewed whole, and the search
-that walks it belongs beside it.
+Its cost is linear in the text, whatever the text (agent output, issue bodies and comments all
+pass through it): every repetition in a shape is bounded (no credential is longer than a few
+kilobytes), a value named by its context is judged on its first kilobyte, and a token shape is not
+tried again at an anchor inside the run its last try read. ``bench/scrub_floods.py`` measures the
+worst case, a flood of a shape's own prefix.
+
+About 750 lines: the table of shapes is one list, read and reviewed whole, and the search that
+walks it belongs beside it.
 """
 
 from __future__ import annotations
@@ -64,6 +70,14 @@ _MIN_VALUE = 4
 _ELLIPSES = ("…", "...")
 # Scrubbing repeats until nothing changes, at most this many times.
 _MAX_PASSES = 4
+# No credential, and no value named by its context, is longer than this: every open repetition in
+# a shape is bounded by it, so one try of a shape costs at most this much whatever follows.
+_LONGEST_VALUE = 4096
+# A private key block is longer (an 8192-bit RSA key is about 6.5 kB).
+_LONGEST_KEY_BLOCK = 16384
+# A value named by its context is read this far to judge it (it is tried at every key word, so
+# this bounds what a flood of key words costs); one that goes on is redacted to its end.
+_LONGEST_NAMED_VALUE = 1024
 
 
 @dataclass(frozen=True)
@@ -168,6 +182,9 @@ class _Shape:
     bounded: bool = True  # the match starts a token, never inside a word
     check: Callable[[str], bool] | None = None  # a further test of the value
     accept: Callable[[str, re.Match[str]], _Hit | None] | None = None  # replaces the tests
+    # A test of the text before the anchor at ``i``, made before the pattern is tried (cheaper
+    # than a match that is then refused).
+    admit: Callable[[str, int], bool] | None = None
 
     @property
     def ignore_case(self) -> bool:
@@ -178,25 +195,32 @@ class _Shape:
             return self.accept(text, match)
         if self.bounded and not _starts_token(text, match.start()):
             return None
+        if "rest" in self.pattern.groupindex and match.group("rest") is None:
+            return None  # only the first part: matched so that the try has a reach
         start, end = match.span("v") if "v" in self.pattern.groupindex else match.span()
         if start >= end or (self.check is not None and not self.check(text[start:end])):
             return None
         return self.kind, start, end
 
 
-_PEM_LABEL = r"-----{}[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+_PEM_LABEL = r"-----{}[ A-Z0-9]{{0,64}}PRIVATE KEY(?: BLOCK)?-----"
 # Without its END line, a block runs to the end of the text or of its JSON string.
-_PEM = rf"(?s){_PEM_LABEL.format('BEGIN')}(?:.*?{_PEM_LABEL.format('END')}|(?:[^\"\\]|\\.)*)"
-_DATADOG = (
-    r"(?i)(?:datadog|dd)[_-]?(?:api|app|application)[_-]?key(?:\\*[\"'])?[ \t]*[:=][ \t]*"
-    r"(?:\\*[\"'])?(?P<v>[a-f0-9]{32}(?:[a-f0-9]{8})?)"
+_PEM = (
+    rf"(?s){_PEM_LABEL.format('BEGIN')}(?:.{{0,{_LONGEST_KEY_BLOCK}}}?{_PEM_LABEL.format('END')}"
+    rf"|(?:[^\"\\]|\\.){{0,{_LONGEST_KEY_BLOCK}}})"
 )
-_AZURE_KEY = r"(?i)(?:Account|SharedAccess)Key[ \t]*=[ \t]*(?P<v>[\w+/]{40,}={0,2})"
+_DATADOG = (
+    r"(?i)(?:datadog|dd)[_-]?(?:api|app|application)[_-]?key(?:\\{0,8}[\"'])?[ \t]{0,}[:=][ \t]{0,}"
+    r"(?:\\{0,8}[\"'])?(?P<v>[a-f0-9]{32}(?:[a-f0-9]{8})?)"
+)
+_AZURE_KEY = r"(?i)(?:Account|SharedAccess)Key[ \t]{0,}=[ \t]{0,}(?P<v>[\w+/]{40,}={0,2})"
 
 # (kind, pattern, anchors, options), most specific first: where two findings overlap, the earlier
-# shape names it. Patterns are ASCII: ``\w`` is [A-Za-z0-9_]. Options: "end" (no letter or digit
-# may follow), "free" (may start inside a word), "scan" (search the text once an anchor occurs),
-# "cased" (the value has upper and lower case). Group ``v``, if any, is the secret itself.
+# shape names it. Patterns are ASCII: ``\w`` is [A-Za-z0-9_]. Every open repetition is written
+# ``{m,}`` (never ``*`` or ``+``), read as ``{m,_LONGEST_VALUE}``. Options: "end" (no letter or
+# digit may follow), "free" (may start inside a word), "scan" (search the text once an anchor
+# occurs), "cased" (the value has upper and lower case). Group ``v``, if any, is the secret itself;
+# group ``rest``, if any, must have matched (it is optional so that a refused try has a reach).
 _TOKEN_TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("private key block", _PEM, "-----BEGIN", "free"),
     ("age secret key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}", "AGE-SECRET-KEY-1", ""),
@@ -205,9 +229,9 @@ _TOKEN_TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("Anthropic API key", r"sk-ant-[\w-]{20,}", "sk-ant-", ""),
     ("OpenAI API key", r"sk-(?:proj-|svcacct-|admin-)?[\w-]{20,}", "sk-", "cased"),
     ("AWS access key id", r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}", "AKIA ASIA ABIA ACCA", "end"),
-    ("AWS session token", r"(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[\w+/]{40,}=*", "IQoJ FwoG", ""),
+    ("AWS session token", r"(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[\w+/]{40,}={0,}", "IQoJ FwoG", ""),
     ("Slack token", r"xox[abposre]-[^\W_][\w-]{9,}|xapp-\d-[\w-]{10,}", "xox xapp-", ""),
-    ("Slack webhook", r"hooks\.slack\.com/\w+/(?P<v>[\w/-]{20,})", "hooks.slack.com/", "free"),
+    ("Slack webhook", r"hooks\.slack\.com/\w{1,}/(?P<v>[\w/-]{20,})", "hooks.slack.com/", "free"),
     ("Stripe key", r"[sr]k_(?:live|test)_[^\W_]{20,}", "sk_live_ rk_live_ sk_test_ rk_test_", ""),
     ("Stripe key", r"whsec_[^\W_]{24,}", "whsec_", ""),
     ("Square token", r"sq0(?:atp|csp)-[\w-]{22,}|EAAA[\w-]{60,}", "sq0atp- sq0csp- EAAA", ""),
@@ -238,13 +262,13 @@ _TOKEN_TABLE: tuple[tuple[str, str, str, str], ...] = (
     ("Grafana token", r"glc_[\w+/]{32,}={0,2}|glsa_[^\W_]{32}_[a-fA-F0-9]{8}", "gl", ""),
     ("New Relic key", r"NR(?:AK|II|JS|AA|RA)-[^\W_]{19,}", "NR", ""),
     ("Sentry token", r"sntry[su]_[\w+/=-]{40,}", "sntry", ""),
-    ("Sentry DSN", r"://(?P<v>[a-f0-9]{32})@[\w.-]+/\d+", "://", "free"),
+    ("Sentry DSN", r"://(?P<v>[a-f0-9]{32})@[\w.-]{1,}/\d{1,}", "://", "free"),
     ("Mapbox secret token", r"sk\.eyJ[\w-]{20,}\.[\w-]{20,}", "sk.eyJ", ""),
     ("1Password service account token", r"ops_eyJ[\w+/=-]{100,}", "ops_eyJ", ""),
-    ("JSON web token", r"eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]*", "eyJ", ""),
+    ("JSON web token", r"eyJ[\w-]{10,}(?P<rest>\.eyJ[\w-]{10,}\.[\w-]{0,})?", "eyJ", ""),
     (
         "Discord webhook",
-        r"discord(?:app)?\.com/api/webhooks/\d+/(?P<v>[\w-]{40,})",
+        r"discord(?:app)?\.com/api/webhooks/\d{1,}/(?P<v>[\w-]{40,})",
         "discord",
         "free",
     ),
@@ -261,11 +285,19 @@ _TOKEN_TABLE: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
+_OPEN_REPETITION = re.compile(r"\{(\d+),\}")
+
+
+def _bounded(pattern: str, longest: int = _LONGEST_VALUE) -> str:
+    """``pattern`` with every open repetition ``{m,}`` bounded by ``longest``."""
+    return _OPEN_REPETITION.sub(rf"{{\1,{longest}}}", pattern)
+
+
 def _shape(kind: str, pattern: str, anchors: str, options: str) -> _Shape:
     flags = options.split()
     return _Shape(
         kind,
-        re.compile(pattern + (r"(?![A-Za-z0-9])" if "end" in flags else ""), re.A),
+        re.compile(_bounded(pattern) + (r"(?![A-Za-z0-9])" if "end" in flags else ""), re.A),
         tuple(anchors.split()),
         scan="scan" in flags,
         bounded="free" not in flags,
@@ -280,21 +312,29 @@ _TOKENS = tuple(_shape(*row) for row in _TOKEN_TABLE)
 
 # key = value, key: value, "key": "value", key => value, --key value: matched at the word the key
 # ends with. A value never takes in a backslash, a quote or a line break.
+# The key word, ending the name: tried first on its own, as it is cheap.
+_KEY_WORD = re.compile(r"(?:pass(?:word|wd|phrase)|pwd|secret|token|key)(?![A-Za-z0-9_.\-])", re.I)
 _ASSIGNMENT = re.compile(
-    r"(?P<word>pass(?:word|wd|phrase)|pwd|secret|token|key)"
-    r"(?![A-Za-z0-9_.\-])"
-    r"(?:\\*[\"'])?"
-    r"(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+)"
-    r"(?:(?P<q>\\*[\"'`])(?P<quoted>[^\"'`\\\r\n]+)(?P=q)"
-    r"|(?P<bare>[^\s\"'`\\,;&|(){}\[\]<>$%*#!@=][^\s\"'`\\,;&|(){}\[\]<>]*+)"
-    r"(?=[\s\"'`\\,;&|)}\]]|$))",
+    _bounded(
+        rf"(?P<word>{_KEY_WORD.pattern})"
+        r"(?:\\{0,8}[\"'])?"
+        r"(?P<sep>[ \t]{0,}(?::=|=>|=|:)[ \t]{0,}|[ \t]{1,})"
+        r"(?:(?P<q>\\{0,8}[\"'`])(?P<quoted>[^\"'`\\\r\n]{1,})(?P=q)"
+        # Not followed by ( { [ < >: a call or a template. A value cut at the bound goes on.
+        r"|(?P<bare>[^\s\"'`\\,;&|(){}\[\]<>$%*#!@=][^\s\"'`\\,;&|(){}\[\]<>]{0,}+)"
+        r"(?![({\[<>]))",
+        _LONGEST_NAMED_VALUE,
+    ),
     re.I,
 )
-# What a key ending in "key" ends with when it names a secret: api_key, privateKey, ...
-_KEY_QUALIFIER = re.compile(
-    r"(?:api|private|secret|access|auth|signing|encryption|master|account|app|consumer|client"
-    r"|license|session|webhook)[_.\-]?\Z",
-    re.I,
+# What a key ending in "key" ends with when it names a secret: api_key, privateKey, ...; matched
+# backwards from the key word (one try where a search would try every place before it).
+_KEY_QUALIFIERS = _words(
+    "api private secret access auth signing encryption master account app consumer client license"
+    " session webhook"
+)
+_KEY_QUALIFIER_BACKWARDS = re.compile(
+    r"[_.\-]?(?:" + "|".join(word[::-1] for word in _KEY_QUALIFIERS) + ")", re.I
 )
 _ASSIGNMENT_KINDS = {
     "pass": "generic password assignment",
@@ -303,6 +343,8 @@ _ASSIGNMENT_KINDS = {
     "token": "generic token assignment",
     "key": "generic API key assignment",
 }
+# What a named value cut at its bound is read on through: what none of them stops at.
+_NAMED_VALUE_RUN = re.compile(r"[^\s\"'`\\,;&|(){}\[\]<>]*")
 _AUTH_SCHEMES = frozenset(_words("bearer token basic digest bot apikey negotiate"))
 
 
@@ -316,6 +358,20 @@ def _name_start(text: str, i: int) -> int:
     return j
 
 
+def _assignment_admits(text: str, i: int) -> bool:
+    """The tests of the key word at ``i`` that need no value: made before the value is read."""
+    if _KEY_WORD.match(text, i) is None:
+        return False
+    word = text[i : i + 3]
+    if word.lower() == "pwd":
+        # PWD and OLDPWD are directories; MYSQL_PWD and ADO's Pwd= are passwords.
+        return text[i - 1 : i] in ("_", "-") or word == "Pwd"
+    if word.lower() == "key":
+        before = text[max(0, i - 16) : i][::-1]
+        return _KEY_QUALIFIER_BACKWARDS.match(before) is not None
+    return True
+
+
 def _assignment(text: str, m: re.Match[str]) -> _Hit | None:
     word = m.group("word")
     lowered = word.lower()
@@ -324,10 +380,6 @@ def _assignment(text: str, m: re.Match[str]) -> _Hit | None:
     name = text[start : m.end("word")]
     # A path (/etc/passwd:), a shell reference ($DB_PASSWORD, ${DB_PASSWORD:-x}), %VAR%.
     if text[start - 1 : start] in ("/", "$", "%") or text[max(0, start - 2) : start] == "${":
-        return None
-    if lowered == "pwd" and not (text[i - 1 : i] in ("_", "-") or word == "Pwd"):
-        return None  # PWD and OLDPWD are directories; MYSQL_PWD and ADO's Pwd= are passwords
-    if lowered == "key" and _KEY_QUALIFIER.search(text, max(0, i - 16), i) is None:
         return None
     sep = m.group("sep")
     if not sep.strip() and not (name.startswith("--") or lowered.startswith("pass")):
@@ -374,9 +426,12 @@ _CONTEXTS: tuple[_Shape, ...] = (
     _Shape(
         "authorization header",
         re.compile(
-            r"authorization(?:\\*[\"'])?[ \t]*[:=][ \t]*(?:\\*[\"'])?[ \t]*"
-            r"(?:(?:bearer|token|basic|digest|bot|apikey|negotiate)[ \t]+)?"
-            r"(?P<v>[A-Za-z0-9._~+/=:%\-]{6,})",
+            _bounded(
+                r"authorization(?:\\{0,8}[\"'])?[ \t]{0,}[:=][ \t]{0,}(?:\\{0,8}[\"'])?[ \t]{0,}"
+                r"(?:(?:bearer|token|basic|digest|bot|apikey|negotiate)[ \t]{1,})?"
+                r"(?P<v>[A-Za-z0-9._~+/=:%\-]{6,})",
+                _LONGEST_NAMED_VALUE,
+            ),
             re.I,
         ),
         ("authorization",),
@@ -384,19 +439,32 @@ _CONTEXTS: tuple[_Shape, ...] = (
     ),
     _Shape(
         "bearer token",
-        re.compile(r"bearer[ \t]+(?P<v>[A-Za-z0-9._~+/\-]{8,}=*)", re.I),
+        re.compile(
+            _bounded(r"bearer[ \t]{1,}(?P<v>[A-Za-z0-9._~+/\-]{8,}={0,})", _LONGEST_NAMED_VALUE),
+            re.I,
+        ),
         ("bearer",),
         accept=_loose("bearer token"),
     ),
     _Shape(
         "credentials in a URL",
-        re.compile(r"(?<=[A-Za-z0-9])://[^\s/:@\"'\\<>]*:(?P<v>[^\s/\"'\\<>]+)@(?=[A-Za-z0-9\[])"),
+        re.compile(
+            _bounded(
+                r"(?<=[A-Za-z0-9])://[^\s/:@\"'\\<>]{0,}:(?P<v>[^\s/\"'\\<>]{1,})@(?=[A-Za-z0-9\[])",
+                _LONGEST_NAMED_VALUE,
+            )
+        ),
         ("://",),
         accept=_url_password,
     ),
     _Shape(
         "credentials in a command line",
-        re.compile(r"-u(?:ser)?[ \t]+[\"']?[^\s:\"'\\]+:(?P<v>[^\s\"'\\]+)"),
+        re.compile(
+            _bounded(
+                r"-u(?:ser)?[ \t]{1,}[\"']?[^\s:\"'\\]{1,}:(?P<v>[^\s\"'\\]{1,})",
+                _LONGEST_NAMED_VALUE,
+            )
+        ),
         ("-u",),
         accept=_loose("credentials in a command line"),
     ),
@@ -405,6 +473,7 @@ _CONTEXTS: tuple[_Shape, ...] = (
         _ASSIGNMENT,
         ("passw", "passphrase", "pwd", "secret", "token", "key"),
         accept=_assignment,
+        admit=_assignment_admits,
     ),
 )
 
@@ -471,10 +540,19 @@ _CUT = _KNOWN + 1 + len(_CONTEXTS)
 _STARTS = _alternatives(a for shape in _TOKENS if _at_word_start(shape) for a in shape.anchors)
 _AT_WORD_START = re.compile(rf"(?<![A-Za-z0-9_])(?P<a>{_STARTS})")
 _AFTER_ESCAPE = re.compile(rf"\\(?:[nrtbf]|u[0-9a-fA-F]{{4}})(?P<a>{_STARTS})")
-_BY_FIRST_CHARACTER: dict[str, list[tuple[str, _Shape, int]]] = {}
-for _rank, _token in enumerate(_TOKENS):
-    for _anchor in _token.anchors if _at_word_start(_token) else ():
-        _BY_FIRST_CHARACTER.setdefault(_anchor[0], []).append((_anchor, _token, _rank))
+# The alternation takes the longest anchor present; those it starts with are present too.
+_WORD_START_TOKENS = tuple(
+    (anchor, shape, rank)
+    for rank, shape in enumerate(_TOKENS)
+    if _at_word_start(shape)
+    for anchor in shape.anchors
+)
+_BY_ANCHOR = {
+    longest: tuple(
+        (rank, shape) for anchor, shape, rank in _WORD_START_TOKENS if longest.startswith(anchor)
+    )
+    for longest, _, _ in _WORD_START_TOKENS
+}
 # The other shapes, each wherever its anchors occur; and those searched whole.
 _ANCHORED = tuple(
     (anchor, shape.ignore_case, shape, rank)
@@ -485,6 +563,16 @@ _ANCHORED = tuple(
 _SCANNED = tuple((shape.ignore_case, shape, rank) for rank, shape in _RANKED if shape.scan)
 
 _Candidate = tuple[int, int, int, str]  # priority, start, end, kind
+
+
+def shape_prefixes() -> tuple[tuple[str, str], ...]:
+    """Every shape the scrubber knows, as (kind, prefix) for each text a match of it starts
+    with (its anchors, and the prefixes of a token cut short): what a flood aimed at it repeats."""
+    pairs = {
+        *((shape.kind, anchor) for _, shape in _RANKED for anchor in shape.anchors),
+        *((kind, prefix) for prefix, kind in _CUT_PREFIXES.items()),
+    }
+    return tuple(sorted(pairs))
 
 
 class Scrubber:
@@ -556,21 +644,36 @@ class Scrubber:
         if not text:
             return found
         lowered = _lowered(text)
+        # How far each token shape's last match reached. An anchor inside it starts a run already
+        # read: the match from there would be the rest of the same run, taken (a part of a hit)
+        # or refused (it fails every test the whole failed) alike, so it is not tried again. This
+        # keeps a flood of a shape's own prefix (sk-sk-sk-...) linear instead of quadratic.
+        reach: dict[int, int] = {}
         for starts in (_AT_WORD_START.finditer(text), _AFTER_ESCAPE.finditer(text)):
             for start in starts:
                 i = start.start("a")
-                for anchor, shape, rank in _BY_FIRST_CHARACTER[text[i]]:
-                    match = shape.pattern.match(text, i) if text.startswith(anchor, i) else None
-                    hit = shape.hit(text, match) if match is not None else None
+                for rank, shape in _BY_ANCHOR[start.group("a")]:
+                    if i < reach.get(rank, 0):
+                        continue
+                    match = shape.pattern.match(text, i)
+                    if match is None:
+                        continue
+                    reach[rank] = match.end()
+                    hit = shape.hit(text, match)
                     if hit is not None:
                         found.append((rank, hit[1], hit[2], hit[0]))
         for anchor, ignore_case, shape, priority in _ANCHORED:
             hay = lowered if ignore_case else text
             i = hay.find(anchor)
             while i >= 0:
+                if shape.admit is not None and not shape.admit(text, i):
+                    i = hay.find(anchor, i + 1)
+                    continue
                 match = shape.pattern.match(text, i)
                 hit = shape.hit(text, match) if match is not None else None
                 if hit is not None:
+                    if priority > _KNOWN and hit[2] - hit[1] >= _LONGEST_NAMED_VALUE:
+                        hit = (hit[0], hit[1], _end_of_named_value(text, hit[2]))
                     found.append((priority, hit[1], hit[2], hit[0]))
                 i = hay.find(anchor, i + 1 if hit is None else max(hit[2], i + 1))
         for ignore_case, shape, priority in _SCANNED:
@@ -605,6 +708,12 @@ class Scrubber:
                     break
                 i = text.find(head, i + 1, end)
         return spans
+
+
+def _end_of_named_value(text: str, cut: int) -> int:
+    """Where a named value read only to ``cut`` (its bound) ends."""
+    run = _NAMED_VALUE_RUN.match(text, cut)
+    return cut if run is None else run.end()
 
 
 def _escaping(text: str, start: int) -> int:

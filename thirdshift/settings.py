@@ -381,6 +381,12 @@ class Settings(BaseSettings):
         default=None,
         description="The token the daemon's status page asks for (required beyond loopback).",
     )
+    http_hosts: list[str] = Field(
+        default_factory=list,
+        description="Further names the status page answers to (a request's Host header), "
+        "besides loopback, its bind address and, on 0.0.0.0 or ::, this host's own names and "
+        "addresses: for example a DNS name or a proxy's.",
+    )
     # Usage ledger and budgets
     cost_budget_per_run_usd: float | None = Field(
         default=None,

@@ -11,12 +11,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
 from tests.support.failed_run import CAUSE, COST_USD, plant_failed_run, session_log_lines
 from thirdshift.daemon.state import DaemonState
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
-from thirdshift.web import StorePageSource
+from thirdshift.web import StorePageSource, make_app
 from thirdshift.web.page import LOG_BYTES, condensed_tail
 
 SECRET = "ghp_" + "planted0secret0value0" * 2
@@ -125,3 +126,36 @@ def test_only_the_end_of_a_long_log_is_read_for_its_last_lines(tmp_path: Path) -
     assert len(tail) < count
     assert tail[-2:] == ("$ python3 -m unittest -v", SCRUBBED_TAIL[-1])
     assert condensed_tail(tmp_path / "elsewhere.jsonl", "claude", Scrubber([SECRET])) == ()
+
+
+def test_while_the_database_is_unreachable_the_page_shows_the_daemon_and_says_so_once() -> None:
+    """A store whose server refuses connections: every request gets the daemon's own state and
+    "database unreachable: ...", and stderr gets one line for the outage, not one per request;
+    the application answers each route with the page, never a 500."""
+    # Nothing listens on port 1 of loopback: connections are refused at once.
+    down = Store.open("postgresql+psycopg://thirdshift@127.0.0.1:1/test", migrate=False)
+    said: list[str] = []
+    source = StorePageSource(
+        down, daemon_state, Scrubber([SECRET]), fresh_seconds=0, warn=said.append
+    )
+    try:
+        pages = [source.page() for _ in range(3)]
+        app = make_app(source, token="t" * 32)
+        client = TestClient(
+            app, base_url="http://127.0.0.1:8765", headers={"Authorization": "Bearer " + "t" * 32}
+        )
+        answers = [client.get(path) for path in ("/", "/live", "/api/status")]
+    finally:
+        down.close()
+    for page in pages:
+        assert page.daemon is not None
+        assert page.daemon.daemon == "night-1"
+        assert page.database_error is not None
+        assert page.database_error.startswith("database unreachable: ")
+        assert (page.in_flight, page.failures, page.leases) == ((), (), ())
+    assert said == [f"status page: {pages[0].database_error}"]
+    assert [got.status_code for got in answers] == [200, 200, 200]
+    assert "database unreachable: " in answers[1].text
+    shown = answers[2].json()
+    assert shown["daemon"]["daemon"] == "night-1"
+    assert shown["database_error"].startswith("database unreachable: ")

@@ -9,6 +9,7 @@ the test's own temporary directory; the test prints where."""
 
 from __future__ import annotations
 
+import http.client
 import http.cookiejar
 import json
 import os
@@ -307,9 +308,11 @@ def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
     assert world.pulls()[0]["draft"] is False
 
 
-def idle_daemon(tmp_path: Path, worlds: list[RunWorld], **settings: str) -> tuple[Lines, int]:
-    """A daemon serving its page on a free loopback port, whose issue never settles (no Run
-    starts), with ``settings`` over the world's."""
+def idle_daemon(
+    tmp_path: Path, worlds: list[RunWorld], bind: str = "127.0.0.1", **settings: str
+) -> tuple[Lines, int]:
+    """A daemon serving its page on ``bind`` (loopback) at a free port, whose issue never
+    settles (no Run starts), with ``settings`` over the world's."""
     world = start_world(tmp_path, [])
     worlds.append(world)
     world.settings.update(
@@ -317,7 +320,7 @@ def idle_daemon(tmp_path: Path, worlds: list[RunWorld], **settings: str) -> tupl
     )
     port = free_port()
     daemon = world.start_thirdshift(
-        "daemon", "--repo", f"{OWNER}/{NAME}", "--http", f"127.0.0.1:{port}"
+        "daemon", "--repo", f"{OWNER}/{NAME}", "--http", f"{bind}:{port}"
     )
     lines = Lines(daemon)
     wait_until_served(f"http://127.0.0.1:{port}/", daemon)
@@ -379,3 +382,57 @@ def test_with_http_token_the_daemon_s_json_answers_only_to_it(
     assert shown == f"status page at {url} (it asks for http_token)"
     assert "?token=" not in stderr
     assert page_token not in stderr
+
+
+def this_host_s_address() -> str:
+    """An address of one of this machine's own interfaces that is not loopback, as ``ip``
+    lists it (told apart from how thirdshift finds them)."""
+    listed = subprocess.run(
+        ["ip", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True, check=True
+    ).stdout
+    found = re.findall(r"\binet6? ([0-9a-fA-F.:]+)/", listed)
+    if not found:
+        pytest.fail(f"this machine has no global address to name:\n{listed}", pytrace=False)
+    ipv4 = [address for address in found if "." in address]
+    chosen: str = (ipv4 or found)[0]
+    return chosen
+
+
+def answer_naming(port: int, host: str, token: str) -> tuple[int, bytes]:
+    """``/api/status`` asked of 127.0.0.1 (nothing leaves this machine) with ``Host: host``, as
+    a browser on another machine that opened the page by this host's address would send it."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request(
+            "GET", "/api/status", headers={"Host": host, "Authorization": f"Bearer {token}"}
+        )
+        got = connection.getresponse()
+        return got.status, got.read()
+    finally:
+        connection.close()
+
+
+def test_bound_to_every_address_the_page_answers_a_request_naming_this_host_s_address(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """On 0.0.0.0 with http_token, a request whose Host is this machine's own address (as one
+    from elsewhere on the network is) gets the JSON; one naming another host is still refused,
+    and so is the token's absence."""
+    page_token = "page-token-0123456789-abcdef"
+    address = this_host_s_address()
+    named = f"[{address}]:" if ":" in address else f"{address}:"
+    lines, port = idle_daemon(
+        tmp_path,
+        worlds,
+        bind="0.0.0.0",  # noqa: S104
+        THIRDSHIFT_HTTP_TOKEN=page_token,
+    )
+    try:
+        status, body = answer_naming(port, f"{named}{port}", page_token)
+        elsewhere, _ = answer_naming(port, f"attacker.example:{port}", page_token)
+        without, _ = answer_naming(port, f"{named}{port}", "not-the-token-0123456789")
+    finally:
+        lines.stop()
+    assert status == 200, body
+    assert json.loads(body)["daemon"]["daemon"]
+    assert (elsewhere, without) == (400, 401)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.orchestration.conftest import RunWorld
 from tests.support.scripted_sessions import commit_file
 from tests.support.secret_corpus import SECRETS, traces
@@ -65,3 +67,37 @@ def test_no_corpus_secret_reaches_the_pull_request_or_the_prompt(world: RunWorld
     }
     found = {place: traces(text) for place, text in places.items() if traces(text)}
     assert found == {}
+
+
+# A megabyte of one token prefix, repeated: what a quadratic scrubber spent hours on.
+FLOOD = "sk-ant-" * (1_000_000 // len("sk-ant-"))
+FLOODED_TOKEN = "sk-ant-api03-" + "Zx9" * 12
+
+
+@pytest.mark.timeout(120)
+def test_a_megabyte_flood_in_a_session_s_output_is_scrubbed_and_the_run_goes_on(
+    world: RunWorld,
+) -> None:
+    """A session that prints a 1 MB line of ``sk-ant-`` repeated, then a token, into its log
+    and its dying words: the Run ends as any Failed run does (work pushed, record, comment),
+    well within the timeout, and the token is nowhere."""
+    number = world.github.add_issue("Add a widget", "", ["ready-for-agent"])
+
+    def flood_and_fail(worktree: Path, prompt: str) -> str:
+        (worktree / "draft.txt").write_text("unfinished\n")
+        log = world.settings.home / "logs" / "acme-widgets-issue-1-implement.jsonl"
+        with log.open("a") as handle:
+            handle.write(f"{FLOOD} {FLOODED_TOKEN}\n")
+        raise SessionFailed(f"the CLI died printing {FLOOD} {FLOODED_TOKEN}")
+
+    world.sessions.plays["implement"] = flood_and_fail
+
+    assert world.run(number) == 1
+
+    [comment] = world.failure_comments(number)
+    [run] = world.store.list_runs()
+    assert run.state == "failed"
+    assert world.origin_file("issue-1", "draft.txt") == "unfinished"
+    everything = "\n".join([*world.lines, comment, run.cause or "", *world.origin_log("issue-1")])
+    assert FLOODED_TOKEN not in everything
+    assert "[REDACTED]" in comment

@@ -3,6 +3,8 @@ it, and who may read it."""
 
 from __future__ import annotations
 
+import dataclasses
+import socket
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -14,7 +16,7 @@ from thirdshift.errors import ConfigError
 from thirdshift.records import Lease, Repository, Run
 from thirdshift.web import make_app
 from thirdshift.web.page import LeaseView, Page, RunView
-from thirdshift.web.server import is_loopback, parse_address
+from thirdshift.web.server import is_loopback, is_wildcard, own_host_names, parse_address
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -189,3 +191,45 @@ def test_the_cookie_holds_no_token_and_is_this_port_s_own() -> None:
     assert "samesite=strict" in cookie.lower()
     escaped = client_of(app).get(f"/%2F/evil.example/?token={TOKEN}", follow_redirects=False)
     assert not escaped.headers["location"].startswith("//")  # never off to another site
+
+
+def test_a_wildcard_bind_answers_to_the_host_s_own_names_and_addresses_only() -> None:
+    """Bound to 0.0.0.0 or ::, the page answers a request naming one of the names and addresses
+    it was given (the host's own, and http_hosts), IPv6 ones in brackets, and still refuses a
+    name it was not given."""
+    own = ("buildbox", "buildbox.lan", "192.0.2.7", "fd00::7", "status.example.org")
+    app = make_app(ScriptedSource([page()]), host="0.0.0.0", token=TOKEN, also_hosts=own)  # noqa: S104
+    for named in ("buildbox", "buildbox.lan", "192.0.2.7", "[fd00::7]", "status.example.org"):
+        client = TestClient(app, base_url=f"http://{named}:8765", headers=BEARER)
+        assert client.get("/api/status").status_code == 200, named
+    elsewhere = TestClient(app, base_url="http://attacker.example:8765", headers=BEARER)
+    assert elsewhere.get("/api/status").status_code == 400
+
+
+def test_the_host_s_own_names_include_its_name_and_loopback() -> None:
+    """What a wildcard bind accepts holds the host's name and its addresses, none empty."""
+    names = own_host_names()
+    assert socket.gethostname().lower() in names
+    assert "127.0.0.1" in names
+    assert all(names)
+
+
+def test_only_an_unspecified_address_is_a_wildcard_bind() -> None:
+    assert is_wildcard("0.0.0.0")  # noqa: S104
+    assert is_wildcard("::")
+    assert not is_wildcard("127.0.0.1")
+    assert not is_wildcard("192.0.2.7")
+    assert not is_wildcard("localhost")
+
+
+def test_while_the_database_is_unreachable_the_page_says_so() -> None:
+    """The page and its JSON carry the source's "database unreachable: ..." line."""
+    down = dataclasses.replace(page(), database_error="database unreachable: connection refused")
+    client = client_of(make_app(ScriptedSource([down]), token=TOKEN), bearer=True)
+    assert "database unreachable: connection refused" in client.get("/").text
+    assert client.get("/api/status").json()["database_error"] == (
+        "database unreachable: connection refused"
+    )
+    up = client_of(make_app(ScriptedSource([page()]), token=TOKEN), bearer=True)
+    assert "database unreachable" not in up.get("/").text
+    assert up.get("/api/status").json()["database_error"] is None

@@ -10,6 +10,7 @@ cookie for a browser.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -103,10 +104,13 @@ def make_app(
     token: str,
     host: str = "127.0.0.1",
     port: int = 0,
+    also_hosts: Iterable[str] = (),
 ) -> Starlette:
     """The application over ``source`` as served on ``host:port``; ``token`` is asked for on
-    every route but ``/healthz``. Requests must also name this host (or a loopback name): a
-    browser that visits a domain rebound to 127.0.0.1 must not even reach the token check."""
+    every route but ``/healthz``. Requests must also name this host, a loopback name or one of
+    ``also_hosts`` (the machine's own names and addresses on a wildcard bind, and
+    ``http_hosts``): a browser that visits a domain rebound to 127.0.0.1 must not even reach the
+    token check."""
     if not token:
         # An empty token would let ``?token=`` in: the page is never served open.
         raise ConfigError("the status page needs a token; set http_token")
@@ -128,7 +132,9 @@ def make_app(
     def healthz(request: Request) -> Response:
         return Response("ok\n", media_type="text/plain")
 
-    hosts = sorted({"localhost", "127.0.0.1", "[::1]", "::1", host, f"[{host}]"})
+    named = {"localhost", "127.0.0.1", "::1", host, *also_hosts}
+    # An IPv6 address stands in a Host header in brackets.
+    hosts = sorted({*named, *(f"[{name}]" for name in named if ":" in name)})
     middleware = [
         Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
         Middleware(_TokenCheck, token=token, port=port),

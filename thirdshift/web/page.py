@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from thirdshift.console import format_duration
 from thirdshift.daemon.state import DaemonState, state_json
-from thirdshift.errors import UsageError
+from thirdshift.errors import StoreError, UsageError
 from thirdshift.harnesses import harness_named
 from thirdshift.records import Lease, Run, SessionRecord, UsageTotal
 from thirdshift.report.shapes import lease_shape, run_shape
@@ -128,6 +128,9 @@ class Page:
     leases: tuple[LeaseView, ...]
     cost_today_usd: float
     unpriced_today: int
+    database_error: str | None = None
+    """``database unreachable: ...`` while the store cannot be read: the rest is then the
+    daemon's own state alone."""
 
     def json(self) -> dict[str, Any]:
         """The ``status_page`` shape of docs/json.md (``/api/status``)."""
@@ -142,6 +145,7 @@ class Page:
             "leases": [lease_shape(view.lease, view.repository) for view in self.leases],
             "cost_today_usd": self.cost_today_usd,
             "unpriced_today": self.unpriced_today,
+            "database_error": self.database_error,
         }
 
 
@@ -186,8 +190,11 @@ class StorePageSource:
         scrub: Scrubber,
         *,
         fresh_seconds: float = CACHE_SECONDS,
+        warn: Callable[[str], None] = lambda line: None,
     ) -> None:
         self._store = store
+        self._warn = warn
+        self._unreachable = False
         self._state = state
         self._scrub = scrub
         self._fresh = fresh_seconds
@@ -201,9 +208,32 @@ class StorePageSource:
             now = time.monotonic()
             if self._built is not None and now - self._built[0] < self._fresh:
                 return self._built[1]
-            built = self._build()
+            try:
+                built = self._build()
+                self._unreachable = False
+            except StoreError as error:
+                built = self._without_store(error)
             self._built = (time.monotonic(), built)
             return built
+
+    def _without_store(self, error: StoreError) -> Page:
+        """The page while the store is down: the daemon's own state and why, said on stderr
+        once per outage (not once per request; a page polls every few seconds)."""
+        said = self._scrub(f"database unreachable: {error}")
+        if not self._unreachable:
+            self._unreachable = True
+            self._warn(f"status page: {said}")
+        return Page(
+            generated_at=datetime.now(UTC),
+            daemon=self._state(),
+            in_flight=(),
+            recent=(),
+            failures=(),
+            leases=(),
+            cost_today_usd=0.0,
+            unpriced_today=0,
+            database_error=said,
+        )
 
     def _build(self) -> Page:
         now = datetime.now(UTC)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import itertools
 import socket
 import threading
 import time
+from pathlib import Path
 
 import uvicorn
 from starlette.applications import Starlette
@@ -32,6 +35,51 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether binding ``host`` listens on every address of this machine (0.0.0.0, ::)."""
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def own_host_names() -> tuple[str, ...]:
+    """The names and addresses a request reaching this machine may give as its ``Host``: the
+    host's name and fully qualified name, what they resolve to, and the addresses of its
+    interfaces as far as Linux tells them cheaply (``/proc``); whatever cannot be read is left
+    out."""
+    names: set[str] = set()
+    with contextlib.suppress(OSError):
+        names.update({socket.gethostname(), socket.getfqdn()})
+    for name in list(names):
+        with contextlib.suppress(OSError, UnicodeError):
+            names.update(str(info[4][0]) for info in socket.getaddrinfo(name, None))
+    names.update(_interface_addresses())
+    return tuple(sorted(name.lower() for name in names if name))
+
+
+def _interface_addresses() -> set[str]:
+    found: set[str] = set()
+    with contextlib.suppress(OSError):
+        # fib_trie names each local IPv4 address on the line before its "/32 host LOCAL".
+        lines = Path("/proc/net/fib_trie").read_text().splitlines()
+        for before, line in itertools.pairwise(lines):
+            if line.strip() == "/32 host LOCAL":
+                found.add(before.strip().removeprefix("|-- "))
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/net/if_inet6").read_text().splitlines():
+            found.add(str(ipaddress.IPv6Address(int(line.split()[0], 16))))
+    return {address for address in found if _is_address(address)}
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 class StatusServer:
