@@ -282,6 +282,7 @@ class RepositoryPoll:
             earlier=latest or self._store.latest_run(repository, issue.number),
             may_label=may_label,
             read_edits=read_edits,
+            own_login=self._gh.authenticated_login(),
         )
 
     def _merges(self, issue: IssueSummary, roles: dict[str, str]) -> bool:

@@ -33,13 +33,15 @@ def approval_reason(
     earlier_text: str | None = None,
     earlier_run: int | None = None,
     earlier_started_at: datetime | None = None,
+    own_login: str | None = None,
 ) -> str | None:
     """Why the issue's text is not approved, or None.
 
     ``labelling``: the last adding of the Ready label (None: never, as for a Run by hand).
     ``edits``: the title and body edits GitHub shows. ``text_now``: the digest of the text now;
     ``earlier_text``: the one the issue's latest Run (``earlier_run``, started at
-    ``earlier_started_at``) recorded, if any."""
+    ``earlier_started_at``) recorded, if any. ``own_login``: thirdshift's; a label it put back
+    (a hand-back after a crash, a released Claim) is no one's fresh approval of changed text."""
     if labelling is not None:
         # GitHub's stamps count whole seconds: an edit in the label's own second cannot be
         # shown to precede it, so it counts as after.
@@ -52,7 +54,12 @@ def approval_reason(
             )
     if earlier_text is None or earlier_text == text_now or earlier_started_at is None:
         return None
-    if labelling is not None and labelling.at > earlier_started_at:
+    ours = (
+        labelling is not None
+        and own_login is not None
+        and (labelling.login or "").lower() == own_login.lower()
+    )
+    if labelling is not None and labelling.at > earlier_started_at and not ours:
         return None  # labelled again since that Run began: a fresh approval, checked above
     since = [e for e in edits if e.at >= earlier_started_at]
     strangers = [e for e in since if not _trusted(e, may_label)]

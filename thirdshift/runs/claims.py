@@ -450,6 +450,7 @@ def text_not_approved(
     earlier: Run | None,
     may_label: Callable[[str], bool],
     read_edits: Callable[[], tuple[TextEdit, ...]] | None = None,
+    own_login: str | None = None,
 ) -> str | None:
     """Why the issue's title and body are not approved by the Ready label (``approval``), or
     None. ``earlier``: the issue's latest Run, whose recorded text a changed one must be
@@ -466,4 +467,5 @@ def text_not_approved(
         earlier_text=earlier.text_sha256 if earlier else None,
         earlier_run=earlier.id if earlier else None,
         earlier_started_at=earlier.started_at if earlier else None,
+        own_login=own_login,
     )

@@ -861,6 +861,7 @@ class Delivery:
             ready_label=ready,
             earlier=self._store.latest_run(repository, ref.number),
             may_label=may_label,
+            own_login=me,
         )
         if reason is not None:
             raise NotClaimed(f"{ref}{PASSED_OVER}{reason}")
