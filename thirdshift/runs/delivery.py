@@ -888,7 +888,8 @@ class Delivery:
             head = kept.head() if kept is not None else clone.local_head(branch)
         except GitError as problem:
             self.say(f"not adopting {branch} in {where}: its head cannot be read ({problem})")
-            return _KeptWork(None, set_aside=False)
+            # Unknown is not adopted: a Rescue takes the crashed turn again.
+            return _KeptWork(None, set_aside=True)
         if head is None:
             return _KeptWork(None, set_aside=False)
         on_origin = remote.get(branch)

@@ -531,7 +531,12 @@ class CliOutside:
             summary=self._scrub(event.summary),
             tool=event.tool,
             target=self._scrub_optional(event.target),
-            exit_status=event.exit_status,
+            # The stream is the agent's to forge: an exit status fits the store's column.
+            exit_status=(
+                None
+                if event.exit_status is None
+                else max(-(2**31), min(event.exit_status, 2**31 - 1))
+            ),
             created_at=event.created_at,
         )
 

@@ -21,6 +21,11 @@ from thirdshift.store.retry import backoff
 RECENT = 50
 
 
+MAX_QUEUED = 100_000
+"""Events held for the store at most; a session that out-talks an outage keeps the rest in its
+Session log only."""
+
+
 class EventWriter:
     """Writes the events ``put`` to it through ``write`` (the store's ``add_session_events``
     for one session), from a daemon thread. ``warn`` hears once per outage that the store is
@@ -46,12 +51,17 @@ class EventWriter:
         self._recent: deque[str] = deque(maxlen=RECENT)
         self._count = 0
         self.written = 0
+        self.dropped = 0
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
     def put(self, events: Sequence[SessionEvent]) -> None:
         with self._lock:
-            self._queue.extend(events)
+            # Bounded while the store is away: past the cap an event is counted, not held (the
+            # Session log keeps every line).
+            room = max(0, MAX_QUEUED - len(self._queue))
+            self._queue.extend(events[:room])
+            self.dropped += len(events) - len(events[:room])
             self._count += len(events)
             self._recent.extend(event.summary for event in events)
             self._lock.notify_all()
