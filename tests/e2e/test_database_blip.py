@@ -5,11 +5,13 @@ session's last tool call until after the session has ended."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.conftest import POSTGRES_URL
+from tests.e2e.test_status_page import free_port
 from tests.support.run_world import (
     CALC_FIXED,
     NAME,
@@ -103,6 +106,18 @@ def _reading(process: subprocess.Popen[str]) -> list[str]:
     return lines
 
 
+PAGE_TOKEN = "blip-page-token-of-the-test-0123456789"
+
+
+def _page_status(port: int) -> dict[str, object]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/status", headers={"Authorization": f"Bearer {PAGE_TOKEN}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        found: dict[str, object] = json.loads(answer.read())
+        return found
+
+
 def _wait(what: str, done: Callable[[], bool], timeout: float, said: list[str]) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -118,7 +133,8 @@ def test_a_database_blip_across_a_session_s_end_loses_nothing_and_pays_nothing_t
     own_database: tuple[str, Callable[[bool], None]],
 ) -> None:
     """The Run ends with its pull request, its one session recorded once with every event,
-    the model asked once per turn, no Rescue; the daemon keeps polling and stops cleanly."""
+    the model asked once per turn, no Rescue; the daemon keeps polling, its status page says
+    the database is unreachable meanwhile, and it stops cleanly."""
     url, allow = own_database
     world = start_world(tmp_path, [_session()])
     worlds.append(world)
@@ -132,16 +148,25 @@ def test_a_database_blip_across_a_session_s_end_loses_nothing_and_pays_nothing_t
             "THIRDSHIFT_MIN_FREE_DISK_MB": "0",
         }
     )
-    daemon = world.start_thirdshift("daemon", "--repo", f"{OWNER}/{NAME}")
+    page_port = free_port()
+    world.settings["THIRDSHIFT_HTTP_TOKEN"] = PAGE_TOKEN
+    daemon = world.start_thirdshift(
+        "daemon", "--repo", f"{OWNER}/{NAME}", "--http", f"127.0.0.1:{page_port}"
+    )
     said = _reading(daemon)
 
     _wait("the session's first turn", lambda: bool(world.model_requests("implement")), 120, said)
     time.sleep(1.5)  # into the tool call's sleep
     allow(False)
+    blip_began = time.monotonic()
     try:
-        time.sleep(BLIP_SECONDS)
+        time.sleep(min(3.0, BLIP_SECONDS / 2))
+        # The status page shows the daemon's own state and says the database is away.
+        status = _page_status(page_port)
+        time.sleep(max(0.0, BLIP_SECONDS - (time.monotonic() - blip_began)))
     finally:
         allow(True)
+    assert str(status["database_error"]).startswith("database unreachable: "), status
     _wait("the pull request", lambda: bool(world.pulls()), 120, said)
 
     store = Store.open(url)
