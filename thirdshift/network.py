@@ -104,7 +104,7 @@ def parse_host_pattern(text: str) -> HostPattern:
     if not host or not valid_host or not 0 < port < 65536 or host in ("*", "*."):
         raise ValueError(
             f"'{text}' is not a host pattern: write host[:port] (port 443 when left out), "
-            "for example registry.npmjs.org, *.pypi.org:443 or 10.0.0.5:8080"
+            "for example registry.example.com, *.packages.example.org:443 or 10.0.0.5:8080"
         )
     return HostPattern(host, port)
 

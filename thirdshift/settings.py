@@ -273,8 +273,8 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Hosts every agent session may reach besides its model provider, as "
         "host[:port] (port 443 when left out; *.name for the names below one), for example "
-        "registry.npmjs.org or *.pypi.org. A name is reached at public addresses only; write "
-        "an address to allow a private one.",
+        "registry.example.com or *.packages.example.org. A name is reached at public "
+        "addresses only; write an address to allow a private one.",
     )
     agent_network_allow_by_repository: dict[str, list[str]] = Field(
         default_factory=dict,

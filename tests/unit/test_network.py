@@ -18,9 +18,9 @@ from thirdshift.network import (
 @pytest.mark.parametrize(
     ("text", "pattern"),
     [
-        ("registry.npmjs.org", HostPattern("registry.npmjs.org", 443)),
-        ("Registry.NPMjs.org.", HostPattern("registry.npmjs.org", 443)),
-        ("*.pypi.org:443", HostPattern("*.pypi.org", 443)),
+        ("registry.example.com", HostPattern("registry.example.com", 443)),
+        ("Registry.Example.COM.", HostPattern("registry.example.com", 443)),
+        ("*.packages.example.org:443", HostPattern("*.packages.example.org", 443)),
         ("10.0.0.5:8080", HostPattern("10.0.0.5", 8080)),
         ("[::1]:9000", HostPattern("::1", 9000)),
         ("localhost:80", HostPattern("localhost", 80)),
@@ -42,12 +42,12 @@ def test_a_malformed_host_pattern_is_refused_showing_the_shape(text: str) -> Non
 
 
 def test_a_wildcard_matches_the_names_below_it_and_not_the_name_itself() -> None:
-    pattern = parse_host_pattern("*.pypi.org")
-    assert pattern.matches("files.pypi.org", 443)
-    assert pattern.matches("a.b.pypi.org", 443)
-    assert not pattern.matches("pypi.org", 443)
-    assert not pattern.matches("evilpypi.org", 443)
-    assert not pattern.matches("files.pypi.org", 80)
+    pattern = parse_host_pattern("*.packages.example.org")
+    assert pattern.matches("files.packages.example.org", 443)
+    assert pattern.matches("a.b.packages.example.org", 443)
+    assert not pattern.matches("packages.example.org", 443)
+    assert not pattern.matches("evilpackages.example.org", 443)
+    assert not pattern.matches("files.packages.example.org", 80)
 
 
 @pytest.mark.parametrize(
