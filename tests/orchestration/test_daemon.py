@@ -938,11 +938,10 @@ def test_the_reaper_ends_the_sessions_of_a_crashed_run(dw: DaemonWorld) -> None:
     assert session.error == "its Run crashed before the session's end was recorded"
 
 
-def test_a_rescue_does_not_open_again_a_session_that_had_ended_its_turn(dw: DaemonWorld) -> None:
-    """The crashed Run's implement session wrote its result to its Session log and committed
-    its work in the Worktree, whose head thirdshift recorded, then the process died before
-    recording the session's end: the Rescue pushes the kept work and opens its pull request
-    without paying for the turn again."""
+def crashed_after_its_turn(dw: DaemonWorld) -> tuple[int, int, Path]:
+    """A Ready issue whose Run crashed after its implement session committed in the Worktree
+    and wrote its result to its Session log, before the session's end was recorded: the
+    issue's number, the dead Run and its kept Worktree."""
     number = dw.ready_issue("Done, then died")
     ref = IssueRef("github.test", "acme", "widgets", number)
     clone = dw.world.clone_of(ref, dw.world.github.repo("acme", "widgets"))
@@ -953,12 +952,21 @@ def test_a_rescue_does_not_open_again_a_session_that_had_ended_its_turn(dw: Daem
     git(path, "add", "widget.txt")
     git(path, "commit", "-q", "-m", "Add the widget")
     dead = dw.crashed_run(number, branch="issue-1")
-    dw.world.store.record_branch_head(dead, git(path, "rev-parse", "HEAD").strip())
     log = dw.world.root / "crashed-implement.jsonl"
     log.write_text('{"type": "scripted"}\n{"type": "result", "message": "done"}\n')
     dw.world.store.start_session(
         dead, "implement", harness="scripted", log_path=str(log), prompt="p"
     )
+    return number, dead, path
+
+
+def test_a_rescue_does_not_open_again_a_session_that_had_ended_its_turn(dw: DaemonWorld) -> None:
+    """The crashed Run's implement session wrote its result to its Session log and committed
+    its work in the Worktree, whose head thirdshift recorded, then the process died before
+    recording the session's end: the Rescue pushes the kept work and opens its pull request
+    without paying for the turn again."""
+    number, dead, path = crashed_after_its_turn(dw)
+    dw.world.store.record_branch_head(dead, git(path, "rev-parse", "HEAD").strip())
     del dw.world.sessions.plays["implement"]  # opening it again fails the Rescue
 
     assert dw.daemon.once() == 0
@@ -977,21 +985,7 @@ def test_a_rescue_takes_the_turn_again_when_the_kept_work_was_set_aside(
 ) -> None:
     """The same crash, but the kept head is none thirdshift recorded (another Run's agent may
     have moved it): the work is kept aside, never pushed, and the turn is taken again."""
-    number = dw.ready_issue("Done, then died")
-    ref = IssueRef("github.test", "acme", "widgets", number)
-    clone = dw.world.clone_of(ref, dw.world.github.repo("acme", "widgets"))
-    clone.sync()
-    path = dw.world.settings.home / "worktrees" / "acme-widgets-issue-1"
-    clone.add_worktree(path, "issue-1", "refs/remotes/origin/main")
-    (path / "widget.txt").write_text("widget\n")
-    git(path, "add", "widget.txt")
-    git(path, "commit", "-q", "-m", "Add the widget")
-    dead = dw.crashed_run(number, branch="issue-1")
-    log = dw.world.root / "crashed-implement.jsonl"
-    log.write_text('{"type": "scripted"}\n{"type": "result", "message": "done"}\n')
-    dw.world.store.start_session(
-        dead, "implement", harness="scripted", log_path=str(log), prompt="p"
-    )
+    number, dead, path = crashed_after_its_turn(dw)
 
     dw.world.sessions.plays["implement"] = commit_file(
         "gadget.txt", "gadget\n", "Add the gadget", pull_request=PR_TEXT
