@@ -35,7 +35,6 @@ from thirdshift.daemon.state import write_state
 from thirdshift.doctor import Check, SystemOutside, diagnose
 from thirdshift.errors import (
     ConfigError,
-    NotClaimed,
     NotFound,
     ThirdshiftError,
     UsageError,
@@ -51,7 +50,9 @@ from thirdshift.notify import AppriseTarget, Notifier, Target, WebhookTarget
 from thirdshift.records import ProviderOutage, RepoInfo, Run, SessionRecord
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
+from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.delivery import PASSED_OVER, PERMISSIONS_THAT_PUSH, token_role
+from thirdshift.runs.outcome import RunOutcome
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions, Fallback
 from thirdshift.sessions.ledger import Budgets, unpriced_harnesses
@@ -95,13 +96,45 @@ class _RunParts:
     environ: Mapping[str, str]
     store: Store
 
-    def reported(self, work: Callable[[], int]) -> int:
-        """``work``'s exit status; an error it stops on is said on the progress lines first."""
-        try:
-            return work()
-        except ThirdshiftError as error:
-            self.say(f"thirdshift: {error}")
-            return error.exit_code
+    def run_parts(self, settings: Settings) -> RunParts:
+        """What a Run kind is built from."""
+        return RunParts(
+            settings=settings,
+            github=self.github,
+            store=self.store,
+            session_source=self.session_source,
+            clones=self.clone_of,
+            environ=self.environ,
+            scrub=self.scrub,
+            clock=self.clock,
+        )
+
+
+def outcome_of(
+    work: Callable[[], RunOutcome],
+    say: Callable[[str], None],
+    scrub: Scrubber,
+    recorded: Sequence[int] = (),
+) -> RunOutcome:
+    """``work``'s outcome; an error it stops on is said on the progress lines first, and is
+    the outcome (of the Run ``recorded`` names, when it got that far)."""
+    try:
+        return work()
+    except ThirdshiftError as error:
+        say(f"thirdshift: {error}")
+        outcome = RunOutcome.of_error(error, recorded[-1] if recorded else None)
+        return replace(outcome, cause=scrub(str(error)))
+
+
+def delivery(parts: RunParts, hooks: RunHooks) -> Delivery:
+    """A Run of one issue, from its parts: real adapters here, fakes in the orchestration
+    tests (the only other builder)."""
+    return Delivery(parts, hooks)
+
+
+def architect_run(parts: RunParts, hooks: RunHooks, *, web_host: str) -> ArchitectRun:
+    """An Architect run, from its parts, as for ``delivery``."""
+    return ArchitectRun(parts, hooks, web_host=web_host)
 
 
 def agent_sandbox(
@@ -265,10 +298,9 @@ def run_issue(
     stopped_because: Callable[[], str | None] = lambda: None,
     on_recorded: Callable[[int], None] = lambda _run_id: None,
     on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
-    on_checks: Callable[[str], None] = lambda _checks: None,
-) -> int:
-    """Run one issue and return the exit status. Errors before the Run starts (pre-flight)
-    are reported on ``progress`` and change nothing.
+) -> RunOutcome:
+    """Run one issue to its outcome. Errors before the Run starts (pre-flight) are reported
+    on ``progress``, change nothing and are the outcome.
 
     ``environ`` is thirdshift's own process environment: its secrets are scrubbed and emptied
     for git. ``agent_environ`` (default: the same) is what the Harness's environment is built
@@ -277,8 +309,7 @@ def run_issue(
     A daemon passes its ``store`` (shared by its Runs), its name as ``claimant``, what says
     why it stopped a Run (``stopped_because``) and what learns the Run's id once it is recorded
     (``on_recorded``) and what learns of a provider outage (``on_outage``: the daemon's
-    pauses); each Run still gets its own clock, GitHub adapter and interrupt. ``on_checks``
-    learns what CI said of the head a Run reached its goal on (the job summary shows it)."""
+    pauses); each Run still gets its own clock, GitHub adapter and interrupt."""
     check_same_host(request.issue, settings.github_api_url)
     with _run_parts(
         settings,
@@ -291,25 +322,25 @@ def run_issue(
         store=store,
         on_outage=on_outage,
     ) as parts:
-        delivery = Delivery(
-            settings=settings,
-            github=parts.github,
-            store=parts.store,
-            session_source=parts.session_source,
-            clones=parts.clone_of,
-            environ=parts.environ,
-            scrub=parts.scrub,
-            clock=parts.clock,
-            progress=parts.say,
-            interrupt=interrupt,
-            emit_url=emit_url,
-            claimant=claimant,
-            stopped_because=stopped_because,
-            on_recorded=on_recorded,
-            notifier=notifier_of(settings, scrub=parts.scrub, progress=parts.say),
-            on_checks=on_checks,
+        recorded: list[int] = []
+
+        def recording(run_id: int) -> None:
+            recorded.append(run_id)
+            on_recorded(run_id)
+
+        run = delivery(
+            parts.run_parts(settings),
+            RunHooks(
+                progress=parts.say,
+                interrupt=interrupt,
+                emit_url=emit_url,
+                claimant=claimant,
+                stopped_because=stopped_because,
+                on_recorded=recording,
+                notifier=notifier_of(settings, scrub=parts.scrub, progress=parts.say),
+            ),
         )
-        return parts.reported(lambda: delivery.run(request))
+        return outcome_of(lambda: run.run(request), parts.say, parts.scrub, recorded)
 
 
 def run_architect(
@@ -324,10 +355,10 @@ def run_architect(
     claimant: str = "thirdshift architect",
     on_recorded: Callable[[int], None] = lambda _run_id: None,
     on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
-) -> int:
-    """One Architect run on ``request``'s repository; the exit status (0 published, covered or
-    skipped; 1 failed; 3 another Architect run holds the repository). A daemon passes its
-    store, its name and what learns the Run's id, as for ``run_issue``."""
+) -> RunOutcome:
+    """One Architect run on ``request``'s repository, to its outcome (exit status 0 published,
+    covered or skipped; 1 failed; 3 another Architect run holds the repository). A daemon
+    passes its store, its name and what learns the Run's id, as for ``run_issue``."""
     owner, name = check_repository_name(f"{request.owner}/{request.name}")
     with _run_parts(
         settings,
@@ -340,24 +371,25 @@ def run_architect(
         store=store,
         on_outage=on_outage,
     ) as parts:
-        architect = ArchitectRun(
-            settings=settings,
-            github=parts.github,
-            store=parts.store,
-            session_source=parts.session_source,
-            clones=parts.clone_of,
-            environ=parts.environ,
-            scrub=parts.scrub,
-            clock=parts.clock,
-            progress=parts.say,
-            interrupt=interrupt,
-            emit_url=emit_url,
+        recorded: list[int] = []
+
+        def recording(run_id: int) -> None:
+            recorded.append(run_id)
+            on_recorded(run_id)
+
+        architect = architect_run(
+            parts.run_parts(settings),
+            RunHooks(
+                progress=parts.say,
+                interrupt=interrupt,
+                emit_url=emit_url,
+                claimant=claimant,
+                on_recorded=recording,
+                notifier=notifier_of(settings, scrub=parts.scrub, progress=parts.say),
+            ),
             web_host=web_host_of(settings.github_api_url),
-            claimant=claimant,
-            on_recorded=on_recorded,
-            notifier=notifier_of(settings, scrub=parts.scrub, progress=parts.say),
         )
-        return parts.reported(lambda: architect.run(request))
+        return outcome_of(lambda: architect.run(request), parts.say, parts.scrub, recorded)
 
 
 def run_daemon(
@@ -462,7 +494,7 @@ def run_daemon(
             stopped_because: Callable[[], str | None],
             run_progress: Callable[[str], None],
             on_recorded: Callable[[int], None],
-        ) -> int:
+        ) -> RunOutcome:
             return run_issue(
                 settings,
                 request,
@@ -483,7 +515,7 @@ def run_daemon(
             interrupt: threading.Event,
             run_progress: Callable[[str], None],
             on_recorded: Callable[[int], None],
-        ) -> int:
+        ) -> RunOutcome:
             return run_architect(
                 settings,
                 ArchitectRequest(owner=owner, name=name),
@@ -674,29 +706,20 @@ def run_event(
         progress(f"nothing to run: {reason}")
         return 0
     ref = IssueRef(web_host_of(settings.github_api_url), owner, name, number)
-    urls: list[str] = []
-    recorded: list[int] = []
-    checks: list[str] = []
-    errors: list[tuple[str, str]] = []
-
-    def emit(url: str) -> None:
-        urls.append(url)
-        emit_url(url)
+    warnings: list[str] = []
 
     def say(line: str) -> None:
         progress(line)
-        # Held until the outcome is known: a Run that was not claimed is no error.
-        if line.startswith("thirdshift: "):
-            errors.append(("error", scrub(line.removeprefix("thirdshift: "))))
-        elif line.startswith("warning: "):
-            errors.append(("warning", scrub(line.removeprefix("warning: "))))
+        # Warnings are no ending: the runner shows them beside the outcome, once it is known.
+        if line.startswith("warning: "):
+            warnings.append(scrub(line.removeprefix("warning: ")))
 
     store = Store.open(settings.effective_database_url)
     try:
         if runner is not None:
             runner.group(f"thirdshift: a Run on {ref}")
         try:
-            status = run_issue(
+            outcome = run_issue(
                 settings,
                 RunRequest(
                     issue=ref,
@@ -705,7 +728,7 @@ def run_event(
                 ),
                 environ=environ,
                 progress=say,
-                emit_url=emit,
+                emit_url=emit_url,
                 interrupt=interrupt,
                 store=store,
                 claimant=(
@@ -713,24 +736,25 @@ def run_event(
                     if decision.labelled
                     else f"GitHub Actions, started by {decision.sender}"
                 ),
-                on_recorded=recorded.append,
-                on_checks=checks.append,
             )
         finally:
             if runner is not None:
                 runner.end_group()
-        if status == NotClaimed.exit_code:
+        if outcome.not_claimed:
             # An approval the text voided is the one reason worth more than "not claimed".
-            passed = next((m for kind, m in errors if kind == "error" and PASSED_OVER in m), None)
-            progress(f"nothing to run: {passed or f'{ref} is already being worked on'}")
+            cause = outcome.cause or ""
+            passed = cause if PASSED_OVER in cause else f"{ref} is already being worked on"
+            progress(f"nothing to run: {passed}")
             return 0
         if runner is not None:
-            for kind, message in errors:
-                (runner.error if kind == "error" else runner.warning)(message)
-            run = store.get_run(recorded[-1]) if recorded else None
+            if outcome.state == "stopped" and outcome.cause:
+                runner.error(scrub(outcome.cause))
+            for message in warnings:
+                runner.warning(message)
+            run = store.get_run(outcome.run_id) if outcome.run_id is not None else None
             sessions = store.run_sessions(run.id) if run else []
-            _report(runner, run, ref, status, urls, sessions=sessions, checks=checks)
-        return status
+            _report(runner, run, ref, outcome, sessions=sessions)
+        return outcome.exit_code
     finally:
         store.close()
 
@@ -980,27 +1004,26 @@ def _report(
     runner: Runner,
     run: Run | None,
     ref: IssueRef,
-    status: int,
-    urls: list[str],
+    outcome: RunOutcome,
     *,
     sessions: Sequence[SessionRecord] = (),
-    checks: Sequence[str] = (),
 ) -> None:
-    """The job summary and step outputs of a Run that started (``run``: its record, None when
-    it stopped before it was recorded): what a reviewer needs without opening the log."""
+    """The job summary and step outputs of a Run from its outcome (``run``: its record, None
+    when it stopped before it was recorded): what a reviewer needs without opening the log."""
     state = run.state if run else "not recorded"
-    url = urls[-1] if urls else ""
+    url = outcome.pull_request_url or ""
+    cause = outcome.cause if run is not None else None
     rows = [
         ("Issue", f"{ref}"),
         ("Pull request", url or "none"),
         ("State", state),
     ]
-    if checks:
-        rows.append(("Checks", checks[-1]))
-    elif run is not None and run.cause:
+    if outcome.checks:
+        rows.append(("Checks", outcome.checks))
+    elif cause:
         rows.append(("Checks", "see the cause"))
-    if run is not None and run.cause:
-        rows.append(("Cause", _code_span(run.cause)))
+    if cause:
+        rows.append(("Cause", _code_span(cause)))
     if sessions:
         rows.append(("Sessions", ", ".join(_session_cell(s) for s in sessions)))
         costs = [s.usage.cost_usd for s in sessions if s.usage.cost_usd is not None]
@@ -1018,8 +1041,8 @@ def _report(
     runner.output("state", state)
     if url:
         runner.output("pull-request-url", url)
-    if status != 0 and run is not None and run.cause:
-        runner.error(run.cause, title=f"thirdshift could not finish {ref}")
+    if outcome.exit_code != 0 and cause:
+        runner.error(cause, title=f"thirdshift could not finish {ref}")
 
 
 def _session_cell(session: SessionRecord) -> str:

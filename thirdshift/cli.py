@@ -589,7 +589,7 @@ def run_command(
                     progress=progress,
                     emit_url=_emit,
                     interrupt=interrupt,
-                )
+                ).exit_code
             else:
                 assert event_path is not None
                 status = run_event(
@@ -660,7 +660,7 @@ def architect_command(
                 progress=progress,
                 emit_url=_emit,
                 interrupt=interrupt,
-            )
+            ).exit_code
         except ThirdshiftError as error:
             _fail(error)
     sys.exit(status)

@@ -12,11 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_sessions import ScriptedSessions, git
+from thirdshift import bootstrap
 from thirdshift.clock import ManualClock
 from thirdshift.daemon import ActivityLog, ReadyRules, RepositoryPoll
 from thirdshift.git import Identity, ManagedClone
@@ -25,6 +27,7 @@ from thirdshift.notify import Notifier, ScriptedTarget, Target
 from thirdshift.records import RepoInfo
 from thirdshift.runs import Delivery, RunRequest
 from thirdshift.runs.claims import CLAIM_MARKER
+from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.ports import NO_NOTIFIER
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings
@@ -74,30 +77,40 @@ class RunWorld:
             timeout=60,
         )
 
-    def delivery(self) -> Delivery:
-        scrub = Scrubber([PLANTED_TOKEN])
-        return Delivery(
-            settings=self.settings,
+    def parts(self, **settings: Any) -> RunParts:
+        """The Run's parts as the composition root takes them: the fake, scripted sessions,
+        bare repositories on disk."""
+        return RunParts(
+            settings=self.settings.model_copy(update=settings) if settings else self.settings,
             github=self.github,
             store=self.store,
             session_source=self.sessions,
             clones=self.clone_of,
             environ=self.environ,
-            scrub=scrub,
+            scrub=Scrubber([PLANTED_TOKEN]),
             clock=self.clock,
-            progress=self.lines.append,
-            interrupt=self.interrupt,
-            emit_url=self.urls.append,
-            notifier=(
+        )
+
+    def hooks(self, **hooks: Any) -> RunHooks:
+        scrub = Scrubber([PLANTED_TOKEN])
+        fields: dict[str, Any] = {
+            "progress": self.lines.append,
+            "interrupt": self.interrupt,
+            "emit_url": self.urls.append,
+            "notifier": (
                 Notifier(self.targets, scrub=scrub, progress=self.lines.append)
                 if self.targets
                 else NO_NOTIFIER
             ),
-        )
+        }
+        return RunHooks(**{**fields, **hooks})
+
+    def delivery(self) -> Delivery:
+        return bootstrap.delivery(self.parts(), self.hooks())
 
     def run(self, number: int, *, merge: bool = False) -> int:
         ref = IssueRef("github.test", "acme", "widgets", number)
-        return self.delivery().run(RunRequest(issue=ref, merge=merge))
+        return self.delivery().run(RunRequest(issue=ref, merge=merge)).exit_code
 
     def push_branch(self, branch: str, name: str) -> None:
         """A branch on origin with one commit of its own, as an earlier Run would leave it."""

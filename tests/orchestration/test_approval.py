@@ -144,7 +144,7 @@ def test_a_run_asked_for_by_an_event_is_not_claimed_after_a_strangers_edit(
         threading.Event(),
         lambda: None,
         lines.append,
-    )
+    ).exit_code
     assert status == NotClaimed.exit_code
     assert any(VOID in line for line in lines)
     assert dw.world.store.list_runs() == []
@@ -162,5 +162,5 @@ def test_a_run_by_hand_of_an_unlabelled_issue_is_approved_by_whoever_started_it(
         threading.Event(),
         lambda: None,
         lambda _line: None,
-    )
+    ).exit_code
     assert status == 0

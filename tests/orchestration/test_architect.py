@@ -15,14 +15,14 @@ import pytest
 
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, READY, RunWorld
 from tests.support.scripted_sessions import git
+from thirdshift import bootstrap
 from thirdshift.bootstrap import architect_schedules
 from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
 from thirdshift.errors import ConfigError, GitHubError, NotClaimed
-from thirdshift.notify import Notifier
 from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
+from thirdshift.runs.outcome import RunOutcome
 from thirdshift.runs.plans import ARCHITECT_ISSUE, ARCHITECT_RESULT_FILE
-from thirdshift.runs.ports import NO_NOTIFIER
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import SessionInterrupted
 
@@ -67,31 +67,15 @@ def architect(
     on_recorded: Callable[[int], None] = lambda _run_id: None,
     **settings: Any,
 ) -> ArchitectRun:
-    scrub = Scrubber([PLANTED_TOKEN])
-    return ArchitectRun(
-        settings=world.settings.model_copy(update=settings),
-        github=world.github,
-        store=world.store,
-        session_source=world.sessions,
-        clones=world.clone_of,
-        environ=world.environ,
-        scrub=scrub,
-        clock=world.clock,
-        progress=progress or world.lines.append,
-        interrupt=world.interrupt,
-        emit_url=world.urls.append,
+    return bootstrap.architect_run(
+        world.parts(**settings),
+        world.hooks(progress=progress or world.lines.append, on_recorded=on_recorded),
         web_host="github.test",
-        on_recorded=on_recorded,
-        notifier=(
-            Notifier(world.targets, scrub=scrub, progress=world.lines.append)
-            if world.targets
-            else NO_NOTIFIER
-        ),
     )
 
 
 def run_architect(world: RunWorld, **settings: Any) -> int:
-    return architect(world, **settings).run(ArchitectRequest("acme", "widgets"))
+    return architect(world, **settings).run(ArchitectRequest("acme", "widgets")).exit_code
 
 
 def issues_labelled(world: RunWorld, label: str) -> list[int]:
@@ -240,7 +224,7 @@ def test_the_prompt_names_open_and_recently_closed_issues_and_the_focus(world: R
     world.github.close_issue("acme", "widgets", done)
     world.sessions.plays["architect"] = writes({"outcome": "covered", "issue": done})
     run = architect(world)
-    assert run.run(ArchitectRequest("acme", "widgets", focus="the parsers")) == 0
+    assert run.run(ArchitectRequest("acme", "widgets", focus="the parsers")).exit_code == 0
     prompt = world.sessions.prompts["architect"]
     assert f"#{still} Still open work" in prompt
     assert f"#{done} Done work" in prompt
@@ -326,7 +310,7 @@ def scheduled_daemon(
         interrupt: threading.Event,
         progress: Callable[[str], None],
         on_recorded: Callable[[int], None],
-    ) -> int:
+    ) -> RunOutcome:
         started.append(f"{clock.now():%a}")
         run = architect(world, progress=progress, on_recorded=on_recorded)
         return run.run(ArchitectRequest(owner, name))
@@ -337,7 +321,7 @@ def scheduled_daemon(
     )
     daemon = Daemon(
         web_host="github.test",
-        start_run=lambda *args: 0,
+        start_run=lambda *args: RunOutcome("ready", 0),
         store=world.store,
         activity=activity,
         limits=Limits(2, 1, 60, 0, 60, 60),

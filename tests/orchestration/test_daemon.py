@@ -16,6 +16,7 @@ import pytest
 
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import commit_file, git
+from thirdshift import bootstrap
 from thirdshift.clock import ManualClock
 from thirdshift.daemon import (
     ActivityLog,
@@ -26,13 +27,15 @@ from thirdshift.daemon import (
     RepositoryPoll,
 )
 from thirdshift.daemon.daemon import Limits
-from thirdshift.errors import GitHubError, ThirdshiftError
+from thirdshift.errors import GitHubError
 from thirdshift.issue_url import IssueRef
 from thirdshift.notify import Notifier, ScriptedTarget
 from thirdshift.records import ProviderOutage, Repository, Usage
-from thirdshift.runs import Delivery, RunRequest
+from thirdshift.runs import RunRequest
 from thirdshift.runs.branches import UNADOPTED
 from thirdshift.runs.claims import CLAIM_MARKER
+from thirdshift.runs.context import RunHooks
+from thirdshift.runs.outcome import RunOutcome
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions.rules import ProviderUnavailable
 from thirdshift.store import Store
@@ -47,7 +50,7 @@ class DaemonWorld:
     max_runs: int = 2
     max_runs_per_repository: int = 1
     settle_seconds: float = 0
-    start_run: Callable[..., int] | None = None
+    start_run: Callable[..., RunOutcome] | None = None
     daily_budget_usd: float | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     paused: Callable[[], str | None] = lambda: None
@@ -117,28 +120,26 @@ class DaemonWorld:
         stopped_because: Callable[[], str | None],
         progress: Callable[[str], None],
         on_recorded: Callable[[int], None] = lambda _run_id: None,
-    ) -> int:
-        delivery = Delivery(
-            settings=self.world.settings,
-            github=self.world.github,
-            store=self.world.store,
-            session_source=self.world.sessions,
-            clones=self.world.clone_of,
-            environ=self.world.environ,
-            scrub=Scrubber([PLANTED_TOKEN]),
-            clock=self.world.clock,
-            progress=progress,
-            interrupt=interrupt,
-            emit_url=self.world.urls.append,
-            claimant="daemon d1",
-            stopped_because=stopped_because,
-            on_recorded=on_recorded,
+    ) -> RunOutcome:
+        recorded: list[int] = []
+
+        def recording(run_id: int) -> None:
+            recorded.append(run_id)
+            on_recorded(run_id)
+
+        delivery = bootstrap.delivery(
+            self.world.parts(),
+            RunHooks(
+                progress=progress,
+                interrupt=interrupt,
+                emit_url=self.world.urls.append,
+                claimant="daemon d1",
+                stopped_because=stopped_because,
+                on_recorded=recording,
+            ),
         )
-        try:  # as the composition root does
-            return delivery.run(request)
-        except ThirdshiftError as error:
-            progress(f"thirdshift: {error}")
-            return error.exit_code
+        scrub = Scrubber([PLANTED_TOKEN])
+        return bootstrap.outcome_of(lambda: delivery.run(request), progress, scrub, recorded)
 
     def ready_issue(self, title: str, labeller: str = MAINTAINER) -> int:
         number = self.world.github.add_issue(title, f"Please do: {title}")
@@ -619,7 +620,7 @@ def test_an_issue_no_longer_ready_under_the_lease_is_not_claimed(dw: DaemonWorld
 
     status = dw._run(
         RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, print
-    )
+    ).exit_code
 
     assert status == 3
     assert dw.world.store.list_runs() == []
@@ -649,7 +650,7 @@ def test_a_run_sharing_no_database_backs_off_when_another_took_the_ready_label_f
 
     status = dw._run(
         RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, said.append
-    )
+    ).exit_code
 
     assert status == 3
     assert dw.world.store.list_runs() == []
@@ -672,7 +673,7 @@ def test_the_ready_label_is_taken_off_before_the_run_is_recorded_or_anything_els
 
     status = dw._run(
         RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, print
-    )
+    ).exit_code
 
     assert status == 0, dw.world.lines
     writes = [
@@ -696,7 +697,7 @@ def test_a_claim_github_cannot_finish_gives_the_ready_label_back(dw: DaemonWorld
 
     status = dw._run(
         RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, said.append
-    )
+    ).exit_code
 
     assert status == 1
     assert github.labels_of(number) == [READY]
@@ -721,7 +722,7 @@ def test_a_run_the_database_cannot_record_gives_the_ready_label_back(dw: DaemonW
     try:
         status = dw._run(
             RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, print
-        )
+        ).exit_code
     finally:
         dw.world.github.on_call = None
         database.execute("ALTER TABLE runs_away RENAME TO runs")
@@ -778,7 +779,7 @@ def test_runs_go_side_by_side_within_both_limits(world: RunWorld) -> None:
     running: list[str] = []
     most = {"all": 0, "per repository": 0}
 
-    def start_run(request: RunRequest, *_: object) -> int:
+    def start_run(request: RunRequest, *_: object) -> RunOutcome:
         key = request.issue.full_name
         with lock:
             running.append(key)
@@ -787,7 +788,7 @@ def test_runs_go_side_by_side_within_both_limits(world: RunWorld) -> None:
         time.sleep(0.05)
         with lock:
             running.remove(key)
-        return 0
+        return RunOutcome("ready", 0)
 
     dw = DaemonWorld(world, max_runs=3, max_runs_per_repository=2, start_run=start_run)
     dw.daemon = Daemon(
@@ -833,7 +834,7 @@ def test_a_daemon_stopped_while_a_poll_runs_waits_for_it_and_exits(world: RunWor
     published: list[object] = []
     dw.daemon = Daemon(
         web_host="github.test",
-        start_run=lambda *_args, **_kwargs: 0,
+        start_run=lambda *_args, **_kwargs: RunOutcome("ready", 0),
         store=world.store,
         activity=dw.activity,
         limits=Limits(

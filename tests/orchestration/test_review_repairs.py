@@ -208,7 +208,7 @@ def test_a_rescue_of_a_crashed_review_repair_answers_the_review_it_had_taken(
     world.sessions.plays["review-1"] = commit_file("name.txt", "n\n", "Rename it")
 
     ref = IssueRef("github.test", "acme", "widgets", 1)
-    assert world.delivery().run(RunRequest(issue=ref, rescue_of=crashed.id)) == 0
+    assert world.delivery().run(RunRequest(issue=ref, rescue_of=crashed.id)).exit_code == 0
 
     assert "> Rename it." in world.sessions.prompts["review-1"]
     rescue = world.store.latest_run(repository, 1)

@@ -25,10 +25,11 @@ from thirdshift.clock import Clock
 from thirdshift.daemon.activity import ActivityLog
 from thirdshift.daemon.poll import Pickup, RepositoryPoll
 from thirdshift.daemon.state import DaemonState, PauseState, PollState, RunningState
-from thirdshift.errors import NotClaimed, ThirdshiftError
+from thirdshift.errors import ThirdshiftError
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import Repository
 from thirdshift.runs import RunRequest
+from thirdshift.runs.outcome import RunOutcome
 from thirdshift.runs.plans import ARCHITECT_ISSUE
 from thirdshift.store import Store
 from thirdshift.store.retry import retrying
@@ -41,23 +42,20 @@ RunStarter = Callable[
         Callable[[str], None],
         Callable[[int], None],
     ],
-    int,
+    RunOutcome,
 ]
-"""Runs one issue to its end and returns the exit status: given the request, the Run's own
+"""Runs one issue to its end and returns its outcome: given the request, the Run's own
 interrupt, what says why it was stopped (None: a signal), where its progress lines go, and
 what learns the Run's id once it is recorded (its own id, never a newer Run's on the issue)."""
 
 ArchitectStarter = Callable[
-    [str, str, threading.Event, Callable[[str], None], Callable[[int], None]], int
+    [str, str, threading.Event, Callable[[str], None], Callable[[int], None]], RunOutcome
 ]
-"""Runs one Architect run on ``owner``, ``name`` and returns its exit status (0 also when
-skipped), given its interrupt, where its progress lines go and what learns its Run's id."""
+"""Runs one Architect run on ``owner``, ``name`` and returns its outcome (``skipped`` says
+why), given its interrupt, where its progress lines go and what learns its Run's id."""
 
 NextArchitectRun = Callable[[datetime], datetime | None]
 """A repository's Architect schedule: the first time it asks for a run after the one given."""
-
-SKIPPED = "skipped: "
-"""How an Architect run's progress line says why it was skipped."""
 
 
 @dataclass
@@ -427,12 +425,9 @@ class Daemon:
         poll, pickup = active.poll, active.pickup
         ref = IssueRef(self._web_host, poll.owner, poll.name, pickup.number)
         prefix = f"[{ref}] "
-        last_error: list[str] = []
         recorded: list[int] = []
 
         def progress(line: str) -> None:
-            if line.startswith("thirdshift: "):  # how the composition root reports an error
-                last_error[:] = [line.removeprefix("thirdshift: ")]
             self._progress(prefix + line)
 
         def on_recorded(run_id: int) -> None:
@@ -442,7 +437,7 @@ class Daemon:
         if pickup.architect:
             self._architect(active)
             return
-        status = 1
+        outcome = RunOutcome("stopped", 1)
         try:
             repository = poll.repository()
             if pickup.rescue_of is not None:
@@ -469,7 +464,7 @@ class Daemon:
                     repository=repository,
                     issue_number=ref.number,
                 )
-            status = self._start_run(
+            outcome = self._start_run(
                 RunRequest(
                     issue=ref,
                     expect_ready=pickup.rescue_of is None and pickup.review_of is None,
@@ -483,30 +478,27 @@ class Daemon:
                 on_recorded,
             )
         except ThirdshiftError as error:  # a local problem before the Run (disk, database)
-            status = error.exit_code
+            outcome = RunOutcome.of_error(error, recorded[-1] if recorded else None)
             progress(f"thirdshift: {error}")
         except Exception as error:  # one Run's bug must not stop the others
-            last_error[:] = [
-                f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift)"
-            ]
+            outcome = RunOutcome(
+                "stopped",
+                1,
+                run_id=recorded[-1] if recorded else None,
+                cause=f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift)",
+            )
             self._progress(f"{prefix}the Run stopped on an unexpected error: {error!r}")
         finally:
             with self._lock:
                 self._active.pop((poll.full_name, pickup.number), None)
-        if status not in (0, NotClaimed.exit_code):
+        if not (outcome.succeeded or outcome.not_claimed):
             with self._lock:
                 self._failures += 1
         try:
             # Tried again while the store is away: the Run's end is in its record, and the
             # Activity log must say how it ended, not that it could not tell.
             retrying(
-                lambda: self._ended(
-                    poll,
-                    ref,
-                    status,
-                    recorded[-1] if recorded else None,
-                    last_error[0] if last_error else None,
-                ),
+                lambda: self._ended(poll, ref, outcome),
                 seconds=self._limits.store_wait_seconds,
                 sleep=self._clock.sleep,
                 monotonic=self._clock.monotonic,
@@ -520,19 +512,16 @@ class Daemon:
         """An Architect run its schedule asked for, to its end, in the Activity log."""
         poll = active.poll
         prefix = f"[{poll.full_name} architect] "
-        said: list[str] = []
         recorded: list[int] = []
 
         def progress(line: str) -> None:
-            if line.startswith(("thirdshift: ", SKIPPED)):
-                said[:] = [line.removeprefix("thirdshift: ").removeprefix(SKIPPED)]
             self._progress(prefix + line)
 
         def on_recorded(run_id: int) -> None:
             recorded.append(run_id)
             active.run_id = run_id
 
-        status = 1
+        outcome = RunOutcome("stopped", 1)
         try:
             if self._start_architect is None:
                 raise ThirdshiftError("this daemon starts no Architect runs")
@@ -542,33 +531,35 @@ class Daemon:
                 "the Architect schedule is due; starting an Architect run",
                 repository=repository,
             )
-            status = self._start_architect(
+            outcome = self._start_architect(
                 poll.owner, poll.name, active.interrupt, progress, on_recorded
             )
         except ThirdshiftError as error:
-            status = error.exit_code
-            said[:] = [str(error)]
+            outcome = RunOutcome.of_error(error, recorded[-1] if recorded else None)
         except Exception as error:  # one run's bug must not stop the others
-            said[:] = [f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift)"]
+            outcome = RunOutcome(
+                "stopped",
+                1,
+                run_id=recorded[-1] if recorded else None,
+                cause=f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift)",
+            )
         finally:
             with self._lock:
                 self._active.pop((poll.full_name, ARCHITECT_ISSUE), None)
         try:
-            self._architect_ended(poll, status, recorded[-1] if recorded else None, said)
+            self._architect_ended(poll, outcome)
         except ThirdshiftError as error:
             self._progress(f"{prefix}warning: could not write the Architect run's end: {error}")
         self._start_queued()
         self._publish_state()
 
-    def _architect_ended(
-        self, poll: RepositoryPoll, status: int, run_id: int | None, said: list[str]
-    ) -> None:
+    def _architect_ended(self, poll: RepositoryPoll, outcome: RunOutcome) -> None:
         repository = poll.repository()
-        why = said[0] if said else None
-        if status != 0 and status != NotClaimed.exit_code:
+        why, status = outcome.cause, outcome.exit_code
+        if not (outcome.succeeded or outcome.not_claimed):
             with self._lock:
                 self._failures += 1
-        run = self._store.get_run(run_id) if run_id is not None else None
+        run = self._store.get_run(outcome.run_id) if outcome.run_id is not None else None
         if run is not None:
             message = f"Architect run {run.id} ended {run.state}" + (
                 f": {run.cause}" if run.cause else ""
@@ -576,7 +567,7 @@ class Daemon:
             if run.published:
                 message += f"; published {', '.join(f'#{n}' for n in run.published)}"
             self._activity.line("end", message, repository=repository, run_id=run.id)
-        elif status == 0:
+        elif outcome.succeeded:
             self._activity.line(
                 "skip", f"Architect run skipped: {why or 'nothing to do'}", repository=repository
             )
@@ -587,17 +578,11 @@ class Daemon:
                 repository=repository,
             )
 
-    def _ended(
-        self,
-        poll: RepositoryPoll,
-        ref: IssueRef,
-        status: int,
-        run_id: int | None,
-        error: str | None,
-    ) -> None:
+    def _ended(self, poll: RepositoryPoll, ref: IssueRef, outcome: RunOutcome) -> None:
         repository = poll.repository()
         key = (poll.full_name, ref.number)
-        if status == NotClaimed.exit_code:
+        error, status = outcome.cause, outcome.exit_code
+        if outcome.not_claimed:
             self._activity.line(
                 "skip",
                 f"not claimed: {error or 'another Run holds it'}",
@@ -605,7 +590,7 @@ class Daemon:
                 issue_number=ref.number,
             )
             return
-        run = self._store.get_run(run_id) if run_id is not None else None
+        run = self._store.get_run(outcome.run_id) if outcome.run_id is not None else None
         if run is None:
             if self._stop.is_set():
                 message = f"the Run stopped before it was recorded: {error or 'interrupted'}"

@@ -14,12 +14,10 @@ whatever the session changed or committed there is discarded, and nothing is pus
 from __future__ import annotations
 
 import contextlib
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from thirdshift.clock import Clock
 from thirdshift.errors import Interrupted, LeaseLost, NotClaimed, NotFound, ThirdshiftError
 from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
@@ -33,8 +31,10 @@ from thirdshift.records import (
     Run,
 )
 from thirdshift.runs.claims import FencedGitHub, LeaseKeeper
+from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.delivery import check_harness_and_token
 from thirdshift.runs.notices import announce_run_end
+from thirdshift.runs.outcome import RunOutcome
 from thirdshift.runs.plans import (
     ARCHITECT_ISSUE,
     ARCHITECT_RESULT_FILE,
@@ -62,12 +62,9 @@ from thirdshift.runs.plans import (
     scrubbed,
     waiting_for_triage,
 )
-from thirdshift.runs.ports import NO_NOTIFIER, CloneSource, GitHubPort, Notifier, SessionSource
+from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.prompts import architect_prompt
-from thirdshift.scrub import Scrubber
 from thirdshift.sessions import SessionInterrupted, Sessions
-from thirdshift.settings import Settings
-from thirdshift.store import Store
 
 COMPLETION_TRIES = 3  # runs that may fail at completing one kept result before it is let go
 COMPLETION_LOOK_BACK = 10  # the earlier runs looked at for those tries
@@ -121,48 +118,30 @@ class ArchitectRun:
     """Runs one Architect run. Built by the composition root with real adapters, and by the
     orchestration tests with the GitHub fake and scripted sessions."""
 
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        github: GitHubPort,
-        store: Store,
-        session_source: SessionSource,
-        clones: CloneSource,
-        environ: Mapping[str, str],
-        scrub: Scrubber,
-        clock: Clock,
-        progress: Callable[[str], None],
-        interrupt: threading.Event,
-        emit_url: Callable[[str], None],
-        web_host: str,
-        claimant: str = "thirdshift architect",
-        on_recorded: Callable[[int], None] = lambda _run_id: None,
-        notifier: Notifier = NO_NOTIFIER,
-    ) -> None:
-        self._notifier = notifier
-        self._settings = settings
-        self._github = github
-        self._store = store
-        self._session_source = session_source
-        self._clones = clones
-        self._environ = environ
-        self._scrub = scrub
-        self._clock = clock
-        self._progress = progress
-        self._interrupt = interrupt
-        self._emit_url = emit_url
+    def __init__(self, parts: RunParts, hooks: RunHooks, *, web_host: str) -> None:
+        self._settings = parts.settings
+        self._github = parts.github
+        self._store = parts.store
+        self._session_source = parts.session_source
+        self._clones = parts.clones
+        self._environ = parts.environ
+        self._scrub = parts.scrub
+        self._clock = parts.clock
+        self._progress = hooks.progress
+        self._interrupt = hooks.interrupt
+        self._emit_url = hooks.emit_url
+        self._claimant = hooks.claimant
+        self._on_recorded = hooks.on_recorded
+        self._notifier = hooks.notifier
         self._web_host = web_host
-        self._claimant = claimant
-        self._on_recorded = on_recorded
         self._lease_lost: Callable[[], bool] = lambda: False
 
     def say(self, line: str) -> None:
         self._progress(self._scrub(line))
 
-    def run(self, request: ArchitectRequest) -> int:
-        """Exit status: 0 published, covered or skipped; 1 failed; 3 another Architect run
-        holds the repository."""
+    def run(self, request: ArchitectRequest) -> RunOutcome:
+        """Published, covered, skipped or failed; ``NotClaimed`` (exit status 3) is raised
+        when another Architect run holds the repository."""
         repo = self._preflight(request)
         repository = self._store.ensure_repository(repo.owner, repo.name)
         self._record_crashes(repository)
@@ -196,7 +175,7 @@ class ArchitectRun:
                 self.say(f"skipped: {skip.reason}")
                 for url in skip.urls:
                     self._emit_url(url)
-                return 0
+                return RunOutcome("skipped", 0, cause=skip.reason)
             return self._review(request, repo, repository, gh, lease)
 
     # -- before anything -----------------------------------------------------------------------
@@ -339,7 +318,7 @@ class ArchitectRun:
         repository: Repository,
         gh: FencedGitHub,
         lease: Lease,
-    ) -> int:
+    ) -> RunOutcome:
         ref = IssueRef(self._web_host, repo.owner, repo.name, ARCHITECT_ISSUE)
         base = request.base or repo.default_branch
         clone = self._clones(ref, repo)
@@ -440,7 +419,7 @@ class ArchitectRun:
         repository: Repository,
         gh: FencedGitHub,
         lease: Lease,
-    ) -> int:
+    ) -> RunOutcome:
         earlier, kept = unfinished.run, unfinished.kept
         record = self._store.start_run_under(
             lease,
@@ -479,7 +458,7 @@ class ArchitectRun:
 
     def _refuse(
         self, refused: Refused, repo: RepoInfo, repository: Repository, lease: Lease
-    ) -> int:
+    ) -> RunOutcome:
         """A failed Architect run whose cause says what did not match, publishing nothing.
         It keeps no result, so the next Architect run does not try again: it goes through the
         gates (the half plan's open issues stop it until a person looks)."""
@@ -515,7 +494,7 @@ class ArchitectRun:
         base_sha: str,
         *,
         found: dict[str, IssueInfo],
-    ) -> int:
+    ) -> RunOutcome:
         published = self._publish(record, result, key, digest, repo, gh, base_sha, found=found)
         line = published_line(result, published.numbers, published.urls)
         try:
@@ -526,10 +505,9 @@ class ArchitectRun:
             self.say(f"warning: could not record the Architect run's end: {problem}")
         self.say(line)
         self._emit_url(published.urls[0])
-        self._announce(
-            record, "covered" if isinstance(result, Covered) else "published", published.urls[0]
-        )
-        return 0
+        state = "covered" if isinstance(result, Covered) else "published"
+        self._announce(record, state, published.urls[0])
+        return RunOutcome(state, 0, run_id=record.id, published=published.urls)
 
     def _publish(
         self,
@@ -661,7 +639,7 @@ class ArchitectRun:
 
     # -- endings -------------------------------------------------------------------------------
 
-    def _failed(self, record: Run, error: BaseException, sessions: Sessions | None) -> int:
+    def _failed(self, record: Run, error: BaseException, sessions: Sessions | None) -> RunOutcome:
         if not isinstance(error, ThirdshiftError | OSError):
             error = ThirdshiftError(f"unexpected {error.__class__.__name__}: {error}")
         cause = self._scrub(str(error) or error.__class__.__name__)
@@ -691,7 +669,7 @@ class ArchitectRun:
             self.say("nothing was published")
         self.say(f"session log: {last_log if last_log else 'none'}")
         self._announce(record, state, None, cause=cause)
-        return 1
+        return RunOutcome(state, 1, run_id=record.id, cause=cause)
 
     def _announce(
         self, record: Run, state: str, url: str | None, *, cause: str | None = None

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from thirdshift.clock import Clock
 from thirdshift.defang import defanged, defanged_title, pull_request_body
 from thirdshift.errors import (
     GitError,
@@ -50,10 +48,12 @@ from thirdshift.runs.claims import (
     claim_labels,
     text_not_approved,
 )
+from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.failed_run import COMMENT_MARKER, FailedRun, Salvage
 from thirdshift.runs.loop_outside import RunLoopOutside
 from thirdshift.runs.notices import announce_run_end
-from thirdshift.runs.ports import NO_NOTIFIER, CloneSource, GitHubPort, Notifier, SessionSource
+from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.ports import GitHubPort, SessionSource
 from thirdshift.runs.post_mortem import PostMortem
 from thirdshift.runs.prompts import (
     PULL_REQUEST_FILE,
@@ -77,10 +77,7 @@ from thirdshift.runs.review import (
     review_reply,
 )
 from thirdshift.runs.secret_check import push_checked
-from thirdshift.scrub import Scrubber
 from thirdshift.sessions import EVENTS_IN_RESUME, LaterStepFailed, Sessions, follow_up_preamble
-from thirdshift.settings import Settings
-from thirdshift.store import Store
 from thirdshift.store.retry import retrying
 
 PERMISSIONS_THAT_PUSH = frozenset({"admin", "maintain", "write"})
@@ -164,56 +161,35 @@ class _KeptWork:
 
 
 class Delivery:
-    """Runs one issue. The composition root builds it with real adapters; the orchestration
-    tests with the GitHub fake, scripted sessions and bare repositories on disk.
+    """Runs one issue. The composition root builds it, with real adapters or (for the
+    orchestration tests) the GitHub fake, scripted sessions and bare repositories on disk."""
 
-    ``environ`` is the environment the root was given (pre-flight looks for the Harness on its
-    PATH); ``interrupt`` is set on Ctrl-C or SIGTERM, and ``clock`` waits end when it is."""
-
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        github: GitHubPort,
-        store: Store,
-        session_source: SessionSource,
-        clones: CloneSource,
-        environ: Mapping[str, str],
-        scrub: Scrubber,
-        clock: Clock,
-        progress: Callable[[str], None],
-        interrupt: threading.Event,
-        emit_url: Callable[[str], None],
-        claimant: str = "thirdshift run",
-        stopped_because: Callable[[], str | None] = lambda: None,
-        on_recorded: Callable[[int], None] = lambda _run_id: None,
-        notifier: Notifier = NO_NOTIFIER,
-        on_checks: Callable[[str], None] = lambda _checks: None,
-    ) -> None:
-        self._notifier = notifier
-        self._on_recorded = on_recorded
-        self._on_checks = on_checks
-        self._claimant = claimant
-        self._stopped_because = stopped_because
-        self._settings = settings
-        self._github = github
-        self._store = store
-        self._session_source = session_source
-        self._clones = clones
-        self._environ = environ
-        self._scrub = scrub
-        self._clock = clock
-        self._progress = progress
-        self._interrupt = interrupt
-        self._emit_url = emit_url
+    def __init__(self, parts: RunParts, hooks: RunHooks) -> None:
+        self._settings = parts.settings
+        self._github = parts.github
+        self._store = parts.store
+        self._session_source = parts.session_source
+        self._clones = parts.clones
+        self._environ = parts.environ
+        self._scrub = parts.scrub
+        self._clock = parts.clock
+        self._progress = hooks.progress
+        self._interrupt = hooks.interrupt
+        self._emit_url = hooks.emit_url
+        self._claimant = hooks.claimant
+        self._stopped_because = hooks.stopped_because
+        self._on_recorded = hooks.on_recorded
+        self._notifier = hooks.notifier
 
     def say(self, line: str) -> None:
         self._progress(self._scrub(line))
 
     # -- the Run -------------------------------------------------------------------------------
 
-    def run(self, request: RunRequest) -> int:
-        """Run the issue; return the exit status (0 success, 1 failure)."""
+    def run(self, request: RunRequest) -> RunOutcome:
+        """Run the issue to its end: a ready (or merged) pull request, or a Failed run. An
+        error before the Run is recorded (pre-flight, ``NotClaimed``) is raised, having
+        changed nothing."""
         ref = request.issue
         number = ref.number
         repo, issue = self._preflight(ref)
@@ -557,7 +533,7 @@ class Delivery:
         feedback: Feedback = NO_FEEDBACK,
         default_branch: str = "",
         work_set_aside: bool = False,
-    ) -> int:
+    ) -> RunOutcome:
         ref = request.issue
         gh = FencedGitHub(self._github, keeper.check)
         owner, name, number = ref.owner, ref.repo, ref.number
@@ -755,9 +731,14 @@ class Delivery:
             )
             for line in outcome.last_lines:
                 self._progress(self._scrub(line))
-            return 1
+            return RunOutcome(
+                outcome.state,
+                1,
+                run_id=record.id,
+                pull_request_url=outcome.open_pull_url,
+                cause=outcome.cause,
+            )
         # The goal is reached: from here on a problem is a warning, never a Failed run.
-        self._on_checks(checks_line(result))
         if feedback and reviewed_from is not None:
             self._reply(gh, ref, pull, record, feedback, worktree, reviewed_from, result)
         try:
@@ -781,7 +762,9 @@ class Delivery:
         self.say(f"pull request {pull.html_url} is {state}")
         self._emit_url(pull.html_url)
         self._announce(record, issue, state, pull_url=pull.html_url)
-        return 0
+        return RunOutcome(
+            state, 0, run_id=record.id, pull_request_url=pull.html_url, checks=checks_line(result)
+        )
 
     def _announce(
         self,

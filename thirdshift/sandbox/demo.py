@@ -170,7 +170,7 @@ def run_demo(
             progress=progress,
             emit_url=emit_url,
             interrupt=interrupt,
-        )
+        ).exit_code
         show_outcome(settings, world, progress)
         if keep is not None and not interrupt.is_set():
             keep("the demo's servers are still up")
