@@ -735,7 +735,7 @@ def test_the_ledger_migration_goes_down_and_up_again_with_sessions_and_events_ke
     be taken back (foreign keys on) without losing a session."""
     from alembic import command
 
-    from thirdshift.store.repository import _engine, alembic_config
+    from thirdshift.store.engine import alembic_config, make_engine
 
     store = Store.open(database_url)
     run = store.start_run(store.ensure_repository("octo", "widgets"), 1)
@@ -743,7 +743,7 @@ def test_the_ledger_migration_goes_down_and_up_again_with_sessions_and_events_ke
     store.add_session_events(row.id, [SessionEvent(seq=1, kind="message", summary="hi")])
     store.end_session(row.id, state="ended", usage=Usage(input_tokens=5, cost_usd=0.1))
     store.close()
-    engine = _engine(database_url)
+    engine = make_engine(database_url)
     try:
         command.downgrade(alembic_config(engine), "0003")
         columns = {column["name"] for column in sa.inspect(engine).get_columns("sessions")}

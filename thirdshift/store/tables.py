@@ -1,5 +1,5 @@
-"""The database tables, all in one module. Only ``thirdshift.store.repository`` and the Alembic
-migrations import them; everything else sees the frozen records the store returns.
+"""The database tables, all in one module. Only the modules of ``thirdshift.store`` and the
+Alembic migrations import them; everything else sees the frozen records the store returns.
 
 Times are stored as naive UTC (``UTCDateTime``) so SQLite and PostgreSQL compare them the same
 way, and come back timezone-aware.
