@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import (
@@ -37,6 +37,7 @@ from pydantic_settings import (
 from pydantic_settings.sources.utils import parse_env_vars
 
 from thirdshift.errors import ConfigError
+from thirdshift.harness_registry import DEFAULT_HARNESS, HARNESS_NAMES, harness_names_listed
 from thirdshift.network import parse_host_pattern
 from thirdshift.records import OutputCaps, Watchdogs
 
@@ -44,6 +45,15 @@ ENV_PREFIX = "THIRDSHIFT_"
 PUBLIC_GITHUB_API = "https://api.github.com"
 # Variables outside the prefix that are still ours to read.
 _TOKEN_VARIABLES = ("THIRDSHIFT_GITHUB_TOKEN", "GITHUB_TOKEN")
+
+
+if TYPE_CHECKING:
+    HarnessName = str
+else:
+    # A Literal of the Harness registry's names: pydantic refuses any other name with its own
+    # message ("Input should be 'a' or 'b'") and the JSON schema lists them. mypy cannot read
+    # a Literal built at run time, so it sees the str it is.
+    HarnessName = Literal[HARNESS_NAMES]
 
 
 _REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
@@ -174,8 +184,8 @@ class Settings(BaseSettings):
         default=None, description="A file holding the GitHub App's private key, instead."
     )
 
-    harness: Literal["claude", "codex"] = Field(
-        default="claude", description="The Harness of a Run: claude or codex."
+    harness: HarnessName = Field(
+        default=DEFAULT_HARNESS, description=f"The Harness of a Run: {harness_names_listed()}."
     )
     model: str | None = Field(default=None, description="The Model; default: the Harness's own.")
     harness_args: list[str] = Field(
@@ -406,17 +416,17 @@ class Settings(BaseSettings):
         "cost (codex), and a claude session while it runs.",
     )
     # Harness switch
-    harness_fallbacks: list[Literal["claude", "codex"]] = Field(
+    harness_fallbacks: list[HarnessName] = Field(
         default_factory=list,
         description="The Harnesses a Run continues on, in order, when its Harness's model "
         "provider is down after the CLI's retries (empty: no switch, the session fails).",
     )
-    harness_models: dict[Literal["claude", "codex"], str] = Field(
+    harness_models: dict[HarnessName, str] = Field(
         default_factory=dict,
         description="The Model of each Harness by name; wins over model. A Harness switched "
         "to never inherits the Model of the one it left.",
     )
-    harness_options: dict[Literal["claude", "codex"], list[str]] = Field(
+    harness_options: dict[HarnessName, list[str]] = Field(
         default_factory=dict,
         description="Extra CLI options of each Harness by name, wherever it runs (the Run's "
         "own Harness or a fallback); harness_args stay with the Run's own Harness.",
@@ -477,9 +487,9 @@ class Settings(BaseSettings):
         return self.model if harness == self.harness else None
 
     @property
-    def fallback_harnesses(self) -> list[Literal["claude", "codex"]]:
+    def fallback_harnesses(self) -> list[HarnessName]:
         """``harness_fallbacks`` without the Run's own Harness and without repeats."""
-        found: list[Literal["claude", "codex"]] = []
+        found: list[HarnessName] = []
         for name in self.harness_fallbacks:
             if name != self.harness and name not in found:
                 found.append(name)

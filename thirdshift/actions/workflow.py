@@ -31,17 +31,13 @@ import json
 from dataclasses import dataclass, replace
 
 from thirdshift.actions.runner import SESSION_LOGS_ARTIFACT
-
-CLI_PACKAGES = {
-    "claude": ("@anthropic-ai/claude-code", "2.1.328", "ANTHROPIC_API_KEY"),
-    "codex": ("@openai/codex", "0.169.0", "OPENAI_API_KEY"),
-}
+from thirdshift.harness_registry import DEFAULT_HARNESS, harness_entry
 
 
 @dataclass(frozen=True)
 class WorkflowChoices:
     install: str  # what ``pip install`` is given for thirdshift
-    harness: str = "claude"
+    harness: str = DEFAULT_HARNESS
     ready_label: str = "ready-for-agent"
     in_progress_label: str = "in-progress"
     session_wall_seconds: float = 4 * 3600
@@ -81,7 +77,8 @@ def fitted(choices: WorkflowChoices) -> WorkflowChoices:
 def workflow_text(choices: WorkflowChoices) -> str:
     """The workflow file for ``choices``, its limits ``fitted`` to a GitHub-hosted job."""
     choices = fitted(choices)
-    package, version, key = CLI_PACKAGES[choices.harness]
+    entry = harness_entry(choices.harness)
+    key = entry.api_key_variable
     label = choices.ready_label.replace("'", "''")
     condition = f"github.event_name == 'workflow_dispatch' || github.event.label.name == '{label}'"
     return f"""# Written by `thirdshift actions init`: a Run for each issue labelled
@@ -132,7 +129,7 @@ jobs:
       - name: Install thirdshift, the {choices.harness} CLI, bubblewrap and socat
         env:
           THIRDSHIFT_INSTALL: {json.dumps(choices.install)}
-          HARNESS_PACKAGE: "{package}@{version}"
+          HARNESS_PACKAGE: "{entry.pinned_package}"
         run: |
           sudo apt-get update -q
           sudo apt-get install -y -q bubblewrap socat

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from thirdshift.errors import NotFound, ThirdshiftError
+from thirdshift.harness_registry import find_harness
 from thirdshift.records import DatabaseRole
 from thirdshift.settings import Settings, check_repository_name
 
@@ -26,8 +27,6 @@ MIN_GIT = (2, 36)
 
 CHECK_VERSION = 1
 """The ``version`` of the ``doctor_check`` shape (docs/json.md)."""
-
-NPM_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
 
 
 @dataclass(frozen=True)
@@ -383,11 +382,13 @@ def check_harness(
     program = outside.which(harness)
     if program is None:
         other = "take it out of harness_fallbacks" if fallback else "choose another with harness"
+        entry = find_harness(harness)
+        package = entry.npm_package if entry is not None else harness
         return Check(
             check,
             "FAIL",
             f"{harness} (the {harness} Harness, {role}) is not on PATH",
-            f"install it (npm install -g {NPM_PACKAGES.get(harness, harness)}) or {other}",
+            f"install it (npm install -g {package}) or {other}",
         )
     try:
         version = outside.version([program, "--version"])

@@ -3,13 +3,12 @@ that runs them.
 
 ``base`` holds the ``Harness`` and ``StreamReader`` protocols and the values they give back;
 ``claude`` and ``codex`` are the adapters, ``stream`` the helpers their readers share, and
-``process`` starts a CLI in its own process group under watchdogs and stops its whole tree.
+``process`` starts a CLI in its own process group under watchdogs and stops its whole tree;
+``registry`` builds each Harness of the Harness registry (``thirdshift.harness_registry``).
 Nothing here imports the store: a reader's Session events are plain records.
 """
 
-from collections.abc import Sequence
-
-from thirdshift.errors import UsageError
+from thirdshift.harness_registry import HARNESS_NAMES
 from thirdshift.harnesses.agent_sandbox import (
     AgentSandbox,
     AgentSandboxUnavailable,
@@ -35,24 +34,8 @@ from thirdshift.harnesses.process import (
     stop_process_tree,
     working_in,
 )
+from thirdshift.harnesses.registry import harness_named
 from thirdshift.records import Watchdogs
-
-HARNESS_NAMES = ("claude", "codex")
-
-
-def harness_named(
-    name: str, *, executable: str | None = None, extra_args: Sequence[str] = ()
-) -> Harness:
-    """The adapter for ``name``. ``executable`` overrides the program looked up on PATH (the
-    tests use the pinned CLIs in node_modules); ``extra_args`` are CLI options the composition
-    root adds to every session (e.g. Codex ``-c`` provider settings). An unknown name is a usage
-    error listing the known ones."""
-    if name == "claude":
-        return ClaudeHarness(executable=executable or "claude", extra_args=tuple(extra_args))
-    if name == "codex":
-        return CodexHarness(executable=executable or "codex", extra_args=tuple(extra_args))
-    raise UsageError(f"unknown harness '{name}'; choose one of {', '.join(HARNESS_NAMES)}")
-
 
 __all__ = [
     "HARNESS_NAMES",

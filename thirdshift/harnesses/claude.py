@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from thirdshift.harness_registry import CLAUDE
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
 from thirdshift.harnesses.stream import (
     OUTAGE_STATUSES,
@@ -54,7 +55,7 @@ _CONFIG_FILES = (".credentials.json",)
 and ~/.claude.json commonly hold other credentials (MCP servers' tokens, ``env`` blocks, an
 ``apiKeyHelper``); the agent gets none of them."""
 
-NAME = "claude"
+NAME = CLAUDE.name
 
 # The provider's and the CLI's own variables, passed through when the daemon has them.
 _PROVIDER_VARIABLES = frozenset(
@@ -108,7 +109,9 @@ class ClaudeHarness:
 
     name = NAME
 
-    def __init__(self, executable: str = "claude", extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, executable: str = CLAUDE.executable, extra_args: tuple[str, ...] = ()
+    ) -> None:
         self.executable = executable
         self.extra_args = tuple(extra_args)
 

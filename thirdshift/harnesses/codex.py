@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from thirdshift.harness_registry import CODEX
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
 from thirdshift.harnesses.stream import (
     OUTAGE_STATUSES,
@@ -51,7 +52,7 @@ _CONFIG_FILES = ("auth.json",)
 credentials (MCP servers' tokens and environments); the model provider is configured with
 ``harness_args`` instead."""
 
-NAME = "codex"
+NAME = CODEX.name
 
 _PROVIDER_VARIABLES = frozenset({"CODEX_HOME", "OPENAI_API_KEY", "OPENAI_BASE_URL"})
 # codex exec reads no environment switch for telemetry or updates; these settings turn off its
@@ -84,7 +85,9 @@ class CodexHarness:
 
     name = NAME
 
-    def __init__(self, executable: str = "codex", extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, executable: str = CODEX.executable, extra_args: tuple[str, ...] = ()
+    ) -> None:
         self.executable = executable
         self.extra_args = tuple(extra_args)
 
