@@ -48,11 +48,18 @@ from thirdshift.home import Home, check_home
 from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
 from thirdshift.notify import AppriseTarget, Notifier, Target, WebhookTarget
 from thirdshift.records import ProviderOutage, RepoInfo, Run, SessionRecord
-from thirdshift.runs import Delivery, RunRequest
-from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
-from thirdshift.runs.context import RunHooks, RunParts
-from thirdshift.runs.delivery import PASSED_OVER, PERMISSIONS_THAT_PUSH, token_role
-from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs import (
+    PASSED_OVER,
+    PERMISSIONS_THAT_PUSH,
+    ArchitectRequest,
+    ArchitectRun,
+    Delivery,
+    RunHooks,
+    RunOutcome,
+    RunParts,
+    RunRequest,
+    token_role,
+)
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.sessions.cli_outside import CliSessions, Fallback
 from thirdshift.sessions.ledger import Budgets, unpriced_harnesses

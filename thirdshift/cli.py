@@ -639,7 +639,7 @@ def architect_command(
     import os
 
     from thirdshift.bootstrap import run_architect
-    from thirdshift.runs.architect import ArchitectRequest
+    from thirdshift.runs import ArchitectRequest
     from thirdshift.settings import check_repository_name, load_settings, with_harness
 
     try:

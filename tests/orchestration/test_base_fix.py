@@ -8,7 +8,7 @@ from __future__ import annotations
 from tests.orchestration.conftest import PR_TEXT, READY, RunWorld, a_poll
 from tests.support.scripted_sessions import commit_file
 from thirdshift.records import CheckRun
-from thirdshift.runs.delivery import base_fix_marker
+from thirdshift.runs.base_fixes import base_fix_marker
 
 MERGE = "thirdshift-merge"
 

@@ -12,7 +12,8 @@ import pytest
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import commit_file, git
 from thirdshift.errors import LeaseLost, ThirdshiftError
-from thirdshift.runs.claims import FencedGitHub, LeaseKeeper
+from thirdshift.runs.claims import FencedGitHub
+from thirdshift.runs.lease import LeaseKeeper
 
 
 def test_only_comments_by_people_who_may_triage_reach_the_prompt(world: RunWorld) -> None:

@@ -12,8 +12,8 @@ from thirdshift.defang import (
     defanged_title,
     pull_request_body,
 )
+from thirdshift.runs.base_fixes import BASE_FIX_MARKER_PREFIX
 from thirdshift.runs.claims import CLAIM_MARKER
-from thirdshift.runs.delivery import BASE_FIX_MARKER_PREFIX
 from thirdshift.runs.failed_run import COMMENT_MARKER
 from thirdshift.runs.plans import marker
 from thirdshift.runs.review import REPLY_MARKER_PREFIX

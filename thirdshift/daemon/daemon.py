@@ -28,9 +28,7 @@ from thirdshift.daemon.state import DaemonState, PauseState, PollState, RunningS
 from thirdshift.errors import ThirdshiftError
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import Repository
-from thirdshift.runs import RunRequest
-from thirdshift.runs.outcome import RunOutcome
-from thirdshift.runs.plans import ARCHITECT_ISSUE
+from thirdshift.runs import ARCHITECT_ISSUE, RunOutcome, RunRequest
 from thirdshift.store import Store
 from thirdshift.store.retry import retrying
 

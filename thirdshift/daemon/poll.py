@@ -28,10 +28,13 @@ from thirdshift.daemon.ready import (
 )
 from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run, TextEdit
-from thirdshift.runs.approval import ROLES_THAT_LABEL
-from thirdshift.runs.claims import text_not_approved
-from thirdshift.runs.ports import NO_NOTIFIER, Notifier
-from thirdshift.runs.review import read_feedback
+from thirdshift.runs import (
+    NO_NOTIFIER,
+    ROLES_THAT_LABEL,
+    Notifier,
+    read_feedback,
+    text_not_approved,
+)
 from thirdshift.store import Store
 
 

@@ -25,7 +25,7 @@ from thirdshift.harnesses import SealedPaths, harness_named, install_dirs, probe
 from thirdshift.harnesses.egress import EgressProxy, Refusal
 from thirdshift.home import Home, check_home
 from thirdshift.network import EgressAllowlist
-from thirdshift.runs.delivery import PERMISSIONS_THAT_PUSH, token_role
+from thirdshift.runs import PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.settings import Settings, load_settings
 from thirdshift.store import Store, redact_url
 

@@ -2,15 +2,44 @@
 nothing.
 
 Rules, as pure functions and small state machines tested with plain values: ``branches`` (the
-Issue branch rule), ``ci_watch``, ``repair_loop`` and ``prompts``. Orchestration, which applies
-them through seams: ``delivery`` (the Run), ``claims`` (the Lease and the labels),
-``loop_outside`` (the Repair loop's real Outside) and ``failed_run`` (the salvage). GitHub is
-reached only through ``ports.GitHubPort``; sessions and clones come from factories the
-composition root passes in. The daemon, Actions runs, Architect runs and Spec runs will sit
-beside ``delivery`` and reuse these parts.
+Issue branch rule), ``ci_watch``, ``repair_loop``, ``approval`` and ``prompts``. The Run kinds,
+``delivery`` (the Run) and ``architect`` (the Architect run), are short lists of the steps in
+``runs.steps`` (adr/0031), each taking a frozen per-Run context (``scope``) and the narrow
+ports it uses. GitHub is reached only through ``ports``; sessions and clones come from
+factories the composition root passes in.
+
+This module is the package's public face: the composition root, the daemon, doctor and the
+CLI import what they need from here, never from a private module of ``runs``.
 """
 
-from thirdshift.runs.delivery import Delivery, RunRequest
-from thirdshift.runs.ports import GitHubPort
+from thirdshift.runs.approval import PASSED_OVER, ROLES_THAT_LABEL
+from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
+from thirdshift.runs.claims import text_not_approved
+from thirdshift.runs.context import RunHooks, RunParts
+from thirdshift.runs.delivery import Delivery
+from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.plans import ARCHITECT_ISSUE
+from thirdshift.runs.ports import NO_NOTIFIER, GitHubPort, Notifier
+from thirdshift.runs.review import read_feedback
+from thirdshift.runs.roles import PERMISSIONS_THAT_PUSH, token_role
+from thirdshift.runs.scope import RunRequest
 
-__all__ = ["Delivery", "GitHubPort", "RunRequest"]
+__all__ = [
+    "ARCHITECT_ISSUE",
+    "NO_NOTIFIER",
+    "PASSED_OVER",
+    "PERMISSIONS_THAT_PUSH",
+    "ROLES_THAT_LABEL",
+    "ArchitectRequest",
+    "ArchitectRun",
+    "Delivery",
+    "GitHubPort",
+    "Notifier",
+    "RunHooks",
+    "RunOutcome",
+    "RunParts",
+    "RunRequest",
+    "read_feedback",
+    "text_not_approved",
+    "token_role",
+]

@@ -16,6 +16,8 @@ from datetime import datetime
 from thirdshift.records import Labelling, TextEdit
 
 ROLES_THAT_LABEL = frozenset({"admin", "maintain", "write", "triage"})
+PASSED_OVER = " is passed over: "
+"""Between the issue and why, in the Not claimed of a Run whose approval the text voided."""
 
 
 def text_sha256(title: str, body: str) -> str:

@@ -30,9 +30,9 @@ from thirdshift.records import (
     Repository,
     Run,
 )
-from thirdshift.runs.claims import FencedGitHub, LeaseKeeper
+from thirdshift.runs.claims import FencedGitHub
 from thirdshift.runs.context import RunHooks, RunParts
-from thirdshift.runs.delivery import check_harness_and_token
+from thirdshift.runs.lease import LeaseKeeper
 from thirdshift.runs.notices import announce_run_end
 from thirdshift.runs.outcome import RunOutcome
 from thirdshift.runs.plans import (
@@ -64,6 +64,7 @@ from thirdshift.runs.plans import (
 )
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.prompts import architect_prompt
+from thirdshift.runs.steps.preflight import check_harness_and_token
 from thirdshift.sessions import SessionInterrupted, Sessions
 
 COMPLETION_TRIES = 3  # runs that may fail at completing one kept result before it is let go

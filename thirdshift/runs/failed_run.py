@@ -30,6 +30,7 @@ from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import LaterStepFailed
 from thirdshift.sessions.rules import ProviderUnavailable
+from thirdshift.settings import Settings
 from thirdshift.store import Store
 from thirdshift.store.retry import retrying
 
@@ -70,47 +71,52 @@ def reason_of(cause: str) -> str:
     return defanged(first if len(first) <= 100 else first[:99] + "…")
 
 
+@dataclass(frozen=True)
+class SalvagedRun:
+    """The Run a Salvage saves: its issue, record, branches, whether its branch is on origin
+    now, the Lease's fence, and (on GitHub Actions) the workflow run's page."""
+
+    ref: IssueRef
+    run: Run
+    branch: str
+    base: str
+    branch_on_origin: Callable[[], bool]
+    fence: Callable[[], None]
+    job_url: str | None = None
+
+
 class Salvage:
     """Carries out a Failed run for one Run."""
 
     def __init__(
         self,
+        salvaged: SalvagedRun,
         *,
         github: GitHubPort,
         store: Store,
         scrub: Scrubber,
         clock: Clock,
         progress: Callable[[str], None],
-        ref: IssueRef,
-        run: Run,
-        branch: str,
-        base: str,
-        ready_label: str,
-        in_progress_label: str,
-        branch_on_origin: Callable[[], bool],
-        fence: Callable[[], None],
-        home: Path,
-        job_url: str | None = None,
-        store_wait_seconds: float = 120.0,
-        allow_workflow_changes: bool = False,
+        settings: Settings,
     ) -> None:
-        self._store_wait_seconds = store_wait_seconds
-        self._allow_workflow_changes = allow_workflow_changes
-        self._job_url = job_url
-        self._fence = fence
-        self._home = home
-        self._branch_on_origin_now = branch_on_origin
+        ref = salvaged.ref
+        self._store_wait_seconds = settings.salvage_wait_seconds
+        self._allow_workflow_changes = settings.allow_workflow_changes_for(ref.owner, ref.repo)
+        self._job_url = salvaged.job_url
+        self._fence = salvaged.fence
+        self._home = settings.home
+        self._branch_on_origin_now = salvaged.branch_on_origin
         self._gh = github
         self._store = store
         self._clock = clock
         self._scrub = scrub
         self._progress = progress
         self._ref = ref
-        self._run = run
-        self._branch = branch
-        self._base = base
-        self._ready_label = ready_label
-        self._in_progress_label = in_progress_label
+        self._run = salvaged.run
+        self._branch = salvaged.branch
+        self._base = salvaged.base
+        self._ready_label = settings.ready_label
+        self._in_progress_label = settings.in_progress_label
 
     def fail(self, failed: FailedRun) -> FailedOutcome:
         cause = self._scrub(str(failed.error) or failed.error.__class__.__name__)

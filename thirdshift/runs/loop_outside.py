@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from thirdshift.clock import Clock
 from thirdshift.defang import closed_elsewhere
@@ -43,11 +44,27 @@ from thirdshift.store import Store
 LOG_TAIL_CHARS = 3000
 
 
+@dataclass(frozen=True)
+class LoopRun:
+    """The Run the Repair loop works for: its issue, Worktree, sessions and record, the Base
+    branch, its open pull request, the Lease's fence, and whether it is a Base fix."""
+
+    ref: IssueRef
+    worktree: Worktree
+    sessions: Sessions
+    record: Run
+    base: str
+    pull: PullRequestInfo
+    fence: Callable[[], None]
+    fixing_base: bool = False
+
+
 class RunLoopOutside:
     """The Repair loop's view of one Run: git in its Worktree, GitHub, and Repair sessions."""
 
     def __init__(
         self,
+        run: LoopRun,
         *,
         github: GitHubPort,
         store: Store,
@@ -56,18 +73,10 @@ class RunLoopOutside:
         clock: Clock,
         say: Callable[[str], None],
         interrupt: threading.Event,
-        ref: IssueRef,
-        worktree: Worktree,
-        sessions: Sessions,
-        record: Run,
-        base: str,
-        pull: PullRequestInfo,
-        fence: Callable[[], None],
-        fixing_base: bool = False,
     ) -> None:
-        self._fixing_base = fixing_base
-        self._fence = fence
-        self.base_branch = base
+        self._fixing_base = run.fixing_base
+        self._fence = run.fence
+        self.base_branch = run.base
         self._gh = github
         self._store = store
         self._clock = clock
@@ -75,11 +84,11 @@ class RunLoopOutside:
         self._scrub = scrub
         self._say = say
         self._interrupt = interrupt
-        self._ref = ref
-        self._worktree = worktree
-        self._sessions = sessions
-        self._record = record
-        self._pull = pull
+        self._ref = run.ref
+        self._worktree = run.worktree
+        self._sessions = run.sessions
+        self._record = run.record
+        self._pull = run.pull
         self._reviewed = 0  # how many of the Worktree's foreign commits a session reviewed
 
     def progress(self, line: str) -> None:

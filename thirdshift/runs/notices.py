@@ -68,3 +68,38 @@ def announce_run_end(
             report=report,
         )
     )
+
+
+class Announcer:
+    """``announce_run_end`` with what stays the same for every Run of one process."""
+
+    def __init__(
+        self, store: Store, notifier: Notifier, scrub: Scrubber, say: Callable[[str], None]
+    ) -> None:
+        self._store = store
+        self._notifier = notifier
+        self._scrub = scrub
+        self._say = say
+
+    def announce(
+        self,
+        run: Run,
+        issue_url: str,
+        state: str,
+        *,
+        cause: str | None = None,
+        pull_request_url: str | None = None,
+        report: PostMortem | None = None,
+    ) -> None:
+        announce_run_end(
+            store=self._store,
+            notifier=self._notifier,
+            scrub=self._scrub,
+            progress=self._say,
+            run=run,
+            issue_url=issue_url,
+            state=state,
+            cause=cause,
+            pull_request_url=pull_request_url,
+            report=report,
+        )

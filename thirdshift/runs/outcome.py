@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from thirdshift.errors import NotClaimed, ThirdshiftError
+from thirdshift.runs.repair_loop import LoopResult
 
 SUCCEEDED = frozenset({"ready", "merged", "published", "covered", "skipped"})
 """The states of a Run that reached its goal (exit status 0)."""
@@ -44,3 +45,14 @@ class RunOutcome:
         """The outcome of an error a Run stopped on before it could end on its own terms."""
         state = "not claimed" if isinstance(error, NotClaimed) else "stopped"
         return cls(state, error.exit_code, run_id=run_id, cause=str(error))
+
+
+def checks_line(result: LoopResult) -> str:
+    """What CI said of the head a Run ended on, in a few words (the job summary's Checks)."""
+    head = result.head[:7]
+    said = (
+        f"none appeared on {head}: CI counted as absent" if result.ci_absent else f"green on {head}"
+    )
+    if result.repairs:
+        said += f", after {result.repairs} Repair(s)"
+    return said

@@ -8,10 +8,25 @@ from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
+from thirdshift.defang import defanged_title, pull_request_body
+from thirdshift.issue_url import IssueRef
 from thirdshift.records import Comment, IssueInfo, IssueSummary
+from thirdshift.scrub import Scrubber
 from thirdshift.sessions.preamble import before_prompt
 
 PULL_REQUEST_FILE = ".thirdshift-pull-request.md"
+
+
+def pull_request_text(text: str, ref: IssueRef, scrub: Scrubber) -> tuple[str, str]:
+    """The title and body of the Pull request file the agent wrote, defanged, with
+    thirdshift's one ``Closes #n``."""
+    first, _, rest = text.strip().partition("\n")
+    title = first.lstrip("# ").strip() or f"Fix #{ref.number}"
+    # Scrubbed first: a zero-width space inside a secret would hide it from the scrubber.
+    return (
+        defanged_title(scrub(title), ref.full_name),
+        pull_request_body(scrub(rest.strip()), ref.number, ref.full_name),
+    )
 
 
 @dataclass(frozen=True)

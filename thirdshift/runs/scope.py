@@ -1,0 +1,120 @@
+"""What one Run knows as it goes, in frozen values its steps take (adr/0031): the request,
+then what the branch choice found (``Found``), then the Run as recorded under its Lease
+(``RunScope``), and what the steps after the Claim have made so far (``Trail``, which the
+salvage reads when a step fails). A step takes the value of the point it runs at and returns
+what it made; none keeps state of its own between Runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from thirdshift.git import ManagedClone, Worktree
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import IssueInfo, PullRequestInfo, RepoInfo, Run
+from thirdshift.runs.branches import BranchChoice
+from thirdshift.runs.claims import Claim
+from thirdshift.runs.lease import LeaseKeeper
+from thirdshift.runs.ports import GitHubPort
+from thirdshift.runs.review import NO_FEEDBACK, Feedback
+from thirdshift.sessions import Sessions
+
+Say = Callable[[str], None]
+"""A progress line, scrubbed on its way out."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What to run. A daemon's request also says what it saw when it chose the issue, checked
+    again under the Lease: ``expect_ready`` (the issue still carries the Ready label) or
+    ``rescue_of`` (that crashed Run is still the issue's newest); otherwise the Run ends
+    with ``NotClaimed`` having changed nothing."""
+
+    issue: IssueRef
+    merge: bool = False
+    base: str | None = None
+    expect_ready: bool = False
+    rescue_of: int | None = None
+    job_url: str | None = None  # on GitHub Actions: the workflow run's page, for the comment
+    # A daemon's review pickup: that Run is still the issue's newest, and review feedback on
+    # its pull request waits (checked again under the Lease).
+    review_of: int | None = None
+
+
+@dataclass(frozen=True)
+class Found:
+    """The issue, its repository, thirdshift's clone of it fetched, the Issue branch chosen
+    and the Base branch it targets, and where its Worktree goes."""
+
+    ref: IssueRef
+    repo: RepoInfo
+    issue: IssueInfo
+    clone: ManagedClone
+    remote: Mapping[str, str]
+    choice: BranchChoice
+    base: str
+    worktree_path: Path
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """A Run as recorded under its Lease: what every step after the Claim works from.
+    ``github`` is fenced by the Lease; ``session_kind`` is the opening session's kind unless
+    review feedback makes it a review (a Spec run opens with another)."""
+
+    request: RunRequest
+    record: Run
+    found: Found
+    keeper: LeaseKeeper
+    github: GitHubPort
+    ready_taken: bool
+    feedback: Feedback = NO_FEEDBACK
+    work_set_aside: bool = False
+    session_kind: str = "implement"
+
+    @property
+    def ref(self) -> IssueRef:
+        return self.found.ref
+
+    @property
+    def issue(self) -> IssueInfo:
+        return self.found.issue
+
+    @property
+    def choice(self) -> BranchChoice:
+        return self.found.choice
+
+    @property
+    def branch(self) -> str:
+        return self.found.choice.branch
+
+    @property
+    def base(self) -> str:
+        return self.found.base
+
+    @property
+    def clone(self) -> ManagedClone:
+        return self.found.clone
+
+
+@dataclass(frozen=True)
+class Brief:
+    """The opening session's kind and prompt; for a review Repair, the feedback it answers
+    and the head it started from."""
+
+    kind: str
+    prompt: str
+    feedback: Feedback = NO_FEEDBACK
+    reviewed_from: str | None = None
+
+
+@dataclass(frozen=True)
+class Trail:
+    """What the steps after the Claim made so far: the salvage saves from it."""
+
+    claim: Claim
+    pull: PullRequestInfo | None
+    worktree: Worktree | None = None
+    sessions: Sessions | None = None
+    brief: Brief = field(default_factory=lambda: Brief("implement", ""))

@@ -1,0 +1,199 @@
+"""The Claim: under the Lease, the Ready label taken off first (GitHub answers only one of two
+removals, so Runs sharing no database cannot both claim), the Run recorded, then the labels
+swapped and the one marked comment saying who works on the issue."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+from thirdshift.errors import NotClaimed, ThirdshiftError
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import IssueInfo, Lease, Repository, Run
+from thirdshift.runs.approval import text_sha256
+from thirdshift.runs.claims import CLAIM_MARKER, Claim
+from thirdshift.runs.ports import GitHubPort, SessionSource
+from thirdshift.runs.scope import Found, RunRequest, RunScope, Say
+from thirdshift.scrub import Scrubber
+from thirdshift.settings import Settings
+from thirdshift.store import Store
+
+
+class ClaimStep:
+    """Claims an issue for a Run, on GitHub and in the database."""
+
+    def __init__(
+        self,
+        github: GitHubPort,
+        store: Store,
+        settings: Settings,
+        source: SessionSource,
+        scrub: Scrubber,
+        say: Say,
+        claimant: str,
+    ) -> None:
+        self._github = github
+        self._store = store
+        self._settings = settings
+        self._source = source
+        self._scrub = scrub
+        self._say = say
+        self._claimant = claimant
+
+    def take_ready(self, ref: IssueRef, issue: IssueInfo, fence: Callable[[], None]) -> str | None:
+        """The first step of the Claim on GitHub, taken under the Lease: the Ready label off.
+        Runs that share no database (a workflow, a daemon elsewhere) can both hold a Lease of
+        their own; GitHub answers only one of two removals of a label, so the other Run backs
+        off, ``NotClaimed``, having changed nothing. The label's name as the issue spells it,
+        or None when the issue had no Ready label (a Run by hand, a Continuation)."""
+        wanted = self._settings.ready_label.lower()
+        ready = next((label for label in issue.labels if label.lower() == wanted), None)
+        if ready is None:
+            return None
+        fence()
+        if not self._github.take_label(ref.owner, ref.repo, ref.number, ready):
+            raise NotClaimed(
+                f"{ref} was claimed on GitHub by another Run first (it took the {ready} label "
+                "off); this Run changed nothing"
+            )
+        # At once in-progress, before the Run is recorded: an issue must never be left with
+        # neither label (a crash then would leave nothing for a daemon's sweep to find).
+        busy = self._settings.in_progress_label
+        try:
+            add_in_progress(self._github, ref, busy)
+        except ThirdshiftError:
+            with contextlib.suppress(ThirdshiftError):
+                self._github.add_label(ref.owner, ref.repo, ref.number, ready)
+            raise
+        self._say(f"labelling #{ref.number} {busy}, in place of {ready}")
+        return ready
+
+    def record(
+        self,
+        lease: Lease,
+        repository: Repository,
+        found: Found,
+        request: RunRequest,
+        ready_taken: str | None,
+        raise_lost: Callable[[], Exception],
+    ) -> Run:
+        """The Run, recorded under the Lease; the Claim on GitHub is undone when it cannot be."""
+        ref, issue = found.ref, found.issue
+        try:
+            record = self._store.start_run_under(
+                lease,
+                repository,
+                ref.number,
+                kind="merge" if request.merge else "run",
+                base_branch=found.base,
+                issue_branch=found.choice.branch,
+                harness=self._source.harness_name,
+                model=self._source.model,
+                text_sha256=text_sha256(issue.title, issue.body),
+            )
+        except ThirdshiftError:
+            self._give_ready_back(ref, ready_taken)
+            raise
+        if record is None:  # paused past the Lease before this Run was even recorded
+            # The Run holding the issue now may want its Ready label; its in-progress stays.
+            self._give_ready_back(ref, ready_taken, busy_too=False)
+            raise raise_lost()
+        return record
+
+    def _give_ready_back(self, ref: IssueRef, ready: str | None, *, busy_too: bool = True) -> None:
+        """Undo a Claim on GitHub made before the Run could be recorded (best effort: the
+        issue gets its Ready label back and, with ``busy_too``, loses in-progress)."""
+        if ready is None:
+            return
+        with contextlib.suppress(ThirdshiftError):
+            self._github.add_label(ref.owner, ref.repo, ref.number, ready)
+            if busy_too:
+                self._github.remove_label(
+                    ref.owner, ref.repo, ref.number, self._settings.in_progress_label
+                )
+
+    def mark(self, scope: RunScope) -> Claim:
+        """The labels and the claim comment, on the Lease-fenced GitHub."""
+        github, found = scope.github, scope.found
+        claim = claim_labels(
+            github,
+            found.ref,
+            found.issue,
+            ready_label=self._settings.ready_label,
+            in_progress_label=self._settings.in_progress_label,
+            say=self._say,
+            ready_taken=scope.ready_taken,
+        )
+        claim_comment(
+            github,
+            found.ref,
+            run_id=scope.record.id,
+            branch=found.choice.branch,
+            claimant=self._scrub(self._claimant),
+            continuation=found.choice.continuation,
+            rescue_of=scope.request.rescue_of,
+        )
+        return claim
+
+
+def add_in_progress(github: GitHubPort, ref: IssueRef, label: str) -> None:
+    """Put the in-progress ``label`` on the issue, making the repository's label first."""
+    github.ensure_label(ref.owner, ref.repo, label, "fbca04", "thirdshift is working on this issue")
+    github.add_label(ref.owner, ref.repo, ref.number, label)
+
+
+def claim_labels(
+    github: GitHubPort,
+    ref: IssueRef,
+    issue: IssueInfo,
+    *,
+    ready_label: str,
+    in_progress_label: str,
+    say: Callable[[str], None],
+    ready_taken: bool = False,
+) -> Claim:
+    """Put ``in-progress`` in place of ``ready-for-agent``, one label at a time. An issue
+    already in progress and no longer ready is left as it is. ``ready_taken``: the Run took the
+    Ready label off already, as its claim against Runs sharing no database."""
+    ready, busy = ready_label, in_progress_label
+    if ready_taken:  # the Run swapped both labels before it was recorded
+        return Claim(had_ready_label=True, added_label=True)
+    labels = list(issue.labels)
+    had_ready = any(label.lower() == ready.lower() for label in labels)
+    had_busy = any(label.lower() == busy.lower() for label in labels)
+    if had_busy and not had_ready:
+        return Claim(had_ready_label=False, added_label=False)
+    # One label at a time, never the whole set: a label a person adds meanwhile must stay.
+    if not had_busy:
+        add_in_progress(github, ref, busy)
+    if had_ready and not ready_taken:
+        ready_name = next(label for label in labels if label.lower() == ready.lower())
+        github.remove_label(ref.owner, ref.repo, ref.number, ready_name)
+    say(f"labelling #{ref.number} {busy}" + (f", in place of {ready}" if had_ready else ""))
+    return Claim(had_ready_label=had_ready, added_label=not had_busy)
+
+
+def claim_comment(
+    github: GitHubPort,
+    ref: IssueRef,
+    *,
+    run_id: int,
+    branch: str,
+    claimant: str,
+    continuation: bool,
+    rescue_of: int | None,
+) -> None:
+    """The Claim's one marked comment: who works on the issue, as which Run, on which branch.
+    A later Run edits it, so an issue never collects one per Run."""
+    if rescue_of is not None:
+        how = f", taking over from Run {rescue_of}, which crashed"
+    elif continuation:
+        how = ", continuing the work already on that branch"
+    else:
+        how = ""
+    body = (
+        f"{CLAIM_MARKER}\nthirdshift is working on this issue as Run {run_id} ({claimant}), on "
+        f"branch `{branch}`{how}. It ends with a pull request ready for review, or with a "
+        "comment here saying what stopped it and where the work is."
+    )
+    github.upsert_marked_comment(ref.owner, ref.repo, ref.number, CLAIM_MARKER, body)

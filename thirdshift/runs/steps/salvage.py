@@ -1,0 +1,164 @@
+"""The salvage: any ending without the goal becomes a Failed run that loses nothing
+(``runs.failed_run``). Its cause is decided first (a lost Lease, then an interrupt, win), a
+red Base branch gets its Base fix, and the end is announced."""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from thirdshift.clock import Clock
+from thirdshift.errors import Interrupted, LeaseLost, ThirdshiftError
+from thirdshift.git import ManagedClone
+from thirdshift.records import IssueInfo
+from thirdshift.runs.base_fixes import is_base_fix
+from thirdshift.runs.context import RunHooks
+from thirdshift.runs.failed_run import FailedOutcome, FailedRun, Salvage, SalvagedRun
+from thirdshift.runs.notices import Announcer
+from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.repair_loop import InheritedFailure, RunFailed
+from thirdshift.runs.scope import RunScope, Trail
+from thirdshift.scrub import Scrubber
+from thirdshift.sessions import LaterStepFailed
+from thirdshift.settings import Settings
+from thirdshift.store import Store
+
+BaseFixOpener = Callable[[RunScope, InheritedFailure], IssueInfo | None]
+
+
+class SalvageStep:
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        scrub: Scrubber,
+        clock: Clock,
+        hooks: RunHooks,
+        announcer: Announcer,
+        open_base_fix: BaseFixOpener,
+        remove_worktree: Callable[[ManagedClone, Path], None],
+    ) -> None:
+        self._store = store
+        self._settings = settings
+        self._scrub = scrub
+        self._clock = clock
+        self._hooks = hooks
+        self._announcer = announcer
+        self._open_base_fix = open_base_fix
+        self._remove_worktree = remove_worktree
+
+    def say(self, line: str) -> None:
+        self._hooks.progress(self._scrub(line))
+
+    def salvage(self, scope: RunScope, trail: Trail, error: Exception) -> RunOutcome:
+        """The Failed run of ``error``, saving what ``trail`` holds."""
+        # An interrupt no longer cuts waits short: the salvage keeps GitHub's retries.
+        self._clock.salvaging(self._settings.salvage_wait_seconds)
+        failure, base_fix = self._with_base_fix(scope, self._as_failure(error, scope, trail))
+        sessions = trail.sessions
+        outcome = self._salvage(scope).fail(
+            FailedRun(
+                error=failure,
+                worktree=trail.worktree,
+                pull=trail.pull,
+                last_log=sessions.last_log if sessions else None,
+                killed_work=sessions.endings if sessions else (),
+                claim_had_ready_label=trail.claim.had_ready_label,
+                claim_added_label=trail.claim.added_label,
+            )
+        )
+        if base_fix is not None:  # Ready again, for once its blocker is closed
+            ref = scope.ref
+            with contextlib.suppress(ThirdshiftError):
+                scope.github.add_label(ref.owner, ref.repo, ref.number, self._settings.ready_label)
+        if trail.worktree is not None and not outcome.kept_worktree:
+            self._remove_worktree(scope.clone, trail.worktree.path)
+        return self._end(scope, outcome)
+
+    def _salvage(self, scope: RunScope) -> Salvage:
+        clone, branch = scope.clone, scope.branch
+        salvaged = SalvagedRun(
+            ref=scope.ref,
+            run=scope.record,
+            branch=branch,
+            base=scope.base,
+            branch_on_origin=lambda: clone.has_remote_branch(branch),
+            fence=scope.keeper.check,
+            job_url=scope.request.job_url,
+        )
+        return Salvage(
+            salvaged,
+            github=scope.github,
+            store=self._store,
+            scrub=self._scrub,
+            clock=self._clock,
+            progress=self.say,
+            settings=self._settings,
+        )
+
+    def _with_base_fix(
+        self, scope: RunScope, failure: ThirdshiftError
+    ) -> tuple[ThirdshiftError, IssueInfo | None]:
+        """For checks red on the Base branch, the Base fix opened, and the cause saying so."""
+        # A Base fix red from the same checks failed at its one job: no Base fix for it.
+        own_fix = is_base_fix(scope.issue, scope.github.authenticated_login)
+        if not isinstance(failure, InheritedFailure) or not self._settings.base_fix or own_fix:
+            return failure, None
+        base_fix = self._open_base_fix(scope, failure)
+        if base_fix is None:
+            return failure, None
+        number = scope.ref.number
+        return InheritedFailure(
+            f"{failure}; thirdshift opened {base_fix.html_url} to fix it as a Merge "
+            f"run first, and #{number} waits for it (blocked by it) to run again",
+            failure.checks,
+            failure.base_sha,
+        ), base_fix
+
+    def _end(self, scope: RunScope, outcome: FailedOutcome) -> RunOutcome:
+        if outcome.open_pull_url:
+            self._hooks.emit_url(outcome.open_pull_url)
+        self._announcer.announce(
+            scope.record,
+            scope.issue.html_url,
+            outcome.state,
+            cause=outcome.cause,
+            pull_request_url=outcome.open_pull_url,
+            report=outcome.report,
+        )
+        for line in outcome.last_lines:
+            self.say(line)
+        return RunOutcome(
+            outcome.state,
+            1,
+            run_id=scope.record.id,
+            pull_request_url=outcome.open_pull_url,
+            cause=outcome.cause,
+        )
+
+    def _as_failure(self, error: Exception, scope: RunScope, trail: Trail) -> ThirdshiftError:
+        """The cause a Failed run reports: a lost Lease wins over everything (it stopped the
+        Run); an interrupt wins over what it broke (a killed git command, a stopped session),
+        except over a verdict of the Repair loop; killed work of earlier sessions is still
+        named ahead of it."""
+        keeper, sessions = scope.keeper, trail.sessions
+        if keeper.lost:
+            return error if isinstance(error, LeaseLost) else keeper.lost_error()
+        original = error.original if isinstance(error, LaterStepFailed) else error
+        if self._hooks.interrupt.is_set() and not isinstance(original, RunFailed):
+            why = self._hooks.stopped_because() or "interrupted"
+            endings = sessions.endings if sessions else ()
+            if endings:
+                return LaterStepFailed(
+                    f"{'; '.join(endings)} and a later step failed: {why}", Interrupted(why)
+                )
+            return Interrupted(why)
+        if isinstance(error, ThirdshiftError):
+            return error
+        self.say("".join(traceback.format_exception(error)).rstrip())
+        return ThirdshiftError(
+            f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift; the work was "
+            "saved below, please report it with the lines above)"
+        )

@@ -1,0 +1,126 @@
+"""The takeover: after the session, thirdshift (never the agent) commits what it left, pushes
+the Issue branch secret-checked, and opens or updates the pull request from the agent's Pull
+request file, checks it is open into the Base branch, and marks it ready."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from thirdshift.errors import ThirdshiftError
+from thirdshift.git import Worktree, tracking
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import PullRequestInfo
+from thirdshift.runs.prompts import PULL_REQUEST_FILE, pull_request_text
+from thirdshift.runs.scope import RunScope, Say
+from thirdshift.runs.secret_check import push_checked
+from thirdshift.scrub import Scrubber
+from thirdshift.settings import Settings
+
+
+class PullWrites(Protocol):
+    """The pull request methods the takeover uses (on the Lease-fenced GitHub)."""
+
+    def pulls_for_head(
+        self, owner: str, name: str, head_branch: str, state: str = "all"
+    ) -> tuple[PullRequestInfo, ...]: ...
+
+    def pull(self, owner: str, name: str, number: int) -> PullRequestInfo: ...
+
+    def create_pull(
+        self,
+        owner: str,
+        name: str,
+        *,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        draft: bool = False,
+    ) -> PullRequestInfo: ...
+
+    def update_pull(
+        self,
+        owner: str,
+        name: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        base: str | None = None,
+    ) -> PullRequestInfo: ...
+
+    def mark_ready(self, owner: str, name: str, number: int) -> None: ...
+
+
+class TakeoverStep:
+    def __init__(self, settings: Settings, scrub: Scrubber, say: Say) -> None:
+        self._settings = settings
+        self._scrub = scrub
+        self._say = say
+
+    def take_over(
+        self, scope: RunScope, worktree: Worktree, pull: PullRequestInfo | None
+    ) -> PullRequestInfo:
+        """The Run's pull request, open and ready, at the pushed head."""
+        ref, branch, base = scope.ref, scope.branch, scope.base
+        self._push(scope, worktree)
+        written = self._written(ref, worktree)
+        title, body = written or (f"Fix #{ref.number}", f"Closes #{ref.number}")
+        gh: PullWrites = scope.github
+        if pull is None:
+            open_pulls = [
+                p for p in gh.pulls_for_head(ref.owner, ref.repo, branch) if p.state == "open"
+            ]
+            pull = open_pulls[0] if open_pulls else None
+        if pull is None:
+            pull = gh.create_pull(
+                ref.owner, ref.repo, head=branch, base=base, title=title, body=body
+            )
+            self._say(f"opened pull request {pull.html_url}")
+        elif written is not None:
+            pull = gh.update_pull(ref.owner, ref.repo, pull.number, title=title, body=body)
+            self._say(f"updated pull request {pull.html_url}")
+        else:  # a Continuation's session that wrote nothing keeps the pull request's own text
+            pull = gh.pull(ref.owner, ref.repo, pull.number)
+            self._say(f"kept the title and body of pull request {pull.html_url}")
+        if pull.state != "open":
+            raise ThirdshiftError(f"pull request {pull.html_url} is {pull.state}, not open")
+        if pull.base_ref != base:
+            raise ThirdshiftError(
+                f"pull request {pull.html_url} targets {pull.base_ref}, not {base}"
+            )
+        if pull.draft:
+            gh.mark_ready(ref.owner, ref.repo, pull.number)
+            self._say(f"marked {pull.html_url} ready for review")
+            pull = gh.pull(ref.owner, ref.repo, pull.number)
+        return pull
+
+    def _push(self, scope: RunScope, worktree: Worktree) -> None:
+        if worktree.is_dirty() and worktree.commit_all(
+            "thirdshift: work the implement session left uncommitted"
+        ):
+            self._say("committed work the session left uncommitted")
+        if worktree.is_ancestor("HEAD", tracking(scope.base)):
+            raise ThirdshiftError(
+                f"the implement session made no commits on {scope.branch}; there is nothing to "
+                "open a pull request for"
+            )
+        self._say(f"pushing {scope.branch}")
+        push_checked(
+            worktree,
+            scope.branch,
+            scope.base,
+            self._scrub.findings,
+            scope.keeper.check,
+            say=self._say,
+            allow_workflow_changes=self._settings.allow_workflow_changes_for(
+                scope.ref.owner, scope.ref.repo
+            ),
+        )
+
+    def _written(self, ref: IssueRef, worktree: Worktree) -> tuple[str, str] | None:
+        text = worktree.read_agent_file(PULL_REQUEST_FILE)
+        if text is None:
+            self._say(f"the session wrote no {PULL_REQUEST_FILE}")
+            return None
+        return pull_request_text(text, ref, self._scrub)
