@@ -25,7 +25,7 @@ from thirdshift.records import CheckRun
 from thirdshift.runs.base_fixes import base_fix_marker
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.runs.failed_run import COMMENT_MARKER
-from thirdshift.runs.plans import marker, plan_marker
+from thirdshift.runs.plan_issues import marker, plan_marker
 from thirdshift.runs.review import REPLY_MARKER_PREFIX
 from thirdshift.sessions import SessionFailed
 

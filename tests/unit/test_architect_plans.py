@@ -12,25 +12,28 @@ import pytest
 
 from thirdshift.defang import defanged
 from thirdshift.records import IssueSummary
-from thirdshift.runs.plans import (
-    Covered,
-    Idea,
+from thirdshift.runs.plan_gate import architect_gate, waiting_for_triage
+from thirdshift.runs.plan_issues import (
     Marker,
-    Plan,
-    ResultInvalid,
-    architect_gate,
+    PlanPart,
+    Reviewed,
     issue_text,
     kept_mismatch,
     marked_part,
     marker,
-    parse_result,
     plan_marker,
     plan_parts,
     published_line,
+)
+from thirdshift.runs.plans import (
+    Covered,
+    Idea,
+    Plan,
+    ResultInvalid,
+    parse_result,
     result_digest,
     result_from_json,
     result_to_json,
-    waiting_for_triage,
 )
 from thirdshift.runs.prompts import architect_prompt
 from thirdshift.settings import cron_trigger
@@ -239,15 +242,11 @@ def test_a_ticket_body_has_the_shape_of_a_good_issue_and_its_marker() -> None:
     assert isinstance(result, Plan)
     body = issue_text(
         result.tickets[1],
-        key="41",
-        part="ticket-2",
-        digest=DIGEST,
+        place=PlanPart("41", "ticket-2", DIGEST),
+        reviewed=Reviewed(41, "main", "0123456789abcdef"),
+        kind="A Ticket",
         blockers=[17],
         spec_number=16,
-        run_id=41,
-        base="main",
-        base_sha="0123456789abcdef",
-        kind="A Ticket",
     )
     for heading in ("## Why", "## What to build", "## Acceptance", "## Decisions taken"):
         assert heading in body
@@ -348,12 +347,8 @@ def test_a_session_s_text_cannot_pass_for_a_marker_or_page_anyone() -> None:
     assert isinstance(result, Plan)
     body = issue_text(
         result.tickets[0],
-        key="41",
-        part="ticket-1",
-        digest=DIGEST,
-        run_id=41,
-        base="main",
-        base_sha="0" * 40,
+        place=PlanPart("41", "ticket-1", DIGEST),
+        reviewed=Reviewed(41, "main", "0" * 40),
         kind="A Ticket",
     )
     assert "@\u200balice" in body

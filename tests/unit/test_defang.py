@@ -15,7 +15,7 @@ from thirdshift.defang import (
 from thirdshift.runs.base_fixes import BASE_FIX_MARKER_PREFIX
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.runs.failed_run import COMMENT_MARKER
-from thirdshift.runs.plans import marker
+from thirdshift.runs.plan_issues import marker
 from thirdshift.runs.review import REPLY_MARKER_PREFIX
 from thirdshift.scrub import Scrubber
 

@@ -22,7 +22,7 @@ from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.lease import LeaseKeeper
 from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome
-from thirdshift.runs.scope import Found, RunRequest, RunScope, Trail
+from thirdshift.runs.scope import Found, RunRequest, RunScope, RunTools, Trail
 from thirdshift.runs.steps.base_fix import BaseFixStep
 from thirdshift.runs.steps.branch import BranchChoiceStep
 from thirdshift.runs.steps.brief import BriefStep
@@ -56,6 +56,7 @@ class Delivery:
             parts.github,
         )
         say, source = self.say, parts.session_source
+        tools = RunTools(store, settings, scrub, clock, say)
         announcer = Announcer(store, hooks.notifier, scrub, say)
         self._branches = BranchChoiceStep(gh, parts.clones, settings.home, say)
         self._lease = LeaseStep(gh, store, settings, clock, hooks.interrupt, hooks.claimant)
@@ -66,13 +67,11 @@ class Delivery:
         self._brief = BriefStep(store, settings, scrub, say)
         self._session = SessionStep(store, source, scrub, say)
         self._takeover = TakeoverStep(settings, scrub, say)
-        self._repair = RepairStep(store, settings, scrub, clock, say, hooks.interrupt)
+        self._repair = RepairStep(tools, hooks.interrupt)
         self._reply = ReviewReplyStep(scrub, say)
-        self._finish = FinishStep(store, settings, scrub, clock, say, hooks.emit_url, announcer)
+        self._finish = FinishStep(tools, hooks.emit_url, announcer)
         base_fix = BaseFixStep(settings, say)
-        self._salvage = SalvageStep(
-            store, settings, scrub, clock, hooks, announcer, base_fix.open, self._worktree.remove
-        )
+        self._salvage = SalvageStep(tools, hooks, announcer, base_fix.open, self._worktree.remove)
 
     def say(self, line: str) -> None:
         self._hooks.progress(self._parts.scrub(line))

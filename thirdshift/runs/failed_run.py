@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from thirdshift.clock import Clock
 from thirdshift.defang import defanged
 from thirdshift.errors import Interrupted, LeaseLost, ThirdshiftError
 from thirdshift.git import Worktree, tracking
@@ -26,13 +25,10 @@ from thirdshift.records import PullRequestInfo, Run
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.post_mortem import LAST_LINES, PostMortem, markdown, post_mortem
 from thirdshift.runs.repair_loop import PolicyRefusal
+from thirdshift.runs.scope import RunTools
 from thirdshift.runs.secret_check import push_checked
-from thirdshift.scrub import Scrubber
 from thirdshift.sessions import LaterStepFailed
 from thirdshift.sessions.rules import ProviderUnavailable
-from thirdshift.settings import Settings
-from thirdshift.store import Store
-from thirdshift.store.retry import retrying
 
 COMMENT_MARKER = "<!-- thirdshift:failed-run -->"
 
@@ -91,26 +87,21 @@ class Salvage:
     def __init__(
         self,
         salvaged: SalvagedRun,
-        *,
         github: GitHubPort,
-        store: Store,
-        scrub: Scrubber,
-        clock: Clock,
-        progress: Callable[[str], None],
-        settings: Settings,
+        tools: RunTools,
     ) -> None:
-        ref = salvaged.ref
-        self._store_wait_seconds = settings.salvage_wait_seconds
+        ref, settings = salvaged.ref, tools.settings
+        self._tools = tools
         self._allow_workflow_changes = settings.allow_workflow_changes_for(ref.owner, ref.repo)
         self._job_url = salvaged.job_url
         self._fence = salvaged.fence
         self._home = settings.home
         self._branch_on_origin_now = salvaged.branch_on_origin
         self._gh = github
-        self._store = store
-        self._clock = clock
-        self._scrub = scrub
-        self._progress = progress
+        self._store = tools.store
+        self._clock = tools.clock
+        self._scrub = tools.scrub
+        self._progress = tools.say
         self._ref = ref
         self._run = salvaged.run
         self._branch = salvaged.branch
@@ -213,7 +204,7 @@ class Salvage:
         pull: PullRequestInfo | None,
     ) -> None:
         # A store away for a moment must not leave the Run "running" for the reaper.
-        retrying(
+        self._tools.retrying(
             lambda: self._store.finish_run(
                 self._run.id,
                 "refused" if policy else "failed",
@@ -222,10 +213,7 @@ class Salvage:
                 last_session_log=str(failed.last_log) if failed.last_log else None,
                 head_sha=head,
                 pull_request_number=pull.number if pull else None,
-            ),
-            seconds=self._store_wait_seconds,
-            sleep=self._clock.sleep,
-            monotonic=self._clock.monotonic,
+            )
         )
 
     def _save_work(

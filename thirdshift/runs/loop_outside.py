@@ -6,7 +6,6 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from thirdshift.clock import Clock
 from thirdshift.defang import closed_elsewhere
 from thirdshift.errors import Interrupted, MergeRefused, ThirdshiftError
 from thirdshift.git import Worktree, tracking
@@ -35,11 +34,9 @@ from thirdshift.runs.repair_loop import (
     merge_held,
     merge_not_yet,
 )
+from thirdshift.runs.scope import RunTools
 from thirdshift.runs.secret_check import push_checked
-from thirdshift.scrub import Scrubber
 from thirdshift.sessions import EVENTS_IN_RESUME, Sessions, follow_up_preamble
-from thirdshift.settings import Settings
-from thirdshift.store import Store
 
 LOG_TAIL_CHARS = 3000
 
@@ -65,24 +62,19 @@ class RunLoopOutside:
     def __init__(
         self,
         run: LoopRun,
-        *,
         github: GitHubPort,
-        store: Store,
-        settings: Settings,
-        scrub: Scrubber,
-        clock: Clock,
-        say: Callable[[str], None],
+        tools: RunTools,
         interrupt: threading.Event,
     ) -> None:
         self._fixing_base = run.fixing_base
         self._fence = run.fence
         self.base_branch = run.base
         self._gh = github
-        self._store = store
-        self._clock = clock
-        self._settings = settings
-        self._scrub = scrub
-        self._say = say
+        self._store = tools.store
+        self._clock = tools.clock
+        self._settings = tools.settings
+        self._scrub = tools.scrub
+        self._say = tools.say
         self._interrupt = interrupt
         self._ref = run.ref
         self._worktree = run.worktree

@@ -1,5 +1,5 @@
-"""Architect runs as pure rules: the gates, the result file an ``architect`` session leaves,
-and the issues thirdshift publishes from it.
+"""Architect runs as pure rules: the result file an ``architect`` session leaves (the gates
+are in ``plan_gate``, the issues thirdshift publishes from it in ``plan_issues``).
 
 The session writes one JSON file (``ARCHITECT_RESULT_FILE``) naming its outcome: a plan (a Spec
 with Tickets, or one Ticket), an idea, or the open or closed issue that already covers its best
@@ -17,14 +17,12 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
 from typing import Any
 
 from thirdshift.defang import defanged
 from thirdshift.errors import ThirdshiftError
-from thirdshift.records import IssueSummary
 
 ARCHITECT_RESULT_FILE = ".thirdshift-architect.json"
 ARCHITECT_ISSUE = 0
@@ -38,9 +36,6 @@ TEXT_CHARS = 12_000  # per section
 BODY_CHARS = 40_000  # a whole rendered body: well inside GitHub's 65,536, footer and all
 LIST_ITEMS = 40  # acceptance checks, or decisions, of one issue
 RESULT_BYTES = 256 * 1024
-_MARKER = re.compile(
-    r"<!-- thirdshift:architect plan=([0-9a-f]+) part=([a-z0-9-]+)(?: digest=([0-9a-f]{64}))? -->"
-)
 _PLAN_KEY = re.compile(r"[0-9a-f]{1,64}")
 
 
@@ -79,76 +74,6 @@ class Covered:
 
 
 Result = Plan | Idea | Covered
-
-
-@dataclass(frozen=True)
-class Skip:
-    """Why an Architect run does nothing now, and the URLs of what stops it."""
-
-    reason: str
-    urls: tuple[str, ...] = ()
-
-
-# -- the gates --------------------------------------------------------------------------------
-
-
-def architect_gate(
-    *,
-    repository: str,
-    open_plans: Sequence[IssueSummary],
-    waiting_ideas: Sequence[IssueSummary],
-    ready: Sequence[IssueSummary],
-    published: Sequence[datetime],
-    per_week: int,
-    now: datetime,
-) -> Skip | None:
-    """Why no Architect run goes ahead now, or None. In order: an open plan (one at a time;
-    ``open_plans`` are the open issues labelled as a plan, its Spec and Tickets among them),
-    an idea still waiting for triage (people have not answered the last one), a Ready issue
-    (work people shaped goes first), the weekly cap (``published``: when this repository's
-    earlier plans and ideas were published)."""
-    if open_plans:
-        # A plan's issues are published Spec first, then its Tickets: the plan is named by the
-        # first of them still open, the others are its parts, not plans of their own.
-        first, *rest = sorted(open_plans, key=lambda issue: issue.number)
-        parts = f" (with {', '.join(f'#{i.number}' for i in rest)})" if rest else ""
-        return Skip(
-            f'Architect plan #{first.number} "{first.title}"{parts} is still open on '
-            f"{repository}: one plan at a time; close it or finish it first",
-            (first.html_url,),
-        )
-    if waiting_ideas:
-        newest = sorted(waiting_ideas, key=lambda issue: issue.number, reverse=True)
-        said = "; ".join(f'#{i.number} "{i.title}"' for i in newest)
-        return Skip(
-            f"Architect idea {said} is waiting for triage on {repository}: take "
-            f"{TRIAGE_LABEL} off (or close it) first",
-            tuple(i.html_url for i in newest),
-        )
-    if ready:
-        first = min(ready, key=lambda issue: issue.number)
-        return Skip(
-            f'Ready issue #{first.number} "{first.title}" goes first on {repository}',
-            (first.html_url,),
-        )
-    week = [when for when in published if now - when < timedelta(days=7)]
-    if len(week) >= per_week:
-        due = min(week) + timedelta(days=7)
-        return Skip(
-            f"{len(week)} Architect plan(s) or idea(s) were published on {repository} in the "
-            f"last 7 days and architect_plans_per_week is {per_week}; the next may go after "
-            f"{due:%Y-%m-%d %H:%M} UTC"
-        )
-    return None
-
-
-def waiting_for_triage(issues: Sequence[IssueSummary]) -> list[IssueSummary]:
-    """The open issues among ``issues`` that still carry ``needs-triage``."""
-    return [
-        issue
-        for issue in issues
-        if issue.state == "open" and TRIAGE_LABEL in {label.lower() for label in issue.labels}
-    ]
 
 
 # -- the result file --------------------------------------------------------------------------
@@ -262,7 +187,7 @@ def _draft(data: Any, where: str, *, ticket: bool) -> Draft:
         decisions=_lines(data, "decisions", where),
         blocked_by=tuple(dict.fromkeys(blocked_by)),
     )
-    size = len(_sections(draft))
+    size = len(sections(draft))
     if size > BODY_CHARS:
         raise ResultInvalid(
             f"{ARCHITECT_RESULT_FILE}: {where} would make an issue of {size} characters; at "
@@ -405,77 +330,7 @@ def _draft_json(draft: Draft, *, ticket: bool = False) -> dict[str, Any]:
     return body
 
 
-# -- the issues thirdshift publishes ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Marker:
-    """What thirdshift's hidden line in a published issue says: the plan, the part, and the
-    digest of the kept result it was published from (None on a marker without one)."""
-
-    key: str
-    part: str
-    digest: str | None
-
-
-def marker(key: str, part: str, digest: str) -> str:
-    """The hidden line that names one issue of a plan: ``part`` is ``spec``, ``ticket-<i>`` or
-    ``idea``; ``digest`` is ``result_digest`` of the kept result it is published from."""
-    return f"<!-- thirdshift:architect plan={key} part={part} digest={digest} -->"
-
-
-def plan_marker(body: str, key: str | None = None) -> Marker | None:
-    """The marker of an issue body (of plan ``key`` when given), or None. The last one counts:
-    thirdshift writes its own at the very end, after everything the session wrote."""
-    found = [
-        Marker(m.group(1), m.group(2), m.group(3))
-        for m in _MARKER.finditer(body)
-        if key is None or m.group(1) == key
-    ]
-    return found[-1] if found else None
-
-
-def marked_part(body: str, key: str) -> str | None:
-    """The part of plan ``key`` an issue body is marked as, or None."""
-    found = plan_marker(body, key)
-    return found.part if found else None
-
-
-def plan_parts(bodies: Mapping[int, str], key: str) -> dict[str, int]:
-    """The issues of plan ``key`` among ``bodies`` (number to body, as listed), by part: the
-    first listed of each part."""
-    parts: dict[str, int] = {}
-    for number, body in bodies.items():
-        part = marked_part(body, key)
-        if part is not None:
-            parts.setdefault(part, number)
-    return parts
-
-
-def kept_mismatch(
-    kept: str, key: str, bodies: Mapping[int, str], recorded: Sequence[int]
-) -> str | None:
-    """What a kept result (``kept``, of plan ``key``) does not match on GitHub, or None. Every
-    issue marked with its plan key must carry its digest (a marker without one does not
-    vouch for it), and every issue its Run recorded as published (``recorded``) that carries
-    a marker must carry its plan key: a row rewritten after publishing shows here."""
-    digest = result_digest(kept)
-    for number, body in sorted(bodies.items()):
-        found = plan_marker(body, key)
-        if found is None:
-            continue
-        if found.digest is None:
-            return f"the marker on #{number} carries no digest"
-        if found.digest != digest:
-            return f"digest differs from the marker on #{number}"
-    for number in recorded:
-        other = plan_marker(bodies.get(number, ""))
-        if other is not None and other.key != key:
-            return f"plan key differs from the marker on #{number}"
-    return None
-
-
-def _sections(draft: Draft) -> str:
+def sections(draft: Draft) -> str:
     """The body's part the session wrote, as published (without the parts thirdshift adds)."""
     parts = [
         f"## Why\n\n{defanged(draft.why)}",
@@ -488,48 +343,3 @@ def _sections(draft: Draft) -> str:
         listed = "\n".join(f"- {defanged(line)}" for line in draft.decisions)
         parts.append(f"## Decisions taken\n\n{listed}")
     return "\n\n".join(parts)
-
-
-def issue_text(
-    draft: Draft,
-    *,
-    key: str,
-    part: str,
-    digest: str,
-    blockers: Sequence[int] = (),
-    spec_number: int | None = None,
-    run_id: int,
-    base: str,
-    base_sha: str,
-    kind: str,
-) -> str:
-    """The body of one published issue. ``kind`` says what it is (a Spec, a Ticket, an
-    Architect idea) in the footer that tells a person what thirdshift expects of them."""
-    parts = [_sections(draft)]
-    if part.startswith("ticket-"):
-        said = ", ".join(f"#{n}" for n in blockers) if blockers else "nothing"
-        parts.append(f"Blocked by: {said}.")
-    if spec_number is not None:
-        parts.append(f"A Ticket of #{spec_number}.")
-    parts.append(
-        f"---\n_{kind} proposed by thirdshift's Architect run {run_id}, which reviewed {base} at "
-        f"{base_sha[:12]}. It waits for triage: a person takes {TRIAGE_LABEL} off (and adds "
-        "the Ready label to a Ticket) before any agent works on it._\n\n"
-        + marker(key, part, digest)
-    )
-    return "\n\n".join(parts)
-
-
-def published_line(result: Result, numbers: Sequence[int], urls: Sequence[str]) -> str:
-    """The last progress line of an Architect run that published (or found it covered)."""
-    if isinstance(result, Covered):
-        return (
-            f"covered by #{result.issue_number}: the best opportunity is already an issue "
-            f"({urls[0]}); nothing was published"
-        )
-    if isinstance(result, Idea):
-        return f"published the Architect idea #{numbers[0]} ({urls[0]}) for triage"
-    if result.spec is None:
-        return f"published the Architect plan #{numbers[0]}, one Ticket ({urls[0]}), for triage"
-    tickets = ", ".join(f"#{n}" for n in numbers[1:])
-    return f"published the Architect plan: Spec #{numbers[0]} ({urls[0]}) with Tickets {tickets}"

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+from thirdshift.clock import Clock
 from thirdshift.git import ManagedClone, Worktree
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, PullRequestInfo, RepoInfo, Run
@@ -18,10 +20,36 @@ from thirdshift.runs.claims import Claim
 from thirdshift.runs.lease import LeaseKeeper
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.review import NO_FEEDBACK, Feedback
+from thirdshift.scrub import Scrubber
 from thirdshift.sessions import Sessions
+from thirdshift.settings import Settings
+from thirdshift.store import Store
+from thirdshift.store.retry import retrying
 
 Say = Callable[[str], None]
 """A progress line, scrubbed on its way out."""
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunTools:
+    """What the parts of a Run that record, scrub, wait and speak share: the store, the
+    settings, the scrubber, the clock and the progress line (``say`` scrubs)."""
+
+    store: Store
+    settings: Settings
+    scrub: Scrubber
+    clock: Clock
+    say: Say
+
+    def retrying(self, call: Callable[[], T]) -> T:
+        """``call()``, tried again while the store is away, for ``salvage_wait_seconds``."""
+        return retrying(
+            call,
+            seconds=self.settings.salvage_wait_seconds,
+            sleep=self.clock.sleep,
+            monotonic=self.clock.monotonic,
+        )
 
 
 @dataclass(frozen=True)

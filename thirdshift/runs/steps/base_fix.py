@@ -4,6 +4,8 @@ and makes it a blocker of the issue that met them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from thirdshift.defang import defanged_title
 from thirdshift.errors import ThirdshiftError
 from thirdshift.records import IssueInfo
@@ -15,10 +17,10 @@ from thirdshift.runs.scope import RunScope, Say
 from thirdshift.settings import Settings
 
 
+@dataclass(frozen=True)
 class BaseFixStep:
-    def __init__(self, settings: Settings, say: Say) -> None:
-        self._settings = settings
-        self._say = say
+    settings: Settings
+    say: Say
 
     def open(self, scope: RunScope, failure: InheritedFailure) -> IssueInfo | None:
         """The Base fix issue for the checks red on the Base branch (one per branch and set
@@ -34,14 +36,14 @@ class BaseFixStep:
         try:
             issue = self._found_or_opened(scope, failure, checks)
         except ThirdshiftError as problem:
-            self._say(f"warning: could not open an issue to fix {checks} on {base}: {problem}")
+            self.say(f"warning: could not open an issue to fix {checks} on {base}: {problem}")
             return None
         if issue is None:
             return None
         try:
             gh.block_issue(ref.owner, ref.repo, ref.number, issue.number)
         except ThirdshiftError as problem:
-            self._say(
+            self.say(
                 f"warning: could not mark #{ref.number} blocked by {issue.html_url}: {problem}"
             )
         return issue
@@ -56,7 +58,7 @@ class BaseFixStep:
         if any(i.state != "open" for i in earlier) and not any(i.state == "open" for i in earlier):
             # A person closed the Base fix for these checks: theirs to decide, not again.
             closed = next(i for i in earlier if i.state != "open")
-            self._say(
+            self.say(
                 f"a Base fix for {checks} on {base} was closed ({closed.html_url}); "
                 "thirdshift opens no other"
             )
@@ -64,7 +66,7 @@ class BaseFixStep:
         issue = next((i for i in earlier if i.state == "open"), None)
         if issue is not None:
             return issue
-        ready, merge = self._settings.ready_label, self._settings.merge_label
+        ready, merge = self.settings.ready_label, self.settings.merge_label
         gh.ensure_label(ref.owner, ref.repo, merge, "5319e7", "thirdshift runs this as a Merge run")
         issue = gh.open_issue(
             ref.owner,
@@ -73,20 +75,20 @@ class BaseFixStep:
             body=base_fix_body(base, failure, marker, ref.full_name),
             labels=[ready, merge],
         )
-        self._say(f"opened {issue.html_url} to fix {checks} on {base}")
+        self.say(f"opened {issue.html_url} to fix {checks} on {base}")
         # Two Runs meeting the same red Base at once may each open one: the lowest
         # number stays, the other is closed again.
         first = next(i for i in self._existing(gh, scope, marker, me) if i.state == "open")
         if first.number != issue.number:
             gh.close_issue(ref.owner, ref.repo, issue.number)
-            self._say(f"closed {issue.html_url} again: {first.html_url} was first")
+            self.say(f"closed {issue.html_url} again: {first.html_url} was first")
             issue = first
         return issue
 
     def _existing(self, gh: GitHubPort, scope: RunScope, marker: str, me: str) -> list[IssueInfo]:
         """thirdshift's own Base fix issues carrying ``marker``, lowest number first (a
         person's that quotes the marker is not one)."""
-        ref, merge = scope.ref, self._settings.merge_label
+        ref, merge = scope.ref, self.settings.merge_label
         found = [
             gh.issue(ref.owner, ref.repo, summary.number)
             for summary in gh.issues_labelled(ref.owner, ref.repo, merge, state="all")

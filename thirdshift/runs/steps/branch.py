@@ -4,6 +4,7 @@ branch the Run works on (a new one, or the one an earlier Run left: a Continuati
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -34,22 +35,22 @@ def fetched(clone: ManagedClone, repo: RepoInfo, base: str, say: Say) -> dict[st
     return remote
 
 
+@dataclass(frozen=True)
 class BranchChoiceStep:
     """Chooses the Issue branch and the Base branch of a Run."""
 
-    def __init__(self, github: PullReads, clones: CloneSource, home: Path, say: Say) -> None:
-        self._github = github
-        self._clones = clones
-        self._home = home
-        self._say = say
+    github: PullReads
+    clones: CloneSource
+    home: Path
+    say: Say
 
     def choose(
         self, ref: IssueRef, repo: RepoInfo, issue: IssueInfo, asked_base: str | None
     ) -> Found:
         """The Issue branch; an open pull request from it decides the Base branch."""
         base = asked_base or repo.default_branch
-        clone = self._clones(ref, repo)
-        remote = fetched(clone, repo, base, self._say)
+        clone = self.clones(ref, repo)
+        remote = fetched(clone, repo, base, self.say)
         choice = choose_issue_branch(ref.number, remote, self.issue_pulls(ref, remote))
         if choice.open_pull is not None:
             if asked_base is not None and asked_base != choice.open_pull.base_ref:
@@ -61,7 +62,7 @@ class BranchChoiceStep:
             base = choice.open_pull.base_ref
         # GitHub's own spelling: an Issue URL in another case is the same repository, with the
         # same Worktrees (a daemon looks for kept ones by that spelling too).
-        path = self._home / "worktrees" / f"{repo.owner}-{repo.name}-{choice.branch}"
+        path = self.home / "worktrees" / f"{repo.owner}-{repo.name}-{choice.branch}"
         return Found(ref, repo, issue, clone, remote, choice, base, path)
 
     def again(self, found: Found) -> Found:
@@ -89,7 +90,7 @@ class BranchChoiceStep:
         pulls: list[PullRequestInfo] = []
         k = 1
         while True:
-            found = self._github.pulls_for_head(ref.owner, ref.repo, branch_name(ref.number, k))
+            found = self.github.pulls_for_head(ref.owner, ref.repo, branch_name(ref.number, k))
             if not found and k > highest:
                 break
             pulls.extend(found)

@@ -4,6 +4,7 @@ triage wrote, what an earlier Run did; or, when review feedback waits, the revie
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from thirdshift.git import Worktree
 from thirdshift.records import Comment, PullRequestInfo, Run
@@ -21,12 +22,12 @@ from thirdshift.store import Store
 EARLIER_REPORT_BYTES = 6000
 
 
+@dataclass(frozen=True)
 class BriefStep:
-    def __init__(self, store: Store, settings: Settings, scrub: Scrubber, say: Say) -> None:
-        self._store = store
-        self._settings = settings
-        self._scrub = scrub
-        self._say = say
+    store: Store
+    settings: Settings
+    scrub: Scrubber
+    say: Say
 
     def write(self, scope: RunScope, worktree: Worktree, pull: PullRequestInfo | None) -> Brief:
         """The opening session's kind and prompt (unscrubbed: the session scrubs it)."""
@@ -47,7 +48,7 @@ class BriefStep:
         roles = {author: role_of(author) for author in sorted({c.author for c in comments})}
         trusted, left_out = trusted_comments(comments, roles)
         if left_out:
-            self._say(
+            self.say(
                 f"leaving {left_out} comment(s) by people without triage or write "
                 "permission out of the prompt"
             )
@@ -85,7 +86,7 @@ class BriefStep:
         next), and the review session's kind, ``review-<i>``; the opening kind when another
         Run took all of it meanwhile."""
         record = scope.record
-        taken = self._store.take_feedback(
+        taken = self.store.take_feedback(
             record.repository,
             pull.number,
             feedback.keys,
@@ -94,9 +95,9 @@ class BriefStep:
         )
         if not taken:
             return scope.session_kind
-        count = self._store.review_repairs(record.repository, pull.number)
+        count = self.store.review_repairs(record.repository, pull.number)
         who = ", ".join(feedback.reviewers)
-        self._say(
+        self.say(
             f"answering the review of {pull.html_url} by {who} ({len(feedback.notes)} "
             f"comment(s)) in session review-{count}"
         )
@@ -110,7 +111,7 @@ class BriefStep:
         Run (it ran on another machine, a runner whose database died with its job), from the
         Failed-run report thirdshift left on the issue. That report is the last Run's only when
         it names the branch's head on origin (``head``); otherwise a later Run went further."""
-        earlier = self._store.earlier_runs(record, limit=1)
+        earlier = self.store.earlier_runs(record, limit=1)
         if not earlier:
             if not reports:
                 return ""
@@ -123,15 +124,15 @@ class BriefStep:
                     "An earlier Run ran elsewhere and failed; a later Run may have gone further "
                     "since (the branch has moved). Its report on the issue:\n"
                 )
-            return self._scrub(
+            return self.scrub(
                 opening
                 + cut_bytes(report, EARLIER_REPORT_BYTES, "[the rest of the report is left out]")
                 + "\n"
             )
-        history = self._store.issue_history(record, last_events=EVENTS_IN_RESUME)
+        history = self.store.issue_history(record, last_events=EVENTS_IN_RESUME)
         if history:
-            cap = self._settings.follow_up_preamble_tokens
-            return self._scrub(follow_up_preamble(history, cap_tokens=cap))
+            cap = self.settings.follow_up_preamble_tokens
+            return self.scrub(follow_up_preamble(history, cap_tokens=cap))
         last = earlier[0]  # it ran no session: how it ended is all there is
         if last.state in ("running", "crashed"):  # it never recorded an ending itself
             ending = "The earlier Run stopped without recording how it ended (its process died)"
@@ -139,4 +140,4 @@ class BriefStep:
             ending = f"The earlier Run ended {last.state}" + (
                 f": {last.cause}" if last.cause else ""
             )
-        return self._scrub(f"{ending}.\n")
+        return self.scrub(f"{ending}.\n")

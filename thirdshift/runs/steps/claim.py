@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from thirdshift.errors import NotClaimed, ThirdshiftError
 from thirdshift.issue_url import IssueRef
@@ -19,26 +20,17 @@ from thirdshift.settings import Settings
 from thirdshift.store import Store
 
 
+@dataclass(frozen=True)
 class ClaimStep:
     """Claims an issue for a Run, on GitHub and in the database."""
 
-    def __init__(
-        self,
-        github: GitHubPort,
-        store: Store,
-        settings: Settings,
-        source: SessionSource,
-        scrub: Scrubber,
-        say: Say,
-        claimant: str,
-    ) -> None:
-        self._github = github
-        self._store = store
-        self._settings = settings
-        self._source = source
-        self._scrub = scrub
-        self._say = say
-        self._claimant = claimant
+    github: GitHubPort
+    store: Store
+    settings: Settings
+    source: SessionSource
+    scrub: Scrubber
+    say: Say
+    claimant: str
 
     def take_ready(self, ref: IssueRef, issue: IssueInfo, fence: Callable[[], None]) -> str | None:
         """The first step of the Claim on GitHub, taken under the Lease: the Ready label off.
@@ -46,26 +38,26 @@ class ClaimStep:
         their own; GitHub answers only one of two removals of a label, so the other Run backs
         off, ``NotClaimed``, having changed nothing. The label's name as the issue spells it,
         or None when the issue had no Ready label (a Run by hand, a Continuation)."""
-        wanted = self._settings.ready_label.lower()
+        wanted = self.settings.ready_label.lower()
         ready = next((label for label in issue.labels if label.lower() == wanted), None)
         if ready is None:
             return None
         fence()
-        if not self._github.take_label(ref.owner, ref.repo, ref.number, ready):
+        if not self.github.take_label(ref.owner, ref.repo, ref.number, ready):
             raise NotClaimed(
                 f"{ref} was claimed on GitHub by another Run first (it took the {ready} label "
                 "off); this Run changed nothing"
             )
         # At once in-progress, before the Run is recorded: an issue must never be left with
         # neither label (a crash then would leave nothing for a daemon's sweep to find).
-        busy = self._settings.in_progress_label
+        busy = self.settings.in_progress_label
         try:
-            add_in_progress(self._github, ref, busy)
+            add_in_progress(self.github, ref, busy)
         except ThirdshiftError:
             with contextlib.suppress(ThirdshiftError):
-                self._github.add_label(ref.owner, ref.repo, ref.number, ready)
+                self.github.add_label(ref.owner, ref.repo, ref.number, ready)
             raise
-        self._say(f"labelling #{ref.number} {busy}, in place of {ready}")
+        self.say(f"labelling #{ref.number} {busy}, in place of {ready}")
         return ready
 
     def record(
@@ -80,15 +72,15 @@ class ClaimStep:
         """The Run, recorded under the Lease; the Claim on GitHub is undone when it cannot be."""
         ref, issue = found.ref, found.issue
         try:
-            record = self._store.start_run_under(
+            record = self.store.start_run_under(
                 lease,
                 repository,
                 ref.number,
                 kind="merge" if request.merge else "run",
                 base_branch=found.base,
                 issue_branch=found.choice.branch,
-                harness=self._source.harness_name,
-                model=self._source.model,
+                harness=self.source.harness_name,
+                model=self.source.model,
                 text_sha256=text_sha256(issue.title, issue.body),
             )
         except ThirdshiftError:
@@ -106,10 +98,10 @@ class ClaimStep:
         if ready is None:
             return
         with contextlib.suppress(ThirdshiftError):
-            self._github.add_label(ref.owner, ref.repo, ref.number, ready)
+            self.github.add_label(ref.owner, ref.repo, ref.number, ready)
             if busy_too:
-                self._github.remove_label(
-                    ref.owner, ref.repo, ref.number, self._settings.in_progress_label
+                self.github.remove_label(
+                    ref.owner, ref.repo, ref.number, self.settings.in_progress_label
                 )
 
     def mark(self, scope: RunScope) -> Claim:
@@ -119,9 +111,9 @@ class ClaimStep:
             github,
             found.ref,
             found.issue,
-            ready_label=self._settings.ready_label,
-            in_progress_label=self._settings.in_progress_label,
-            say=self._say,
+            ready_label=self.settings.ready_label,
+            in_progress_label=self.settings.in_progress_label,
+            say=self.say,
             ready_taken=scope.ready_taken,
         )
         claim_comment(
@@ -129,7 +121,7 @@ class ClaimStep:
             found.ref,
             run_id=scope.record.id,
             branch=found.choice.branch,
-            claimant=self._scrub(self._claimant),
+            claimant=self.scrub(self.claimant),
             continuation=found.choice.continuation,
             rescue_of=scope.request.rescue_of,
         )

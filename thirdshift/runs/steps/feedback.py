@@ -3,6 +3,8 @@ before the Claim (a daemon's review pickup ends ``NotClaimed`` when it was taken
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo, Repository
 from thirdshift.runs.ports import GitHubPort
@@ -13,12 +15,12 @@ from thirdshift.settings import Settings
 from thirdshift.store import Store
 
 
+@dataclass(frozen=True)
 class FeedbackStep:
-    def __init__(self, github: GitHubPort, store: Store, settings: Settings, say: Say) -> None:
-        self._github = github
-        self._store = store
-        self._settings = settings
-        self._say = say
+    github: GitHubPort
+    store: Store
+    settings: Settings
+    say: Say
 
     def waiting(
         self,
@@ -35,31 +37,31 @@ class FeedbackStep:
         # proposes no review Repair of a draft of its own accord (a person may hold it).
         if pull is None or pull.state != "open":
             return NO_FEEDBACK
-        me = self._github.authenticated_login()
+        me = self.github.authenticated_login()
         if pull.author.lower() != me.lower():  # unknown counts as not ours
             return NO_FEEDBACK
-        rescued = self._store.feedback_of_run(rescue_of) if rescue_of is not None else frozenset()
+        rescued = self.store.feedback_of_run(rescue_of) if rescue_of is not None else frozenset()
         feedback = read_feedback(
-            self._github,
+            self.github,
             ref.owner,
             ref.repo,
             pull.number,
             me=me,
-            handle=self._settings.review_handle,
-            role_of=Roles(self._github, ref.owner, ref.repo),
-            handled=self._store.handled_feedback(repository, pull.number) - rescued,
+            handle=self.settings.review_handle,
+            role_of=Roles(self.github, ref.owner, ref.repo),
+            handled=self.store.handled_feedback(repository, pull.number) - rescued,
         )
         if feedback.ignored:
-            self._say(
+            self.say(
                 f"leaving {feedback.ignored} review item(s) on {pull.html_url} by bots or by "
                 "people without write permission out of every prompt"
             )
         if feedback and not rescued:
-            spent = self._store.review_repairs(repository, pull.number)
-            if spent >= self._settings.max_review_repairs:
-                self._say(
+            spent = self.store.review_repairs(repository, pull.number)
+            if spent >= self.settings.max_review_repairs:
+                self.say(
                     f"review feedback waits on {pull.html_url}, but its "
-                    f"{self._settings.max_review_repairs} review Repairs (max_review_repairs) "
+                    f"{self.settings.max_review_repairs} review Repairs (max_review_repairs) "
                     "are spent: it is left for people"
                 )
                 return NO_FEEDBACK

@@ -5,8 +5,8 @@ end announced. From here on a problem is a warning, never a Failed run."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from thirdshift.clock import Clock
 from thirdshift.errors import ThirdshiftError
 from thirdshift.git import Worktree
 from thirdshift.records import PullRequestInfo, Run
@@ -14,11 +14,8 @@ from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome, checks_line
 from thirdshift.runs.prompts import PULL_REQUEST_FILE, pull_request_text
 from thirdshift.runs.repair_loop import LoopResult
-from thirdshift.runs.scope import RunScope, Say
-from thirdshift.scrub import Scrubber
-from thirdshift.settings import Settings
+from thirdshift.runs.scope import RunScope, RunTools, Say
 from thirdshift.store import Store
-from thirdshift.store.retry import retrying
 
 
 def record_end(
@@ -36,24 +33,14 @@ def record_end(
         say(f"warning: could not record {what}: {problem}")
 
 
+@dataclass(frozen=True)
 class FinishStep:
-    def __init__(
-        self,
-        store: Store,
-        settings: Settings,
-        scrub: Scrubber,
-        clock: Clock,
-        say: Say,
-        emit_url: Say,
-        announcer: Announcer,
-    ) -> None:
-        self._store = store
-        self._settings = settings
-        self._scrub = scrub
-        self._clock = clock
-        self._say = say
-        self._emit_url = emit_url
-        self._announcer = announcer
+    tools: RunTools
+    emit_url: Say
+    announcer: Announcer
+
+    def say(self, line: str) -> None:
+        self.tools.say(line)
 
     def check(
         self, scope: RunScope, worktree: Worktree, pull: PullRequestInfo, result: LoopResult
@@ -62,7 +49,7 @@ class FinishStep:
         last wrote, open and ready at the head CI was watched on; after a merge, tidied up."""
         ref, gh = scope.ref, scope.github
         text = worktree.read_agent_file(PULL_REQUEST_FILE)
-        written = pull_request_text(text, ref, self._scrub) if text is not None else None
+        written = pull_request_text(text, ref, self.tools.scrub) if text is not None else None
         if written is not None and written != (pull.title, pull.body) and not result.merged:
             title, body = written
             pull = gh.update_pull(ref.owner, ref.repo, pull.number, title=title, body=body)
@@ -84,7 +71,7 @@ class FinishStep:
 
     def _tidy_up(self, scope: RunScope, branch: str) -> None:
         """After the merge: the branch deleted, the issue closed, in-progress off."""
-        ref, gh, busy = scope.ref, scope.github, self._settings.in_progress_label
+        ref, gh, busy = scope.ref, scope.github, self.tools.settings.in_progress_label
 
         # Each step on its own: the first failing must not skip the rest, and each says how
         # it went (the merge itself is done; these only tidy up).
@@ -92,10 +79,10 @@ class FinishStep:
             try:
                 said = action()
             except ThirdshiftError as problem:
-                self._say(f"warning: after the merge, {what} failed: {problem}; do it by hand")
+                self.say(f"warning: after the merge, {what} failed: {problem}; do it by hand")
                 return
             if said:
-                self._say(said)
+                self.say(said)
 
         def delete_branch() -> str:
             gh.delete_branch(ref.owner, ref.repo, branch)
@@ -122,29 +109,21 @@ class FinishStep:
         """The success, tried again while the store is away: a Run left "running" would be
         reaped as crashed and Rescued, paying for its work again."""
 
-        def retry(call: Callable[[], object]) -> object:
-            return retrying(
-                call,
-                seconds=self._settings.salvage_wait_seconds,
-                sleep=self._clock.sleep,
-                monotonic=self._clock.monotonic,
-            )
-
         record_end(
-            self._store,
+            self.tools.store,
             scope.record,
-            self._say,
+            self.say,
             "the Run's success",
-            retry,
+            self.tools.retrying,
             head_sha=result.head,
             last_session_log=last_log,
         )
 
     def announce(self, scope: RunScope, pull: PullRequestInfo, result: LoopResult) -> RunOutcome:
         state = "merged" if result.merged else "ready"
-        self._say(f"pull request {pull.html_url} is {state}")
-        self._emit_url(pull.html_url)
-        self._announcer.announce(
+        self.say(f"pull request {pull.html_url} is {state}")
+        self.emit_url(pull.html_url)
+        self.announcer.announce(
             scope.record, scope.issue.html_url, state, pull_request_url=pull.html_url
         )
         return RunOutcome(

@@ -27,28 +27,21 @@ class KeptWork:
     set_aside: bool
 
 
+@dataclass(frozen=True)
 class KeptWorkStep:
     """Finds, and adopts or sets aside, the kept work at a Run's Worktree path."""
 
-    def __init__(
-        self,
-        store: Store,
-        source: SessionSource,
-        settings: Settings,
-        scrub: Scrubber,
-        say: Say,
-    ) -> None:
-        self._store = store
-        self._source = source
-        self._settings = settings
-        self._scrub = scrub
-        self._say = say
+    store: Store
+    source: SessionSource
+    settings: Settings
+    scrub: Scrubber
+    say: Say
 
     def take(self, found: Found, repository: Repository, fence: Callable[[], None]) -> KeptWork:
         """Under the Lease (a live Run's Worktree is that Run's business, not left-overs): the
         kept work, pushed when it may be adopted."""
         path = found.worktree_path
-        busy = self._source.still_working_in(path)
+        busy = self.source.still_working_in(path)
         if busy:
             raise ThirdshiftError(
                 f"processes of an earlier Run still work in {path} (pids "
@@ -74,14 +67,14 @@ class KeptWorkStep:
         try:
             head = kept.head() if kept is not None else clone.local_head(branch)
         except GitError as problem:
-            self._say(f"not adopting {branch} in {where}: its head cannot be read ({problem})")
+            self.say(f"not adopting {branch} in {where}: its head cannot be read ({problem})")
             # Unknown is not adopted: a Rescue takes the crashed turn again.
             return KeptWork(None, set_aside=True)
         if head is None:
             return KeptWork(None, set_aside=False)
         on_origin = found.remote.get(branch)
         held = on_origin is not None and clone.is_ancestor(head, on_origin)
-        recorded = self._store.recorded_heads(repository, number, branch)
+        recorded = self.store.recorded_heads(repository, number, branch)
         if adoptable(head, recorded, held_by_origin=held):
             return KeptWork(left, set_aside=False)
         kept_sha, loose = head, ""
@@ -91,7 +84,7 @@ class KeptWorkStep:
             kept_sha, loose = kept.head(), " with the Worktree's uncommitted work"
         aside = unadopted_ref(branch, head)
         clone.keep_aside(aside, kept_sha)
-        self._say(
+        self.say(
             f"not adopting {branch} in {where}: its head {head[:7]} is not one thirdshift "
             f"recorded for #{number} (the agent of another Run may have moved it); kept it "
             f"aside{loose} as {aside}, and starting from origin"
@@ -102,7 +95,7 @@ class KeptWorkStep:
         """Push what an earlier Run left in its Worktree (it died before saving it): committed
         as it is, secret-checked like every push. A Continuation then starts from it."""
         clone, path, branch = found.clone, found.worktree_path, found.choice.branch
-        self._say(f"the worktree {path} from an earlier Run holds {left}; pushing it to {branch}")
+        self.say(f"the worktree {path} from an earlier Run holds {left}; pushing it to {branch}")
         kept = clone.kept_worktree(path, branch)
         kept.commit_all("thirdshift: work an earlier Run left in its Worktree")
         try:
@@ -110,10 +103,10 @@ class KeptWorkStep:
                 kept,
                 branch,
                 found.base,
-                self._scrub.findings,
+                self.scrub.findings,
                 fence,
-                say=self._say,
-                allow_workflow_changes=self._settings.allow_workflow_changes_for(
+                say=self.say,
+                allow_workflow_changes=self.settings.allow_workflow_changes_for(
                     clone.owner, clone.name
                 ),
             )

@@ -4,6 +4,7 @@ daemon chose it, and its text is approved by the Ready label."""
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 from thirdshift.clock import Clock
 from thirdshift.errors import NotClaimed
@@ -18,37 +19,29 @@ from thirdshift.settings import Settings
 from thirdshift.store import Store
 
 
+@dataclass(frozen=True)
 class LeaseStep:
     """The Lease of one issue (or of a repository's Architect runs, issue 0) and the checks
     made under it."""
 
-    def __init__(
-        self,
-        github: GitHubPort,
-        store: Store,
-        settings: Settings,
-        clock: Clock,
-        interrupt: threading.Event,
-        claimant: str,
-    ) -> None:
-        self._github = github
-        self._store = store
-        self._settings = settings
-        self._clock = clock
-        self._interrupt = interrupt
-        self._claimant = claimant
+    github: GitHubPort
+    store: Store
+    settings: Settings
+    clock: Clock
+    interrupt: threading.Event
+    claimant: str
 
     def keeper(self, repository: Repository, number: int) -> LeaseKeeper:
         """The Lease to enter; losing it stops the Run's session at once."""
         return LeaseKeeper(
-            self._store,
+            self.store,
             repository,
             number,
-            self._settings.lease_seconds,
-            on_lost=self._interrupt.set,  # its session stops at once
-            owner=self._claimant,
-            clock=self._clock,
-            release_seconds=self._settings.salvage_wait_seconds,
+            self.settings.lease_seconds,
+            on_lost=self.interrupt.set,  # its session stops at once
+            owner=self.claimant,
+            clock=self.clock,
+            release_seconds=self.settings.salvage_wait_seconds,
         )
 
     def still_wanted(
@@ -61,30 +54,30 @@ class LeaseStep:
         ref = request.issue
         earlier = request.rescue_of if request.rescue_of is not None else request.review_of
         if earlier is not None:
-            latest = self._store.latest_run(repository, ref.number)
+            latest = self.store.latest_run(repository, ref.number)
             if latest is None or latest.id != earlier:
                 raise NotClaimed(
                     f"{ref} was taken over by Run {latest.id if latest else '?'} meanwhile"
                 )
             return seen
-        issue = self._github.issue(ref.owner, ref.repo, ref.number)
-        ready = self._settings.ready_label.lower()
+        issue = self.github.issue(ref.owner, ref.repo, ref.number)
+        ready = self.settings.ready_label.lower()
         if issue.state != "open" or ready not in {label.lower() for label in issue.labels}:
-            raise NotClaimed(f"{ref} is no longer open with {self._settings.ready_label}")
+            raise NotClaimed(f"{ref} is no longer open with {self.settings.ready_label}")
         return issue
 
     def check_approval(self, request: RunRequest, repository: Repository, issue: IssueInfo) -> None:
         """Under the Lease, before the Claim: ``NotClaimed`` when the issue's text is no longer
         what a person who may label approved. A Run by hand of an issue without the Ready label
         is approved by whoever started it."""
-        ready = self._settings.ready_label
+        ready = self.settings.ready_label
         labelled = ready.lower() in {label.lower() for label in issue.labels}
         asked = request.expect_ready or request.rescue_of is not None
         if not (asked or request.review_of is not None or labelled):
             return
         ref = request.issue
-        me = self._github.authenticated_login().lower()
-        role_of = Roles(self._github, ref.owner, ref.repo)
+        me = self.github.authenticated_login().lower()
+        role_of = Roles(self.github, ref.owner, ref.repo)
 
         def may_label(login: str) -> bool:
             if login.lower() == me:
@@ -92,12 +85,12 @@ class LeaseStep:
             return role_of(login) in ROLES_THAT_LABEL
 
         reason = text_not_approved(
-            self._github,
+            self.github,
             (ref.owner, ref.repo, ref.number),
             title=issue.title,
             body=issue.body,
             ready_label=ready,
-            earlier=self._store.latest_run(repository, ref.number),
+            earlier=self.store.latest_run(repository, ref.number),
             may_label=may_label,
             own_login=me,
         )

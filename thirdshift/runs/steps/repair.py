@@ -4,48 +4,30 @@ merges at the end) until the Run's goal is reached or a verdict fails it."""
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
-from thirdshift.clock import Clock
 from thirdshift.git import Worktree
 from thirdshift.records import PullRequestInfo
 from thirdshift.runs.base_fixes import is_base_fix
 from thirdshift.runs.loop_outside import LoopRun, RunLoopOutside
 from thirdshift.runs.repair_loop import Budgets, LoopResult, RepairLoop
-from thirdshift.runs.scope import RunScope, Say
-from thirdshift.scrub import Scrubber
+from thirdshift.runs.scope import RunScope, RunTools
 from thirdshift.sessions import Sessions
-from thirdshift.settings import Settings
-from thirdshift.store import Store
-from thirdshift.store.retry import retrying
 
 
+@dataclass(frozen=True)
 class RepairStep:
-    def __init__(
-        self,
-        store: Store,
-        settings: Settings,
-        scrub: Scrubber,
-        clock: Clock,
-        say: Say,
-        interrupt: threading.Event,
-    ) -> None:
-        self._store = store
-        self._settings = settings
-        self._scrub = scrub
-        self._clock = clock
-        self._say = say
-        self._interrupt = interrupt
+    tools: RunTools
+    interrupt: threading.Event
 
     def repair(
         self, scope: RunScope, worktree: Worktree, sessions: Sessions, pull: PullRequestInfo
     ) -> LoopResult:
         """The Repair loop's result on ``pull``, recorded on the Run first."""
         opened = pull.number
-        retrying(  # the pull request is open: a blip must not fail the Run now
-            lambda: self._store.update_run(scope.record.id, pull_request_number=opened),
-            seconds=self._settings.salvage_wait_seconds,
-            sleep=self._clock.sleep,
-            monotonic=self._clock.monotonic,
+        # The pull request is open: a blip must not fail the Run now.
+        self.tools.retrying(
+            lambda: self.tools.store.update_run(scope.record.id, pull_request_number=opened)
         )
         run = LoopRun(
             ref=scope.ref,
@@ -57,15 +39,7 @@ class RepairStep:
             fence=scope.keeper.check,
             fixing_base=is_base_fix(scope.issue, scope.github.authenticated_login),
         )
-        outside = RunLoopOutside(
-            run,
-            github=scope.github,
-            store=self._store,
-            settings=self._settings,
-            scrub=self._scrub,
-            clock=self._clock,
-            say=self._say,
-            interrupt=self._interrupt,
-        )
-        budgets = Budgets(self._settings.max_repairs, self._settings.max_upstream_moves)
+        outside = RunLoopOutside(run, scope.github, self.tools, self.interrupt)
+        settings = self.tools.settings
+        budgets = Budgets(settings.max_repairs, settings.max_upstream_moves)
         return RepairLoop(outside, budgets, merge=scope.request.merge).run()

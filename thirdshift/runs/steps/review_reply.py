@@ -3,6 +3,7 @@ request saying what changed. A failure to post it is a warning; the goal is reac
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from thirdshift.errors import ThirdshiftError
@@ -21,10 +22,10 @@ class MarkedComments(Protocol):
     ) -> Comment: ...
 
 
+@dataclass(frozen=True)
 class ReviewReplyStep:
-    def __init__(self, scrub: Scrubber, say: Say) -> None:
-        self._scrub = scrub
-        self._say = say
+    scrub: Scrubber
+    say: Say
 
     def reply(
         self,
@@ -49,8 +50,8 @@ class ReviewReplyStep:
         ref = scope.ref
         try:
             gh.upsert_marked_comment(
-                ref.owner, ref.repo, pull.number, reply_marker(scope.record.id), self._scrub(body)
+                ref.owner, ref.repo, pull.number, reply_marker(scope.record.id), self.scrub(body)
             )
-            self._say(f"replied to the review on {pull.html_url}")
+            self.say(f"replied to the review on {pull.html_url}")
         except ThirdshiftError as problem:
-            self._say(f"warning: could not reply to the review on {pull.html_url}: {problem}")
+            self.say(f"warning: could not reply to the review on {pull.html_url}: {problem}")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from thirdshift.clock import Clock
 from thirdshift.errors import Interrupted, LeaseLost, ThirdshiftError
 from thirdshift.git import ManagedClone
 from thirdshift.records import IssueInfo
@@ -19,43 +19,27 @@ from thirdshift.runs.failed_run import FailedOutcome, FailedRun, Salvage, Salvag
 from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome
 from thirdshift.runs.repair_loop import InheritedFailure, RunFailed
-from thirdshift.runs.scope import RunScope, Trail
-from thirdshift.scrub import Scrubber
+from thirdshift.runs.scope import RunScope, RunTools, Trail
 from thirdshift.sessions import LaterStepFailed
-from thirdshift.settings import Settings
-from thirdshift.store import Store
 
 BaseFixOpener = Callable[[RunScope, InheritedFailure], IssueInfo | None]
 
 
+@dataclass(frozen=True)
 class SalvageStep:
-    def __init__(
-        self,
-        store: Store,
-        settings: Settings,
-        scrub: Scrubber,
-        clock: Clock,
-        hooks: RunHooks,
-        announcer: Announcer,
-        open_base_fix: BaseFixOpener,
-        remove_worktree: Callable[[ManagedClone, Path], None],
-    ) -> None:
-        self._store = store
-        self._settings = settings
-        self._scrub = scrub
-        self._clock = clock
-        self._hooks = hooks
-        self._announcer = announcer
-        self._open_base_fix = open_base_fix
-        self._remove_worktree = remove_worktree
+    tools: RunTools
+    hooks: RunHooks
+    announcer: Announcer
+    open_base_fix: BaseFixOpener
+    remove_worktree: Callable[[ManagedClone, Path], None]
 
     def say(self, line: str) -> None:
-        self._hooks.progress(self._scrub(line))
+        self.tools.say(line)
 
     def salvage(self, scope: RunScope, trail: Trail, error: Exception) -> RunOutcome:
         """The Failed run of ``error``, saving what ``trail`` holds."""
         # An interrupt no longer cuts waits short: the salvage keeps GitHub's retries.
-        self._clock.salvaging(self._settings.salvage_wait_seconds)
+        self.tools.clock.salvaging(self.tools.settings.salvage_wait_seconds)
         failure, base_fix = self._with_base_fix(scope, self._as_failure(error, scope, trail))
         sessions = trail.sessions
         outcome = self._salvage(scope).fail(
@@ -72,9 +56,11 @@ class SalvageStep:
         if base_fix is not None:  # Ready again, for once its blocker is closed
             ref = scope.ref
             with contextlib.suppress(ThirdshiftError):
-                scope.github.add_label(ref.owner, ref.repo, ref.number, self._settings.ready_label)
+                scope.github.add_label(
+                    ref.owner, ref.repo, ref.number, self.tools.settings.ready_label
+                )
         if trail.worktree is not None and not outcome.kept_worktree:
-            self._remove_worktree(scope.clone, trail.worktree.path)
+            self.remove_worktree(scope.clone, trail.worktree.path)
         return self._end(scope, outcome)
 
     def _salvage(self, scope: RunScope) -> Salvage:
@@ -88,15 +74,7 @@ class SalvageStep:
             fence=scope.keeper.check,
             job_url=scope.request.job_url,
         )
-        return Salvage(
-            salvaged,
-            github=scope.github,
-            store=self._store,
-            scrub=self._scrub,
-            clock=self._clock,
-            progress=self.say,
-            settings=self._settings,
-        )
+        return Salvage(salvaged, scope.github, self.tools)
 
     def _with_base_fix(
         self, scope: RunScope, failure: ThirdshiftError
@@ -104,9 +82,9 @@ class SalvageStep:
         """For checks red on the Base branch, the Base fix opened, and the cause saying so."""
         # A Base fix red from the same checks failed at its one job: no Base fix for it.
         own_fix = is_base_fix(scope.issue, scope.github.authenticated_login)
-        if not isinstance(failure, InheritedFailure) or not self._settings.base_fix or own_fix:
+        if not isinstance(failure, InheritedFailure) or not self.tools.settings.base_fix or own_fix:
             return failure, None
-        base_fix = self._open_base_fix(scope, failure)
+        base_fix = self.open_base_fix(scope, failure)
         if base_fix is None:
             return failure, None
         number = scope.ref.number
@@ -119,8 +97,8 @@ class SalvageStep:
 
     def _end(self, scope: RunScope, outcome: FailedOutcome) -> RunOutcome:
         if outcome.open_pull_url:
-            self._hooks.emit_url(outcome.open_pull_url)
-        self._announcer.announce(
+            self.hooks.emit_url(outcome.open_pull_url)
+        self.announcer.announce(
             scope.record,
             scope.issue.html_url,
             outcome.state,
@@ -147,8 +125,8 @@ class SalvageStep:
         if keeper.lost:
             return error if isinstance(error, LeaseLost) else keeper.lost_error()
         original = error.original if isinstance(error, LaterStepFailed) else error
-        if self._hooks.interrupt.is_set() and not isinstance(original, RunFailed):
-            why = self._hooks.stopped_because() or "interrupted"
+        if self.hooks.interrupt.is_set() and not isinstance(original, RunFailed):
+            why = self.hooks.stopped_because() or "interrupted"
             endings = sessions.endings if sessions else ()
             if endings:
                 return LaterStepFailed(

@@ -3,6 +3,7 @@ same turn does not pay for it twice."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.git import Worktree
@@ -14,16 +15,16 @@ from thirdshift.sessions import Sessions
 from thirdshift.store import Store
 
 
+@dataclass(frozen=True)
 class SessionStep:
-    def __init__(self, store: Store, source: SessionSource, scrub: Scrubber, say: Say) -> None:
-        self._store = store
-        self._source = source
-        self._scrub = scrub
-        self._say = say
+    store: Store
+    source: SessionSource
+    scrub: Scrubber
+    say: Say
 
     def sessions(self, run_id: int, worktree: Worktree, ref: IssueRef) -> Sessions:
         """The Run's sessions in ``worktree``, each recorded with its log."""
-        return self._source.sessions(run_id, worktree.path, ref)
+        return self.source.sessions(run_id, worktree.path, ref)
 
     def take_turn(
         self,
@@ -41,13 +42,13 @@ class SessionStep:
         if done is not None:
             # Its work is on the branch (the takeover pushed the kept Worktree):
             # opening the session again would pay for the same turn twice.
-            self._say(
+            self.say(
                 f"not opening the {done} session again: Run {rescue_of}'s "
                 "ended its turn before the crash (its result is in its Session log)"
             )
             return
         try:
-            sessions.run(kind, self._scrub(prompt))
+            sessions.run(kind, self.scrub(prompt))
         finally:  # the session's end is a head thirdshift stands behind (adr/0027)
             if worktree is not None:
                 worktree.record_head()
@@ -57,10 +58,10 @@ class SessionStep:
         ended its turn (recorded ended, or its result in its Session log), else None."""
         if rescue_of is None:
             return None
-        crashed = self._store.run_sessions(rescue_of)
+        crashed = self.store.run_sessions(rescue_of)
         if not crashed:
             return None
         last = crashed[-1]
-        if last.state == "ended" or self._source.turn_ended(last.harness, Path(last.log_path)):
+        if last.state == "ended" or self.source.turn_ended(last.harness, Path(last.log_path)):
             return last.kind
         return None

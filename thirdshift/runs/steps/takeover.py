@@ -4,6 +4,7 @@ request file, checks it is open into the Base branch, and marks it ready."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from thirdshift.errors import ThirdshiftError
@@ -52,11 +53,11 @@ class PullWrites(Protocol):
     def mark_ready(self, owner: str, name: str, number: int) -> None: ...
 
 
+@dataclass(frozen=True)
 class TakeoverStep:
-    def __init__(self, settings: Settings, scrub: Scrubber, say: Say) -> None:
-        self._settings = settings
-        self._scrub = scrub
-        self._say = say
+    settings: Settings
+    scrub: Scrubber
+    say: Say
 
     def take_over(
         self, scope: RunScope, worktree: Worktree, pull: PullRequestInfo | None
@@ -76,13 +77,13 @@ class TakeoverStep:
             pull = gh.create_pull(
                 ref.owner, ref.repo, head=branch, base=base, title=title, body=body
             )
-            self._say(f"opened pull request {pull.html_url}")
+            self.say(f"opened pull request {pull.html_url}")
         elif written is not None:
             pull = gh.update_pull(ref.owner, ref.repo, pull.number, title=title, body=body)
-            self._say(f"updated pull request {pull.html_url}")
+            self.say(f"updated pull request {pull.html_url}")
         else:  # a Continuation's session that wrote nothing keeps the pull request's own text
             pull = gh.pull(ref.owner, ref.repo, pull.number)
-            self._say(f"kept the title and body of pull request {pull.html_url}")
+            self.say(f"kept the title and body of pull request {pull.html_url}")
         if pull.state != "open":
             raise ThirdshiftError(f"pull request {pull.html_url} is {pull.state}, not open")
         if pull.base_ref != base:
@@ -91,7 +92,7 @@ class TakeoverStep:
             )
         if pull.draft:
             gh.mark_ready(ref.owner, ref.repo, pull.number)
-            self._say(f"marked {pull.html_url} ready for review")
+            self.say(f"marked {pull.html_url} ready for review")
             pull = gh.pull(ref.owner, ref.repo, pull.number)
         return pull
 
@@ -99,21 +100,21 @@ class TakeoverStep:
         if worktree.is_dirty() and worktree.commit_all(
             "thirdshift: work the implement session left uncommitted"
         ):
-            self._say("committed work the session left uncommitted")
+            self.say("committed work the session left uncommitted")
         if worktree.is_ancestor("HEAD", tracking(scope.base)):
             raise ThirdshiftError(
                 f"the implement session made no commits on {scope.branch}; there is nothing to "
                 "open a pull request for"
             )
-        self._say(f"pushing {scope.branch}")
+        self.say(f"pushing {scope.branch}")
         push_checked(
             worktree,
             scope.branch,
             scope.base,
-            self._scrub.findings,
+            self.scrub.findings,
             scope.keeper.check,
-            say=self._say,
-            allow_workflow_changes=self._settings.allow_workflow_changes_for(
+            say=self.say,
+            allow_workflow_changes=self.settings.allow_workflow_changes_for(
                 scope.ref.owner, scope.ref.repo
             ),
         )
@@ -121,6 +122,6 @@ class TakeoverStep:
     def _written(self, ref: IssueRef, worktree: Worktree) -> tuple[str, str] | None:
         text = worktree.read_agent_file(PULL_REQUEST_FILE)
         if text is None:
-            self._say(f"the session wrote no {PULL_REQUEST_FILE}")
+            self.say(f"the session wrote no {PULL_REQUEST_FILE}")
             return None
-        return pull_request_text(text, ref, self._scrub)
+        return pull_request_text(text, ref, self.scrub)

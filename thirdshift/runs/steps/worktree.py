@@ -5,6 +5,7 @@ removed at the end unless the salvage keeps it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.errors import ThirdshiftError
@@ -14,10 +15,10 @@ from thirdshift.runs.scope import RunScope, Say
 from thirdshift.store import Store
 
 
+@dataclass(frozen=True)
 class WorktreeStep:
-    def __init__(self, store: Store, say: Say) -> None:
-        self._store = store
-        self._say = say
+    store: Store
+    say: Say
 
     def on_branch(self, scope: RunScope) -> Worktree:
         """The Run's Worktree on its Issue branch: from origin's branch for a Continuation,
@@ -29,7 +30,7 @@ class WorktreeStep:
         worktree.on_head = self._head_recorder(scope.record.id)
         worktree.exclude(f"/{PULL_REQUEST_FILE}")
         shown = start.removeprefix("refs/remotes/")
-        self._say(f"working in {worktree.path} on {choice.branch}, from {shown}")
+        self.say(f"working in {worktree.path} on {choice.branch}, from {shown}")
         return worktree
 
     @staticmethod
@@ -45,7 +46,7 @@ class WorktreeStep:
         try:
             clone.remove_worktree(path)
         except ThirdshiftError as problem:
-            self._say(f"warning: could not remove the worktree {path}: {problem}")
+            self.say(f"warning: could not remove the worktree {path}: {problem}")
 
     def _head_recorder(self, run_id: int) -> Callable[[str], None]:
         """Records each head thirdshift leaves the Run's branch at. A head the store missed is
@@ -53,9 +54,9 @@ class WorktreeStep:
 
         def record(sha: str) -> None:
             try:
-                self._store.record_branch_head(run_id, sha)
+                self.store.record_branch_head(run_id, sha)
             except ThirdshiftError as problem:
-                self._say(
+                self.say(
                     f"warning: could not record the head {sha[:7]} of Run {run_id} ({problem}); "
                     "a Worktree kept at it will not be adopted"
                 )
