@@ -9,6 +9,7 @@ from tests.orchestration.conftest import PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import commit_file
 from thirdshift.records import Run
 from thirdshift.runs.notices import announce_run_end
+from thirdshift.runs.post_mortem import RunEnd
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import SessionFailed, SessionInterrupted
 
@@ -158,7 +159,6 @@ def announce(world: RunWorld, run: Run) -> list[str]:
         scrub=Scrubber(),
         progress=lines.append,
         run=run,
-        issue_url="https://github.test/acme/widgets/issues/1",
-        state="ready",
+        end=RunEnd("https://github.test/acme/widgets/issues/1", "ready"),
     )
     return lines

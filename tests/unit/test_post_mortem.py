@@ -9,6 +9,7 @@ from thirdshift.records import SessionEvent, SessionRecord, Usage
 from thirdshift.runs.post_mortem import (
     LAST_LINES,
     LINE_CHARS,
+    RunEnd,
     condensed,
     duration,
     fenced,
@@ -135,13 +136,15 @@ def test_a_run_end_message_carries_the_short_form_and_the_facts() -> None:
         run_id=7,
         repository="acme/widgets",
         issue_number=3,
-        issue_url="https://github.test/acme/widgets/issues/3",
         kind="merge",
-        state="merged",
-        cause=None,
-        pull_request_url="https://github.test/acme/widgets/pull/4",
+        end=RunEnd(
+            "https://github.test/acme/widgets/issues/3",
+            "merged",
+            None,
+            "https://github.test/acme/widgets/pull/4",
+            report,
+        ),
         cost_usd=0.0123,
-        report=report,
     )
     assert (notice.event, notice.state, notice.kind, notice.run_id) == (
         "run.ended",

@@ -31,6 +31,7 @@ from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run, T
 from thirdshift.runs import (
     NO_NOTIFIER,
     ROLES_THAT_LABEL,
+    IssueText,
     Notifier,
     read_feedback,
     text_not_approved,
@@ -278,9 +279,7 @@ class RepositoryPoll:
 
         return text_not_approved(
             self._gh,
-            (self.owner, self.name, issue.number),
-            title=issue.title,
-            body=issue.body,
+            IssueText(self.owner, self.name, issue.number, issue.title, issue.body),
             ready_label=self._rules.ready_label,
             earlier=latest or self._store.latest_run(repository, issue.number),
             may_label=may_label,

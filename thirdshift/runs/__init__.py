@@ -14,7 +14,7 @@ CLI import what they need from here, never from a private module of ``runs``.
 
 from thirdshift.runs.approval import PASSED_OVER, ROLES_THAT_LABEL
 from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
-from thirdshift.runs.claims import text_not_approved
+from thirdshift.runs.claims import IssueText, text_not_approved
 from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.delivery import Delivery
 from thirdshift.runs.outcome import RunOutcome
@@ -34,6 +34,7 @@ __all__ = [
     "ArchitectRun",
     "Delivery",
     "GitHubPort",
+    "IssueText",
     "Notifier",
     "RunHooks",
     "RunOutcome",

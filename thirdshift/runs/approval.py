@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from thirdshift.records import Labelling, TextEdit
@@ -25,6 +26,19 @@ def text_sha256(title: str, body: str) -> str:
     return hashlib.sha256(f"{title}\n{body}".encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class EarlierText:
+    """The text the issue's latest Run recorded (``text``, its digest), that Run's id and when
+    it started; all None when the issue had no Run."""
+
+    text: str | None = None
+    run: int | None = None
+    started_at: datetime | None = None
+
+
+NO_EARLIER = EarlierText()
+
+
 def approval_reason(
     *,
     ready_label: str,
@@ -32,18 +46,17 @@ def approval_reason(
     edits: Sequence[TextEdit],
     may_label: Callable[[str], bool],
     text_now: str,
-    earlier_text: str | None = None,
-    earlier_run: int | None = None,
-    earlier_started_at: datetime | None = None,
+    earlier: EarlierText = NO_EARLIER,
     own_login: str | None = None,
 ) -> str | None:
     """Why the issue's text is not approved, or None.
 
     ``labelling``: the last adding of the Ready label (None: never, as for a Run by hand).
     ``edits``: the title and body edits GitHub shows. ``text_now``: the digest of the text now;
-    ``earlier_text``: the one the issue's latest Run (``earlier_run``, started at
-    ``earlier_started_at``) recorded, if any. ``own_login``: thirdshift's; a label it put back
-    (a hand-back after a crash, a released Claim) is no one's fresh approval of changed text."""
+    ``earlier``: the one the issue's latest Run recorded, if any. ``own_login``: thirdshift's;
+    a label it put back (a hand-back after a crash, a released Claim) is no one's fresh
+    approval of changed text."""
+    earlier_text, earlier_run, earlier_started_at = earlier.text, earlier.run, earlier.started_at
     if labelling is not None:
         # GitHub's stamps count whole seconds: an edit in the label's own second cannot be
         # shown to precede it, so it counts as after.

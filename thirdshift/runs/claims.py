@@ -26,7 +26,7 @@ from thirdshift.records import (
     Run,
     TextEdit,
 )
-from thirdshift.runs.approval import approval_reason, text_sha256
+from thirdshift.runs.approval import NO_EARLIER, EarlierText, approval_reason, text_sha256
 from thirdshift.runs.ports import GitHubPort
 
 
@@ -227,12 +227,21 @@ class ApprovalReads(Protocol):
     def text_edits(self, owner: str, name: str, number: int) -> tuple[TextEdit, ...]: ...
 
 
+@dataclass(frozen=True)
+class IssueText:
+    """An issue's place and its text, as the approval of it is read."""
+
+    owner: str
+    name: str
+    number: int
+    title: str
+    body: str
+
+
 def text_not_approved(
     github: ApprovalReads,
-    ref: tuple[str, str, int],
+    issue: IssueText,
     *,
-    title: str,
-    body: str,
     ready_label: str,
     earlier: Run | None,
     may_label: Callable[[str], bool],
@@ -242,7 +251,7 @@ def text_not_approved(
     """Why the issue's title and body are not approved by the Ready label (``approval``), or
     None. ``earlier``: the issue's latest Run, whose recorded text a changed one must be
     approved over. ``read_edits``: how the edits are read (a daemon keeps them a while)."""
-    owner, name, number = ref
+    owner, name, number = issue.owner, issue.name, issue.number
     labelling = github.labelling(owner, name, number, ready_label)
     edits = read_edits() if read_edits else github.text_edits(owner, name, number)
     return approval_reason(
@@ -250,9 +259,11 @@ def text_not_approved(
         labelling=labelling,
         edits=edits,
         may_label=may_label,
-        text_now=text_sha256(title, body),
-        earlier_text=earlier.text_sha256 if earlier else None,
-        earlier_run=earlier.id if earlier else None,
-        earlier_started_at=earlier.started_at if earlier else None,
+        text_now=text_sha256(issue.title, issue.body),
+        earlier=(
+            EarlierText(earlier.text_sha256, earlier.id, earlier.started_at)
+            if earlier
+            else NO_EARLIER
+        ),
         own_login=own_login,
     )

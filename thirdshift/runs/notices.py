@@ -9,11 +9,12 @@ send is not sent again; ADR 0018 weighs that against a repeat.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.records import Run
 from thirdshift.runs.ports import Notifier
-from thirdshift.runs.post_mortem import PostMortem, post_mortem, run_end_notification
+from thirdshift.runs.post_mortem import PostMortem, RunEnd, post_mortem, run_end_notification
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 
@@ -25,15 +26,11 @@ def announce_run_end(
     scrub: Scrubber,
     progress: Callable[[str], None],
     run: Run,
-    issue_url: str,
-    state: str,
-    cause: str | None = None,
-    pull_request_url: str | None = None,
-    report: PostMortem | None = None,
+    end: RunEnd,
 ) -> None:
-    """Send the message of ``run``'s end (``state``: ready, merged, refused, failed or
-    interrupted) unless it was sent already or no target is configured. ``report`` is the
-    Post-mortem when the caller has it; else it is read here. Never raises."""
+    """Send the message of ``run``'s end unless it was sent already or no target is
+    configured. ``end.report`` is the Post-mortem when the caller has it; else it is read
+    here. Never raises."""
     if not notifier.configured:
         return
     try:
@@ -51,21 +48,18 @@ def announce_run_end(
     except ThirdshiftError as problem:
         progress(f"warning: could not announce the end of Run {run.id}: {problem}")
         return
+    report = end.report
     if report is None:
-        report = post_mortem(run.id, cause, sessions, (), scrub)
+        report = post_mortem(run.id, end.cause, sessions, (), scrub)
     costs = [s.usage.cost_usd for s in sessions if s.usage.cost_usd is not None]
     notifier.notify(
         run_end_notification(
             run_id=run.id,
             repository=run.repository.full_name,
             issue_number=run.issue_number,
-            issue_url=issue_url,
             kind=run.kind,
-            state=state,
-            cause=cause,
-            pull_request_url=pull_request_url,
+            end=replace(end, report=report),
             cost_usd=round(sum(costs), 6) if costs else None,
-            report=report,
         )
     )
 
@@ -91,15 +85,12 @@ class Announcer:
         pull_request_url: str | None = None,
         report: PostMortem | None = None,
     ) -> None:
+        end = RunEnd(issue_url, state, cause, pull_request_url, report)
         announce_run_end(
             store=self._store,
             notifier=self._notifier,
             scrub=self._scrub,
             progress=self._say,
             run=run,
-            issue_url=issue_url,
-            state=state,
-            cause=cause,
-            pull_request_url=pull_request_url,
-            report=report,
+            end=end,
         )

@@ -190,20 +190,31 @@ def short_form(report: PostMortem) -> str:
     return cut("\n".join(lines), SHORT_CHARS)
 
 
+@dataclass(frozen=True)
+class RunEnd:
+    """How one Run ended, as its announcement tells it: ``state`` (ready, merged, refused,
+    failed, interrupted; an Architect run's published, covered), why, the pull request and the
+    Post-mortem (None: read when it is announced)."""
+
+    issue_url: str
+    state: str
+    cause: str | None = None
+    pull_request_url: str | None = None
+    report: PostMortem | None = None
+
+
 def run_end_notification(
     *,
     run_id: int,
     repository: str,
     issue_number: int,
-    issue_url: str,
     kind: str,
-    state: str,
-    cause: str | None,
-    pull_request_url: str | None,
+    end: RunEnd,
     cost_usd: float | None,
-    report: PostMortem | None,
 ) -> Notification:
-    """The message of a Run's end (``state``: ready, merged, refused, failed, interrupted)."""
+    """The message of a Run's end."""
+    issue_url, state, cause, report = end.issue_url, end.state, end.cause, end.report
+    pull_request_url = end.pull_request_url
     return Notification(
         event="run.ended",
         repository=repository,

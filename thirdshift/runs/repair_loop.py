@@ -194,90 +194,116 @@ class RepairLoop:
         """Round after round until the pull request is green (and merged, for a Merge run), or
         raise the RunFailed that says why not."""
         outside = self._outside
-        base = outside.base_branch
         while True:
-            merged_base = outside.merge_base()
-            if merged_base.status == "conflict":
-                cause = (
-                    f"merging origin/{base} conflicted in {', '.join(merged_base.conflicted_paths)}"
-                )
-                self._spend_repair(cause)
-                outside.repair(self._repairs, cause, merged_base, None, ())
-                problem = outside.merge_problem(merged_base.base_sha)
-                if problem is not None:
-                    raise RunFailed(problem)
+            merged_base = self._merge_base()
             head = outside.push()
-            foreign = outside.foreign_to_review()
-            if foreign:
-                # People with push access added to the branch: a session reviews their commits
-                # against the issue before CI is trusted or anything is merged.
-                shown = "; ".join(foreign[:3]) + (
-                    f"; and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-                )
-                cause = f"commits thirdshift did not make were merged in ({shown})"
-                self._spend_repair(cause)
-                outside.repair(self._repairs, cause, None, None, (), foreign)
+            if self._review_foreign():
                 continue
             ci = outside.watch_ci(head)
             if ci.green:
-                if outside.base_moved(merged_base.base_sha):
-                    self._spend_move(f"origin/{base} moved while CI ran; merging it again")
-                    continue
-                if not self._merge:
-                    return self._result(head, ci, merged=False)
-                if self._refused == (head, self._repairs, self._moves):
-                    raise PolicyRefusal(
-                        f"GitHub refused to merge at {head[:7]} and nothing was left to fix"
-                    )
-                outside.progress(f"merging the pull request into {base} at {head[:7]}")
-                try:
-                    outside.self_merge(head)
-                except HeadMoved as moved:
-                    # Not a refusal to retry once: each push by someone else is a new round,
-                    # bounded like a moving Base branch.
-                    self._spend_move(f"the merge waits: {moved}; merging it in again", head=True)
-                    continue
-                except MergeRefusedError as refusal:
-                    outside.progress(f"the merge failed: {refusal}")
-                    self._refused = (head, self._repairs, self._moves)
-                    continue
-                return self._result(head, ci, merged=True)
-            inherited = outside.inherited(ci.failed, merged_base.base_sha)
-            own = tuple(name for name in ci.failed if name not in inherited)
-            if inherited:
-                outside.progress(
-                    f"Inherited failures (also failing on {base} at "
-                    f"{merged_base.base_sha[:7]}): {', '.join(inherited)}"
-                )
-            if not own:
-                if outside.base_moved(merged_base.base_sha):
-                    self._spend_move(f"origin/{base} moved; merging it again")
-                    continue
-                names = ", ".join(inherited)
-                raise InheritedFailure(
-                    f"CI red on {head[:7]} only from Inherited failures (also failing on "
-                    f"{base} at {merged_base.base_sha[:7]}): {names}; the branch's own changes "
-                    f"pass, so fix {names} on {base} first, then run thirdshift on the issue again "
-                    "to merge the fix in and watch CI once more",
-                    inherited,
-                    merged_base.base_sha,
-                )
-            if self._rerun_head == head:
-                raise DeclinedCiFix(
-                    f"CI red on {head[:7]} ({', '.join(own)}) and the Repair found nothing to "
-                    "fix on the branch"
-                )
-            cause = f"CI failed on {head[:7]}: {', '.join(own)}"
+                result = self._when_green(head, ci, merged_base)
+                if result is not None:
+                    return result
+                continue
+            self._when_red(head, ci, merged_base)
+
+    def _merge_base(self) -> BaseMerge:
+        """The Base branch merged in; a conflict is repaired first."""
+        outside = self._outside
+        merged_base = outside.merge_base()
+        if merged_base.status == "conflict":
+            cause = (
+                f"merging origin/{outside.base_branch} conflicted in "
+                f"{', '.join(merged_base.conflicted_paths)}"
+            )
             self._spend_repair(cause)
-            outside.repair(self._repairs, cause, None, ci, inherited)
-            if outside.head() == head:
-                own_checks = [check for check in ci.failed_checks if check.name in own]
-                outside.progress(
-                    f"the Repair changed nothing; re-running the failed checks on {head[:7]}: "
-                    f"{', '.join(own)}"
-                )
-                outside.rerun_failed(own_checks)
-                self._rerun_head = head
+            outside.repair(self._repairs, cause, merged_base, None, ())
+            problem = outside.merge_problem(merged_base.base_sha)
+            if problem is not None:
+                raise RunFailed(problem)
+        return merged_base
+
+    def _review_foreign(self) -> bool:
+        """Whether a session reviewed commits people with push access added to the branch
+        (against the issue, before CI is trusted or anything is merged)."""
+        outside = self._outside
+        foreign = outside.foreign_to_review()
+        if not foreign:
+            return False
+        shown = "; ".join(foreign[:3]) + (
+            f"; and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        )
+        cause = f"commits thirdshift did not make were merged in ({shown})"
+        self._spend_repair(cause)
+        outside.repair(self._repairs, cause, None, None, (), foreign)
+        return True
+
+    def _when_green(self, head: str, ci: CiResult, merged_base: BaseMerge) -> LoopResult | None:
+        """The result once CI is green (and, for a Merge run, the merge done); None for
+        another round."""
+        outside, base = self._outside, self._outside.base_branch
+        if outside.base_moved(merged_base.base_sha):
+            self._spend_move(f"origin/{base} moved while CI ran; merging it again")
+            return None
+        if not self._merge:
+            return self._result(head, ci, merged=False)
+        if self._refused == (head, self._repairs, self._moves):
+            raise PolicyRefusal(
+                f"GitHub refused to merge at {head[:7]} and nothing was left to fix"
+            )
+        outside.progress(f"merging the pull request into {base} at {head[:7]}")
+        try:
+            outside.self_merge(head)
+        except HeadMoved as moved:
+            # Not a refusal to retry once: each push by someone else is a new round,
+            # bounded like a moving Base branch.
+            self._spend_move(f"the merge waits: {moved}; merging it in again", head=True)
+            return None
+        except MergeRefusedError as refusal:
+            outside.progress(f"the merge failed: {refusal}")
+            self._refused = (head, self._repairs, self._moves)
+            return None
+        return self._result(head, ci, merged=True)
+
+    def _when_red(self, head: str, ci: CiResult, merged_base: BaseMerge) -> None:
+        """A red CI: Inherited failures fail the Run, its own are repaired (or re-run)."""
+        outside, base = self._outside, self._outside.base_branch
+        inherited = outside.inherited(ci.failed, merged_base.base_sha)
+        own = tuple(name for name in ci.failed if name not in inherited)
+        if inherited:
+            outside.progress(
+                f"Inherited failures (also failing on {base} at "
+                f"{merged_base.base_sha[:7]}): {', '.join(inherited)}"
+            )
+        if not own:
+            if outside.base_moved(merged_base.base_sha):
+                self._spend_move(f"origin/{base} moved; merging it again")
+                return
+            names = ", ".join(inherited)
+            raise InheritedFailure(
+                f"CI red on {head[:7]} only from Inherited failures (also failing on "
+                f"{base} at {merged_base.base_sha[:7]}): {names}; the branch's own changes "
+                f"pass, so fix {names} on {base} first, then run thirdshift on the issue again "
+                "to merge the fix in and watch CI once more",
+                inherited,
+                merged_base.base_sha,
+            )
+        if self._rerun_head == head:
+            raise DeclinedCiFix(
+                f"CI red on {head[:7]} ({', '.join(own)}) and the Repair found nothing to "
+                "fix on the branch"
+            )
+        cause = f"CI failed on {head[:7]}: {', '.join(own)}"
+        self._spend_repair(cause)
+        outside.repair(self._repairs, cause, None, ci, inherited)
+        if outside.head() == head:
+            own_checks = [check for check in ci.failed_checks if check.name in own]
+            outside.progress(
+                f"the Repair changed nothing; re-running the failed checks on {head[:7]}: "
+                f"{', '.join(own)}"
+            )
+            outside.rerun_failed(own_checks)
+            self._rerun_head = head
 
     def _spend_repair(self, cause: str) -> None:
         if self._repairs >= self._budgets.max_repairs:

@@ -94,63 +94,63 @@ def feedback_to_handle(
     not in ``handled``. thirdshift's own comments are known by their author alone: a person's
     comment quoting one of its markers is heard like any other.
     """
-    keys: list[str] = []
-    notes: list[ReviewNote] = []
-    reviewers: list[str] = []
-    ignored = 0
-
-    def ours(author: str) -> bool:
-        return author.lower() == me.lower()
-
-    def allowed(author: str, is_bot: bool) -> bool:
-        return (
-            bool(author)
-            and not is_bot
-            and not author.endswith("[bot]")
-            and role_of(author) in REVIEWER_ROLES
-        )
-
-    def take(key: str, author: str, taken: Sequence[ReviewNote]) -> None:
-        keys.append(key)
-        notes.extend(taken)
-        if author not in reviewers:
-            reviewers.append(author)
-
+    found = _Collector(me, role_of)
     line_comments = {c.id: c for c in review_comments}
     taken_comments: set[int] = set()
     for review in reviews:
         key = f"review:{review.id}"
         wanted = review.state == "CHANGES_REQUESTED" or mentions(review.body, handle)
-        if not wanted or key in handled or ours(review.author):
-            continue
-        if not allowed(review.author, review.is_bot):
-            ignored += 1
+        if not wanted or key in handled or found.ours(review.author):
             continue
         own = [c for c in review_comments if c.review_id == review.id]
-        taken_comments.update(c.id for c in own)
         body = [ReviewNote(review.author, review.body.strip())] if review.body.strip() else []
-        take(key, review.author, [*body, *(_note(c) for c in own)])
+        if found.take(key, review.author, review.is_bot, [*body, *(_note(c) for c in own)]):
+            taken_comments.update(c.id for c in own)
     for comment in line_comments.values():
         key = f"review-comment:{comment.id}"
         if comment.id in taken_comments or key in handled or not mentions(comment.body, handle):
             continue
-        if ours(comment.author):
-            continue
-        if not allowed(comment.author, comment.is_bot):
-            ignored += 1
-            continue
-        take(key, comment.author, [_note(comment)])
+        if not found.ours(comment.author):
+            found.take(key, comment.author, comment.is_bot, [_note(comment)])
     for said in comments:
         key = f"comment:{said.id}"
-        if key in handled or ours(said.author):
+        if key in handled or found.ours(said.author) or not mentions(said.body, handle):
             continue
-        if not mentions(said.body, handle):
-            continue
-        if not allowed(said.author, False):
-            ignored += 1
-            continue
-        take(key, said.author, [ReviewNote(said.author, said.body.strip())])
-    return Feedback(tuple(keys), tuple(notes), tuple(reviewers), ignored)
+        found.take(key, said.author, False, [ReviewNote(said.author, said.body.strip())])
+    return Feedback(tuple(found.keys), tuple(found.notes), tuple(found.reviewers), found.ignored)
+
+
+class _Collector:
+    """The feedback taken so far, and how many items by others were left out."""
+
+    def __init__(self, me: str, role_of: Callable[[str], str]) -> None:
+        self._me = me
+        self._role_of = role_of
+        self.keys: list[str] = []
+        self.notes: list[ReviewNote] = []
+        self.reviewers: list[str] = []
+        self.ignored = 0
+
+    def ours(self, author: str) -> bool:
+        return author.lower() == self._me.lower()
+
+    def take(self, key: str, author: str, is_bot: bool, taken: Sequence[ReviewNote]) -> bool:
+        """Take the item when its author may review (a person with write permission), else
+        count it left out."""
+        allowed = (
+            bool(author)
+            and not is_bot
+            and not author.endswith("[bot]")
+            and self._role_of(author) in REVIEWER_ROLES
+        )
+        if not allowed:
+            self.ignored += 1
+            return False
+        self.keys.append(key)
+        self.notes.extend(taken)
+        if author not in self.reviewers:
+            self.reviewers.append(author)
+        return True
 
 
 class FeedbackReads(Protocol):

@@ -10,7 +10,7 @@ from thirdshift.clock import Clock
 from thirdshift.errors import NotClaimed
 from thirdshift.records import IssueInfo, Repository
 from thirdshift.runs.approval import PASSED_OVER, ROLES_THAT_LABEL
-from thirdshift.runs.claims import text_not_approved
+from thirdshift.runs.claims import IssueText, text_not_approved
 from thirdshift.runs.lease import LeaseKeeper
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.roles import Roles
@@ -86,9 +86,7 @@ class LeaseStep:
 
         reason = text_not_approved(
             self.github,
-            (ref.owner, ref.repo, ref.number),
-            title=issue.title,
-            body=issue.body,
+            IssueText(ref.owner, ref.repo, ref.number, issue.title, issue.body),
             ready_label=ready,
             earlier=self.store.latest_run(repository, ref.number),
             may_label=may_label,
