@@ -22,7 +22,8 @@ from thirdshift.errors import Interrupted, NotClaimed, ThirdshiftError
 from thirdshift.git import Worktree
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, IssueSummary, Lease, RepoInfo, Repository, Run
-from thirdshift.runs.architect_complete import INTERRUPTED, Completion, Refused, Unfinished
+from thirdshift.runs.architect_complete import Completion, Refused, Unfinished
+from thirdshift.runs.architect_end import ArchitectEndings
 from thirdshift.runs.architect_publish import Publication, Publisher
 from thirdshift.runs.claims import FencedGitHub
 from thirdshift.runs.context import RunHooks, RunParts
@@ -45,7 +46,7 @@ from thirdshift.runs.steps.lease import LeaseStep
 from thirdshift.runs.steps.preflight import check_harness_and_token
 from thirdshift.runs.steps.session import SessionStep
 from thirdshift.runs.steps.worktree import WorktreeStep
-from thirdshift.sessions import SessionInterrupted, Sessions
+from thirdshift.sessions import Sessions
 
 OPEN_TITLES = 100  # the open issues the prompt names
 CLOSED_TITLES = 50  # and the recently closed ones
@@ -72,11 +73,17 @@ class ArchitectRun:
         self._session = SessionStep(store, parts.session_source, scrub, say)
         self._completion = Completion(parts.github, store, settings, parts.clock, say)
         self._publisher = Publisher(store, settings, scrub, say)
-        self._announcer = Announcer(store, hooks.notifier, scrub, say)
+        announcer = Announcer(store, hooks.notifier, scrub, say)
         self._keeper: LeaseKeeper | None = None
+        self._endings = ArchitectEndings(
+            store, scrub, say, announcer, hooks.interrupt, web_host, self._lease_lost
+        )
 
     def say(self, line: str) -> None:
         self._hooks.progress(self._parts.scrub(line))
+
+    def _lease_lost(self) -> bool:
+        return self._keeper is not None and self._keeper.lost
 
     def run(self, request: ArchitectRequest) -> RunOutcome:
         """Published, covered, skipped or failed; ``NotClaimed`` (exit status 3) is raised
@@ -166,7 +173,7 @@ class ArchitectRun:
             publication = Publication(record, result, key, result_digest(kept), base_sha, found)
             return self._publish_and_finish(publication, repo, gh)
         except Exception as error:
-            return self._failed(record, error, sessions)
+            return self._endings.failed(record, error, sessions)
         finally:
             if worktree is not None:  # its changes and commits are not the Run's output
                 with contextlib.suppress(ThirdshiftError, OSError):
@@ -225,7 +232,7 @@ class ArchitectRun:
         try:
             return self._publish_and_finish(publication, repo, gh)
         except Exception as error:
-            return self._failed(record, error, None)
+            return self._endings.failed(record, error, None)
 
     def _refuse(
         self, refused: Refused, repo: RepoInfo, repository: Repository, lease: Lease
@@ -245,7 +252,7 @@ class ArchitectRun:
             f"Architect run {record.id} on {repo.full_name}: refusing to complete what "
             f"Architect run {earlier.id} began to publish"
         )
-        return self._failed(record, ResultInvalid(refused.cause), None)
+        return self._endings.failed(record, ResultInvalid(refused.cause), None)
 
     # -- endings -------------------------------------------------------------------------------
 
@@ -262,57 +269,8 @@ class ArchitectRun:
         self.say(line)
         self._hooks.emit_url(published.urls[0])
         state = "covered" if isinstance(result, Covered) else "published"
-        self._announce(record, state, published.urls[0])
+        self._endings.announce(record, state, published.urls[0])
         return RunOutcome(state, 0, run_id=record.id, published=published.urls)
-
-    def _failed(self, record: Run, error: BaseException, sessions: Sessions | None) -> RunOutcome:
-        if not isinstance(error, ThirdshiftError | OSError):
-            error = ThirdshiftError(f"unexpected {error.__class__.__name__}: {error}")
-        cause = self._parts.scrub(str(error) or error.__class__.__name__)
-        # Stopped by a signal (the interrupt is set), not by losing the Lease (which sets it too).
-        lost = self._keeper is not None and self._keeper.lost
-        stopped = self._hooks.interrupt.is_set() and not lost
-        interrupted = isinstance(error, Interrupted | SessionInterrupted) or stopped
-        state = "interrupted" if interrupted else "failed"
-        said = cause
-        if interrupted:  # on the record, so a later run knows it says nothing of the plan
-            cause = INTERRUPTED + cause
-        last_log = sessions.last_log if sessions is not None else None
-        fields: dict[str, object] = {"cause": cause}
-        if last_log is not None:
-            fields["last_session_log"] = str(last_log)
-        try:
-            self._parts.store.finish_run(record.id, "failed", **fields)
-        except ThirdshiftError as problem:
-            self.say(f"warning: could not record the Failed run: {problem}")
-        kept = self._result_kept(record.id)
-        self.say(f"the Architect run {'was interrupted' if interrupted else 'failed'}: {said}")
-        if kept:
-            self.say(
-                "its result is kept: the next Architect run on the repository publishes the "
-                "rest of it first"
-            )
-        else:
-            self.say("nothing was published")
-        self.say(f"session log: {last_log if last_log else 'none'}")
-        self._announce(record, state, None, cause=cause)
-        return RunOutcome(state, 1, run_id=record.id, cause=cause)
-
-    def _announce(
-        self, record: Run, state: str, url: str | None, *, cause: str | None = None
-    ) -> None:
-        """Tell the team's targets how the Architect run ended (``published``, ``covered``,
-        ``failed`` or ``interrupted``), at most once: a plan waiting for triage, or a run that
-        keeps failing, is news they should not have to look for."""
-        repository = record.repository.full_name
-        fallback = f"https://{self._web_host}/{repository}/issues"
-        self._announcer.announce(record, url or fallback, state, cause=cause)
-
-    def _result_kept(self, run_id: int) -> bool:
-        try:
-            return self._parts.store.architect_result(run_id) is not None
-        except ThirdshiftError:
-            return False
 
     def _check_interrupt(self) -> None:
         if self._hooks.interrupt.is_set():
