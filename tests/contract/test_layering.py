@@ -73,6 +73,13 @@ def test_the_package_keeps_every_import_contract(tree: Path) -> None:
         ("harnesses/base.py", "import thirdshift.harnesses.claude", "No import cycle"),
         # Settings and the rules read the Harness registry: it may not reach the adapters.
         ("harness_registry.py", "import thirdshift.harnesses", "Layers: the CLI on top"),
+        # A step takes what another made from the Run's scope, never from the other step.
+        ("runs/steps/brief.py", "import thirdshift.runs.steps.session", "The steps of a Run"),
+        # The composition root builds Run kinds; it never needs a step.
+        ("bootstrap.py", "import thirdshift.runs.steps.finish", "Only the Run kinds"),
+        ("runs/failed_run.py", "import thirdshift.runs.steps.worktree", "Only the Run kinds"),
+        ("daemon/poll.py", "import thirdshift.runs.claims", "Other packages use the public face"),
+        ("cli.py", "import thirdshift.runs.plans", "public face of runs"),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(
