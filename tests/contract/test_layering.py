@@ -73,6 +73,13 @@ def test_the_package_keeps_every_import_contract(tree: Path) -> None:
         ("harnesses/base.py", "import thirdshift.harnesses.claude", "No import cycle"),
         # Settings and the rules read the Harness registry: it may not reach the adapters.
         ("harness_registry.py", "import thirdshift.harnesses", "Layers: the CLI on top"),
+        ("sandbox/demo.py", "import thirdshift.cli.common", "Layers: the CLI on top"),
+        (
+            "cli/status.py",
+            "import thirdshift.sandbox.client",
+            "The product never imports the sandbox",
+        ),
+        ("cli/common.py", "import thirdshift.cli.running", "No import cycle"),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(
