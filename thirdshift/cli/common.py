@@ -60,6 +60,20 @@ def guarded(action: Callable[[], Any]) -> Any:
         fail(error)
 
 
+@contextmanager
+def reported() -> Iterator[None]:
+    """A usage error from below ends the command as click's usage error (exit 2); any other
+    ThirdshiftError with its one line and its exit status."""
+    from thirdshift.errors import UsageError
+
+    try:
+        yield
+    except UsageError as error:
+        raise click.UsageError(str(error)) from None
+    except ThirdshiftError as error:
+        fail(error)
+
+
 def check_repositories(names: Iterable[str]) -> None:
     """Each ``--repo`` given is an OWNER/NAME, or the command ends as a usage error (exit 2)."""
     from thirdshift.settings import check_repository_name

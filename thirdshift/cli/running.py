@@ -7,7 +7,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -18,11 +18,15 @@ from thirdshift.cli.common import (
     emit,
     fail,
     guarded,
+    reported,
     signals_set,
 )
-from thirdshift.console import Progress, progress_for
+from thirdshift.console import LiveProgress, Progress, progress_for
 from thirdshift.errors import ThirdshiftError
 from thirdshift.harnesses import HARNESS_NAMES
+
+if TYPE_CHECKING:
+    from thirdshift.settings import Settings
 
 Command = TypeVar("Command", bound=Callable[..., object])
 
@@ -36,6 +40,21 @@ def harness_options(command: Command) -> Command:
         default=None,
         help="The Harness (default: the harness setting, claude).",
     )(command)
+
+
+def _set_up(
+    harness: str | None, model: str | None
+) -> tuple[dict[str, str], Settings, Progress | LiveProgress]:
+    """The environment, read once; the settings with this command's Harness and Model; and the
+    progress: a live status line on a terminal, plain lines elsewhere, one-line ones on a
+    runner."""
+    import os
+
+    from thirdshift.settings import load_settings, with_harness
+
+    environ = dict(os.environ)
+    settings = with_harness(guarded(lambda: load_settings(environ)), harness, model)
+    return environ, settings, progress_for(sys.stderr, environ)
 
 
 @click.command("run")
@@ -64,12 +83,9 @@ def run_command(
     Prints the pull request URL on stdout; progress on stderr. Exit 0 on success, 1 on failure,
     2 on a usage error, 3 when another Run holds the issue. With --event, an event that asks
     for no Run (another label, a reader's label, ...) ends with exit 0 and one line why."""
-    import os
-
     from thirdshift.bootstrap import RunRequest, run_event, run_issue
     from thirdshift.errors import UsageError
     from thirdshift.issue_url import parse_issue_url
-    from thirdshift.settings import load_settings, with_harness
 
     if (issue_url is None) == (event_path is None):
         raise click.UsageError("give an Issue URL or --event PATH (one of them)")
@@ -79,38 +95,29 @@ def run_command(
             ref = parse_issue_url(issue_url)
         except UsageError as error:
             raise click.UsageError(str(error)) from None
-    environ = dict(os.environ)
-    settings = guarded(lambda: load_settings(environ))
-    settings = with_harness(settings, harness, model)
-    # A live status line on a terminal; plain lines elsewhere, one-line ones on a runner.
-    progress = progress_for(sys.stderr, environ)
+    environ, settings, progress = _set_up(harness, model)
     interrupt = threading.Event()
-    with signals_set(interrupt, progress, until_exit=True), closing(progress):
-        try:
-            if ref is not None:
-                status = run_issue(
-                    settings,
-                    RunRequest(issue=ref, merge=merge, base=base),
-                    environ=environ,
-                    progress=progress,
-                    emit_url=emit,
-                    interrupt=interrupt,
-                ).exit_code
-            else:
-                assert event_path is not None
-                status = run_event(
-                    settings,
-                    event_path,
-                    environ=environ,
-                    progress=progress,
-                    write=command_line,
-                    emit_url=emit,
-                    interrupt=interrupt,
-                )
-        except UsageError as error:
-            raise click.UsageError(str(error)) from None
-        except ThirdshiftError as error:
-            fail(error)
+    with signals_set(interrupt, progress, until_exit=True), closing(progress), reported():
+        if ref is not None:
+            status = run_issue(
+                settings,
+                RunRequest(issue=ref, merge=merge, base=base),
+                environ=environ,
+                progress=progress,
+                emit_url=emit,
+                interrupt=interrupt,
+            ).exit_code
+        else:
+            assert event_path is not None
+            status = run_event(
+                settings,
+                event_path,
+                environ=environ,
+                progress=progress,
+                write=command_line,
+                emit_url=emit,
+                interrupt=interrupt,
+            )
     sys.exit(status)
 
 
@@ -136,20 +143,15 @@ def architect_command(
     is reached. Prints the published issue's URL on stdout. Exit 0 published, covered or
     skipped; 1 failed (nothing more published); 2 usage error; 3 another Architect run works on
     the repository."""
-    import os
-
     from thirdshift.bootstrap import run_architect
     from thirdshift.runs.architect import ArchitectRequest
-    from thirdshift.settings import check_repository_name, load_settings, with_harness
+    from thirdshift.settings import check_repository_name
 
     try:
         owner, name = check_repository_name(repository)
     except ValueError as error:
         raise click.UsageError(str(error)) from None
-    environ = dict(os.environ)
-    settings = guarded(lambda: load_settings(environ))
-    settings = with_harness(settings, harness, model)
-    progress = progress_for(sys.stderr, environ)
+    environ, settings, progress = _set_up(harness, model)
     interrupt = threading.Event()
     with signals_set(interrupt, progress, until_exit=True), closing(progress):
         try:
@@ -196,7 +198,6 @@ def daemon_command(repos: tuple[str, ...], once: bool, http: str | None) -> None
     import os
 
     from thirdshift.bootstrap import run_daemon
-    from thirdshift.errors import UsageError
     from thirdshift.settings import load_settings
 
     check_repositories(repos)
@@ -204,19 +205,17 @@ def daemon_command(repos: tuple[str, ...], once: bool, http: str | None) -> None
     settings = guarded(lambda: load_settings(environ))
     progress = Progress()
     stop = threading.Event()
-    with signals_set(stop, progress, until_exit=True, what="the running Runs will be saved"):
-        try:
-            status = run_daemon(
-                settings,
-                repositories=repos,
-                once=once,
-                http=http,
-                environ=environ,
-                progress=progress,
-                stop=stop,
-            )
-        except UsageError as error:
-            raise click.UsageError(str(error)) from None
-        except ThirdshiftError as error:
-            fail(error)
+    with (
+        signals_set(stop, progress, until_exit=True, what="the running Runs will be saved"),
+        reported(),
+    ):
+        status = run_daemon(
+            settings,
+            repositories=repos,
+            once=once,
+            http=http,
+            environ=environ,
+            progress=progress,
+            stop=stop,
+        )
     sys.exit(status)

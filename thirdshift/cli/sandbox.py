@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import click
 
@@ -31,17 +33,8 @@ def sandbox_serve(root: Path, port: int) -> None:
     """Serve the GitHub stand-in; print its API URL on stdout once it is ready."""
     from thirdshift.sandbox.github.server import GitHubStandIn
 
-    progress = Progress()
     root.mkdir(parents=True, exist_ok=True)
-    interrupt = threading.Event()
-    with signals_set(interrupt, progress, quiet=True):
-        stand_in = GitHubStandIn(root, port=port)
-        guarded(stand_in.start)
-        try:
-            click.echo(stand_in.api_url)
-            wait_for_interrupt(progress, f"GitHub stand-in serving {stand_in.api_url}", interrupt)
-        finally:
-            stand_in.stop()
+    _serve(lambda: GitHubStandIn(root, port=port), lambda server: server.api_url, "GitHub stand-in")
 
 
 @sandbox.command("model")
@@ -63,16 +56,35 @@ def sandbox_model(script_path: Path, port: int, request_log: Path | None) -> Non
     """Serve the scripted model server; print its base URL on stdout once it is ready."""
     from thirdshift.sandbox.model.server import ModelScript, ScriptedModelServer
 
-    progress = Progress()
     script = guarded(lambda: ModelScript.load(script_path))
     log = request_log or script_path.with_suffix(".requests.jsonl")
+    _serve(
+        lambda: ScriptedModelServer(script, log, port=port),
+        lambda server: server.url,
+        "scripted model server",
+    )
+
+
+class _Server(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+Server = TypeVar("Server", bound=_Server)
+
+
+def _serve(build: Callable[[], Server], address: Callable[[Server], str], what: str) -> None:
+    """Start the server, print its address on stdout and serve until Ctrl-C or SIGTERM."""
+    progress = Progress()
     interrupt = threading.Event()
     with signals_set(interrupt, progress, quiet=True):
-        server = ScriptedModelServer(script, log, port=port)
+        server = build()
         guarded(server.start)
         try:
-            click.echo(server.url)
-            wait_for_interrupt(progress, f"scripted model server serving {server.url}", interrupt)
+            url = address(server)
+            click.echo(url)
+            wait_for_interrupt(progress, f"{what} serving {url}", interrupt)
         finally:
             server.stop()
 
