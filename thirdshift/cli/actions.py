@@ -10,7 +10,7 @@ from thirdshift import __version__
 from thirdshift.cli.common import fail, guarded
 from thirdshift.console import format_duration
 from thirdshift.errors import ThirdshiftError
-from thirdshift.harnesses import HARNESS_NAMES
+from thirdshift.harness_registry import DEFAULT_HARNESS, HARNESS_NAMES
 
 
 @click.group()
@@ -32,7 +32,7 @@ def actions() -> None:
     default=None,
     help="What the workflow gives pip to install thirdshift (default: thirdshift at this version).",
 )
-@click.option("--harness", type=click.Choice(list(HARNESS_NAMES)), default="claude")
+@click.option("--harness", type=click.Choice(list(HARNESS_NAMES)), default=DEFAULT_HARNESS)
 @click.option("--force", is_flag=True, help="Replace a workflow file that is already there.")
 def actions_init(root: Path, install: str | None, harness: str, force: bool) -> None:
     """Write the workflow that runs thirdshift on each issue labelled ready-for-agent. Prints

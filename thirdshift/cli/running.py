@@ -23,7 +23,7 @@ from thirdshift.cli.common import (
 )
 from thirdshift.console import LiveProgress, Progress, progress_for
 from thirdshift.errors import ThirdshiftError
-from thirdshift.harnesses import HARNESS_NAMES
+from thirdshift.harness_registry import HARNESS_NAMES
 
 if TYPE_CHECKING:
     from thirdshift.settings import Settings
