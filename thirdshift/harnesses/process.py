@@ -133,98 +133,159 @@ def run_supervised(
     place in the order.
     """
     clock = clock or SystemClock()
+    stops = _Stops(watchdogs, stop_signals, grace_seconds, interrupt, halt, clock, tick_seconds)
     token = secrets.token_hex(8)
     started = clock.monotonic()
     process, stdout, stderr = _spawn(argv, cwd, {**env, MARKER_VARIABLE: token})
     tree = _Tree(process.pid, f"{MARKER_VARIABLE}={token}".encode())
-    abandon = threading.Event()
-    lines = _Lines(_HELD_LINES_CAPS * line_cap_bytes, abandon)
-    tail = _Tail(STDERR_TAIL_BYTES)
-    pump = threading.Thread(
-        target=_pump,
-        args=(stdout.fileno(), stderr.fileno(), lines, tail, abandon, line_cap_bytes),
-        name=f"thirdshift-pump-{process.pid}",
-        daemon=True,
-    )
-    pump.start()
-
-    def hand_on(item: bytes | CutLine) -> None:
-        if isinstance(item, CutLine):
-            on_cut(item)
-        else:
-            on_line(item)
-
-    def exited() -> bool:
-        return _has_exited(process.pid)
-
-    last_line = started
-    result_at: float | None = None
-    stopped_by: str | None = None
-    next_check = started
-    next_look = started + _LOOK_SECONDS
-    swept = eof = False
+    output = _Output(process.pid, stdout, stderr, line_cap_bytes)
+    handed = _HandOn(output.lines, on_line, on_cut)
+    swept = False
     try:
-        while True:
-            try:
-                line = lines.get(timeout=max(0.0, next_check - clock.monotonic()))
-            except queue.Empty:
-                pass
-            else:
-                if line is None:
-                    eof = True
-                else:
-                    last_line = clock.monotonic()
-                    hand_on(line)
-                    if result_at is None and result_seen():
-                        result_at = clock.monotonic()
-            now = clock.monotonic()
-            if now < next_check:
-                continue
-            next_check = now + tick_seconds
-            if result_at is None and result_seen():
-                result_at = now
-            if exited():
-                break
-            since_result = None if result_at is None else now - result_at
-            stopped_by = _tripped(
-                watchdogs, interrupt, now - started, now - last_line, since_result
-            ) or ("halt" if halt is not None and halt.is_set() else None)
-            if stopped_by is not None:
-                _stop(tree, stop_signals, grace_seconds, exited)
-                break
-            if now >= next_look:
-                next_look = now + _LOOK_SECONDS
-                tree.members(use_marker=False)
+        stopped_by = _watch(process.pid, tree, handed, result_seen, stops, started)
         _sweep(tree)
         swept = True
-        # What the pump still reads is taken as it comes (a pump with lines held up to the
-        # bound waits for this), until stdout ends or a process that escaped holds it open.
-        deadline = time.monotonic() + _DRAIN_SECONDS
-        while not eof and (left := deadline - time.monotonic()) > 0:
-            try:
-                line = lines.get(timeout=left)
-            except queue.Empty:
-                break
-            if line is None:
-                eof = True
-            else:
-                hand_on(line)
+        _drain(handed)
     finally:
         if not swept:  # on_line or result_seen raised: the tree dies all the same
             _sweep(tree)
         process.wait()
-        abandon.set()
-        pump.join()
-        stdout.close()
-        stderr.close()
-    while not eof and (line := lines.get()) is not None:
-        hand_on(line)
+        output.close()
+    while handed.next(timeout=None):
+        pass  # what the pump read before it was told to stop, to stdout's end
     return ProcessEnding(
         exit_status=process.returncode,
         stopped_by=stopped_by,
-        stderr_tail=tail.text(),
+        stderr_tail=output.tail.text(),
         duration_seconds=clock.monotonic() - started,
     )
+
+
+@dataclass(frozen=True)
+class _Stops:
+    """When the supervisor stops the process, and how (``run_supervised``'s arguments)."""
+
+    watchdogs: Watchdogs
+    stop_signals: Sequence[signal.Signals]
+    grace_seconds: float
+    interrupt: threading.Event
+    halt: threading.Event | None
+    clock: Clock
+    tick_seconds: float
+
+    def tripped(self, elapsed: float, quiet: float, since_result: float | None) -> str | None:
+        """What stops the process now (``stopped_by``), or None."""
+        return _tripped(self.watchdogs, self.interrupt, elapsed, quiet, since_result) or (
+            "halt" if self.halt is not None and self.halt.is_set() else None
+        )
+
+
+class _Output:
+    """The CLI's stdout and stderr, drained by a pump thread of their own: stdout's lines onto
+    ``lines``, the end of stderr into ``tail``."""
+
+    def __init__(self, pid: int, stdout: socket.socket, stderr: socket.socket, cap: int) -> None:
+        self._stdout = stdout
+        self._stderr = stderr
+        self._abandon = threading.Event()
+        self.lines = _Lines(_HELD_LINES_CAPS * cap, self._abandon)
+        self.tail = _Tail(STDERR_TAIL_BYTES)
+        self._pump = threading.Thread(
+            target=_pump,
+            args=(stdout.fileno(), stderr.fileno(), self.lines, self.tail, self._abandon, cap),
+            name=f"thirdshift-pump-{pid}",
+            daemon=True,
+        )
+        self._pump.start()
+
+    def close(self) -> None:
+        """Stop the pump (it no longer waits for room in ``lines``) and close our ends."""
+        self._abandon.set()
+        self._pump.join()
+        self._stdout.close()
+        self._stderr.close()
+
+
+class _HandOn:
+    """Hands the pump's stdout lines to the caller, in order: a cut line to ``on_cut``."""
+
+    def __init__(
+        self,
+        lines: _Lines,
+        on_line: Callable[[bytes], None],
+        on_cut: Callable[[CutLine], None],
+    ) -> None:
+        self._lines = lines
+        self._on_line = on_line
+        self._on_cut = on_cut
+        self.eof = False
+        """True once stdout's end was taken: nothing more will come."""
+
+    def next(self, timeout: float | None) -> bool:
+        """Hand on the next line if one comes within ``timeout`` (None: however long it takes);
+        True when one was handed on, False on a wait that ran out or at stdout's end."""
+        if self.eof:
+            return False
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        if line is None:
+            self.eof = True
+        elif isinstance(line, CutLine):
+            self._on_cut(line)
+        else:
+            self._on_line(line)
+        return line is not None
+
+
+def _watch(
+    pid: int,
+    tree: _Tree,
+    handed: _HandOn,
+    result_seen: Callable[[], bool],
+    stops: _Stops,
+    started: float,
+) -> str | None:
+    """Hand on lines until the process exits (None) or something stops it, its tree signalled
+    (what stopped it: ``ProcessEnding.stopped_by``). Looks at the tree every ``_LOOK_SECONDS``
+    to remember its members."""
+    clock = stops.clock
+    last_line = started
+    result_at: float | None = None
+    next_check = started
+    next_look = started + _LOOK_SECONDS
+    while True:
+        if handed.next(timeout=max(0.0, next_check - clock.monotonic())):
+            last_line = clock.monotonic()
+            if result_at is None and result_seen():
+                result_at = clock.monotonic()
+        now = clock.monotonic()
+        if now < next_check:
+            continue
+        next_check = now + stops.tick_seconds
+        if result_at is None and result_seen():
+            result_at = now
+        if _has_exited(pid):
+            return None
+        since_result = None if result_at is None else now - result_at
+        stopped_by = stops.tripped(now - started, now - last_line, since_result)
+        if stopped_by is not None:
+            _stop(tree, stops.stop_signals, stops.grace_seconds, lambda: _has_exited(pid))
+            return stopped_by
+        if now >= next_look:
+            next_look = now + _LOOK_SECONDS
+            tree.members(use_marker=False)
+
+
+def _drain(handed: _HandOn) -> None:
+    """Once the tree is dead, take what the pump still reads as it comes (a pump with lines
+    held up to the bound waits for this), until stdout ends or a process that escaped the
+    sweep holds it open past ``_DRAIN_SECONDS``."""
+    deadline = time.monotonic() + _DRAIN_SECONDS
+    while not handed.eof and (left := deadline - time.monotonic()) > 0:
+        if not handed.next(timeout=left):
+            break
 
 
 def stop_process_tree(

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, BinaryIO, NoReturn
 
 from thirdshift.clock import Clock
 from thirdshift.console import format_duration
@@ -30,6 +30,7 @@ from thirdshift.harnesses import (
     ProcessEnding,
     SealedPaths,
     StreamOutcome,
+    StreamReader,
     install_dirs,
     run_supervised,
     working_in,
@@ -173,195 +174,148 @@ class CliOutside:
             harness_session_id=resume_id,
             resumed_from_id=resumed_row,
         )
-        resumed = self._usage_of(resumed_row)
-        probed: list[str | None] = [None]  # the CLI's version, when its stream names none
-        # The most this session was measured at: the stream is the agent's to write into, so a
-        # later figure never lowers one a budget was already checked against.
-        counted = [Usage()]
-
-        def measured(usage: Usage) -> Usage:
-            if resumed is not None:
-                usage = self._harness.resume_usage(usage, resumed)
-            if usage.cli_version is None and probed[0] is not None:
-                usage = replace(usage, cli_version=probed[0])
-            counted[0] = at_least(counted[0], self._priced(usage))
-            return counted[0]
-
+        meter = _Meter(
+            self._harness, self._usage_of(resumed_row), self._priced, self._budgets, spent
+        )
         reader = self._harness.reader(scrub=self._scrub)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        prefix = f"{self._worktree}/"
-        # Set when the session reaches a cost budget: the supervisor then stops it as it stops
-        # an interrupted one (the Harness's signals, its grace), so nothing is cut short.
-        halt = threading.Event()
-        over: list[str] = []
-
-        # The stream's events and the egress proxy's refusals share one numbering: the proxy
-        # reports from its own thread.
-        numbering = _Numbering()
         # Written from a thread of its own: a store error here must never reach the process
         # supervisor, which would kill an agent doing its work (adr/0028).
         writer = EventWriter(
             lambda events: self._store.add_session_events(record.id, events),
             warn=self.progress,
         )
-
-        def record_events(events: Sequence[SessionEvent]) -> None:
-            writer.put([self._scrubbed(replace(e, seq=numbering.next())) for e in events])
-
-        def refused(refusal: Refusal) -> None:
-            self.progress(f"{kind}: {refusal.line}")
-            record_events(
-                [
-                    SessionEvent(
-                        seq=0,
-                        kind="network",
-                        summary=refusal.line,
-                        target=f"{refusal.host}:{refusal.port}",
-                    )
-                ]
-            )
-
-        kept = _LogCap(self._output_caps.log_bytes)
-
         with log_path.open("ab") as log:
-
-            def keep(text: str) -> None:
-                data = self._scrub(text).encode() + b"\n"
-                if kept.take(len(data)):
-                    log.write(data)
-                    log.flush()
-                elif kept.dropped_lines == 1:
-                    self.progress(
-                        f"{kind}: the Session log reached its cap ({_size(kept.cap)}, "
-                        "session_log_cap_bytes): later lines are counted, not kept"
-                    )
-
-            def on_cut(cut_line: CutLine) -> None:
-                keep(cut_line.head.decode("utf-8", "replace"))
-                note = {
-                    "type": "thirdshift.cut",
-                    "kept_bytes": len(cut_line.head),
-                    "dropped_bytes": cut_line.dropped_bytes,
-                }
-                keep(json.dumps(note))
-                said = (
-                    f"a stdout line over the cap ({_size(len(cut_line.head))}) was cut: "
-                    f"{cut_line.dropped_bytes} bytes dropped"
-                )
-                self.progress(f"{kind}: {said}")
-                record_events([SessionEvent(seq=0, kind="cut", summary=said)])
-
-            def on_line(line: bytes) -> None:
-                keep(line.decode("utf-8", "replace"))
-                observation = reader.feed(line)
-                for condensed in observation.progress:
-                    self.progress(f"{kind}: {condensed.replace(prefix, '')}")
-                if observation.events:
-                    record_events(observation.events)
-                # Once the turn's result is out, the session has done its work: the check
-                # after it decides, and the session is recorded as ended, not stopped.
-                if spent is None or halt.is_set() or reader.result_seen:
-                    return
-                so_far = measured(reader.usage_so_far)
-                if cause := budget_reached(self._budgets, spent, so_far.cost_usd):
-                    over.append(cause)
-                    halt.set()
-
+            live = _LiveSession(
+                kind,
+                log=_SessionLog(log, self._output_caps.log_bytes, self._scrub),
+                reader=reader,
+                writer=writer,
+                meter=meter,
+                worktree=self._worktree,
+                scrub=self._scrub,
+                progress=self.progress,
+            )
             try:
-                self._sealed.agent_home.mkdir(parents=True, exist_ok=True, mode=0o700)
-                home = self._harness.private_home(self._environ, self._sealed.agent_home)
-                cli_env = {**self._harness.environment(self._environ), **home}
-                probed[0] = self._cli_version(cli_env)
-                allowlist = EgressAllowlist.of(
-                    self._harness.provider_endpoints(cli_env), self._network_allow
-                )
-                with self._network(allowlist, refused) as egress:
-                    argv, env = self._sandbox.wrap(
-                        self._harness.argv(prompt, model=self._model, resume_id=resume_id),
-                        cli_env,
-                        self._sealed,
-                        egress,
-                    )
-                    ending = run_supervised(
-                        argv,
-                        cwd=self._worktree,
-                        env=env,
-                        on_line=on_line,
-                        result_seen=lambda: reader.result_seen,
-                        watchdogs=self._watchdogs,
-                        stop_signals=self._harness.stop_signals,
-                        grace_seconds=self._grace_seconds,
-                        interrupt=self._interrupt,
-                        clock=self._clock,
-                        halt=halt,
-                        on_cut=on_cut,
-                        line_cap_bytes=self._output_caps.line_bytes,
-                    )
+                ending = self._run_cli(live, prompt, resume_id)
             except ThirdshiftError as error:
                 cause = self._scrub(str(error))
                 self._drain(writer, kind)
                 self._end_session(record.id, state="failed", error=cause)
                 raise SessionFailed(cause, log_path) from error
-            if ending.stderr_tail.strip():
-                # The CLI's own complaints (a bad key, a crash) belong with its stream.
-                note = {"type": "thirdshift.stderr", "text": ending.stderr_tail}
-                log.write(self._scrub(json.dumps(note)).encode() + b"\n")
-            if kept.dropped_lines:
-                capped = {
-                    "type": "thirdshift.log_capped",
-                    "cap_bytes": kept.cap,
-                    "dropped_lines": kept.dropped_lines,
-                    "dropped_bytes": kept.dropped_bytes,
-                }
-                log.write(json.dumps(capped).encode() + b"\n")
+            live.log.end(ending.stderr_tail)
         self._drain(writer, kind)
         outcome = reader.finish(
             ending.exit_status, stopped_after_result=ending.stopped_by == "post-result"
         )
-        usage = measured(outcome.usage)
+        usage = meter.measured(outcome.usage)
         self.progress(
             f"{kind}: session ended after {format_duration(ending.duration_seconds)}: "
             f"{usage.describe()}"
         )
-        if ending.stopped_by == "halt" and over:
-            killed = [self._scrub(work) for work in outcome.killed_work]
-            cause = f"{kind} session stopped: {over[0]}"
-            if killed:
-                cause += f"; its background work was killed ({', '.join(killed)})"
-            self.progress(cause)
-            self._end_session(
-                record.id,
-                state="failed",
-                harness_session_id=outcome.session_id,
-                final_message=self._scrub_optional(outcome.final_message),
-                killed_work=killed,
-                error=cause,
-                usage=usage,
-            )
-            raise BudgetReached(cause, log_path)
+        if ending.stopped_by == "halt" and meter.over is not None:
+            self._stop_at_budget(kind, record.id, meter.over, outcome, usage, log_path)
         failure = self._failure(kind, resume_id, outcome, ending, log_path)
         if failure is not None:
-            self._end_session(
-                record.id,
-                state="failed",
-                harness_session_id=outcome.session_id,
-                final_message=self._scrub_optional(outcome.final_message),
-                error=self._scrub(failure.cause),
-                usage=usage,
+            self._fail(record.id, failure, outcome, usage, writer, log_path)
+        return self._ended(record.id, outcome, usage, writer)
+
+    def _run_cli(self, live: _LiveSession, prompt: str, resume_id: str | None) -> ProcessEnding:
+        """Run the CLI to its end in the Agent sandbox, with its private home and its egress
+        proxy, under the process supervisor; ``live`` takes its output."""
+        self._sealed.agent_home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        home = self._harness.private_home(self._environ, self._sealed.agent_home)
+        cli_env = {**self._harness.environment(self._environ), **home}
+        live.meter.probed = self._cli_version(cli_env)
+        allowlist = EgressAllowlist.of(
+            self._harness.provider_endpoints(cli_env), self._network_allow
+        )
+        with self._network(allowlist, live.refused) as egress:
+            argv, env = self._sandbox.wrap(
+                self._harness.argv(prompt, model=self._model, resume_id=resume_id),
+                cli_env,
+                self._sealed,
+                egress,
             )
-            # A watchdog's or an interrupt's stop is ours, whatever the stream said last.
-            if outcome.provider_outage is not None and type(failure) is SessionFailed:
-                self._on_outage(outcome.provider_outage)
-                raise ProviderUnavailable(
-                    failure.cause,
-                    outcome.provider_outage,
-                    log_path,
-                    recent_events=writer.recent()[-RECENT_EVENTS:],
-                    event_count=writer.count,
-                ) from failure
-            raise failure
+            return run_supervised(
+                argv,
+                cwd=self._worktree,
+                env=env,
+                on_line=live.on_line,
+                result_seen=lambda: live.reader.result_seen,
+                watchdogs=self._watchdogs,
+                stop_signals=self._harness.stop_signals,
+                grace_seconds=self._grace_seconds,
+                interrupt=self._interrupt,
+                clock=self._clock,
+                halt=live.meter.halt,
+                on_cut=live.on_cut,
+                line_cap_bytes=self._output_caps.line_bytes,
+            )
+
+    def _stop_at_budget(
+        self,
+        kind: str,
+        session_id: int,
+        over: str,
+        outcome: StreamOutcome,
+        usage: Usage,
+        log_path: Path,
+    ) -> NoReturn:
+        """The session was stopped on reaching a cost budget (``over`` says which)."""
+        killed = [self._scrub(work) for work in outcome.killed_work]
+        cause = f"{kind} session stopped: {over}"
+        if killed:
+            cause += f"; its background work was killed ({', '.join(killed)})"
+        self.progress(cause)
         self._end_session(
-            record.id,
+            session_id,
+            state="failed",
+            harness_session_id=outcome.session_id,
+            final_message=self._scrub_optional(outcome.final_message),
+            killed_work=killed,
+            error=cause,
+            usage=usage,
+        )
+        raise BudgetReached(cause, log_path)
+
+    def _fail(
+        self,
+        session_id: int,
+        failure: SessionFailed,
+        outcome: StreamOutcome,
+        usage: Usage,
+        writer: EventWriter,
+        log_path: Path,
+    ) -> NoReturn:
+        """Record the session failed and raise ``failure``, or ``ProviderUnavailable`` when
+        the model provider refused it."""
+        self._end_session(
+            session_id,
+            state="failed",
+            harness_session_id=outcome.session_id,
+            final_message=self._scrub_optional(outcome.final_message),
+            error=self._scrub(failure.cause),
+            usage=usage,
+        )
+        # A watchdog's or an interrupt's stop is ours, whatever the stream said last.
+        if outcome.provider_outage is not None and type(failure) is SessionFailed:
+            self._on_outage(outcome.provider_outage)
+            raise ProviderUnavailable(
+                failure.cause,
+                outcome.provider_outage,
+                log_path,
+                recent_events=writer.recent()[-RECENT_EVENTS:],
+                event_count=writer.count,
+            ) from failure
+        raise failure
+
+    def _ended(
+        self, session_id: int, outcome: StreamOutcome, usage: Usage, writer: EventWriter
+    ) -> SessionEnding:
+        """Record the session ended, and say what it ended with."""
+        self._end_session(
+            session_id,
             state="ended",
             harness_session_id=outcome.session_id,
             final_message=self._scrub_optional(outcome.final_message),
@@ -372,7 +326,7 @@ class CliOutside:
         now_spent = retrying(self._spent, seconds=self._store_wait_seconds)
         over_budget = None if now_spent is None else budget_reached(self._budgets, now_spent, None)
         if outcome.session_id:
-            self._rows_by_session_id.setdefault(outcome.session_id, record.id)
+            self._rows_by_session_id.setdefault(outcome.session_id, session_id)
         return SessionEnding(
             session_id=outcome.session_id,
             killed_work=tuple(self._scrub(work) for work in outcome.killed_work),
@@ -524,24 +478,195 @@ class CliOutside:
             return ResumeUnknown(cause, log_path)
         return SessionFailed(cause, log_path)
 
-    def _scrubbed(self, event: SessionEvent) -> SessionEvent:
-        return SessionEvent(
-            seq=event.seq,
-            kind=event.kind,
-            summary=self._scrub(event.summary),
-            tool=event.tool,
-            target=self._scrub_optional(event.target),
-            # The stream is the agent's to forge: an exit status fits the store's column.
-            exit_status=(
-                None
-                if event.exit_status is None
-                else max(-(2**31), min(event.exit_status, 2**31 - 1))
-            ),
-            created_at=event.created_at,
-        )
-
     def _scrub_optional(self, text: str | None) -> str | None:
         return None if text is None else self._scrub(text)
+
+
+class _Meter:
+    """What one session has cost so far, and the cost budget that stops it while it runs."""
+
+    def __init__(
+        self,
+        harness: Harness,
+        resumed: Usage | None,
+        price: Callable[[Usage], Usage],
+        budgets: Budgets,
+        spent: Spent | None,
+    ) -> None:
+        self._harness = harness
+        self._resumed = resumed
+        self._price = price
+        self._budgets = budgets
+        self._spent = spent
+        self.probed: str | None = None
+        """The CLI's version, when its stream names none."""
+        # The most this session was measured at: the stream is the agent's to write into, so a
+        # later figure never lowers one a budget was already checked against.
+        self._counted = Usage()
+        # Set when the session reaches a cost budget: the supervisor then stops it as it stops
+        # an interrupted one (the Harness's signals, its grace), so nothing is cut short.
+        self.halt = threading.Event()
+        self.over: str | None = None
+        """The budget the session reached, once it has."""
+
+    def measured(self, usage: Usage) -> Usage:
+        """``usage`` as this session's own (a Resume's, net of what it resumed), priced, and
+        never below a figure already measured."""
+        if self._resumed is not None:
+            usage = self._harness.resume_usage(usage, self._resumed)
+        if usage.cli_version is None and self.probed is not None:
+            usage = replace(usage, cli_version=self.probed)
+        self._counted = at_least(self._counted, self._price(usage))
+        return self._counted
+
+    @property
+    def watching(self) -> bool:
+        """True while a budget may still stop the session."""
+        return self._spent is not None and not self.halt.is_set()
+
+    def check(self, usage_so_far: Usage) -> None:
+        """Halt the session once what it has cost so far reaches a budget."""
+        if self._spent is None:
+            return
+        so_far = self.measured(usage_so_far)
+        if cause := budget_reached(self._budgets, self._spent, so_far.cost_usd):
+            self.over = cause
+            self.halt.set()
+
+
+class _SessionLog:
+    """The Session log of one session as it is written: each line scrubbed, kept up to its cap
+    (``session_log_cap_bytes``), then counted; closed with what thirdshift says of the CLI."""
+
+    def __init__(self, log: BinaryIO, cap: int, scrub: Scrubber) -> None:
+        self._log = log
+        self._kept = _LogCap(cap)
+        self._scrub = scrub
+
+    def keep(self, text: str) -> str | None:
+        """Write one line; the warning to print when it is the first line past the cap."""
+        data = self._scrub(text).encode() + b"\n"
+        if self._kept.take(len(data)):
+            self._log.write(data)
+            self._log.flush()
+        elif self._kept.dropped_lines == 1:
+            return (
+                f"the Session log reached its cap ({_size(self._kept.cap)}, "
+                "session_log_cap_bytes): later lines are counted, not kept"
+            )
+        return None
+
+    def end(self, stderr_tail: str) -> None:
+        """The notes after the stream, outside the cap: the CLI's stderr, and what was
+        dropped."""
+        if stderr_tail.strip():
+            # The CLI's own complaints (a bad key, a crash) belong with its stream.
+            note = {"type": "thirdshift.stderr", "text": stderr_tail}
+            self._log.write(self._scrub(json.dumps(note)).encode() + b"\n")
+        kept = self._kept
+        if kept.dropped_lines:
+            capped = {
+                "type": "thirdshift.log_capped",
+                "cap_bytes": kept.cap,
+                "dropped_lines": kept.dropped_lines,
+                "dropped_bytes": kept.dropped_bytes,
+            }
+            self._log.write(json.dumps(capped).encode() + b"\n")
+
+
+class _LiveSession:
+    """One session while its CLI runs, as the supervisor's and the egress proxy's callbacks
+    see it: each line goes to its Session log, then to its Harness's stream reader, whose
+    progress lines are printed and whose Session events are recorded, and its cost so far is
+    checked against the budgets."""
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        log: _SessionLog,
+        reader: StreamReader,
+        writer: EventWriter,
+        meter: _Meter,
+        worktree: Path,
+        scrub: Scrubber,
+        progress: Callable[[str], None],
+    ) -> None:
+        self._kind = kind
+        self.log = log
+        self.reader = reader
+        self._writer = writer
+        self.meter = meter
+        self._prefix = f"{worktree}/"
+        self._scrub = scrub
+        self._progress = progress
+        # The stream's events and the egress proxy's refusals share one numbering: the proxy
+        # reports from its own thread.
+        self._numbering = _Numbering()
+
+    def on_line(self, line: bytes) -> None:
+        self._keep(line.decode("utf-8", "replace"))
+        observation = self.reader.feed(line)
+        for condensed in observation.progress:
+            self._progress(f"{self._kind}: {condensed.replace(self._prefix, '')}")
+        if observation.events:
+            self._record(observation.events)
+        # Once the turn's result is out, the session has done its work: the check after it
+        # decides, and the session is recorded as ended, not stopped.
+        if self.meter.watching and not self.reader.result_seen:
+            self.meter.check(self.reader.usage_so_far)
+
+    def on_cut(self, cut_line: CutLine) -> None:
+        self._keep(cut_line.head.decode("utf-8", "replace"))
+        note = {
+            "type": "thirdshift.cut",
+            "kept_bytes": len(cut_line.head),
+            "dropped_bytes": cut_line.dropped_bytes,
+        }
+        self._keep(json.dumps(note))
+        said = (
+            f"a stdout line over the cap ({_size(len(cut_line.head))}) was cut: "
+            f"{cut_line.dropped_bytes} bytes dropped"
+        )
+        self._progress(f"{self._kind}: {said}")
+        self._record([SessionEvent(seq=0, kind="cut", summary=said)])
+
+    def refused(self, refusal: Refusal) -> None:
+        self._progress(f"{self._kind}: {refusal.line}")
+        self._record(
+            [
+                SessionEvent(
+                    seq=0,
+                    kind="network",
+                    summary=refusal.line,
+                    target=f"{refusal.host}:{refusal.port}",
+                )
+            ]
+        )
+
+    def _keep(self, text: str) -> None:
+        if (warning := self.log.keep(text)) is not None:
+            self._progress(f"{self._kind}: {warning}")
+
+    def _record(self, events: Sequence[SessionEvent]) -> None:
+        self._writer.put(
+            [_scrubbed(replace(e, seq=self._numbering.next()), self._scrub) for e in events]
+        )
+
+
+def _scrubbed(event: SessionEvent, scrub: Scrubber) -> SessionEvent:
+    return SessionEvent(
+        seq=event.seq,
+        kind=event.kind,
+        summary=scrub(event.summary),
+        tool=event.tool,
+        target=None if event.target is None else scrub(event.target),
+        # The stream is the agent's to forge: an exit status fits the store's column.
+        exit_status=(
+            None if event.exit_status is None else max(-(2**31), min(event.exit_status, 2**31 - 1))
+        ),
+        created_at=event.created_at,
+    )
 
 
 class _LogCap:
