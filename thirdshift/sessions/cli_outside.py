@@ -4,7 +4,13 @@ It builds the CLI's argv and environment from the Harness, spawns it in the Work
 process supervisor, copies every stdout line (scrubbed) to the Session log as it arrives,
 feeds the Harness's stream reader, records the session and its Session events in the database
 as they happen, prints condensed progress lines and the session-ended line, and turns the
-outcome into a ``SessionEnding`` or the right ``SessionFailed``.
+outcome into a ``SessionEnding`` or the right ``SessionFailed``. What a session does while its
+CLI runs (its Session log, its Session events, its cost so far) is ``live_session``'s.
+
+Over 500 lines because ``CliOutside`` is one session's steps, from the budget check before it
+starts to its recorded end, read top to bottom in one class, and ``CliSessions``, which builds a
+``CliOutside`` for each Harness of a Run, has to sit beside it: the composition root imports
+both from here (the ``sessions`` package does not re-export them, adr/0008).
 """
 
 from __future__ import annotations
@@ -13,24 +19,22 @@ import json
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn
+from typing import Any, NoReturn
 
 from thirdshift.clock import Clock
 from thirdshift.console import format_duration
 from thirdshift.errors import ThirdshiftError
 from thirdshift.harnesses import (
     AgentSandbox,
-    CutLine,
     Harness,
     ProcessEnding,
     SealedPaths,
     StreamOutcome,
-    StreamReader,
     install_dirs,
     run_supervised,
     working_in,
@@ -43,10 +47,8 @@ from thirdshift.records import (
     DEFAULT_OUTPUT_CAPS,
     OutputCaps,
     ProviderOutage,
-    SessionEvent,
     Usage,
     Watchdogs,
-    at_least,
 )
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions.event_writer import EventWriter
@@ -57,6 +59,7 @@ from thirdshift.sessions.ledger import (
     budget_reached,
     priced,
 )
+from thirdshift.sessions.live_session import LiveSession, Meter, SessionLog
 from thirdshift.sessions.preamble import RESUME_CAP_TOKENS
 from thirdshift.sessions.rules import (
     BudgetReached,
@@ -164,17 +167,8 @@ class CliOutside:
         if spent is not None and (cause := budget_reached(self._budgets, spent, None)):
             self._refuse(kind, cause, log_path)
         resumed_row = self._rows_by_session_id.get(resume_id) if resume_id else None
-        record = self._store.start_session(
-            self._run_id,
-            kind,
-            harness=self._harness.name,
-            model=self._model,
-            log_path=str(log_path),
-            prompt=self._scrub(prompt),
-            harness_session_id=resume_id,
-            resumed_from_id=resumed_row,
-        )
-        meter = _Meter(
+        record_id = self._record_start(kind, resume_id, prompt, log_path, resumed_row)
+        meter = Meter(
             self._harness, self._usage_of(resumed_row), self._priced, self._budgets, spent
         )
         reader = self._harness.reader(scrub=self._scrub)
@@ -182,13 +176,13 @@ class CliOutside:
         # Written from a thread of its own: a store error here must never reach the process
         # supervisor, which would kill an agent doing its work (adr/0028).
         writer = EventWriter(
-            lambda events: self._store.add_session_events(record.id, events),
+            lambda events: self._store.add_session_events(record_id, events),
             warn=self.progress,
         )
         with log_path.open("ab") as log:
-            live = _LiveSession(
+            live = LiveSession(
                 kind,
-                log=_SessionLog(log, self._output_caps.log_bytes, self._scrub),
+                log=SessionLog(log, self._output_caps.log_bytes, self._scrub),
                 reader=reader,
                 writer=writer,
                 meter=meter,
@@ -201,7 +195,7 @@ class CliOutside:
             except ThirdshiftError as error:
                 cause = self._scrub(str(error))
                 self._drain(writer, kind)
-                self._end_session(record.id, state="failed", error=cause)
+                self._end_session(record_id, state="failed", error=cause)
                 raise SessionFailed(cause, log_path) from error
             live.log.end(ending.stderr_tail)
         self._drain(writer, kind)
@@ -214,13 +208,34 @@ class CliOutside:
             f"{usage.describe()}"
         )
         if ending.stopped_by == "halt" and meter.over is not None:
-            self._stop_at_budget(kind, record.id, meter.over, outcome, usage, log_path)
+            self._stop_at_budget(kind, record_id, meter.over, outcome, usage, log_path)
         failure = self._failure(kind, resume_id, outcome, ending, log_path)
         if failure is not None:
-            self._fail(record.id, failure, outcome, usage, writer, log_path)
-        return self._ended(record.id, outcome, usage, writer)
+            self._fail(record_id, failure, outcome, usage, writer, log_path)
+        return self._ended(record_id, outcome, usage, writer)
 
-    def _run_cli(self, live: _LiveSession, prompt: str, resume_id: str | None) -> ProcessEnding:
+    def _record_start(
+        self,
+        kind: str,
+        resume_id: str | None,
+        prompt: str,
+        log_path: Path,
+        resumed_row: int | None,
+    ) -> int:
+        """Record the session as started (what it resumes, when a Resume); its row's id."""
+        record = self._store.start_session(
+            self._run_id,
+            kind,
+            harness=self._harness.name,
+            model=self._model,
+            log_path=str(log_path),
+            prompt=self._scrub(prompt),
+            harness_session_id=resume_id,
+            resumed_from_id=resumed_row,
+        )
+        return record.id
+
+    def _run_cli(self, live: LiveSession, prompt: str, resume_id: str | None) -> ProcessEnding:
         """Run the CLI to its end in the Agent sandbox, with its private home and its egress
         proxy, under the process supervisor; ``live`` takes its output."""
         self._sealed.agent_home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -480,233 +495,6 @@ class CliOutside:
 
     def _scrub_optional(self, text: str | None) -> str | None:
         return None if text is None else self._scrub(text)
-
-
-class _Meter:
-    """What one session has cost so far, and the cost budget that stops it while it runs."""
-
-    def __init__(
-        self,
-        harness: Harness,
-        resumed: Usage | None,
-        price: Callable[[Usage], Usage],
-        budgets: Budgets,
-        spent: Spent | None,
-    ) -> None:
-        self._harness = harness
-        self._resumed = resumed
-        self._price = price
-        self._budgets = budgets
-        self._spent = spent
-        self.probed: str | None = None
-        """The CLI's version, when its stream names none."""
-        # The most this session was measured at: the stream is the agent's to write into, so a
-        # later figure never lowers one a budget was already checked against.
-        self._counted = Usage()
-        # Set when the session reaches a cost budget: the supervisor then stops it as it stops
-        # an interrupted one (the Harness's signals, its grace), so nothing is cut short.
-        self.halt = threading.Event()
-        self.over: str | None = None
-        """The budget the session reached, once it has."""
-
-    def measured(self, usage: Usage) -> Usage:
-        """``usage`` as this session's own (a Resume's, net of what it resumed), priced, and
-        never below a figure already measured."""
-        if self._resumed is not None:
-            usage = self._harness.resume_usage(usage, self._resumed)
-        if usage.cli_version is None and self.probed is not None:
-            usage = replace(usage, cli_version=self.probed)
-        self._counted = at_least(self._counted, self._price(usage))
-        return self._counted
-
-    @property
-    def watching(self) -> bool:
-        """True while a budget may still stop the session."""
-        return self._spent is not None and not self.halt.is_set()
-
-    def check(self, usage_so_far: Usage) -> None:
-        """Halt the session once what it has cost so far reaches a budget."""
-        if self._spent is None:
-            return
-        so_far = self.measured(usage_so_far)
-        if cause := budget_reached(self._budgets, self._spent, so_far.cost_usd):
-            self.over = cause
-            self.halt.set()
-
-
-class _SessionLog:
-    """The Session log of one session as it is written: each line scrubbed, kept up to its cap
-    (``session_log_cap_bytes``), then counted; closed with what thirdshift says of the CLI."""
-
-    def __init__(self, log: BinaryIO, cap: int, scrub: Scrubber) -> None:
-        self._log = log
-        self._kept = _LogCap(cap)
-        self._scrub = scrub
-
-    def keep(self, text: str) -> str | None:
-        """Write one line; the warning to print when it is the first line past the cap."""
-        data = self._scrub(text).encode() + b"\n"
-        if self._kept.take(len(data)):
-            self._log.write(data)
-            self._log.flush()
-        elif self._kept.dropped_lines == 1:
-            return (
-                f"the Session log reached its cap ({_size(self._kept.cap)}, "
-                "session_log_cap_bytes): later lines are counted, not kept"
-            )
-        return None
-
-    def end(self, stderr_tail: str) -> None:
-        """The notes after the stream, outside the cap: the CLI's stderr, and what was
-        dropped."""
-        if stderr_tail.strip():
-            # The CLI's own complaints (a bad key, a crash) belong with its stream.
-            note = {"type": "thirdshift.stderr", "text": stderr_tail}
-            self._log.write(self._scrub(json.dumps(note)).encode() + b"\n")
-        kept = self._kept
-        if kept.dropped_lines:
-            capped = {
-                "type": "thirdshift.log_capped",
-                "cap_bytes": kept.cap,
-                "dropped_lines": kept.dropped_lines,
-                "dropped_bytes": kept.dropped_bytes,
-            }
-            self._log.write(json.dumps(capped).encode() + b"\n")
-
-
-class _LiveSession:
-    """One session while its CLI runs, as the supervisor's and the egress proxy's callbacks
-    see it: each line goes to its Session log, then to its Harness's stream reader, whose
-    progress lines are printed and whose Session events are recorded, and its cost so far is
-    checked against the budgets."""
-
-    def __init__(
-        self,
-        kind: str,
-        *,
-        log: _SessionLog,
-        reader: StreamReader,
-        writer: EventWriter,
-        meter: _Meter,
-        worktree: Path,
-        scrub: Scrubber,
-        progress: Callable[[str], None],
-    ) -> None:
-        self._kind = kind
-        self.log = log
-        self.reader = reader
-        self._writer = writer
-        self.meter = meter
-        self._prefix = f"{worktree}/"
-        self._scrub = scrub
-        self._progress = progress
-        # The stream's events and the egress proxy's refusals share one numbering: the proxy
-        # reports from its own thread.
-        self._numbering = _Numbering()
-
-    def on_line(self, line: bytes) -> None:
-        self._keep(line.decode("utf-8", "replace"))
-        observation = self.reader.feed(line)
-        for condensed in observation.progress:
-            self._progress(f"{self._kind}: {condensed.replace(self._prefix, '')}")
-        if observation.events:
-            self._record(observation.events)
-        # Once the turn's result is out, the session has done its work: the check after it
-        # decides, and the session is recorded as ended, not stopped.
-        if self.meter.watching and not self.reader.result_seen:
-            self.meter.check(self.reader.usage_so_far)
-
-    def on_cut(self, cut_line: CutLine) -> None:
-        self._keep(cut_line.head.decode("utf-8", "replace"))
-        note = {
-            "type": "thirdshift.cut",
-            "kept_bytes": len(cut_line.head),
-            "dropped_bytes": cut_line.dropped_bytes,
-        }
-        self._keep(json.dumps(note))
-        said = (
-            f"a stdout line over the cap ({_size(len(cut_line.head))}) was cut: "
-            f"{cut_line.dropped_bytes} bytes dropped"
-        )
-        self._progress(f"{self._kind}: {said}")
-        self._record([SessionEvent(seq=0, kind="cut", summary=said)])
-
-    def refused(self, refusal: Refusal) -> None:
-        self._progress(f"{self._kind}: {refusal.line}")
-        self._record(
-            [
-                SessionEvent(
-                    seq=0,
-                    kind="network",
-                    summary=refusal.line,
-                    target=f"{refusal.host}:{refusal.port}",
-                )
-            ]
-        )
-
-    def _keep(self, text: str) -> None:
-        if (warning := self.log.keep(text)) is not None:
-            self._progress(f"{self._kind}: {warning}")
-
-    def _record(self, events: Sequence[SessionEvent]) -> None:
-        self._writer.put(
-            [_scrubbed(replace(e, seq=self._numbering.next()), self._scrub) for e in events]
-        )
-
-
-def _scrubbed(event: SessionEvent, scrub: Scrubber) -> SessionEvent:
-    return SessionEvent(
-        seq=event.seq,
-        kind=event.kind,
-        summary=scrub(event.summary),
-        tool=event.tool,
-        target=None if event.target is None else scrub(event.target),
-        # The stream is the agent's to forge: an exit status fits the store's column.
-        exit_status=(
-            None if event.exit_status is None else max(-(2**31), min(event.exit_status, 2**31 - 1))
-        ),
-        created_at=event.created_at,
-    )
-
-
-class _LogCap:
-    """How much of a Session log is kept: lines up to ``cap`` bytes in all, then a count."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.written = 0
-        self.dropped_lines = 0
-        self.dropped_bytes = 0
-
-    def take(self, size: int) -> bool:
-        """True when a line of ``size`` bytes still fits (and is counted as written)."""
-        if self.dropped_lines == 0 and self.written + size <= self.cap:
-            self.written += size
-            return True
-        self.dropped_lines += 1
-        self.dropped_bytes += size
-        return False
-
-
-def _size(count: int) -> str:
-    """``8 MiB``, ``256 KiB`` or ``1000 bytes``."""
-    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if count >= factor and count % factor == 0:
-            return f"{count // factor} {unit}"
-    return f"{count} bytes"
-
-
-class _Numbering:
-    """Session events' ``seq``, from 1, for two threads (the stream's and the proxy's)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last = 0
-
-    def next(self) -> int:
-        with self._lock:
-            self._last += 1
-            return self._last
 
 
 @dataclass(frozen=True)
