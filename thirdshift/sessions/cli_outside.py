@@ -7,8 +7,8 @@ as they happen, prints condensed progress lines and the session-ended line, and 
 outcome into a ``SessionEnding`` or the right ``SessionFailed``. What a session does while its
 CLI runs (its Session log, its Session events, its cost so far) is ``live_session``'s.
 
-Over 500 lines because ``CliOutside`` is one session's steps, from the budget check before it
-starts to its recorded end, read top to bottom in one class, and ``CliSessions``, which builds a
+About 600 lines: ``CliOutside`` is one session's steps, from the budget check before it starts
+to its recorded end, read top to bottom in one class, and ``CliSessions``, which builds a
 ``CliOutside`` for each Harness of a Run, has to sit beside it: the composition root imports
 both from here (the ``sessions`` package does not re-export them, adr/0008).
 """
