@@ -1,6 +1,8 @@
-"""An in-process GitHub for the orchestration tests: ``FakeGitHub`` satisfies the Run's
-``GitHubPort`` on the stand-in's own state model (``thirdshift.sandbox.github.state.World``), so
-the fake and the stand-in agree on what labels, comments, issues and pull requests do.
+"""An in-process GitHub for the orchestration tests: ``FakeGitHub`` plays every role of the Run's
+``GitHubPort`` (``tests/unit/test_github_roles.py`` holds it to them) on the stand-in's own state
+model (``thirdshift.sandbox.github.state.World``), so the fake and the stand-in agree on what
+labels, comments, issues and pull requests do; ``tests/contract/test_github_roles.py`` runs one
+test body against it and against the real adapter.
 
 Branch heads are read from a real bare repository on disk (the Run pushes there with real
 git). Check runs are scripted per commit; faults are queued per method ("the next
@@ -17,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from tests.support.scripted_sessions import git
 from thirdshift.errors import GitHubError, MergeRefused, NotFound
 from thirdshift.records import (
     CheckRun,
@@ -32,7 +35,6 @@ from thirdshift.records import (
     ReviewComment,
     TextEdit,
 )
-from thirdshift.runs.ports import GitHubPort
 from thirdshift.sandbox.github.state import ApiError, Issue, Pull, Repo, World, utcnow
 
 
@@ -139,7 +141,7 @@ class FakeGitHub:
     def called(self, method: str) -> list[Call]:
         return [call for call in self.calls if call.method == method]
 
-    # -- GitHubPort ----------------------------------------------------------------------------
+    # -- the roles of GitHubPort ---------------------------------------------------------------
 
     def authenticated_login(self) -> str:
         self._enter("authenticated_login")
@@ -538,6 +540,16 @@ class FakeGitHub:
         )
 
 
-def _conforms(fake: FakeGitHub) -> GitHubPort:
-    """mypy holds the fake to the seam it stands in for."""
-    return fake
+def bare_origin(root: Path) -> Path:
+    """A bare repository with one commit on main, as GitHub would hold it (the fake's origin)."""
+    seed = root / "seed"
+    seed.mkdir()
+    git(seed, "init", "-q", "-b", "main")
+    (seed / "README.md").write_text("# widgets\n")
+    git(seed, "add", "README.md")
+    git(seed, "commit", "-q", "-m", "Initial commit")
+    origin = root / "origin.git"
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(seed), str(origin)], check=True, capture_output=True
+    )
+    return origin
