@@ -16,7 +16,7 @@ from tests.contract.conftest import NAME, OWNER, ROLES, TOKENS, Sandbox
 from tests.support.fake_github import FakeGitHub, bare_origin
 from tests.support.scripted_sessions import git
 from thirdshift.clock import SystemClock
-from thirdshift.errors import NotFound
+from thirdshift.errors import GitHubError, NotFound
 from thirdshift.github import GitHub
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.scrub import Scrubber
@@ -268,3 +268,25 @@ def test_a_pull_request_turns_ready_and_back_to_draft(side: Side) -> None:
     gh.mark_ready(OWNER, NAME, pull.number)
     gh.mark_ready(OWNER, NAME, pull.number)
     assert gh.pull(OWNER, NAME, pull.number).draft is False
+
+
+def test_a_second_pull_request_from_one_head_is_refused(side: Side) -> None:
+    """While one is open from ``head`` into ``base``, GitHub refuses (422) to open another."""
+    gh = side.github
+    side.push("issue-3", {"c.txt": "c\n"})
+    first = gh.create_pull(OWNER, NAME, head="issue-3", base="main", title="Add c", body="c")
+    with pytest.raises(GitHubError) as caught:
+        gh.create_pull(OWNER, NAME, head="issue-3", base="main", title="Add c", body="c")
+    assert caught.value.status == 422
+    assert [p.number for p in gh.pulls_for_head(OWNER, NAME, "issue-3")] == [first.number]
+
+
+def test_deleting_a_head_branch_closes_its_pull_request(side: Side) -> None:
+    """``delete_branch`` twice is fine; as on GitHub, the open pull request from it closes."""
+    gh = side.github
+    side.push("issue-4", {"d.txt": "d\n"})
+    pull = gh.create_pull(OWNER, NAME, head="issue-4", base="main", title="Add d", body="d")
+    gh.delete_branch(OWNER, NAME, "issue-4")
+    gh.delete_branch(OWNER, NAME, "issue-4")
+    closed = gh.pull(OWNER, NAME, pull.number)
+    assert (closed.state, closed.merged) == ("closed", False)

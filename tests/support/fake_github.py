@@ -390,6 +390,13 @@ class FakeGitHub:
         sha = self.branch_head(head)
         if sha is None:
             raise GitHubError(f"no branch {head} on origin to open a pull request from", 422)
+        if any(
+            issue.pull is not None
+            and issue.state == "open"
+            and (issue.pull.head_ref, issue.pull.base_ref) == (head, base)
+            for issue in self.repo_state.issues.values()
+        ):
+            raise GitHubError(f"A pull request already exists for {owner}:{head}.", 422)
         pull = Pull(head_ref=head, base_ref=base, draft=draft, head_sha=sha)
         issue = self.world.create_issue(self.repo_state, title, body, self.login, pull=pull)
         return self._pull_record(issue)
@@ -446,6 +453,9 @@ class FakeGitHub:
     def delete_branch(self, owner: str, name: str, branch: str) -> None:
         self._enter("delete_branch", branch)
         self._git("update-ref", "-d", f"refs/heads/{branch}")
+        for issue in self.repo_state.issues.values():  # as on GitHub: its pull requests close
+            if issue.pull is not None and issue.state == "open" and issue.pull.head_ref == branch:
+                self.world.set_state(self.repo_state, issue, "closed", None, self.login)
 
     def check_runs(self, owner: str, name: str, sha: str) -> tuple[CheckRun, ...]:
         self._enter("check_runs", sha)
