@@ -99,14 +99,18 @@ def side(request: pytest.FixtureRequest, tmp_path: Path) -> Side:
 # -- Identity ---------------------------------------------------------------------------------
 
 
-def test_the_token_user_its_repository_and_everyones_role(side: Side) -> None:
-    """``authenticated_login`` names the token's user, ``repo`` the default branch, and
-    ``permission`` each user's role, ``none`` for an outsider."""
+def test_the_token_user_and_its_repository(side: Side) -> None:
+    """``authenticated_login`` names the token's user and ``repo`` the default branch."""
     gh = side.github
     assert gh.authenticated_login() == side.me
     repo = gh.repo(OWNER, NAME)
     assert (repo.owner, repo.name, repo.default_branch) == (OWNER, NAME, "main")
-    roles = {login: gh.permission(OWNER, NAME, login) for login in TOKENS}
+
+
+def test_permission_gives_each_users_role(side: Side) -> None:
+    """``permission`` answers the role name: admin, write, triage, read, none."""
+    github = side.github
+    roles = {login: github.permission(OWNER, NAME, login) for login in TOKENS}
     assert roles == {"ada": "admin", "wes": "write", "tia": "triage", "rex": "read", "olga": "none"}
 
 
@@ -130,55 +134,63 @@ def test_the_issue_record_and_a_missing_issue(side: Side) -> None:
         side.github.issue(OWNER, NAME, 999)
 
 
-def test_labels_change_one_at_a_time_keeping_the_others(side: Side) -> None:
-    """``ensure_label`` twice is fine; ``add_label`` and ``remove_label`` touch one label and
-    repeating either changes nothing."""
+def test_ensure_label_twice_makes_one_label_an_issue_can_carry(side: Side) -> None:
+    """``ensure_label`` a second time is fine; the label it made goes on an issue."""
     gh = side.github
-    number = side.open_issue("Labels", ("bug",))
+    number = side.open_issue("Labels", ())
     gh.ensure_label(OWNER, NAME, "in-progress", "fbca04", "thirdshift is working on it")
     gh.ensure_label(OWNER, NAME, "in-progress", "000000", "another description")
     gh.add_label(OWNER, NAME, number, "in-progress")
-    gh.add_label(OWNER, NAME, number, "in-progress")
-    assert sorted(gh.issue(OWNER, NAME, number).labels) == ["bug", "in-progress"]
-    gh.remove_label(OWNER, NAME, number, "bug")
-    gh.remove_label(OWNER, NAME, number, "bug")
     assert gh.issue(OWNER, NAME, number).labels == ("in-progress",)
 
 
-def test_of_two_takings_of_a_label_only_the_first_took_it(side: Side) -> None:
-    """``take_label`` says True once, then False; the other labels stay."""
-    gh = side.github
+def test_labels_are_added_and_removed_one_at_a_time_keeping_the_others(side: Side) -> None:
+    """add_label and remove_label touch one label; removing one the issue lacks is fine."""
+    github = side.github
+    number = side.open_issue("Labels", ("bug",))
+    github.add_label(OWNER, NAME, number, "in-progress")
+    github.add_label(OWNER, NAME, number, "in-progress")
+    assert sorted(github.issue(OWNER, NAME, number).labels) == ["bug", "in-progress"]
+    github.remove_label(OWNER, NAME, number, "bug")
+    github.remove_label(OWNER, NAME, number, "bug")
+    assert github.issue(OWNER, NAME, number).labels == ("in-progress",)
+
+
+def test_of_two_runs_taking_one_label_only_the_first_is_told_it_took_it(side: Side) -> None:
+    """take_label is the Claim between Runs sharing no database: GitHub answers the second
+    removal 404, and the adapter says False instead of raising; the other labels stay."""
+    github = side.github
     number = side.open_issue("Claimed twice", ("ready-for-agent", "bug"))
-    assert gh.take_label(OWNER, NAME, number, "ready-for-agent") is True
-    assert gh.take_label(OWNER, NAME, number, "ready-for-agent") is False
-    assert gh.issue(OWNER, NAME, number).labels == ("bug",)
+    assert github.take_label(OWNER, NAME, number, "ready-for-agent") is True
+    assert github.take_label(OWNER, NAME, number, "ready-for-agent") is False
+    assert github.issue(OWNER, NAME, number).labels == ("bug",)
 
 
-def test_closing_an_issue_twice_leaves_it_closed(side: Side) -> None:
+def test_close_issue_closes_it_and_closing_again_is_fine(side: Side) -> None:
     """``close_issue`` leaves the issue closed, however often it is called."""
-    number = side.open_issue("Close me", ())
-    side.github.close_issue(OWNER, NAME, number)
-    side.github.close_issue(OWNER, NAME, number)
-    assert side.github.issue(OWNER, NAME, number).state == "closed"
+    number = side.open_issue("Greet people", ())
+    github = side.github
+    github.close_issue(OWNER, NAME, number)
+    github.close_issue(OWNER, NAME, number)
+    assert github.issue(OWNER, NAME, number).state == "closed"
 
 
 # -- MarkedComments ---------------------------------------------------------------------------
 
 
-def test_the_marked_comment_is_edited_not_posted_again(side: Side) -> None:
-    """Twice gives one comment of ``me``, carrying the marker and the second body; another
-    user's comment quoting the marker is left alone; comments come oldest first."""
-    gh = side.github
-    number = side.open_issue("Comments", ())
+def test_upsert_marked_comment_edits_rather_than_duplicates(side: Side) -> None:
+    """Twice → one comment, carrying the marker and the second body; others' are left alone."""
+    number = side.open_issue("Greet people", ())
     side.comment(number, f"quoting it: {MARKER}")
-    first = gh.upsert_marked_comment(OWNER, NAME, number, MARKER, "The Run failed: one.")
-    second = gh.upsert_marked_comment(OWNER, NAME, number, MARKER, "The Run failed: two.")
+    github = side.github
+    first = github.upsert_marked_comment(OWNER, NAME, number, MARKER, "The Run failed: one.")
+    second = github.upsert_marked_comment(OWNER, NAME, number, MARKER, "The Run failed: two.")
     assert second.id == first.id
     assert second.body == f"The Run failed: two.\n\n{MARKER}"
-    comments = gh.issue_comments(OWNER, NAME, number)
+    comments = github.issue_comments(OWNER, NAME, number)
     assert [(c.author, c.body) for c in comments] == [
         ("tia", f"quoting it: {MARKER}"),
-        (side.me, f"The Run failed: two.\n\n{MARKER}"),
+        ("wes", f"The Run failed: two.\n\n{MARKER}"),
     ]
 
 
@@ -257,17 +269,19 @@ def test_a_pull_request_opened_read_updated_and_listed(side: Side) -> None:
     assert gh.pulls_for_head(OWNER, NAME, "issue-99") == ()
 
 
-def test_a_pull_request_turns_ready_and_back_to_draft(side: Side) -> None:
-    """``mark_ready`` and ``convert_to_draft`` flip ``draft``; repeating either is fine."""
-    gh = side.github
-    side.push("issue-2", {"b.txt": "b\n"})
-    pull = gh.create_pull(OWNER, NAME, head="issue-2", base="main", title="Add b", body="b")
-    gh.convert_to_draft(OWNER, NAME, pull.number)
-    gh.convert_to_draft(OWNER, NAME, pull.number)
-    assert gh.pull(OWNER, NAME, pull.number).draft is True
-    gh.mark_ready(OWNER, NAME, pull.number)
-    gh.mark_ready(OWNER, NAME, pull.number)
-    assert gh.pull(OWNER, NAME, pull.number).draft is False
+def test_mark_ready_and_convert_to_draft_flip_draft(side: Side) -> None:
+    """The two GraphQL mutations turn a pull request to draft and back; repeating is fine."""
+    side.push("issue-8", {"h.txt": "h\n"})
+    github = side.github
+    pull = github.create_pull(
+        OWNER, NAME, head="issue-8", base="main", title="Work on issue-8", body="Closes #1"
+    )
+    github.convert_to_draft(OWNER, NAME, pull.number)
+    github.convert_to_draft(OWNER, NAME, pull.number)
+    assert github.pull(OWNER, NAME, pull.number).draft is True
+    github.mark_ready(OWNER, NAME, pull.number)
+    github.mark_ready(OWNER, NAME, pull.number)
+    assert github.pull(OWNER, NAME, pull.number).draft is False
 
 
 def test_a_second_pull_request_from_one_head_is_refused(side: Side) -> None:
