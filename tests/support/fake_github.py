@@ -7,6 +7,9 @@ test body against it and against the real adapter.
 Branch heads are read from a real bare repository on disk (the Run pushes there with real
 git). Check runs are scripted per commit; faults are queued per method ("the next
 ``convert_to_draft`` raises this"); every call is recorded in ``calls``.
+
+Over 500 lines on purpose: one method for each method of every role and of the daemon's seam,
+each a few lines on the stand-in's state, and the scenario helpers the tests set up with.
 """
 
 from __future__ import annotations
