@@ -30,7 +30,7 @@ from thirdshift.records import (
     Repository,
     Run,
 )
-from thirdshift.runs.claims import FencedGitHub, LeaseKeeper
+from thirdshift.runs.claims import FencedGitHub, LeaseKeeper, fence_github
 from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.delivery import check_harness_and_token
 from thirdshift.runs.notices import announce_run_end
@@ -163,7 +163,7 @@ class ArchitectRun:
                     f"another Architect run works on {repo.full_name} now ({error}); one at a "
                     "time, so this one changed nothing"
                 ) from None
-            gh = FencedGitHub(self._github, keeper.check)
+            gh = fence_github(self._github, keeper.check)
             self._lease_lost = lambda: keeper.lost
             unfinished = self._unfinished(repository, repo, lease)
             if isinstance(unfinished, Refused):

@@ -41,11 +41,11 @@ from thirdshift.runs.branches import (
 from thirdshift.runs.claims import (
     CLAIM_MARKER,
     Claim,
-    FencedGitHub,
     LeaseKeeper,
     add_in_progress,
     claim_comment,
     claim_labels,
+    fenced,
     text_not_approved,
 )
 from thirdshift.runs.context import RunHooks, RunParts
@@ -535,7 +535,7 @@ class Delivery:
         work_set_aside: bool = False,
     ) -> RunOutcome:
         ref = request.issue
-        gh = FencedGitHub(self._github, keeper.check)
+        gh = fenced(self._github, keeper.check)
         owner, name, number = ref.owner, ref.repo, ref.number
         claim = Claim(had_ready_label=ready_taken, added_label=ready_taken)
         reviewed_from: str | None = None  # the head a review Repair started from
