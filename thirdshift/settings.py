@@ -5,6 +5,9 @@ then the TOML file ``$THIRDSHIFT_HOME/config.toml``, then the defaults below. An
 the file or as a ``THIRDSHIFT_*`` variable, or a value of the wrong type stops with a
 ``ConfigError`` that names the file (or variable) and the key: a typo must never silently fall
 back to a default.
+
+About 700 lines, most of them field declarations with their descriptions: one class, so
+that every key is documented and validated in the one place the schema is generated from.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """The GitHub adapter (``thirdshift.github.adapter.GitHub``) against the real GitHub stand-in: every
 method, the records it returns, its retries, rate-limit waits and error messages.
 
+The methods whose behaviour the in-process fake must share (labels, the marked comment, drafts,
+permissions, ...) are tested in ``test_github_roles.py``, one body against both.
+
 Set-up that the adapter has no method for (opening issues, reading a workflow run's attempt) goes
 through PyGithub as another user, as the stand-in's own contract tests do.
 
@@ -164,13 +167,6 @@ def test_a_missing_repository_is_not_found_naming_it(sandbox: Sandbox) -> None:
     assert "GET /repos/acme/nothing" in str(caught.value)
 
 
-def test_permission_gives_each_users_role(sandbox: Sandbox) -> None:
-    """``permission`` answers the role name: admin, write, triage, read, none."""
-    github, _ = adapter(sandbox, "ada")
-    roles = {login: github.permission(OWNER, NAME, login) for login in TOKENS}
-    assert roles == {"ada": "admin", "wes": "write", "tia": "triage", "rex": "read", "olga": "none"}
-
-
 # -- issues, labels, comments ---------------------------------------------------------------
 
 
@@ -233,33 +229,6 @@ def test_set_issue_labels_replaces_the_whole_set(sandbox: Sandbox) -> None:
     assert sorted(github.issue(OWNER, NAME, number).labels) == ["bug", "in-progress"]
     github.set_issue_labels(OWNER, NAME, number, [])
     assert github.issue(OWNER, NAME, number).labels == ()
-
-
-def test_upsert_marked_comment_edits_rather_than_duplicates(sandbox: Sandbox) -> None:
-    """Twice → one comment, carrying the marker and the second body; others' are left alone."""
-    number = open_issue(sandbox)
-    sandbox.github("tia").get_repo(FULL_NAME).get_issue(number).create_comment(
-        f"quoting it: {MARKER}"
-    )
-    github, _ = adapter(sandbox)
-    first = github.upsert_marked_comment(OWNER, NAME, number, MARKER, "The Run failed: one.")
-    second = github.upsert_marked_comment(OWNER, NAME, number, MARKER, "The Run failed: two.")
-    assert second.id == first.id
-    assert second.body == f"The Run failed: two.\n\n{MARKER}"
-    comments = github.issue_comments(OWNER, NAME, number)
-    assert [(c.author, c.body) for c in comments] == [
-        ("tia", f"quoting it: {MARKER}"),
-        ("wes", f"The Run failed: two.\n\n{MARKER}"),
-    ]
-
-
-def test_close_issue_closes_it_and_closing_again_is_fine(sandbox: Sandbox) -> None:
-    """``close_issue`` leaves the issue closed, however often it is called."""
-    number = open_issue(sandbox)
-    github, _ = adapter(sandbox)
-    github.close_issue(OWNER, NAME, number)
-    github.close_issue(OWNER, NAME, number)
-    assert github.issue(OWNER, NAME, number).state == "closed"
 
 
 # -- pull requests ----------------------------------------------------------------------------
@@ -343,18 +312,6 @@ def test_wait_for_mergeable_does_not_wait_on_a_closed_pull_request(sandbox: Sand
     github, seen = adapter(sandbox)
     info = github.wait_for_mergeable(OWNER, NAME, pull.number, timeout=30)
     assert (info.state, info.mergeable, seen.waits) == ("closed", None, [])
-
-
-def test_mark_ready_and_convert_to_draft_flip_draft(sandbox: Sandbox) -> None:
-    """The two GraphQL mutations turn a pull request to draft and back; repeating is fine."""
-    pull, _ = open_pull(sandbox, "issue-8", {"h.txt": "h\n"})
-    github, _ = adapter(sandbox)
-    github.convert_to_draft(OWNER, NAME, pull.number)
-    github.convert_to_draft(OWNER, NAME, pull.number)
-    assert github.pull(OWNER, NAME, pull.number).draft is True
-    github.mark_ready(OWNER, NAME, pull.number)
-    github.mark_ready(OWNER, NAME, pull.number)
-    assert github.pull(OWNER, NAME, pull.number).draft is False
 
 
 def test_merge_pull_merges_with_a_merge_commit_at_the_expected_head(sandbox: Sandbox) -> None:
@@ -662,30 +619,6 @@ def test_a_rerun_that_got_a_server_error_is_checked_then_asked_again(
     sandbox.client.wait_for_checks(OWNER, CHATTY, sha, timeout=60)
     workflow = sandbox.github("wes").get_repo(f"{OWNER}/{CHATTY}").get_workflow_run(run_id)
     assert workflow.run_attempt == 2
-
-
-def test_labels_are_added_and_removed_one_at_a_time_keeping_the_others(sandbox: Sandbox) -> None:
-    """add_label and remove_label touch one label; removing one the issue lacks is fine."""
-    github, _ = adapter(sandbox)
-    number = open_issue(sandbox, "Labels", ("bug",))
-    github.add_label(OWNER, NAME, number, "in-progress")
-    github.add_label(OWNER, NAME, number, "in-progress")
-    assert sorted(github.issue(OWNER, NAME, number).labels) == ["bug", "in-progress"]
-    github.remove_label(OWNER, NAME, number, "bug")
-    github.remove_label(OWNER, NAME, number, "bug")
-    assert github.issue(OWNER, NAME, number).labels == ("in-progress",)
-
-
-def test_of_two_runs_taking_one_label_only_the_first_is_told_it_took_it(
-    sandbox: Sandbox,
-) -> None:
-    """take_label is the Claim between Runs sharing no database: GitHub answers the second
-    removal 404, and the adapter says False instead of raising; the other labels stay."""
-    github, _ = adapter(sandbox)
-    number = open_issue(sandbox, "Claimed twice", ("ready-for-agent", "bug"))
-    assert github.take_label(OWNER, NAME, number, "ready-for-agent") is True
-    assert github.take_label(OWNER, NAME, number, "ready-for-agent") is False
-    assert github.issue(OWNER, NAME, number).labels == ("bug",)
 
 
 def test_after_an_interrupt_only_a_salvage_keeps_its_retries(faults: Sandbox) -> None:

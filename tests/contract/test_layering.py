@@ -79,7 +79,14 @@ def test_the_package_keeps_every_import_contract(tree: Path) -> None:
         ("bootstrap.py", "import thirdshift.runs.steps.finish", "Only the Run kinds"),
         ("runs/failed_run.py", "import thirdshift.runs.steps.worktree", "Only the Run kinds"),
         ("daemon/poll.py", "import thirdshift.runs.claims", "Other packages use the public face"),
-        ("cli.py", "import thirdshift.runs.plans", "public face of runs"),
+        ("cli/running.py", "import thirdshift.runs.plans", "public face of runs"),
+        ("sandbox/demo.py", "import thirdshift.cli.common", "Layers: the CLI on top"),
+        (
+            "cli/status.py",
+            "import thirdshift.sandbox.client",
+            "The product never imports the sandbox",
+        ),
+        ("cli/common.py", "import thirdshift.cli.running", "No import cycle"),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(

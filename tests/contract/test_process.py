@@ -21,11 +21,9 @@ from thirdshift.harnesses.process import (
     CutLine,
     ProcessEnding,
     ProcessStartError,
-    descendants,
     run_supervised,
-    stop_process_tree,
-    working_in,
 )
+from thirdshift.harnesses.process_tree import descendants, stop_process_tree, working_in
 from thirdshift.records import Watchdogs
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "processes"

@@ -5,7 +5,6 @@ agent CLI, no sleeping: each test takes a fraction of a second."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.fake_github import FakeGitHub
+from tests.support.fake_github import FakeGitHub, bare_origin
 from tests.support.scripted_sessions import ScriptedSessions, git
 from thirdshift import bootstrap
 from thirdshift.clock import ManualClock
@@ -143,24 +142,9 @@ class RunWorld:
         return git(self.origin, "show", f"{branch}:{path}")
 
 
-def _bare_origin(root: Path) -> Path:
-    """A bare repository with one commit on main, as GitHub would hold it."""
-    seed = root / "seed"
-    seed.mkdir()
-    git(seed, "init", "-q", "-b", "main")
-    (seed / "README.md").write_text("# widgets\n")
-    git(seed, "add", "README.md")
-    git(seed, "commit", "-q", "-m", "Initial commit")
-    origin = root / "origin.git"
-    subprocess.run(
-        ["git", "clone", "-q", "--bare", str(seed), str(origin)], check=True, capture_output=True
-    )
-    return origin
-
-
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[RunWorld]:
-    origin = _bare_origin(tmp_path)
+    origin = bare_origin(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
     interrupt = threading.Event()

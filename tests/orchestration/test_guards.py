@@ -12,7 +12,7 @@ import pytest
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import commit_file, git
 from thirdshift.errors import LeaseLost, ThirdshiftError
-from thirdshift.runs.claims import FencedGitHub
+from thirdshift.runs.claims import fenced
 from thirdshift.runs.lease import LeaseKeeper
 
 
@@ -192,7 +192,7 @@ def test_every_write_of_a_fenced_github_asks_the_fence_and_reads_do_not(
         asked.append("fence")
         raise ThirdshiftError("fenced")
 
-    gh = FencedGitHub(world.github, fence)
+    gh = fenced(world.github, fence)
     writes: list[Callable[[], object]] = [
         lambda: gh.ensure_label("acme", "widgets", "x", "ffffff", "d"),
         lambda: gh.set_issue_labels("acme", "widgets", number, []),

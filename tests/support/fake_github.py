@@ -1,10 +1,15 @@
-"""An in-process GitHub for the orchestration tests: ``FakeGitHub`` satisfies the Run's
-``GitHubPort`` on the stand-in's own state model (``thirdshift.sandbox.github.state.World``), so
-the fake and the stand-in agree on what labels, comments, issues and pull requests do.
+"""An in-process GitHub for the orchestration tests: ``FakeGitHub`` plays every role of the Run's
+``GitHubPort`` (``tests/unit/test_github_roles.py`` holds it to them) on the stand-in's own state
+model (``thirdshift.sandbox.github.state.World``), so the fake and the stand-in agree on what
+labels, comments, issues and pull requests do; ``tests/contract/test_github_roles.py`` runs one
+test body against it and against the real adapter.
 
 Branch heads are read from a real bare repository on disk (the Run pushes there with real
 git). Check runs are scripted per commit; faults are queued per method ("the next
 ``convert_to_draft`` raises this"); every call is recorded in ``calls``.
+
+Over 500 lines on purpose: one method for each method of every role and of the daemon's seam,
+each a few lines on the stand-in's state, and the scenario helpers the tests set up with.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from tests.support.scripted_sessions import git
 from thirdshift.errors import GitHubError, MergeRefused, NotFound
 from thirdshift.records import (
     CheckRun,
@@ -32,7 +38,6 @@ from thirdshift.records import (
     ReviewComment,
     TextEdit,
 )
-from thirdshift.runs.ports import GitHubPort
 from thirdshift.sandbox.github.state import ApiError, Issue, Pull, Repo, World, utcnow
 
 
@@ -139,7 +144,7 @@ class FakeGitHub:
     def called(self, method: str) -> list[Call]:
         return [call for call in self.calls if call.method == method]
 
-    # -- GitHubPort ----------------------------------------------------------------------------
+    # -- the roles of GitHubPort ---------------------------------------------------------------
 
     def authenticated_login(self) -> str:
         self._enter("authenticated_login")
@@ -388,6 +393,13 @@ class FakeGitHub:
         sha = self.branch_head(head)
         if sha is None:
             raise GitHubError(f"no branch {head} on origin to open a pull request from", 422)
+        if any(
+            issue.pull is not None
+            and issue.state == "open"
+            and (issue.pull.head_ref, issue.pull.base_ref) == (head, base)
+            for issue in self.repo_state.issues.values()
+        ):
+            raise GitHubError(f"A pull request already exists for {owner}:{head}.", 422)
         pull = Pull(head_ref=head, base_ref=base, draft=draft, head_sha=sha)
         issue = self.world.create_issue(self.repo_state, title, body, self.login, pull=pull)
         return self._pull_record(issue)
@@ -444,6 +456,9 @@ class FakeGitHub:
     def delete_branch(self, owner: str, name: str, branch: str) -> None:
         self._enter("delete_branch", branch)
         self._git("update-ref", "-d", f"refs/heads/{branch}")
+        for issue in self.repo_state.issues.values():  # as on GitHub: its pull requests close
+            if issue.pull is not None and issue.state == "open" and issue.pull.head_ref == branch:
+                self.world.set_state(self.repo_state, issue, "closed", None, self.login)
 
     def check_runs(self, owner: str, name: str, sha: str) -> tuple[CheckRun, ...]:
         self._enter("check_runs", sha)
@@ -538,6 +553,16 @@ class FakeGitHub:
         )
 
 
-def _conforms(fake: FakeGitHub) -> GitHubPort:
-    """mypy holds the fake to the seam it stands in for."""
-    return fake
+def bare_origin(root: Path) -> Path:
+    """A bare repository with one commit on main, as GitHub would hold it (the fake's origin)."""
+    seed = root / "seed"
+    seed.mkdir()
+    git(seed, "init", "-q", "-b", "main")
+    (seed / "README.md").write_text("# widgets\n")
+    git(seed, "add", "README.md")
+    git(seed, "commit", "-q", "-m", "Initial commit")
+    origin = root / "origin.git"
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(seed), str(origin)], check=True, capture_output=True
+    )
+    return origin

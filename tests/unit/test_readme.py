@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 import pytest
 
-from thirdshift.cli import _status_lines, main
+from thirdshift.cli import main
+from thirdshift.cli.status import status_lines
 from thirdshift.errors import NotRecorded
 from thirdshift.records import Repository, Run, SessionRecord, Usage
 from thirdshift.report.logs import pick_session
@@ -84,8 +85,8 @@ def test_the_lines_status_prints_are_in_the_readme() -> None:
         "updated_at": now.isoformat(), "stopping": True, "repositories": [], "running": [],
         "pauses": [],
     }  # fmt: skip
-    [nobody] = _status_lines([], now)
-    [saving] = _status_lines([stopping], now)
+    [nobody] = status_lines([], now)
+    [saving] = status_lines([stopping], now)
 
     assert shown(nobody) in shown(README)
     assert "stopping, saving its Runs since" in saving

@@ -6,6 +6,10 @@ keeps its own time for GitHub's retries) and its own Worktree and process tree; 
 database decides which daemon runs an issue, so any number of daemons may share one database.
 APScheduler drives the polls (one job per repository, with jitter) and the reaper; ``once``
 runs a single cycle without it, for cron and tests.
+
+About 650 lines: starting, queueing, stopping and ending Runs share one lock and one table of
+active Runs, and read best as one state machine; polling, pauses, state and Activity are
+modules of their own.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ cannot run without an earlier one (the database without the settings, a reposito
 without its permission) is skipped, saying why. A message of thirdshift's own (a
 ``ThirdshiftError``) says the problem, then after its first ``"; "`` the fix: the check keeps
 the two apart.
+
+A little over 500 lines: one pure function per check, read side by side so their messages stay
+alike; the probing they judge lives behind ``_Outside`` elsewhere.
 """
 
 from __future__ import annotations

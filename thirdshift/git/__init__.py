@@ -9,10 +9,9 @@ from thirdshift.git.clone import (
     ChangedPath,
     Identity,
     ManagedClone,
-    MergeOutcome,
-    Worktree,
 )
 from thirdshift.git.runner import tracking
+from thirdshift.git.worktree import MergeOutcome, Worktree
 
 __all__ = [
     "AddedLine",

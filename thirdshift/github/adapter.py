@@ -12,7 +12,7 @@ issue, a pull request, check runs, commit statuses) are conditional: they send t
 last answer and a 304, which costs no rate-limit point, answers the record made from it (see
 ``conditional``). ``request_counts`` tells how many requests were sent and how many were 304s.
 
-About 700 lines: one method per request a Run or the daemon needs, each with its retry rule,
+Nearly 1,000 lines: one method per request a Run or the daemon needs, each with its retry rule,
 which a reader compares side by side; the request machinery is in ``requests``, the
 conditional reads in ``conditional`` and the conversions in ``convert``.
 """

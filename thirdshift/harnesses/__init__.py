@@ -2,10 +2,11 @@
 that runs them.
 
 ``base`` holds the ``Harness`` and ``StreamReader`` protocols and the values they give back;
-``claude`` and ``codex`` are the adapters, ``stream`` the helpers their readers share, and
-``process`` starts a CLI in its own process group under watchdogs and stops its whole tree;
-``registry`` builds each Harness of the Harness registry (``thirdshift.harness_registry``).
-Nothing here imports the store: a reader's Session events are plain records.
+``claude`` and ``codex`` are the adapters, ``stream`` the helpers their readers share,
+``process`` starts a CLI in its own process group under watchdogs, ``process_tree`` finds and
+stops its whole tree, and ``registry`` builds each Harness of the Harness registry
+(``thirdshift.harness_registry``). Nothing here imports the store: a reader's Session events
+are plain records.
 """
 
 from thirdshift.harness_registry import HARNESS_NAMES
@@ -31,9 +32,8 @@ from thirdshift.harnesses.process import (
     ProcessEnding,
     ProcessStartError,
     run_supervised,
-    stop_process_tree,
-    working_in,
 )
+from thirdshift.harnesses.process_tree import stop_process_tree, working_in
 from thirdshift.harnesses.registry import harness_named
 from thirdshift.records import Watchdogs
 

@@ -13,6 +13,11 @@ Facts this adapter relies on (Claude Code 2.1.328, the pinned version):
 - A native resume prints the same session id; it may first print a zero-turn result for work
   the previous process left behind. An unknown id gives one error result and "No conversation
   found" on stderr.
+
+About 620 lines: one module holds every fact about one Harness (as ``codex`` does), and
+Claude Code's stream says more than Codex's: background tasks that outlive a result, turns the
+CLI opens after it, rate-limit events, and usage repeated once per content block, each of which
+the reader follows.
 """
 
 from __future__ import annotations

@@ -12,32 +12,12 @@ read and not yet taken by the caller are held up to a few caps' worth, after whi
 commands run as the same user and could open a pipe again through ``/proc/<cli pid>/fd/1`` and
 write stream lines of their own into it; a socket cannot be opened so.
 
-Finding the whole tree is the hard part. The agent CLIs start their tool commands in process
-groups or sessions of their own, so signalling the CLI's group misses them, and a tool command
-whose parent has exited is re-parented to init, where a walk of ``/proc`` parent links from the
-CLI no longer finds it. A process belongs to the tree (``_Tree``) when any of these holds:
-
-- it is the CLI, or a descendant of a member by parent links;
-- it was seen as a member in an earlier look (identified by pid *and* start time, so a reused
-  pid is never taken for it); the tree is looked at every second while the CLI runs, and
-  before every stop signal;
-- it is in a process group or session a member was seen in (checked against the group's
-  leader, so a group number reused by an unrelated process is not taken for it);
-- its environment carries this run's marker, ``TS_SESSION_TREE=<random token>``, which
-  ``run_supervised`` adds to the CLI's environment and every child inherits. This is what
-  finds a detached orphan that was born and orphaned between two looks.
-
-We do not make the daemon a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): it is an
-attribute of the whole process, so the orphans of every subprocess the daemon runs (git, CI
-checks) would become its children and stay zombies unless it reaps them, and reaping with
-``waitpid(-1)`` races with ``subprocess.Popen``'s own waits, which then report exit status 0.
-A process that both clears its environment and is orphaned before the next look can escape;
-the agent CLIs' tool commands inherit the environment.
+Finding the whole tree of the CLI, and stopping it, is ``process_tree``'s: ``run_supervised``
+gives the CLI's environment the tree marker that module looks for.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
 import secrets
@@ -54,6 +34,7 @@ from typing import Final
 
 from thirdshift.clock import Clock, SystemClock
 from thirdshift.errors import ThirdshiftError
+from thirdshift.harnesses.process_tree import ProcessTree, has_exited, stop_tree, sweep
 from thirdshift.records import Watchdogs
 
 STDERR_TAIL_BYTES: Final = 16 * 1024
@@ -64,12 +45,9 @@ MARKER_VARIABLE: Final = "TS_SESSION_TREE"
 
 _LOOK_SECONDS: Final = 1.0
 """How often the running tree is looked at, to remember its members."""
-_SWEEP_SECONDS: Final = 5.0
-"""How long the final SIGKILL sweep keeps killing before it gives up."""
 _DRAIN_SECONDS: Final = 5.0
 """How long to wait for stdout's end once the tree is dead (a process that escaped the sweep
 may still hold the pipe)."""
-_POLL_SECONDS: Final = 0.02
 _READ_BYTES: Final = 64 * 1024
 LINE_CAP_BYTES: Final = 8 * 1024 * 1024
 """The longest stdout line handed on whole (``session_line_cap_bytes``)."""
@@ -133,308 +111,159 @@ def run_supervised(
     place in the order.
     """
     clock = clock or SystemClock()
+    stops = _Stops(watchdogs, stop_signals, grace_seconds, interrupt, halt, clock, tick_seconds)
     token = secrets.token_hex(8)
     started = clock.monotonic()
     process, stdout, stderr = _spawn(argv, cwd, {**env, MARKER_VARIABLE: token})
-    tree = _Tree(process.pid, f"{MARKER_VARIABLE}={token}".encode())
-    abandon = threading.Event()
-    lines = _Lines(_HELD_LINES_CAPS * line_cap_bytes, abandon)
-    tail = _Tail(STDERR_TAIL_BYTES)
-    pump = threading.Thread(
-        target=_pump,
-        args=(stdout.fileno(), stderr.fileno(), lines, tail, abandon, line_cap_bytes),
-        name=f"thirdshift-pump-{process.pid}",
-        daemon=True,
-    )
-    pump.start()
-
-    def hand_on(item: bytes | CutLine) -> None:
-        if isinstance(item, CutLine):
-            on_cut(item)
-        else:
-            on_line(item)
-
-    def exited() -> bool:
-        return _has_exited(process.pid)
-
-    last_line = started
-    result_at: float | None = None
-    stopped_by: str | None = None
-    next_check = started
-    next_look = started + _LOOK_SECONDS
-    swept = eof = False
+    tree = ProcessTree(process.pid, f"{MARKER_VARIABLE}={token}".encode())
+    output = _Output(process.pid, stdout, stderr, line_cap_bytes)
+    handed = _HandOn(output.lines, on_line, on_cut)
+    swept = False
     try:
-        while True:
-            try:
-                line = lines.get(timeout=max(0.0, next_check - clock.monotonic()))
-            except queue.Empty:
-                pass
-            else:
-                if line is None:
-                    eof = True
-                else:
-                    last_line = clock.monotonic()
-                    hand_on(line)
-                    if result_at is None and result_seen():
-                        result_at = clock.monotonic()
-            now = clock.monotonic()
-            if now < next_check:
-                continue
-            next_check = now + tick_seconds
-            if result_at is None and result_seen():
-                result_at = now
-            if exited():
-                break
-            since_result = None if result_at is None else now - result_at
-            stopped_by = _tripped(
-                watchdogs, interrupt, now - started, now - last_line, since_result
-            ) or ("halt" if halt is not None and halt.is_set() else None)
-            if stopped_by is not None:
-                _stop(tree, stop_signals, grace_seconds, exited)
-                break
-            if now >= next_look:
-                next_look = now + _LOOK_SECONDS
-                tree.members(use_marker=False)
-        _sweep(tree)
+        stopped_by = _watch(process.pid, tree, handed, result_seen, stops, started)
+        sweep(tree)
         swept = True
-        # What the pump still reads is taken as it comes (a pump with lines held up to the
-        # bound waits for this), until stdout ends or a process that escaped holds it open.
-        deadline = time.monotonic() + _DRAIN_SECONDS
-        while not eof and (left := deadline - time.monotonic()) > 0:
-            try:
-                line = lines.get(timeout=left)
-            except queue.Empty:
-                break
-            if line is None:
-                eof = True
-            else:
-                hand_on(line)
+        _drain(handed)
     finally:
         if not swept:  # on_line or result_seen raised: the tree dies all the same
-            _sweep(tree)
+            sweep(tree)
         process.wait()
-        abandon.set()
-        pump.join()
-        stdout.close()
-        stderr.close()
-    while not eof and (line := lines.get()) is not None:
-        hand_on(line)
+        output.close()
+    while handed.next(timeout=None):
+        pass  # what the pump read before it was told to stop, to stdout's end
     return ProcessEnding(
         exit_status=process.returncode,
         stopped_by=stopped_by,
-        stderr_tail=tail.text(),
+        stderr_tail=output.tail.text(),
         duration_seconds=clock.monotonic() - started,
     )
 
 
-def stop_process_tree(
-    pid: int, stop_signals: Sequence[signal.Signals], grace_seconds: float
-) -> None:
-    """Stop ``pid`` and every process of its tree: each signal in turn to every member's group
-    and pid, up to ``grace_seconds`` apart until ``pid`` exits, then SIGKILL to every member
-    still alive. ``pid`` itself is not reaped: if it is our child, the caller waits for it.
-    Without ``run_supervised``'s marker, an orphan that left the tree's groups and sessions
-    before this call is out of reach."""
-    tree = _Tree(pid, marker=None)
-    _stop(tree, stop_signals, grace_seconds, lambda: not _running(pid))
-    _sweep(tree)
-
-
-def working_in(directory: Path) -> list[int]:
-    """Live processes whose working directory is ``directory`` or below it (as far as /proc
-    lets this user see): what could still write into a Worktree about to be made again."""
-    target = os.path.realpath(directory)
-    found: list[int] = []
-    for pid, proc in _scan().items():
-        if not proc.live or pid == os.getpid():
-            continue
-        try:
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-        except OSError:
-            continue
-        if cwd == target or cwd.startswith(target + os.sep):
-            found.append(pid)
-    return sorted(found)
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of ``pid``, found by walking ``/proc`` parent links."""
-    table = _scan()
-    return sorted(_descendants_in(table, {pid}) - {pid})
-
-
 @dataclass(frozen=True)
-class _Proc:
-    pid: int
-    ppid: int
-    pgid: int
-    sid: int
-    start: int
-    """Start time in clock ticks since boot: with the pid, it names one process for good."""
-    state: str
+class _Stops:
+    """When the supervisor stops the process, and how (``run_supervised``'s arguments)."""
 
-    @property
-    def live(self) -> bool:
-        return self.state not in ("Z", "X", "x")
+    watchdogs: Watchdogs
+    stop_signals: Sequence[signal.Signals]
+    grace_seconds: float
+    interrupt: threading.Event
+    halt: threading.Event | None
+    clock: Clock
+    tick_seconds: float
 
-
-def _read_stat(pid: int) -> _Proc | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = raw[raw.rfind(b")") + 2 :].split()  # the command name may hold spaces or ")"
-    return _Proc(
-        pid=pid,
-        ppid=int(fields[1]),
-        pgid=int(fields[2]),
-        sid=int(fields[3]),
-        start=int(fields[19]),
-        state=fields[0].decode(),
-    )
+    def tripped(self, elapsed: float, quiet: float, since_result: float | None) -> str | None:
+        """What stops the process now (``stopped_by``), or None."""
+        return _tripped(self.watchdogs, self.interrupt, elapsed, quiet, since_result) or (
+            "halt" if self.halt is not None and self.halt.is_set() else None
+        )
 
 
-def _scan() -> dict[int, _Proc]:
-    table: dict[int, _Proc] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (proc := _read_stat(int(entry))) is not None:
-            table[proc.pid] = proc
-    return table
+class _Output:
+    """The CLI's stdout and stderr, drained by a pump thread of their own: stdout's lines onto
+    ``lines``, the end of stderr into ``tail``."""
+
+    def __init__(self, pid: int, stdout: socket.socket, stderr: socket.socket, cap: int) -> None:
+        self._stdout = stdout
+        self._stderr = stderr
+        self._abandon = threading.Event()
+        self.lines = _Lines(_HELD_LINES_CAPS * cap, self._abandon)
+        self.tail = _Tail(STDERR_TAIL_BYTES)
+        self._pump = threading.Thread(
+            target=_pump,
+            args=(stdout.fileno(), stderr.fileno(), self.lines, self.tail, self._abandon, cap),
+            name=f"thirdshift-pump-{pid}",
+            daemon=True,
+        )
+        self._pump.start()
+
+    def close(self) -> None:
+        """Stop the pump (it no longer waits for room in ``lines``) and close our ends."""
+        self._abandon.set()
+        self._pump.join()
+        self._stdout.close()
+        self._stderr.close()
 
 
-def _descendants_in(table: Mapping[int, _Proc], roots: set[int]) -> set[int]:
-    """``roots`` and every live process below them in ``table``."""
-    children: dict[int, list[int]] = {}
-    for proc in table.values():
-        children.setdefault(proc.ppid, []).append(proc.pid)
-    found = set(roots)
-    pending = list(roots)
-    while pending:
-        for child in children.get(pending.pop(), ()):
-            if child not in found and table[child].live:
-                found.add(child)
-                pending.append(child)
-    return found
+class _HandOn:
+    """Hands the pump's stdout lines to the caller, in order: a cut line to ``on_cut``."""
 
+    def __init__(
+        self,
+        lines: _Lines,
+        on_line: Callable[[bytes], None],
+        on_cut: Callable[[CutLine], None],
+    ) -> None:
+        self._lines = lines
+        self._on_line = on_line
+        self._on_cut = on_cut
+        self.eof = False
+        """True once stdout's end was taken: nothing more will come."""
 
-class _Tree:
-    """The processes of one CLI's tree, remembered across looks (see the module docstring)."""
-
-    def __init__(self, root: int, marker: bytes | None) -> None:
-        self.root = root
-        self._marker = marker
-        root_proc = _read_stat(root)
-        self._root_start = root_proc.start if root_proc else 0
-        self._known: set[tuple[int, int]] = set()
-        self._leaders: dict[int, int | None] = {}
-        """Group and session ids seen, each with its leader's start time when first seen
-        (None when the leader was already gone)."""
-        if root_proc is not None:
-            self._remember(root_proc, {root: root_proc})
-        self._outsiders = {0, 1, os.getpid(), os.getpgrp(), os.getsid(0)}
-
-    def members(self, *, use_marker: bool = True) -> list[_Proc]:
-        """Look at /proc: every live member of the tree, all remembered from now on."""
-        table = _scan()
-        seeds = {
-            p.pid
-            for p in table.values()
-            if p.live and self._candidate(p) and self._belongs(p, table, use_marker)
-        }
-        found = [table[pid] for pid in _descendants_in(table, seeds) if pid in table]
-        for proc in found:
-            self._remember(proc, table)
-        return [p for p in found if p.live and p.pid not in self._outsiders]
-
-    def _candidate(self, proc: _Proc) -> bool:
-        return proc.pid not in self._outsiders and proc.start >= self._root_start
-
-    def _belongs(self, proc: _Proc, table: Mapping[int, _Proc], use_marker: bool) -> bool:
-        if proc.pid == self.root or (proc.pid, proc.start) in self._known:
-            return True
-        if self._same_group(proc.pgid, table) or self._same_group(proc.sid, table):
-            return True
-        return use_marker and self._marked(proc.pid)
-
-    def _same_group(self, group: int, table: Mapping[int, _Proc]) -> bool:
-        """True when ``group`` (a pgid or sid) is one we saw, not a reuse of its number: a new
-        group with that number has a live leader we did not see lead it."""
-        if group not in self._leaders or group in self._outsiders:
-            return False
-        leader = table.get(group)
-        return leader is None or leader.start == self._leaders[group]
-
-    def _marked(self, pid: int) -> bool:
-        if self._marker is None:
+    def next(self, timeout: float | None) -> bool:
+        """Hand on the next line if one comes within ``timeout`` (None: however long it takes);
+        True when one was handed on, False on a wait that ran out or at stdout's end."""
+        if self.eof:
             return False
         try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
             return False
-        return b"\0" + self._marker + b"\0" in b"\0" + environ
-
-    def _remember(self, proc: _Proc, table: Mapping[int, _Proc]) -> None:
-        self._known.add((proc.pid, proc.start))
-        for group in (proc.pgid, proc.sid):
-            if group not in self._leaders:
-                leader = table.get(group)
-                self._leaders[group] = leader.start if leader else None
-
-
-def _signal_all(members: Sequence[_Proc], sig: signal.Signals, root_group: int) -> None:
-    """Send ``sig`` to the root's group and every member's group, and to each member whose
-    group could not be signalled. No process gets it twice: a CLI may take a second SIGINT
-    as "quit at once"."""
-    reached: set[int] = set()
-    for group in dict.fromkeys([root_group, *(p.pgid for p in members)]):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, sig)
-            reached.add(group)
-    for proc in members:
-        if proc.pgid not in reached:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(proc.pid, sig)
+        if line is None:
+            self.eof = True
+        elif isinstance(line, CutLine):
+            self._on_cut(line)
+        else:
+            self._on_line(line)
+        return line is not None
 
 
-def _stop(
-    tree: _Tree,
-    stop_signals: Sequence[signal.Signals],
-    grace_seconds: float,
-    exited: Callable[[], bool],
-) -> None:
-    """Send each stop signal to the tree, waiting up to the grace after each for the root to
-    exit; then kill every member still alive. Real time, whatever clock drove the watchdogs:
-    these are waits on real processes, and a stop must never be cut short by an interrupt."""
-    for sig in stop_signals:
-        if exited():
+def _watch(
+    pid: int,
+    tree: ProcessTree,
+    handed: _HandOn,
+    result_seen: Callable[[], bool],
+    stops: _Stops,
+    started: float,
+) -> str | None:
+    """Hand on lines until the process exits (None) or something stops it, its tree signalled
+    (what stopped it: ``ProcessEnding.stopped_by``). Looks at the tree every ``_LOOK_SECONDS``
+    to remember its members."""
+    clock = stops.clock
+    last_line = started
+    result_at: float | None = None
+    next_check = started
+    next_look = started + _LOOK_SECONDS
+    while True:
+        if handed.next(timeout=max(0.0, next_check - clock.monotonic())):
+            last_line = clock.monotonic()
+            if result_at is None and result_seen():
+                result_at = clock.monotonic()
+        now = clock.monotonic()
+        if now < next_check:
+            continue
+        next_check = now + stops.tick_seconds
+        if result_at is None and result_seen():
+            result_at = now
+        if has_exited(pid):
+            return None
+        since_result = None if result_at is None else now - result_at
+        stopped_by = stops.tripped(now - started, now - last_line, since_result)
+        if stopped_by is not None:
+            stop_tree(tree, stops.stop_signals, stops.grace_seconds, lambda: has_exited(pid))
+            return stopped_by
+        if now >= next_look:
+            next_look = now + _LOOK_SECONDS
+            tree.members(use_marker=False)
+
+
+def _drain(handed: _HandOn) -> None:
+    """Once the tree is dead, take what the pump still reads as it comes (a pump with lines
+    held up to the bound waits for this), until stdout ends or a process that escaped the
+    sweep holds it open past ``_DRAIN_SECONDS``."""
+    deadline = time.monotonic() + _DRAIN_SECONDS
+    while not handed.eof and (left := deadline - time.monotonic()) > 0:
+        if not handed.next(timeout=left):
             break
-        _signal_all(tree.members(), sig, tree.root)
-        deadline = time.monotonic() + grace_seconds
-        while not exited() and time.monotonic() < deadline:
-            time.sleep(_POLL_SECONDS)
-    _sweep(tree)
-
-
-def _sweep(tree: _Tree) -> None:
-    """SIGKILL every live member of the tree until none is left (or the sweep times out)."""
-    deadline = time.monotonic() + _SWEEP_SECONDS
-    while (members := tree.members()) and time.monotonic() < deadline:
-        _signal_all(members, signal.SIGKILL, tree.root)
-        time.sleep(_POLL_SECONDS)
-
-
-def _has_exited(pid: int) -> bool:
-    """True once our child ``pid`` has exited, without reaping it: while it is a zombie its
-    pid, group and session numbers cannot be reused, so the sweep cannot hit a stranger."""
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
-def _running(pid: int) -> bool:
-    proc = _read_stat(pid)
-    return proc is not None and proc.live
 
 
 def _tripped(

@@ -25,7 +25,7 @@ from thirdshift.records import IssueInfo, IssueSummary, Lease, RepoInfo, Reposit
 from thirdshift.runs.architect_complete import Completion, Refused, Unfinished
 from thirdshift.runs.architect_end import ArchitectEndings
 from thirdshift.runs.architect_publish import Publication, Publisher
-from thirdshift.runs.claims import FencedGitHub
+from thirdshift.runs.claims import FencedGitHub, fence_github
 from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.lease import LeaseKeeper
 from thirdshift.runs.notices import Announcer
@@ -109,7 +109,7 @@ class ArchitectRun:
                     f"another Architect run works on {repo.full_name} now ({error}); one at a "
                     "time, so this one changed nothing"
                 ) from None
-            gh = FencedGitHub(parts.github, keeper.check)
+            gh = fence_github(parts.github, keeper.check)
             self._keeper = keeper
             unfinished = self._completion.unfinished(repository, repo, lease)
             if isinstance(unfinished, Refused):

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from thirdshift.errors import Interrupted, NotClaimed
 from thirdshift.records import Lease, Repository
-from thirdshift.runs.claims import Claim, FencedGitHub
+from thirdshift.runs.claims import Claim, fenced
 from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.lease import LeaseKeeper
 from thirdshift.runs.notices import Announcer
@@ -122,7 +122,7 @@ class Delivery:
         self.say(f"Run {record.id} on {ref}: {issue.title}")
         if request.rescue_of is not None:
             self.say(f"taking over from Run {request.rescue_of}, which crashed")
-        gh = FencedGitHub(self._parts.github, keeper.check)
+        gh = fenced(self._parts.github, keeper.check)
         return RunScope(
             request, record, found, keeper, gh, ready_taken is not None, feedback, kept.set_aside
         )

@@ -5,12 +5,17 @@
 tests plays sessions that edit the Worktree in process. A managed clone comes from a
 ``CloneSource`` the same way, so a test can point a Run at a bare repository on disk.
 
-``GitHubPort`` is what a Run needs from GitHub, and nothing more: the real adapter
-(``thirdshift.github.GitHub``) satisfies it, and so does the in-process fake the orchestration
-tests use (``tests/support/fake_github.py``). Every method answers with the frozen records of
-``thirdshift.records`` and raises only the ``GitHubError`` tree of ``thirdshift.errors``
-(``NotFound`` for a missing object, ``MergeRefused`` for a refused merge); a method that writes
-is safe to call again (it reads first or carries a marker).
+GitHub is seen by role: each protocol below is what one consumer in ``runs`` calls, a handful
+of methods, and its docstring names that consumer (``review.FeedbackReads`` is the review
+feedback's own). ``GitHubPort`` is all of them at once, for the code that still takes the whole
+of GitHub. The real adapter (``thirdshift.github.GitHub``) plays every role, and so does the
+in-process fake the orchestration tests use (``tests/support/fake_github.py``). Every method
+answers with the frozen records of ``thirdshift.records`` and raises only the ``GitHubError``
+tree of ``thirdshift.errors`` (``NotFound`` for a missing object, ``MergeRefused`` for a refused
+merge); a method that writes is safe to call again (it reads first or carries a marker).
+
+``READS`` and ``WRITES`` sort every role's methods: the Lease's fence (``claims.fenced``) lets
+the reads pass and asks before anything else, and a test holds the two sets to the roles.
 """
 
 from __future__ import annotations
@@ -32,10 +37,9 @@ from thirdshift.records import (
     Notification,
     PullRequestInfo,
     RepoInfo,
-    Review,
-    ReviewComment,
     TextEdit,
 )
+from thirdshift.runs.review import FeedbackReads
 from thirdshift.sessions import Sessions
 
 CloneSource = Callable[[IssueRef, RepoInfo], ManagedClone]
@@ -102,10 +106,13 @@ class SessionSource(Protocol):
         ...
 
 
-class GitHubPort(Protocol):
-    """GitHub as a Run sees it. ``owner``/``name`` name the repository in every call."""
+# -- GitHub, by role -----------------------------------------------------------------------------
+# ``owner``/``name`` name the repository in every call.
 
-    # -- the token and the repository ----------------------------------------------------------
+
+class Identity(Protocol):
+    """Who thirdshift is on GitHub and who may do what there: a Run's pre-flight (``delivery``)
+    asks first; the Architect run and the Repair loop ask who they are."""
 
     def authenticated_login(self) -> str:
         """The login of the token's user; a bad token raises ``GitHubError`` naming the fix."""
@@ -120,22 +127,17 @@ class GitHubPort(Protocol):
         to tell a token that cannot push."""
         ...
 
-    # -- issues --------------------------------------------------------------------------------
+
+class IssueLabels(Protocol):
+    """The issue a Run works on and its labels: the Claim's label half (``claims``), its
+    release by a Failed run (``failed_run``) and the close after a Self-merge (``delivery``)."""
 
     def issue(self, owner: str, name: str, number: int) -> IssueInfo:
         """Issue ``number``; a pull request answers too, with ``is_pull_request``."""
         ...
 
-    def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]:
-        """Every comment on the issue, oldest first."""
-        ...
-
     def ensure_label(self, owner: str, name: str, label: str, color: str, description: str) -> None:
         """Create the repository label unless it exists."""
-        ...
-
-    def set_issue_labels(self, owner: str, name: str, number: int, labels: Sequence[str]) -> None:
-        """Replace the issue's labels with exactly ``labels``."""
         ...
 
     def add_label(self, owner: str, name: str, number: int, label: str) -> None:
@@ -146,35 +148,23 @@ class GitHubPort(Protocol):
         """Take ``label`` off, keeping every other label; one the issue lacks is fine."""
         ...
 
-    def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]:
-        """The pull request's reviews, oldest first (asked conditionally: an unchanged list
-        costs no rate limit)."""
-        ...
-
-    def pull_review_comments(self, owner: str, name: str, number: int) -> tuple[ReviewComment, ...]:
-        """The comments on lines of the pull request's diff, oldest first (conditionally)."""
-        ...
-
-    def open_issue(
-        self, owner: str, name: str, *, title: str, body: str, labels: Sequence[str]
-    ) -> IssueInfo:
-        """Open an issue as thirdshift (after a lost answer: the one it opened)."""
-        ...
-
-    def block_issue(self, owner: str, name: str, number: int, blocker: int) -> None:
-        """Issue ``number`` is blocked by issue ``blocker`` (GitHub's issue dependencies);
-        already so is fine."""
-        ...
-
-    def add_sub_issue(self, owner: str, name: str, number: int, sub_issue: int) -> None:
-        """Make issue ``sub_issue`` a sub-issue of issue ``number`` (GitHub's sub-issues);
-        already so is fine."""
-        ...
-
     def take_label(self, owner: str, name: str, number: int, label: str) -> bool:
         """Take ``label`` off as a claim: True when this call took it off, False when the issue
         no longer had it (someone took it first). GitHub answers one of two racing removals
         404, so this decides between Runs that share no database."""
+        ...
+
+    def close_issue(self, owner: str, name: str, number: int) -> None:
+        """Close the issue; closing a closed issue is fine."""
+        ...
+
+
+class MarkedComments(Protocol):
+    """The comments on an issue and thirdshift's own marked one there: the Claim's comment
+    (``claims``) and a Failed run's one word on the issue (``failed_run``)."""
+
+    def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]:
+        """Every comment on the issue, oldest first."""
         ...
 
     def upsert_marked_comment(
@@ -183,26 +173,10 @@ class GitHubPort(Protocol):
         """Edit the token user's comment carrying ``marker``, or post one: twice leaves one."""
         ...
 
-    def close_issue(self, owner: str, name: str, number: int) -> None:
-        """Close the issue; closing a closed issue is fine."""
-        ...
 
-    def issues_labelled(
-        self, owner: str, name: str, label: str, state: str = "open"
-    ) -> tuple[IssueSummary, ...]:
-        """Issues (pull requests too, marked) carrying ``label`` in ``state``, lowest number
-        first, all pages."""
-        ...
-
-    def labelled_by(self, owner: str, name: str, number: int, label: str) -> str | None:
-        """The login that added ``label`` to the issue most recently (its last ``labeled``
-        event for that name, in any case), or None."""
-        ...
-
-    def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
-        """Numbers of the open issues that block this one (GitHub's blocked-by issue
-        dependencies), ascending."""
-        ...
+class ApprovalReads(Protocol):
+    """What the approval of an issue's text is read from (``claims.text_not_approved``, for a
+    Run and a daemon alike)."""
 
     def labelling(self, owner: str, name: str, number: int, label: str) -> Labelling | None:
         """The last adding of ``label`` to the issue (its last ``labeled`` event for that name,
@@ -214,18 +188,10 @@ class GitHubPort(Protocol):
         GitHub shows them (the creation itself is no edit)."""
         ...
 
-    def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
-        """Numbers of the issue's sub-issues, in GitHub's order."""
-        ...
 
-    def recent_issues(
-        self, owner: str, name: str, state: str, limit: int
-    ) -> tuple[IssueSummary, ...]:
-        """Issues (never pull requests) in ``state`` (open or closed), most recently updated
-        first, at most ``limit``."""
-        ...
-
-    # -- pull requests -------------------------------------------------------------------------
+class PullRequests(Protocol):
+    """A Run's pull request: found, opened and kept up to date by ``delivery``, turned back
+    to a draft by a Failed run (``failed_run``)."""
 
     def pulls_for_head(
         self, owner: str, name: str, head_branch: str, state: str = "all"
@@ -236,12 +202,6 @@ class GitHubPort(Protocol):
 
     def pull(self, owner: str, name: str, number: int) -> PullRequestInfo:
         """Pull request ``number`` with its mergeability (None while GitHub computes it)."""
-        ...
-
-    def wait_for_mergeable(
-        self, owner: str, name: str, number: int, timeout: float
-    ) -> PullRequestInfo:
-        """The pull request once GitHub has computed its mergeability, or after ``timeout``."""
         ...
 
     def create_pull(
@@ -279,18 +239,14 @@ class GitHubPort(Protocol):
         """Turn the pull request back to a draft, unless it already is one."""
         ...
 
-    def merge_pull(
-        self, owner: str, name: str, number: int, *, sha: str, title: str, message: str
-    ) -> MergeResult:
-        """Merge with a merge commit only if the head is still ``sha``; a refusal raises
-        ``MergeRefused``."""
-        ...
-
     def delete_branch(self, owner: str, name: str, branch: str) -> None:
         """Delete the branch; one already gone is fine."""
         ...
 
-    # -- checks --------------------------------------------------------------------------------
+
+class Checks(Protocol):
+    """CI on a head, as the Repair loop's outside (``loop_outside``) watches, reads and re-runs
+    it."""
 
     def check_runs(self, owner: str, name: str, sha: str) -> tuple[CheckRun, ...]:
         """Every check run on ``sha``, Actions checks with their job and workflow run ids."""
@@ -307,3 +263,116 @@ class GitHubPort(Protocol):
     def rerun_failed_jobs(self, owner: str, name: str, run_id: int) -> None:
         """Re-run the failed jobs of workflow run ``run_id`` as a new attempt."""
         ...
+
+
+class Merging(Protocol):
+    """The Self-merge of a Merge run (``loop_outside``)."""
+
+    def wait_for_mergeable(
+        self, owner: str, name: str, number: int, timeout: float
+    ) -> PullRequestInfo:
+        """The pull request once GitHub has computed its mergeability, or after ``timeout``."""
+        ...
+
+    def merge_pull(
+        self, owner: str, name: str, number: int, *, sha: str, title: str, message: str
+    ) -> MergeResult:
+        """Merge with a merge commit only if the head is still ``sha``; a refusal raises
+        ``MergeRefused``."""
+        ...
+
+
+class Publishing(Protocol):
+    """Issues thirdshift opens and links: an Architect run's plan or idea (``architect``) and a
+    red Base branch's fix issue (``delivery``), found again by label after a crash."""
+
+    def open_issue(
+        self, owner: str, name: str, *, title: str, body: str, labels: Sequence[str]
+    ) -> IssueInfo:
+        """Open an issue as thirdshift (after a lost answer: the one it opened)."""
+        ...
+
+    def block_issue(self, owner: str, name: str, number: int, blocker: int) -> None:
+        """Issue ``number`` is blocked by issue ``blocker`` (GitHub's issue dependencies);
+        already so is fine."""
+        ...
+
+    def add_sub_issue(self, owner: str, name: str, number: int, sub_issue: int) -> None:
+        """Make issue ``sub_issue`` a sub-issue of issue ``number`` (GitHub's sub-issues);
+        already so is fine."""
+        ...
+
+    def issues_labelled(
+        self, owner: str, name: str, label: str, state: str = "open"
+    ) -> tuple[IssueSummary, ...]:
+        """Issues (pull requests too, marked) carrying ``label`` in ``state``, lowest number
+        first, all pages."""
+        ...
+
+    def recent_issues(
+        self, owner: str, name: str, state: str, limit: int
+    ) -> tuple[IssueSummary, ...]:
+        """Issues (never pull requests) in ``state`` (open or closed), most recently updated
+        first, at most ``limit``."""
+        ...
+
+
+class GitHubPort(
+    Identity,
+    IssueLabels,
+    MarkedComments,
+    ApprovalReads,
+    FeedbackReads,
+    PullRequests,
+    Checks,
+    Merging,
+    Publishing,
+    Protocol,
+):
+    """Every role at once: GitHub as the whole of a Run sees it."""
+
+
+READS = frozenset(
+    {
+        "authenticated_login",
+        "repo",
+        "permission",
+        "issue",
+        "issue_comments",
+        "labelling",
+        "text_edits",
+        "pull_reviews",
+        "pull_review_comments",
+        "pulls_for_head",
+        "pull",
+        "check_runs",
+        "commit_statuses",
+        "job_log_tail",
+        "wait_for_mergeable",
+        "issues_labelled",
+        "recent_issues",
+    }
+)
+"""The role methods that change nothing on GitHub: they need no Lease."""
+
+WRITES = frozenset(
+    {
+        "ensure_label",
+        "add_label",
+        "remove_label",
+        "take_label",
+        "close_issue",
+        "upsert_marked_comment",
+        "create_pull",
+        "update_pull",
+        "mark_ready",
+        "convert_to_draft",
+        "delete_branch",
+        "rerun_failed_jobs",
+        "merge_pull",
+        "open_issue",
+        "block_issue",
+        "add_sub_issue",
+    }
+)
+"""The role methods that change GitHub: under a Lease each asks the fence first."""

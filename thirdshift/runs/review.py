@@ -154,15 +154,21 @@ class _Collector:
 
 
 class FeedbackReads(Protocol):
-    """What finding review feedback reads of GitHub (the Run's port and the daemon's both)."""
+    """What finding review feedback reads of GitHub (the Run's port and the daemon's both):
+    the role ``read_feedback`` owns."""
 
-    def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]: ...
+    def pull_reviews(self, owner: str, name: str, number: int) -> tuple[Review, ...]:
+        """The pull request's reviews, oldest first (asked conditionally: an unchanged list
+        costs no rate limit)."""
+        ...
 
-    def pull_review_comments(
-        self, owner: str, name: str, number: int
-    ) -> tuple[ReviewComment, ...]: ...
+    def pull_review_comments(self, owner: str, name: str, number: int) -> tuple[ReviewComment, ...]:
+        """The comments on lines of the pull request's diff, oldest first (conditionally)."""
+        ...
 
-    def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]: ...
+    def issue_comments(self, owner: str, name: str, number: int) -> tuple[Comment, ...]:
+        """Every comment on the issue (or pull request), oldest first."""
+        ...
 
 
 def read_feedback(

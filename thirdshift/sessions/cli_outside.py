@@ -4,7 +4,13 @@ It builds the CLI's argv and environment from the Harness, spawns it in the Work
 process supervisor, copies every stdout line (scrubbed) to the Session log as it arrives,
 feeds the Harness's stream reader, records the session and its Session events in the database
 as they happen, prints condensed progress lines and the session-ended line, and turns the
-outcome into a ``SessionEnding`` or the right ``SessionFailed``.
+outcome into a ``SessionEnding`` or the right ``SessionFailed``. What a session does while its
+CLI runs (its Session log, its Session events, its cost so far) is ``live_session``'s.
+
+About 600 lines: ``CliOutside`` is one session's steps, from the budget check before it starts
+to its recorded end, read top to bottom in one class, and ``CliSessions``, which builds a
+``CliOutside`` for each Harness of a Run, has to sit beside it: the composition root imports
+both from here (the ``sessions`` package does not re-export them, adr/0008).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import json
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -25,7 +31,6 @@ from thirdshift.console import format_duration
 from thirdshift.errors import ThirdshiftError
 from thirdshift.harnesses import (
     AgentSandbox,
-    CutLine,
     Harness,
     ProcessEnding,
     SealedPaths,
@@ -42,10 +47,8 @@ from thirdshift.records import (
     DEFAULT_OUTPUT_CAPS,
     OutputCaps,
     ProviderOutage,
-    SessionEvent,
     Usage,
     Watchdogs,
-    at_least,
 )
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions.event_writer import EventWriter
@@ -56,6 +59,7 @@ from thirdshift.sessions.ledger import (
     budget_reached,
     priced,
 )
+from thirdshift.sessions.live_session import LiveSession, Meter, SessionLog
 from thirdshift.sessions.preamble import RESUME_CAP_TOKENS
 from thirdshift.sessions.rules import (
     BudgetReached,
@@ -163,6 +167,62 @@ class CliOutside:
         if spent is not None and (cause := budget_reached(self._budgets, spent, None)):
             self._refuse(kind, cause, log_path)
         resumed_row = self._rows_by_session_id.get(resume_id) if resume_id else None
+        record_id = self._record_start(kind, resume_id, prompt, log_path, resumed_row)
+        meter = Meter(
+            self._harness, self._usage_of(resumed_row), self._priced, self._budgets, spent
+        )
+        reader = self._harness.reader(scrub=self._scrub)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        # Written from a thread of its own: a store error here must never reach the process
+        # supervisor, which would kill an agent doing its work (adr/0028).
+        writer = EventWriter(
+            lambda events: self._store.add_session_events(record_id, events),
+            warn=self.progress,
+        )
+        with log_path.open("ab") as log:
+            live = LiveSession(
+                kind,
+                log=SessionLog(log, self._output_caps.log_bytes, self._scrub),
+                reader=reader,
+                writer=writer,
+                meter=meter,
+                worktree=self._worktree,
+                scrub=self._scrub,
+                progress=self.progress,
+            )
+            try:
+                ending = self._run_cli(live, prompt, resume_id)
+            except ThirdshiftError as error:
+                cause = self._scrub(str(error))
+                self._drain(writer, kind)
+                self._end_session(record_id, state="failed", error=cause)
+                raise SessionFailed(cause, log_path) from error
+            live.log.end(ending.stderr_tail)
+        self._drain(writer, kind)
+        outcome = reader.finish(
+            ending.exit_status, stopped_after_result=ending.stopped_by == "post-result"
+        )
+        usage = meter.measured(outcome.usage)
+        self.progress(
+            f"{kind}: session ended after {format_duration(ending.duration_seconds)}: "
+            f"{usage.describe()}"
+        )
+        if ending.stopped_by == "halt" and meter.over is not None:
+            self._stop_at_budget(kind, record_id, meter.over, outcome, usage, log_path)
+        failure = self._failure(kind, resume_id, outcome, ending, log_path)
+        if failure is not None:
+            self._fail(record_id, failure, outcome, usage, writer, log_path)
+        return self._ended(record_id, outcome, usage, writer)
+
+    def _record_start(
+        self,
+        kind: str,
+        resume_id: str | None,
+        prompt: str,
+        log_path: Path,
+        resumed_row: int | None,
+    ) -> int:
+        """Record the session as started (what it resumes, when a Resume); its row's id."""
         record = self._store.start_session(
             self._run_id,
             kind,
@@ -173,195 +233,104 @@ class CliOutside:
             harness_session_id=resume_id,
             resumed_from_id=resumed_row,
         )
-        resumed = self._usage_of(resumed_row)
-        probed: list[str | None] = [None]  # the CLI's version, when its stream names none
-        # The most this session was measured at: the stream is the agent's to write into, so a
-        # later figure never lowers one a budget was already checked against.
-        counted = [Usage()]
+        return record.id
 
-        def measured(usage: Usage) -> Usage:
-            if resumed is not None:
-                usage = self._harness.resume_usage(usage, resumed)
-            if usage.cli_version is None and probed[0] is not None:
-                usage = replace(usage, cli_version=probed[0])
-            counted[0] = at_least(counted[0], self._priced(usage))
-            return counted[0]
-
-        reader = self._harness.reader(scrub=self._scrub)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        prefix = f"{self._worktree}/"
-        # Set when the session reaches a cost budget: the supervisor then stops it as it stops
-        # an interrupted one (the Harness's signals, its grace), so nothing is cut short.
-        halt = threading.Event()
-        over: list[str] = []
-
-        # The stream's events and the egress proxy's refusals share one numbering: the proxy
-        # reports from its own thread.
-        numbering = _Numbering()
-        # Written from a thread of its own: a store error here must never reach the process
-        # supervisor, which would kill an agent doing its work (adr/0028).
-        writer = EventWriter(
-            lambda events: self._store.add_session_events(record.id, events),
-            warn=self.progress,
+    def _run_cli(self, live: LiveSession, prompt: str, resume_id: str | None) -> ProcessEnding:
+        """Run the CLI to its end in the Agent sandbox, with its private home and its egress
+        proxy, under the process supervisor; ``live`` takes its output."""
+        self._sealed.agent_home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        home = self._harness.private_home(self._environ, self._sealed.agent_home)
+        cli_env = {**self._harness.environment(self._environ), **home}
+        live.meter.probed = self._cli_version(cli_env)
+        allowlist = EgressAllowlist.of(
+            self._harness.provider_endpoints(cli_env), self._network_allow
         )
-
-        def record_events(events: Sequence[SessionEvent]) -> None:
-            writer.put([self._scrubbed(replace(e, seq=numbering.next())) for e in events])
-
-        def refused(refusal: Refusal) -> None:
-            self.progress(f"{kind}: {refusal.line}")
-            record_events(
-                [
-                    SessionEvent(
-                        seq=0,
-                        kind="network",
-                        summary=refusal.line,
-                        target=f"{refusal.host}:{refusal.port}",
-                    )
-                ]
+        with self._network(allowlist, live.refused) as egress:
+            argv, env = self._sandbox.wrap(
+                self._harness.argv(prompt, model=self._model, resume_id=resume_id),
+                cli_env,
+                self._sealed,
+                egress,
+            )
+            return run_supervised(
+                argv,
+                cwd=self._worktree,
+                env=env,
+                on_line=live.on_line,
+                result_seen=lambda: live.reader.result_seen,
+                watchdogs=self._watchdogs,
+                stop_signals=self._harness.stop_signals,
+                grace_seconds=self._grace_seconds,
+                interrupt=self._interrupt,
+                clock=self._clock,
+                halt=live.meter.halt,
+                on_cut=live.on_cut,
+                line_cap_bytes=self._output_caps.line_bytes,
             )
 
-        kept = _LogCap(self._output_caps.log_bytes)
-
-        with log_path.open("ab") as log:
-
-            def keep(text: str) -> None:
-                data = self._scrub(text).encode() + b"\n"
-                if kept.take(len(data)):
-                    log.write(data)
-                    log.flush()
-                elif kept.dropped_lines == 1:
-                    self.progress(
-                        f"{kind}: the Session log reached its cap ({_size(kept.cap)}, "
-                        "session_log_cap_bytes): later lines are counted, not kept"
-                    )
-
-            def on_cut(cut_line: CutLine) -> None:
-                keep(cut_line.head.decode("utf-8", "replace"))
-                note = {
-                    "type": "thirdshift.cut",
-                    "kept_bytes": len(cut_line.head),
-                    "dropped_bytes": cut_line.dropped_bytes,
-                }
-                keep(json.dumps(note))
-                said = (
-                    f"a stdout line over the cap ({_size(len(cut_line.head))}) was cut: "
-                    f"{cut_line.dropped_bytes} bytes dropped"
-                )
-                self.progress(f"{kind}: {said}")
-                record_events([SessionEvent(seq=0, kind="cut", summary=said)])
-
-            def on_line(line: bytes) -> None:
-                keep(line.decode("utf-8", "replace"))
-                observation = reader.feed(line)
-                for condensed in observation.progress:
-                    self.progress(f"{kind}: {condensed.replace(prefix, '')}")
-                if observation.events:
-                    record_events(observation.events)
-                # Once the turn's result is out, the session has done its work: the check
-                # after it decides, and the session is recorded as ended, not stopped.
-                if spent is None or halt.is_set() or reader.result_seen:
-                    return
-                so_far = measured(reader.usage_so_far)
-                if cause := budget_reached(self._budgets, spent, so_far.cost_usd):
-                    over.append(cause)
-                    halt.set()
-
-            try:
-                self._sealed.agent_home.mkdir(parents=True, exist_ok=True, mode=0o700)
-                home = self._harness.private_home(self._environ, self._sealed.agent_home)
-                cli_env = {**self._harness.environment(self._environ), **home}
-                probed[0] = self._cli_version(cli_env)
-                allowlist = EgressAllowlist.of(
-                    self._harness.provider_endpoints(cli_env), self._network_allow
-                )
-                with self._network(allowlist, refused) as egress:
-                    argv, env = self._sandbox.wrap(
-                        self._harness.argv(prompt, model=self._model, resume_id=resume_id),
-                        cli_env,
-                        self._sealed,
-                        egress,
-                    )
-                    ending = run_supervised(
-                        argv,
-                        cwd=self._worktree,
-                        env=env,
-                        on_line=on_line,
-                        result_seen=lambda: reader.result_seen,
-                        watchdogs=self._watchdogs,
-                        stop_signals=self._harness.stop_signals,
-                        grace_seconds=self._grace_seconds,
-                        interrupt=self._interrupt,
-                        clock=self._clock,
-                        halt=halt,
-                        on_cut=on_cut,
-                        line_cap_bytes=self._output_caps.line_bytes,
-                    )
-            except ThirdshiftError as error:
-                cause = self._scrub(str(error))
-                self._drain(writer, kind)
-                self._end_session(record.id, state="failed", error=cause)
-                raise SessionFailed(cause, log_path) from error
-            if ending.stderr_tail.strip():
-                # The CLI's own complaints (a bad key, a crash) belong with its stream.
-                note = {"type": "thirdshift.stderr", "text": ending.stderr_tail}
-                log.write(self._scrub(json.dumps(note)).encode() + b"\n")
-            if kept.dropped_lines:
-                capped = {
-                    "type": "thirdshift.log_capped",
-                    "cap_bytes": kept.cap,
-                    "dropped_lines": kept.dropped_lines,
-                    "dropped_bytes": kept.dropped_bytes,
-                }
-                log.write(json.dumps(capped).encode() + b"\n")
-        self._drain(writer, kind)
-        outcome = reader.finish(
-            ending.exit_status, stopped_after_result=ending.stopped_by == "post-result"
-        )
-        usage = measured(outcome.usage)
-        self.progress(
-            f"{kind}: session ended after {format_duration(ending.duration_seconds)}: "
-            f"{usage.describe()}"
-        )
-        if ending.stopped_by == "halt" and over:
-            killed = [self._scrub(work) for work in outcome.killed_work]
-            cause = f"{kind} session stopped: {over[0]}"
-            if killed:
-                cause += f"; its background work was killed ({', '.join(killed)})"
-            self.progress(cause)
-            self._end_session(
-                record.id,
-                state="failed",
-                harness_session_id=outcome.session_id,
-                final_message=self._scrub_optional(outcome.final_message),
-                killed_work=killed,
-                error=cause,
-                usage=usage,
-            )
-            raise BudgetReached(cause, log_path)
-        failure = self._failure(kind, resume_id, outcome, ending, log_path)
-        if failure is not None:
-            self._end_session(
-                record.id,
-                state="failed",
-                harness_session_id=outcome.session_id,
-                final_message=self._scrub_optional(outcome.final_message),
-                error=self._scrub(failure.cause),
-                usage=usage,
-            )
-            # A watchdog's or an interrupt's stop is ours, whatever the stream said last.
-            if outcome.provider_outage is not None and type(failure) is SessionFailed:
-                self._on_outage(outcome.provider_outage)
-                raise ProviderUnavailable(
-                    failure.cause,
-                    outcome.provider_outage,
-                    log_path,
-                    recent_events=writer.recent()[-RECENT_EVENTS:],
-                    event_count=writer.count,
-                ) from failure
-            raise failure
+    def _stop_at_budget(
+        self,
+        kind: str,
+        session_id: int,
+        over: str,
+        outcome: StreamOutcome,
+        usage: Usage,
+        log_path: Path,
+    ) -> NoReturn:
+        """The session was stopped on reaching a cost budget (``over`` says which)."""
+        killed = [self._scrub(work) for work in outcome.killed_work]
+        cause = f"{kind} session stopped: {over}"
+        if killed:
+            cause += f"; its background work was killed ({', '.join(killed)})"
+        self.progress(cause)
         self._end_session(
-            record.id,
+            session_id,
+            state="failed",
+            harness_session_id=outcome.session_id,
+            final_message=self._scrub_optional(outcome.final_message),
+            killed_work=killed,
+            error=cause,
+            usage=usage,
+        )
+        raise BudgetReached(cause, log_path)
+
+    def _fail(
+        self,
+        session_id: int,
+        failure: SessionFailed,
+        outcome: StreamOutcome,
+        usage: Usage,
+        writer: EventWriter,
+        log_path: Path,
+    ) -> NoReturn:
+        """Record the session failed and raise ``failure``, or ``ProviderUnavailable`` when
+        the model provider refused it."""
+        self._end_session(
+            session_id,
+            state="failed",
+            harness_session_id=outcome.session_id,
+            final_message=self._scrub_optional(outcome.final_message),
+            error=self._scrub(failure.cause),
+            usage=usage,
+        )
+        # A watchdog's or an interrupt's stop is ours, whatever the stream said last.
+        if outcome.provider_outage is not None and type(failure) is SessionFailed:
+            self._on_outage(outcome.provider_outage)
+            raise ProviderUnavailable(
+                failure.cause,
+                outcome.provider_outage,
+                log_path,
+                recent_events=writer.recent()[-RECENT_EVENTS:],
+                event_count=writer.count,
+            ) from failure
+        raise failure
+
+    def _ended(
+        self, session_id: int, outcome: StreamOutcome, usage: Usage, writer: EventWriter
+    ) -> SessionEnding:
+        """Record the session ended, and say what it ended with."""
+        self._end_session(
+            session_id,
             state="ended",
             harness_session_id=outcome.session_id,
             final_message=self._scrub_optional(outcome.final_message),
@@ -372,7 +341,7 @@ class CliOutside:
         now_spent = retrying(self._spent, seconds=self._store_wait_seconds)
         over_budget = None if now_spent is None else budget_reached(self._budgets, now_spent, None)
         if outcome.session_id:
-            self._rows_by_session_id.setdefault(outcome.session_id, record.id)
+            self._rows_by_session_id.setdefault(outcome.session_id, session_id)
         return SessionEnding(
             session_id=outcome.session_id,
             killed_work=tuple(self._scrub(work) for work in outcome.killed_work),
@@ -524,64 +493,8 @@ class CliOutside:
             return ResumeUnknown(cause, log_path)
         return SessionFailed(cause, log_path)
 
-    def _scrubbed(self, event: SessionEvent) -> SessionEvent:
-        return SessionEvent(
-            seq=event.seq,
-            kind=event.kind,
-            summary=self._scrub(event.summary),
-            tool=event.tool,
-            target=self._scrub_optional(event.target),
-            # The stream is the agent's to forge: an exit status fits the store's column.
-            exit_status=(
-                None
-                if event.exit_status is None
-                else max(-(2**31), min(event.exit_status, 2**31 - 1))
-            ),
-            created_at=event.created_at,
-        )
-
     def _scrub_optional(self, text: str | None) -> str | None:
         return None if text is None else self._scrub(text)
-
-
-class _LogCap:
-    """How much of a Session log is kept: lines up to ``cap`` bytes in all, then a count."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.written = 0
-        self.dropped_lines = 0
-        self.dropped_bytes = 0
-
-    def take(self, size: int) -> bool:
-        """True when a line of ``size`` bytes still fits (and is counted as written)."""
-        if self.dropped_lines == 0 and self.written + size <= self.cap:
-            self.written += size
-            return True
-        self.dropped_lines += 1
-        self.dropped_bytes += size
-        return False
-
-
-def _size(count: int) -> str:
-    """``8 MiB``, ``256 KiB`` or ``1000 bytes``."""
-    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if count >= factor and count % factor == 0:
-            return f"{count // factor} {unit}"
-    return f"{count} bytes"
-
-
-class _Numbering:
-    """Session events' ``seq``, from 1, for two threads (the stream's and the proxy's)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last = 0
-
-    def next(self) -> int:
-        with self._lock:
-            self._last += 1
-            return self._last
 
 
 @dataclass(frozen=True)

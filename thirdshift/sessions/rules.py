@@ -36,6 +36,7 @@ from typing import Protocol
 
 from thirdshift.clock import Clock
 from thirdshift.errors import ThirdshiftError
+from thirdshift.harness_registry import HARNESS_NAMES
 from thirdshift.records import ProviderOutage
 from thirdshift.sessions.preamble import RESUME_CAP_TOKENS, resume_brief
 
@@ -353,8 +354,10 @@ class Sessions:
                 steps += refused.recent_events
                 total += refused.event_count
                 if isinstance(decision, GiveUp):
+                    other = next((name for name in HARNESS_NAMES if name != harness), None)
+                    example = f', e.g. ["{other}"]' if other else ""
                     fix = (
-                        'set harness_fallbacks, e.g. ["codex"], or run again later'
+                        f"set harness_fallbacks{example}, or run again later"
                         if not self._fallbacks
                         else "run again once a provider is back"
                     )

@@ -6,21 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.git import ManagedClone
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, PullRequestInfo, RepoInfo
 from thirdshift.runs.branches import branch_name, branch_number, choose_issue_branch
-from thirdshift.runs.ports import CloneSource
+from thirdshift.runs.ports import CloneSource, PullRequests
 from thirdshift.runs.scope import Found, Say
-
-
-class PullReads(Protocol):
-    def pulls_for_head(
-        self, owner: str, name: str, head_branch: str, state: str = "all"
-    ) -> tuple[PullRequestInfo, ...]: ...
 
 
 def fetched(clone: ManagedClone, repo: RepoInfo, base: str, say: Say) -> dict[str, str]:
@@ -39,7 +32,7 @@ def fetched(clone: ManagedClone, repo: RepoInfo, base: str, say: Say) -> dict[st
 class BranchChoiceStep:
     """Chooses the Issue branch and the Base branch of a Run."""
 
-    github: PullReads
+    github: PullRequests
     clones: CloneSource
     home: Path
     say: Say

@@ -10,22 +10,16 @@ from typing import Protocol
 from thirdshift.errors import ThirdshiftError
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, RepoInfo
-from thirdshift.runs.ports import SessionSource
+from thirdshift.runs.ports import Identity, IssueLabels, SessionSource
 from thirdshift.runs.roles import PERMISSIONS_THAT_PUSH, token_role
 
 
-class PreflightReads(Protocol):
-    def authenticated_login(self) -> str: ...
-
-    def permission(self, owner: str, name: str, login: str) -> str: ...
-
-    def repo(self, owner: str, name: str) -> RepoInfo: ...
-
-    def issue(self, owner: str, name: str, number: int) -> IssueInfo: ...
+class PreflightReads(Identity, IssueLabels, Protocol):
+    """Who the token is and what it may do, the repository and the issue."""
 
 
 def check_harness_and_token(
-    github: PreflightReads,
+    github: Identity,
     source: SessionSource,
     environ: Mapping[str, str],
     owner: str,

@@ -4,22 +4,16 @@ request saying what changed. A failure to post it is a warning; the goal is reac
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.git import Worktree
-from thirdshift.records import Comment, PullRequestInfo
+from thirdshift.records import PullRequestInfo
 from thirdshift.runs.outcome import checks_line
+from thirdshift.runs.ports import MarkedComments
 from thirdshift.runs.repair_loop import LoopResult
 from thirdshift.runs.review import reply_marker, review_reply
 from thirdshift.runs.scope import Brief, RunScope, Say
 from thirdshift.scrub import Scrubber
-
-
-class MarkedComments(Protocol):
-    def upsert_marked_comment(
-        self, owner: str, name: str, number: int, marker: str, body: str
-    ) -> Comment: ...
 
 
 @dataclass(frozen=True)

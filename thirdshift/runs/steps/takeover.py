@@ -5,52 +5,17 @@ request file, checks it is open into the Base branch, and marks it ready."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo
+from thirdshift.runs.ports import PullRequests
 from thirdshift.runs.prompts import PULL_REQUEST_FILE, pull_request_text
 from thirdshift.runs.scope import RunScope, Say
 from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings
-
-
-class PullWrites(Protocol):
-    """The pull request methods the takeover uses (on the Lease-fenced GitHub)."""
-
-    def pulls_for_head(
-        self, owner: str, name: str, head_branch: str, state: str = "all"
-    ) -> tuple[PullRequestInfo, ...]: ...
-
-    def pull(self, owner: str, name: str, number: int) -> PullRequestInfo: ...
-
-    def create_pull(
-        self,
-        owner: str,
-        name: str,
-        *,
-        head: str,
-        base: str,
-        title: str,
-        body: str,
-        draft: bool = False,
-    ) -> PullRequestInfo: ...
-
-    def update_pull(
-        self,
-        owner: str,
-        name: str,
-        number: int,
-        *,
-        title: str | None = None,
-        body: str | None = None,
-        base: str | None = None,
-    ) -> PullRequestInfo: ...
-
-    def mark_ready(self, owner: str, name: str, number: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -67,7 +32,7 @@ class TakeoverStep:
         self._push(scope, worktree)
         written = self._written(ref, worktree)
         title, body = written or (f"Fix #{ref.number}", f"Closes #{ref.number}")
-        gh: PullWrites = scope.github
+        gh: PullRequests = scope.github
         if pull is None:
             open_pulls = [
                 p for p in gh.pulls_for_head(ref.owner, ref.repo, branch) if p.state == "open"

@@ -4,6 +4,9 @@ comments and the events that record who did what.
 Every change goes through a method of :class:`World` holding its lock, so the HTTP handler
 threads see one consistent state. Methods raise :class:`ApiError` carrying the status and the
 message GitHub gives for the same refusal; the HTTP layer renders it.
+
+About 700 lines: one lock guards the whole world, so every mutation lives on the one class
+that holds it; each family of endpoints maps onto these methods from a module of its own.
 """
 
 from __future__ import annotations

@@ -1,0 +1,103 @@
+"""The commands that check this machine: ``config`` (the settings and the database) and
+``doctor`` (everything a Run needs)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from thirdshift.cli.common import check_repositories, guarded, open_store
+from thirdshift.console import Progress
+
+if TYPE_CHECKING:
+    from thirdshift.settings import Settings
+
+
+@click.command("config")
+def config_command() -> None:
+    """Check the configuration and the database, and show the settings in force (the token is
+    never shown)."""
+    from thirdshift.store import redact_url
+
+    settings, store = open_store()
+    store.close()
+    click.echo(f"home: {settings.home}")
+    click.echo(f"database: {redact_url(settings.effective_database_url)}")
+    click.echo(f"github api: {settings.github_api_url}")
+    click.echo(f"github token: {'set' if settings.github_token else 'not set'}")
+    if settings.github_app_id is not None:
+        # The App wins over the token: its installation tokens are what thirdshift acts with.
+        click.echo(f"github app: {settings.github_app_id} (its installation tokens act)")
+    click.echo(f"agent sandbox: {guarded(lambda: sandbox_mode(settings))}")
+    reach = " and ".join(
+        filter(None, ["its model provider", ", ".join(settings.agent_network_allow)])
+    )
+    if settings.agent_network_allow_by_repository:
+        reach += f" (more for {len(settings.agent_network_allow_by_repository)} repositories)"
+    click.echo(f"agent network: {reach}")
+
+
+@click.command("doctor")
+@click.option(
+    "--repo",
+    "repos",
+    multiple=True,
+    metavar="OWNER/NAME",
+    help="A repository to check too (repeatable; added to the repositories setting).",
+)
+@click.option(
+    "--session",
+    is_flag=True,
+    help="Also run one tiny real session of each Harness (asks its model: costs a few cents).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per check, for scripts.")
+def doctor_command(repos: tuple[str, ...], session: bool, as_json: bool) -> None:
+    """Check that this machine is ready for a Run: settings, database, GitHub credentials and
+    each repository's permission and labels, git, each Harness CLI, the agent sandbox, disk.
+
+    One line per check (PASS, WARN, FAIL or SKIP), with the fix under each WARN and FAIL. Exit 0
+    when nothing failed, 1 otherwise."""
+    import json
+    import os
+
+    from thirdshift.bootstrap import run_doctor
+    from thirdshift.doctor import Check, failed
+
+    check_repositories(repos)
+
+    def report(check: Check) -> None:
+        if as_json:
+            click.echo(json.dumps(check.json()))
+            return
+        click.echo(f"{check.status}  {check.name}: {check.detail}")
+        if check.fix:
+            click.echo(f"      fix: {check.fix}")
+
+    checks = run_doctor(
+        repos, environ=dict(os.environ), report=report, progress=Progress(), session=session
+    )
+    if not as_json:
+        failures = sum(check.status == "FAIL" for check in checks)
+        warnings = sum(check.status == "WARN" for check in checks)
+        click.echo(
+            f"{failures} check(s) failed, {warnings} warning(s)"
+            if failures or warnings
+            else "every check passed"
+        )
+    sys.exit(1 if failed(checks) else 0)
+
+
+def sandbox_mode(settings: Settings) -> str:
+    """How agents would run: sealed by bubblewrap, or unsealed because the unsafe setting
+    allows it; an error (exit 1) when neither."""
+    import os
+
+    from thirdshift.harnesses import probe
+
+    return probe(
+        os.environ.get("PATH"),
+        unsafe_without=settings.unsafe_agent_without_sandbox,
+        unsafe_network=settings.unsafe_agent_network,
+    ).mode

@@ -1,0 +1,145 @@
+"""``thirdshift status``: what the daemons last said of themselves in this home, and what the
+database holds now (Leases, Runs running, what was passed over)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from thirdshift.cli.common import open_store, show
+from thirdshift.console import format_duration
+
+
+@click.command("status")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
+def status_command(as_json: bool) -> None:
+    """What the daemons are doing: each daemon's polls, Runs, queue, Harness pauses and GitHub
+    rate-limit budget (as it last wrote them in this home), and from the database the Leases
+    held, the Runs running and what was passed over in the last day."""
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    from thirdshift.daemon.state import is_live, read_states
+    from thirdshift.report import reading, shapes
+
+    settings, store = open_store()
+    now = datetime.now(UTC)
+    try:
+        names = {repository.id: repository.full_name for repository in store.repositories()}
+        leases = [
+            (names[repository.id], lease)
+            for repository in store.repositories()
+            for lease in store.live_leases(repository)
+        ]
+        running = store.list_runs(state="running", limit=200)
+        usage = reading.usage_by_run(store, running)
+        latest: dict[tuple[str | None, int | None], Any] = {}
+        for line in store.activity(limit=1000):
+            if line.kind == "pass-over" and now - line.created_at < timedelta(days=1):
+                latest[(line.repository, line.issue_number)] = line
+    finally:
+        store.close()
+    daemons = read_states(settings.home / "daemons")
+    if as_json:
+        show(
+            json.dumps(
+                {
+                    "type": "status",
+                    "version": 1,
+                    # A file written before the daemon state had its type and version is the
+                    # same shape, version 1.
+                    "daemons": [
+                        {"type": "daemon_state", "version": 1}
+                        | state
+                        | {"live": is_live(state, now)}
+                        for state in daemons
+                    ],
+                    "leases": [shapes.lease_shape(lease, name) for name, lease in leases],
+                    "running": [shapes.run_shape(run, usage.get(run.id)) for run in running],
+                    "passed_over": [shapes.activity_shape(line) for line in latest.values()],
+                }
+            )
+        )
+        return
+    for said in status_lines(daemons, now):
+        show(said)
+    show("Leases held:" if leases else "Leases held: none")
+    for name, lease in leases:
+        by_run = f", Run {lease.run_id}" if lease.run_id else ""
+        held = (
+            f"{name} (Architect run)" if lease.issue_number == 0 else f"{name}#{lease.issue_number}"
+        )
+        show(
+            f"  {held}: {lease.owner}{by_run}, until "
+            f"{clock_time(lease.expires_at)} (fencing token {lease.fencing_token})"
+        )
+    show("Runs running:" if running else "Runs running: none")
+    for run in running:
+        took = format_duration((now - run.started_at).total_seconds())
+        show(f"  Run {run.id} on {run.subject}, for {took}")
+    show("Passed over in the last day:" if latest else "Passed over in the last day: none")
+    for line in latest.values():
+        reason = line.message.removeprefix("passed over: ")
+        show(f"  {line.repository}#{line.issue_number}: {reason}")
+
+
+def status_lines(daemons: list[dict[str, Any]], now: Any) -> list[str]:
+    """What each daemon last said of itself, as ``thirdshift status`` prints it."""
+    from datetime import datetime
+
+    from thirdshift.daemon.state import is_live
+
+    if not daemons:
+        return ["no daemon has run in this home (thirdshift daemon writes its state here)"]
+    lines: list[str] = []
+    for state in daemons:
+        seen = datetime.fromisoformat(str(state["updated_at"]))
+        if not is_live(state, now):
+            lines.append(f"daemon {state['daemon']}: not running (last seen {clock_time(seen)})")
+            continue
+        since = datetime.fromisoformat(str(state["started_at"]))
+        doing = "stopping, saving its Runs" if state.get("stopping") else "running"
+        lines.append(
+            f"daemon {state['daemon']} (pid {state['pid']}): {doing} since {clock_time(since)}"
+        )
+        for poll in state.get("repositories", []):
+            last = poll.get("last_poll_at")
+            upcoming = poll.get("next_poll_at")
+            said = (
+                f"last poll {clock_time(datetime.fromisoformat(last))}" if last else "no poll yet"
+            )
+            if poll.get("last_poll_error"):
+                said += f" (failed: {poll['last_poll_error']})"
+            if upcoming:
+                said += f", next {clock_time(datetime.fromisoformat(upcoming))}"
+            architect = poll.get("next_architect_at")
+            if architect:
+                said += f"; next Architect run {clock_time(datetime.fromisoformat(architect))}"
+            queued = poll.get("queued") or []
+            if queued:
+                said += "; waiting for a slot: " + ", ".join(f"#{n}" for n in queued)
+            lines.append(f"  {poll['repository']}: {said}")
+        for run in state.get("running", []):
+            started = datetime.fromisoformat(str(run["started_at"]))
+            which = f"Run {run['run_id']}" if run.get("run_id") else "a Run starting"
+            took = format_duration((now - started).total_seconds())
+            what = (
+                f"{run['repository']} (Architect run)"
+                if run["issue_number"] == 0
+                else f"{run['repository']}#{run['issue_number']}"
+            )
+            lines.append(f"  running: {what} ({which}, for {took})")
+        for pause in state.get("pauses", []):
+            until = clock_time(datetime.fromisoformat(str(pause["until"])))
+            lines.append(f"  paused: {pause['harness']} ({pause['condition']}) until {until}")
+        left = state.get("rate_limit_remaining")
+        if left is not None:
+            lines.append(f"  GitHub rate limit: {left} requests left")
+    return lines
+
+
+def clock_time(moment: Any) -> str:
+    from datetime import UTC
+
+    return str(moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
