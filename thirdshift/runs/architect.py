@@ -136,6 +136,19 @@ class ArchitectRun:
         self._hooks.on_recorded(record.id)
         return record
 
+    def _recorded_after(
+        self, earlier: Run, lease: Lease, repository: Repository, **fields: object
+    ) -> Run:
+        """This Architect run, recorded as taking up ``earlier``'s result."""
+        return self._recorded(
+            lease,
+            repository,
+            base_branch=earlier.base_branch,
+            harness=earlier.harness,
+            model=earlier.model,
+            **fields,
+        )
+
     # -- the review ----------------------------------------------------------------------------
 
     def _review(
@@ -205,15 +218,8 @@ class ArchitectRun:
         lease: Lease,
     ) -> RunOutcome:
         earlier, kept = unfinished.run, unfinished.kept
-        record = self._recorded(
-            lease,
-            repository,
-            base_branch=earlier.base_branch,
-            harness=earlier.harness,
-            model=earlier.model,
-            # In the same statement: the newest Run always keeps the result while it runs.
-            architect_result=kept,
-        )
+        # In the same statement: the newest Run always keeps the result while it runs.
+        record = self._recorded_after(earlier, lease, repository, architect_result=kept)
         self.say(
             f"Architect run {record.id} on {repo.full_name}: completing what Architect run "
             f"{earlier.id} began to publish ({earlier.state}), before any new review"
@@ -241,13 +247,7 @@ class ArchitectRun:
         It keeps no result, so the next Architect run does not try again: it goes through the
         gates (the half plan's open issues stop it until a person looks)."""
         earlier = refused.run
-        record = self._recorded(
-            lease,
-            repository,
-            base_branch=earlier.base_branch,
-            harness=earlier.harness,
-            model=earlier.model,
-        )
+        record = self._recorded_after(earlier, lease, repository)
         self.say(
             f"Architect run {record.id} on {repo.full_name}: refusing to complete what "
             f"Architect run {earlier.id} began to publish"

@@ -13,6 +13,7 @@ from thirdshift.records import Run
 from thirdshift.runs.architect_complete import INTERRUPTED
 from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.post_mortem import RunEnd
 from thirdshift.runs.scope import Say
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import SessionInterrupted, Sessions
@@ -69,7 +70,7 @@ class ArchitectEndings:
         keeps failing, is news they should not have to look for."""
         repository = record.repository.full_name
         fallback = f"https://{self.web_host}/{repository}/issues"
-        self.announcer.announce(record, url or fallback, state, cause=cause)
+        self.announcer.announce(record, RunEnd(url or fallback, state, cause))
 
     def _result_kept(self, run_id: int) -> bool:
         try:

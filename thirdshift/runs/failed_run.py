@@ -97,15 +97,10 @@ class Salvage:
         self._fence = salvaged.fence
         self._home = settings.home
         self._branch_on_origin_now = salvaged.branch_on_origin
-        self._gh = github
-        self._store = tools.store
-        self._clock = tools.clock
-        self._scrub = tools.scrub
+        self._gh, self._ref = github, ref
+        self._store, self._clock, self._scrub = tools.store, tools.clock, tools.scrub
         self._progress = tools.say
-        self._ref = ref
-        self._run = salvaged.run
-        self._branch = salvaged.branch
-        self._base = salvaged.base
+        self._run, self._branch, self._base = salvaged.run, salvaged.branch, salvaged.base
         self._ready_label = settings.ready_label
         self._in_progress_label = settings.in_progress_label
 

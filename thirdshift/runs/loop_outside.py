@@ -69,18 +69,11 @@ class RunLoopOutside:
         self._fixing_base = run.fixing_base
         self._fence = run.fence
         self.base_branch = run.base
-        self._gh = github
-        self._store = tools.store
-        self._clock = tools.clock
-        self._settings = tools.settings
-        self._scrub = tools.scrub
-        self._say = tools.say
-        self._interrupt = interrupt
-        self._ref = run.ref
-        self._worktree = run.worktree
-        self._sessions = run.sessions
-        self._record = run.record
-        self._pull = run.pull
+        self._gh, self._interrupt = github, interrupt
+        self._store, self._clock, self._settings = tools.store, tools.clock, tools.settings
+        self._scrub, self._say = tools.scrub, tools.say
+        self._ref, self._worktree, self._sessions = run.ref, run.worktree, run.sessions
+        self._record, self._pull = run.record, run.pull
         self._reviewed = 0  # how many of the Worktree's foreign commits a session reviewed
 
     def progress(self, line: str) -> None:

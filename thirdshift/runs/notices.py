@@ -9,12 +9,12 @@ send is not sent again; ADR 0018 weighs that against a repeat.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.records import Run
 from thirdshift.runs.ports import Notifier
-from thirdshift.runs.post_mortem import PostMortem, RunEnd, post_mortem, run_end_notification
+from thirdshift.runs.post_mortem import RunEnd, post_mortem, run_end_notification
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 
@@ -31,66 +31,49 @@ def announce_run_end(
     """Send the message of ``run``'s end unless it was sent already or no target is
     configured. ``end.report`` is the Post-mortem when the caller has it; else it is read
     here. Never raises."""
-    if not notifier.configured:
-        return
-    try:
-        if not store.claim_notice(run.id):
-            recorded = store.get_run(run.id)
-            if recorded is not None and recorded.state == "running":
-                # Its end could not be recorded (the database failed meanwhile): say so, since
-                # this is when the team most needs to hear of it.
-                progress(
-                    f"warning: could not announce the end of Run {run.id}: the database does "
-                    "not record that it ended"
-                )
-            return
-        sessions = store.run_sessions(run.id)
-    except ThirdshiftError as problem:
-        progress(f"warning: could not announce the end of Run {run.id}: {problem}")
-        return
-    report = end.report
-    if report is None:
-        report = post_mortem(run.id, end.cause, sessions, (), scrub)
-    costs = [s.usage.cost_usd for s in sessions if s.usage.cost_usd is not None]
-    notifier.notify(
-        run_end_notification(
-            run_id=run.id,
-            repository=run.repository.full_name,
-            issue_number=run.issue_number,
-            kind=run.kind,
-            end=replace(end, report=report),
-            cost_usd=round(sum(costs), 6) if costs else None,
-        )
-    )
+    Announcer(store, notifier, scrub, progress).announce(run, end)
 
 
+@dataclass(frozen=True)
 class Announcer:
-    """``announce_run_end`` with what stays the same for every Run of one process."""
+    """Announces the end of each Run of one process (``say`` takes a warning)."""
 
-    def __init__(
-        self, store: Store, notifier: Notifier, scrub: Scrubber, say: Callable[[str], None]
-    ) -> None:
-        self._store = store
-        self._notifier = notifier
-        self._scrub = scrub
-        self._say = say
+    store: Store
+    notifier: Notifier
+    scrub: Scrubber
+    say: Callable[[str], None]
 
-    def announce(
-        self,
-        run: Run,
-        issue_url: str,
-        state: str,
-        *,
-        cause: str | None = None,
-        pull_request_url: str | None = None,
-        report: PostMortem | None = None,
-    ) -> None:
-        end = RunEnd(issue_url, state, cause, pull_request_url, report)
-        announce_run_end(
-            store=self._store,
-            notifier=self._notifier,
-            scrub=self._scrub,
-            progress=self._say,
-            run=run,
-            end=end,
+    def announce(self, run: Run, end: RunEnd) -> None:
+        """The message of ``run``'s end, at most once; never raises."""
+        store, say = self.store, self.say
+        if not self.notifier.configured:
+            return
+        try:
+            if not store.claim_notice(run.id):
+                recorded = store.get_run(run.id)
+                if recorded is not None and recorded.state == "running":
+                    # Its end could not be recorded (the database failed meanwhile): say so,
+                    # since this is when the team most needs to hear of it.
+                    say(
+                        f"warning: could not announce the end of Run {run.id}: the database "
+                        "does not record that it ended"
+                    )
+                return
+            sessions = store.run_sessions(run.id)
+        except ThirdshiftError as problem:
+            say(f"warning: could not announce the end of Run {run.id}: {problem}")
+            return
+        report = end.report
+        if report is None:
+            report = post_mortem(run.id, end.cause, sessions, (), self.scrub)
+        costs = [s.usage.cost_usd for s in sessions if s.usage.cost_usd is not None]
+        self.notifier.notify(
+            run_end_notification(
+                run_id=run.id,
+                repository=run.repository.full_name,
+                issue_number=run.issue_number,
+                kind=run.kind,
+                end=replace(end, report=report),
+                cost_usd=round(sum(costs), 6) if costs else None,
+            )
         )

@@ -12,6 +12,7 @@ from thirdshift.git import Worktree
 from thirdshift.records import PullRequestInfo, Run
 from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome, checks_line
+from thirdshift.runs.post_mortem import RunEnd
 from thirdshift.runs.prompts import PULL_REQUEST_FILE, pull_request_text
 from thirdshift.runs.repair_loop import LoopResult
 from thirdshift.runs.scope import RunScope, RunTools, Say
@@ -123,9 +124,8 @@ class FinishStep:
         state = "merged" if result.merged else "ready"
         self.say(f"pull request {pull.html_url} is {state}")
         self.emit_url(pull.html_url)
-        self.announcer.announce(
-            scope.record, scope.issue.html_url, state, pull_request_url=pull.html_url
-        )
+        end = RunEnd(scope.issue.html_url, state, pull_request_url=pull.html_url)
+        self.announcer.announce(scope.record, end)
         return RunOutcome(
             state,
             0,

@@ -18,6 +18,7 @@ from thirdshift.runs.context import RunHooks
 from thirdshift.runs.failed_run import FailedOutcome, FailedRun, Salvage, SalvagedRun
 from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.post_mortem import RunEnd
 from thirdshift.runs.repair_loop import InheritedFailure, RunFailed
 from thirdshift.runs.scope import RunScope, RunTools, Trail
 from thirdshift.sessions import LaterStepFailed
@@ -98,14 +99,14 @@ class SalvageStep:
     def _end(self, scope: RunScope, outcome: FailedOutcome) -> RunOutcome:
         if outcome.open_pull_url:
             self.hooks.emit_url(outcome.open_pull_url)
-        self.announcer.announce(
-            scope.record,
+        end = RunEnd(
             scope.issue.html_url,
             outcome.state,
-            cause=outcome.cause,
-            pull_request_url=outcome.open_pull_url,
-            report=outcome.report,
+            outcome.cause,
+            outcome.open_pull_url,
+            outcome.report,
         )
+        self.announcer.announce(scope.record, end)
         for line in outcome.last_lines:
             self.say(line)
         return RunOutcome(
