@@ -449,7 +449,8 @@ def test_a_cli_that_closes_its_output_and_runs_on_is_watched_without_spinning(
     (it once looped at full speed until the process exited: a core per hung CLI)."""
     started = time.process_time()
     ending, lines = _run(["sh", "-c", "echo hi; exec >&- 2>&-; sleep 2"], tmp_path)
-    assert ending.exit_status == 0 and lines == [b"hi"]
+    assert ending.exit_status == 0
+    assert lines == [b"hi"]
     # Far below the two seconds a spinning watcher burns (the process's own CPU time, not
     # the wall clock: the machine's load does not change it).
     assert time.process_time() - started < 0.5
