@@ -101,3 +101,26 @@ def test_a_forbidden_import_breaks_its_contract(
     assert done.returncode != 0
     broken = done.stdout[done.stdout.index("Broken contracts") :]
     assert contract in broken
+
+
+def test_every_module_of_the_product_is_kept_from_the_sandbox() -> None:
+    """The no-sandbox contract names the CLI's modules one by one (its sandbox and demo
+    commands may import the sandbox): a new module, of the CLI or of the package, is in it."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    no_sandbox = next(c for c in contracts["contracts"] if c["id"] == "no-sandbox")
+    sources = set(no_sandbox["source_modules"])
+    allowed = {"thirdshift.cli", "thirdshift.cli.__main__", "thirdshift.cli.sandbox"}
+    cli = {
+        f"thirdshift.cli.{path.stem}" if path.stem != "__init__" else "thirdshift.cli"
+        for path in (ROOT / "thirdshift" / "cli").glob("*.py")
+    }
+    assert sorted(cli - allowed - sources) == []
+    packages = {
+        f"thirdshift.{path.stem if path.suffix else path.name}"
+        for path in (ROOT / "thirdshift").iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__")
+        or (path.is_dir() and (path / "__init__.py").exists())
+    }
+    assert sorted(packages - {"thirdshift.cli", "thirdshift.sandbox"} - sources) == []

@@ -440,3 +440,17 @@ def test_working_in_finds_a_process_whose_directory_is_inside_the_worktree(
             process.kill()
             process.wait()
     assert there.pid not in working_in(tmp_path / "worktree")
+
+
+def test_a_cli_that_closes_its_output_and_runs_on_is_watched_without_spinning(
+    tmp_path: Path,
+) -> None:
+    """Once stdout has ended nothing more comes, but the supervisor still waits its ticks out
+    (it once looped at full speed until the process exited: a core per hung CLI)."""
+    started = time.process_time()
+    ending, lines = _run(["sh", "-c", "echo hi; exec >&- 2>&-; sleep 2"], tmp_path)
+    assert ending.exit_status == 0
+    assert lines == [b"hi"]
+    # Far below the two seconds a spinning watcher burns (the process's own CPU time, not
+    # the wall clock: the machine's load does not change it).
+    assert time.process_time() - started < 0.5

@@ -150,8 +150,10 @@ def signals_set(
         daemon=True,
     )
     relay.start()
-    previous = {sig: signal.signal(sig, _noted) for sig in STOPS}
+    # The wakeup socket first, the handlers after (and the other way round at the end): a
+    # signal in between must never meet the do-nothing handler without the socket.
     previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    previous = {sig: signal.signal(sig, _noted) for sig in STOPS}
     try:
         yield
     finally:
@@ -160,10 +162,10 @@ def signals_set(
             # into a death by signal: Python restores the default handlers as it shuts down, so
             # from here to the exit these signals stay blocked (and are then discarded).
             signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
-        signal.set_wakeup_fd(previous_fd)
-        if not until_exit:
+        else:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+        signal.set_wakeup_fd(previous_fd)
         with suppress(OSError):
             writer.send(b"\0")  # no signal is numbered 0: it tells the relay to end
         relay.join(timeout=5)

@@ -117,7 +117,7 @@ def run_supervised(
     process, stdout, stderr = _spawn(argv, cwd, {**env, MARKER_VARIABLE: token})
     tree = ProcessTree(process.pid, f"{MARKER_VARIABLE}={token}".encode())
     output = _Output(process.pid, stdout, stderr, line_cap_bytes)
-    handed = _HandOn(output.lines, on_line, on_cut)
+    handed = _HandOn(output.lines, on_line, on_cut, stops.clock.monotonic)
     swept = False
     try:
         stopped_by = _watch(process.pid, tree, handed, result_seen, stops, started)
@@ -192,22 +192,31 @@ class _HandOn:
         lines: _Lines,
         on_line: Callable[[bytes], None],
         on_cut: Callable[[CutLine], None],
+        monotonic: Callable[[], float],
     ) -> None:
         self._lines = lines
         self._on_line = on_line
         self._on_cut = on_cut
+        self._monotonic = monotonic
         self.eof = False
         """True once stdout's end was taken: nothing more will come."""
+        self.arrived = 0.0
+        """When the last line handed on arrived (before it was handed on)."""
 
     def next(self, timeout: float | None) -> bool:
         """Hand on the next line if one comes within ``timeout`` (None: however long it takes);
-        True when one was handed on, False on a wait that ran out or at stdout's end."""
+        True when one was handed on, False on a wait that ran out or at stdout's end. After
+        stdout's end nothing comes: a wait with a timeout still takes its time, so a watcher
+        of a CLI that closed its stdout but runs on does not spin."""
         if self.eof:
+            if timeout:
+                time.sleep(timeout)
             return False
         try:
             line = self._lines.get(timeout=timeout)
         except queue.Empty:
             return False
+        self.arrived = self._monotonic()
         if line is None:
             self.eof = True
         elif isinstance(line, CutLine):
@@ -235,7 +244,7 @@ def _watch(
     next_look = started + _LOOK_SECONDS
     while True:
         if handed.next(timeout=max(0.0, next_check - clock.monotonic())):
-            last_line = clock.monotonic()
+            last_line = handed.arrived
             if result_at is None and result_seen():
                 result_at = clock.monotonic()
         now = clock.monotonic()

@@ -13,7 +13,7 @@ config = context.config
 engine = config.attributes.get("engine")
 if engine is None:  # pragma: no cover - only when someone runs the alembic CLI by hand
     raise RuntimeError(
-        "run migrations through thirdshift.store.repository.upgrade(), which passes an engine"
+        "run migrations through thirdshift.store.engine.upgrade(), which passes an engine"
     )
 
 with engine.connect() as connection:
