@@ -170,7 +170,8 @@ class ArchitectRun:
         sessions: Sessions | None = None
         try:
             self._check_interrupt()
-            worktree = WorktreeStep.detached(clone, path, base, ARCHITECT_RESULT_FILE)
+            worktree = WorktreeStep.detached(clone, path, base)
+            worktree.exclude(f"/{ARCHITECT_RESULT_FILE}")
             base_sha = worktree.head()
             self.say(f"reviewing in {worktree.path}, detached at {base}'s {base_sha[:12]}")
             prompt = self._prompt(request, repo, base, base_sha)

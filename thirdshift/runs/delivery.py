@@ -131,10 +131,11 @@ class Delivery:
         """From the Claim to the end: the goal reached, or the salvage."""
         trail = Trail(Claim(scope.ready_taken, scope.ready_taken), scope.choice.open_pull)
         try:
-            claim = self._claim.mark(scope)
-            trail = replace(trail, claim=claim)
+            trail = replace(trail, claim=self._claim.labels(scope))
+            self._claim.comment(scope)
             worktree = self._worktree.on_branch(scope)
             trail = replace(trail, worktree=worktree)
+            self._worktree.ready(scope, worktree)
             sessions = self._session.sessions(scope.record.id, worktree, scope.ref)
             trail = replace(trail, sessions=sessions)
             with sessions.failures_name_killed_work():

@@ -104,11 +104,11 @@ class ClaimStep:
                     ref.owner, ref.repo, ref.number, self.settings.in_progress_label
                 )
 
-    def mark(self, scope: RunScope) -> Claim:
-        """The labels and the claim comment, on the Lease-fenced GitHub."""
-        github, found = scope.github, scope.found
-        claim = claim_labels(
-            github,
+    def labels(self, scope: RunScope) -> Claim:
+        """``in-progress`` in place of the Ready label, on the Lease-fenced GitHub."""
+        found = scope.found
+        return claim_labels(
+            scope.github,
             found.ref,
             found.issue,
             ready_label=self.settings.ready_label,
@@ -116,8 +116,12 @@ class ClaimStep:
             say=self.say,
             ready_taken=scope.ready_taken,
         )
+
+    def comment(self, scope: RunScope) -> None:
+        """The claim comment: who works on the issue, as which Run, on which branch."""
+        found = scope.found
         claim_comment(
-            github,
+            scope.github,
             found.ref,
             run_id=scope.record.id,
             branch=found.choice.branch,
@@ -125,7 +129,6 @@ class ClaimStep:
             continuation=found.choice.continuation,
             rescue_of=scope.request.rescue_of,
         )
-        return claim
 
 
 def add_in_progress(github: GitHubPort, ref: IssueRef, label: str) -> None:

@@ -22,25 +22,26 @@ class WorktreeStep:
 
     def on_branch(self, scope: RunScope) -> Worktree:
         """The Run's Worktree on its Issue branch: from origin's branch for a Continuation,
-        else from the Base branch; each head it is left at is recorded."""
-        choice, path = scope.choice, scope.found.worktree_path
-        start = tracking(choice.branch) if choice.continuation else tracking(scope.base)
-        scope.clone.remove_worktree(path)
-        worktree = scope.clone.add_worktree(path, choice.branch, start)
+        else from the Base branch (``ready`` makes it ready for the session)."""
+        scope.clone.remove_worktree(scope.found.worktree_path)
+        return scope.clone.add_worktree(scope.found.worktree_path, scope.branch, self._start(scope))
+
+    def ready(self, scope: RunScope, worktree: Worktree) -> None:
+        """Each head the Worktree is left at recorded; the Pull request file never committed."""
         worktree.on_head = self._head_recorder(scope.record.id)
         worktree.exclude(f"/{PULL_REQUEST_FILE}")
-        shown = start.removeprefix("refs/remotes/")
-        self.say(f"working in {worktree.path} on {choice.branch}, from {shown}")
-        return worktree
+        shown = self._start(scope).removeprefix("refs/remotes/")
+        self.say(f"working in {worktree.path} on {scope.branch}, from {shown}")
 
     @staticmethod
-    def detached(clone: ManagedClone, path: Path, base: str, agent_file: str) -> Worktree:
-        """A Worktree detached at ``base``'s head on origin; ``agent_file`` (what the session
-        writes for thirdshift) is never committed."""
+    def _start(scope: RunScope) -> str:
+        return tracking(scope.branch) if scope.choice.continuation else tracking(scope.base)
+
+    @staticmethod
+    def detached(clone: ManagedClone, path: Path, base: str) -> Worktree:
+        """A Worktree detached at ``base``'s head on origin."""
         clone.remove_worktree(path)
-        worktree = clone.detached_worktree(path, tracking(base))
-        worktree.exclude(f"/{agent_file}")
-        return worktree
+        return clone.detached_worktree(path, tracking(base))
 
     def remove(self, clone: ManagedClone, path: Path) -> None:
         try:
