@@ -13,7 +13,7 @@ from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, Lease, Repository, Run
 from thirdshift.runs.approval import text_sha256
 from thirdshift.runs.claims import CLAIM_MARKER, Claim
-from thirdshift.runs.ports import GitHubPort, SessionSource
+from thirdshift.runs.ports import IssueLabels, MarkedComments, SessionSource
 from thirdshift.runs.scope import Found, RunRequest, RunScope, Say
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings
@@ -24,7 +24,7 @@ from thirdshift.store import Store
 class ClaimStep:
     """Claims an issue for a Run, on GitHub and in the database."""
 
-    github: GitHubPort
+    github: IssueLabels
     store: Store
     settings: Settings
     source: SessionSource
@@ -131,14 +131,14 @@ class ClaimStep:
         )
 
 
-def add_in_progress(github: GitHubPort, ref: IssueRef, label: str) -> None:
+def add_in_progress(github: IssueLabels, ref: IssueRef, label: str) -> None:
     """Put the in-progress ``label`` on the issue, making the repository's label first."""
     github.ensure_label(ref.owner, ref.repo, label, "fbca04", "thirdshift is working on this issue")
     github.add_label(ref.owner, ref.repo, ref.number, label)
 
 
 def claim_labels(
-    github: GitHubPort,
+    github: IssueLabels,
     ref: IssueRef,
     issue: IssueInfo,
     *,
@@ -169,7 +169,7 @@ def claim_labels(
 
 
 def claim_comment(
-    github: GitHubPort,
+    github: MarkedComments,
     ref: IssueRef,
     *,
     run_id: int,

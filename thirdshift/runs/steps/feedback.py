@@ -4,20 +4,25 @@ before the Claim (a daemon's review pickup ends ``NotClaimed`` when it was taken
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo, Repository
-from thirdshift.runs.ports import GitHubPort
-from thirdshift.runs.review import NO_FEEDBACK, Feedback, read_feedback
+from thirdshift.runs.ports import Identity
+from thirdshift.runs.review import NO_FEEDBACK, Feedback, FeedbackReads, read_feedback
 from thirdshift.runs.roles import Roles
 from thirdshift.runs.scope import Say
 from thirdshift.settings import Settings
 from thirdshift.store import Store
 
 
+class ReviewReads(Identity, FeedbackReads, Protocol):
+    """Who thirdshift is, who may review, and the review feedback on a pull request."""
+
+
 @dataclass(frozen=True)
 class FeedbackStep:
-    github: GitHubPort
+    github: ReviewReads
     store: Store
     settings: Settings
     say: Say

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Protocol
 
 from thirdshift.clock import Clock
 from thirdshift.errors import NotClaimed
@@ -12,11 +13,15 @@ from thirdshift.records import IssueInfo, Repository
 from thirdshift.runs.approval import PASSED_OVER, ROLES_THAT_LABEL
 from thirdshift.runs.claims import IssueText, text_not_approved
 from thirdshift.runs.lease import LeaseKeeper
-from thirdshift.runs.ports import GitHubPort
+from thirdshift.runs.ports import ApprovalReads, Identity, IssueLabels
 from thirdshift.runs.roles import Roles
 from thirdshift.runs.scope import RunRequest
 from thirdshift.settings import Settings
 from thirdshift.store import Store
+
+
+class LeaseReads(Identity, IssueLabels, ApprovalReads, Protocol):
+    """The issue as it is now, and what its approval is read from."""
 
 
 @dataclass(frozen=True)
@@ -24,7 +29,7 @@ class LeaseStep:
     """The Lease of one issue (or of a repository's Architect runs, issue 0) and the checks
     made under it."""
 
-    github: GitHubPort
+    github: LeaseReads
     store: Store
     settings: Settings
     clock: Clock
