@@ -48,14 +48,8 @@ class Delivery:
 
     def __init__(self, parts: RunParts, hooks: RunHooks) -> None:
         self._parts, self._hooks = parts, hooks
-        store, settings, scrub, clock, gh = (
-            parts.store,
-            parts.settings,
-            parts.scrub,
-            parts.clock,
-            parts.github,
-        )
-        say, source = self.say, parts.session_source
+        store, settings, scrub, clock = parts.store, parts.settings, parts.scrub, parts.clock
+        gh, source, say = parts.github, parts.session_source, self.say
         tools = RunTools(store, settings, scrub, clock, say)
         announcer = Announcer(store, hooks.notifier, scrub, say)
         self._branches = BranchChoiceStep(gh, parts.clones, settings.home, say)
