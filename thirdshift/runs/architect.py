@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from thirdshift.errors import Interrupted, NotClaimed, ThirdshiftError
 from thirdshift.git import Worktree
@@ -184,8 +184,8 @@ class ArchitectRun:
                 kept, max_tickets=self._parts.settings.architect_max_tickets
             )
             found: dict[str, IssueInfo] = {}
-            publication = Publication(record, result, key, result_digest(kept), base_sha, found)
-            return self._publish_and_finish(publication, repo, gh)
+            publication = Publication(result, key, result_digest(kept), base_sha, found)
+            return self._publish_and_finish(record, publication, repo, gh)
         except Exception as error:
             return self._endings.failed(record, error, sessions)
         finally:
@@ -228,16 +228,11 @@ class ArchitectRun:
         self._parts.store.update_run(
             record.id, head_sha=earlier.head_sha, last_session_log=earlier.last_session_log
         )
-        publication = Publication(
-            record,
-            unfinished.result,
-            unfinished.key,
-            result_digest(kept),  # the one its markers carry: it was checked
-            earlier.head_sha or "unknown",
-            dict(unfinished.marked),  # read under this Lease: nobody published since
-        )
+        # Its issues were read under this Lease: nobody published since.
+        found = dict(unfinished.publication.found)
+        publication = replace(unfinished.publication, found=found)
         try:
-            return self._publish_and_finish(publication, repo, gh)
+            return self._publish_and_finish(record, publication, repo, gh)
         except Exception as error:
             return self._endings.failed(record, error, None)
 
@@ -258,10 +253,10 @@ class ArchitectRun:
     # -- endings -------------------------------------------------------------------------------
 
     def _publish_and_finish(
-        self, publication: Publication, repo: RepoInfo, gh: FencedGitHub
+        self, record: Run, publication: Publication, repo: RepoInfo, gh: FencedGitHub
     ) -> RunOutcome:
-        record, result = publication.record, publication.result
-        published = self._publisher.publish(publication, repo, gh)
+        result = publication.result
+        published = self._publisher.publish(record, publication, repo, gh)
         line = published_line(result, published.numbers, published.urls)
         numbers = " ".join(map(str, published.numbers))
         record_end(

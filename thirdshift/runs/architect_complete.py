@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from thirdshift.clock import Clock
 from thirdshift.records import IssueInfo, KeptResult, Lease, RepoInfo, Repository, Run
+from thirdshift.runs.architect_publish import Publication
 from thirdshift.runs.plan_gate import Skip, architect_gate, waiting_for_triage
 from thirdshift.runs.plan_issues import kept_mismatch, plan_parts
 from thirdshift.runs.plans import (
@@ -19,6 +20,7 @@ from thirdshift.runs.plans import (
     Idea,
     Result,
     ResultInvalid,
+    result_digest,
     result_from_json,
 )
 from thirdshift.runs.ports import GitHubPort
@@ -33,14 +35,13 @@ INTERRUPTED = "interrupted: "  # how the cause of an Architect run stopped by a 
 
 @dataclass(frozen=True)
 class Unfinished:
-    """An earlier Architect run's publishing to complete: its kept result (as kept, and read
-    back with its plan key) and the issues of that plan already on GitHub, by part."""
+    """An earlier Architect run's publishing to complete: its kept result as kept, and what
+    completing it publishes (the result read back with its plan key, and the issues of that
+    plan already on GitHub, by part)."""
 
     run: Run
     kept: str
-    result: Result
-    key: str
-    marked: dict[str, IssueInfo]
+    publication: Publication
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,14 @@ class Completion:
                 f"{same} runs in a row failed to publish the rest of it (the last: "
                 f"{latest.cause}), so it is left as it is for a person"
             )
-        return Unfinished(latest, kept.text, result, key, found)
+        publication = Publication(
+            result,
+            key,
+            result_digest(kept.text),  # the one its markers carry: it was checked
+            latest.head_sha or "unknown",
+            found,
+        )
+        return Unfinished(latest, kept.text, publication)
 
     def _on_github(
         self, latest: Run, kept: KeptResult, repo: RepoInfo, result: Result, key: str

@@ -45,11 +45,10 @@ LABEL_WORDS = {
 
 @dataclass(frozen=True)
 class Publication:
-    """What one Architect run publishes: ``result`` as plan ``key``, kept with ``digest``,
+    """What an Architect run publishes: ``result`` as plan ``key``, kept with ``digest``,
     reviewed at ``base_sha``; ``found`` holds its issues already on GitHub, by part (none for
     a fresh key), which are reused and added to as the others open."""
 
-    record: Run
     result: Result
     key: str
     digest: str
@@ -79,6 +78,7 @@ class _Parts:
     """One publishing under way: where, on which GitHub, with which labels, and which issues
     this run opened itself."""
 
+    record: Run
     publication: Publication
     repo: RepoInfo
     gh: GitHubPort
@@ -130,7 +130,9 @@ class Publisher:
                 "Architect run holds it now; this one published nothing"
             )
 
-    def publish(self, publication: Publication, repo: RepoInfo, gh: GitHubPort) -> Published:
+    def publish(
+        self, record: Run, publication: Publication, repo: RepoInfo, gh: GitHubPort
+    ) -> Published:
         """Publish the result; what reached GitHub is on the record at once."""
         result = publication.result
         if isinstance(result, Covered):
@@ -139,7 +141,7 @@ class Publisher:
         kind_label = IDEA_LABEL if isinstance(result, Idea) else PLAN_LABEL
         for label in (kind_label, TRIAGE_LABEL):
             gh.ensure_label(repo.owner, repo.name, label, LABEL_COLORS[label], LABEL_WORDS[label])
-        parts = _Parts(publication, repo, gh, (kind_label, TRIAGE_LABEL), set())
+        parts = _Parts(record, publication, repo, gh, (kind_label, TRIAGE_LABEL), set())
         if isinstance(result, Idea):
             idea = self._open_part(parts, result.draft, "idea", "An Architect idea")
             return Published((idea.number,), (idea.html_url,))
@@ -200,7 +202,7 @@ class Publisher:
         if part in found:
             self.say(f"#{found[part].number} ({part}) was published already")
             return found[part]
-        record = publication.record
+        record = parts.record
         body = issue_text(
             draft,
             place=PlanPart(publication.key, part, publication.digest),
