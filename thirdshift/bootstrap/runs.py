@@ -97,11 +97,11 @@ def run_issue(
     (``on_recorded``) and what learns of a provider outage (``on_outage``: the daemon's
     pauses); each Run still gets its own clock, GitHub adapter and interrupt."""
     call = RunCall(
-        environ=environ,
-        progress=progress,
-        emit_url=emit_url,
-        interrupt=interrupt,
-        claimant=claimant,
+        environ,
+        progress,
+        emit_url,
+        interrupt,
+        claimant,
         agent_environ=agent_environ,
         store=store,
         stopped_because=stopped_because,
