@@ -21,7 +21,7 @@ from thirdshift.issue_url import IssueRef, web_host_of
 from thirdshift.records import Run, SessionRecord
 from thirdshift.runs import RunRequest
 from thirdshift.runs.delivery import PASSED_OVER
-from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.outcome import FAILED_STATES, RunOutcome
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings
 from thirdshift.store import Store
@@ -170,10 +170,11 @@ def _show_outcome(
     scrub: Scrubber,
 ) -> None:
     """The outcome on the runner: the stop's cause as an error, the warnings, the summary."""
-    if outcome.state == "stopped" and outcome.cause:
-        runner.error(scrub(outcome.cause))
+    # In the order they were said: the warnings of the Run, then the error it stopped on.
     for message in warnings:
         runner.warning(message)
+    if outcome.state == "stopped" and outcome.cause:
+        runner.error(scrub(outcome.cause))
     run = store.get_run(outcome.run_id) if outcome.run_id is not None else None
     sessions = store.run_sessions(run.id) if run else []
     _report(runner, run, ref, outcome, sessions=sessions)
@@ -191,7 +192,8 @@ def _report(
     when it stopped before it was recorded): what a reviewer needs without opening the log."""
     state = run.state if run else "not recorded"
     url = outcome.pull_request_url or ""
-    cause = outcome.cause if run is not None else None
+    # A Failed run's cause (a Run that stopped on an error is reported by its own annotation).
+    cause = outcome.cause if run is not None and outcome.state in FAILED_STATES else None
     rows = [
         ("Issue", f"{ref}"),
         ("Pull request", url or "none"),

@@ -14,8 +14,10 @@ from typing import Any
 
 from thirdshift.clock import Clock, SystemClock
 from thirdshift.daemon.state import read_states
+from thirdshift.harnesses import StreamReader, harness_named, probe
 from thirdshift.records import Activity, Lease, Run, UsageTotal
 from thirdshift.report import reading
+from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings, load_settings
 from thirdshift.store import Store
 
@@ -121,3 +123,18 @@ def run_view(environ: Mapping[str, str], run_id: int) -> reading.RunView:
 def follow_clock(interrupt: threading.Event) -> Clock:
     """The clock ``thirdshift logs --follow`` waits on: Ctrl-C (``interrupt``) ends a wait."""
     return SystemClock(interrupt)
+
+
+def log_reader(harness: str, scrub: Scrubber) -> StreamReader:
+    """``thirdshift logs``: the stream reader of the Harness a session ran with."""
+    return harness_named(harness).reader(scrub)
+
+
+def sandbox_mode(settings: Settings, environ: Mapping[str, str]) -> str:
+    """``thirdshift config``: how agents would run (sealed by bubblewrap, or unsealed as an
+    unsafe setting allows); ``AgentSandboxUnavailable`` when neither."""
+    return probe(
+        environ.get("PATH"),
+        unsafe_without=settings.unsafe_agent_without_sandbox,
+        unsafe_network=settings.unsafe_agent_network,
+    ).mode
