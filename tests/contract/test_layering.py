@@ -76,7 +76,7 @@ def test_the_package_keeps_every_import_contract(tree: Path) -> None:
         # A step takes what another made from the Run's scope, never from the other step.
         ("runs/steps/brief.py", "import thirdshift.runs.steps.session", "The steps of a Run"),
         # The composition root builds Run kinds; it never needs a step.
-        ("bootstrap.py", "import thirdshift.runs.steps.finish", "Only the Run kinds"),
+        ("bootstrap/runs.py", "import thirdshift.runs.steps.finish", "Only the Run kinds"),
         ("runs/failed_run.py", "import thirdshift.runs.steps.worktree", "Only the Run kinds"),
         ("daemon/poll.py", "import thirdshift.runs.claims", "Other packages use the public face"),
         ("cli/running.py", "import thirdshift.runs.plans", "public face of runs"),

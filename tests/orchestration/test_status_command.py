@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import thirdshift.bootstrap  # noqa: F401  (loaded here, not inside a command that reads the time)
 from thirdshift.cli import main
 from thirdshift.clock import ManualClock
 from thirdshift.daemon.activity import ActivityLog
@@ -20,7 +21,7 @@ from thirdshift.daemon.state import DaemonState, PauseState, PollState, RunningS
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 
-NOW = datetime.now(UTC).replace(microsecond=0)
+NOW = datetime.now(UTC)
 NEXT_POLL = NOW + timedelta(seconds=42)
 PAUSED_UNTIL = NOW + timedelta(minutes=5)
 
@@ -30,7 +31,7 @@ def _now_is_now() -> None:
     """Each test's daemon state is written now: a state read a minute later is no longer
     live, and the whole suite takes longer than that after this module is imported."""
     global NOW, NEXT_POLL, PAUSED_UNTIL
-    NOW = datetime.now(UTC).replace(microsecond=0)
+    NOW = datetime.now(UTC)
     NEXT_POLL = NOW + timedelta(seconds=42)
     PAUSED_UNTIL = NOW + timedelta(minutes=5)
 

@@ -8,21 +8,23 @@ from typing import TYPE_CHECKING
 
 import click
 
-from thirdshift.cli.common import check_repositories, guarded, open_store
+from thirdshift.cli.common import check_repositories, guarded
 from thirdshift.console import Progress
 
 if TYPE_CHECKING:
-    from thirdshift.settings import Settings
+    pass
 
 
 @click.command("config")
 def config_command() -> None:
     """Check the configuration and the database, and show the settings in force (the token is
     never shown)."""
+    import os
+
+    from thirdshift.bootstrap import checked_settings, sandbox_mode
     from thirdshift.store import redact_url
 
-    settings, store = open_store()
-    store.close()
+    settings = guarded(lambda: checked_settings(os.environ))
     click.echo(f"home: {settings.home}")
     click.echo(f"database: {redact_url(settings.effective_database_url)}")
     click.echo(f"github api: {settings.github_api_url}")
@@ -30,7 +32,7 @@ def config_command() -> None:
     if settings.github_app_id is not None:
         # The App wins over the token: its installation tokens are what thirdshift acts with.
         click.echo(f"github app: {settings.github_app_id} (its installation tokens act)")
-    click.echo(f"agent sandbox: {guarded(lambda: sandbox_mode(settings))}")
+    click.echo(f"agent sandbox: {guarded(lambda: sandbox_mode(settings, os.environ))}")
     reach = " and ".join(
         filter(None, ["its model provider", ", ".join(settings.agent_network_allow)])
     )
@@ -87,17 +89,3 @@ def doctor_command(repos: tuple[str, ...], session: bool, as_json: bool) -> None
             else "every check passed"
         )
     sys.exit(1 if failed(checks) else 0)
-
-
-def sandbox_mode(settings: Settings) -> str:
-    """How agents would run: sealed by bubblewrap, or unsealed because the unsafe setting
-    allows it; an error (exit 1) when neither."""
-    import os
-
-    from thirdshift.harnesses import probe
-
-    return probe(
-        os.environ.get("PATH"),
-        unsafe_without=settings.unsafe_agent_without_sandbox,
-        unsafe_network=settings.unsafe_agent_network,
-    ).mode

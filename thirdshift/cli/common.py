@@ -18,8 +18,7 @@ from thirdshift.console import LiveProgress, Progress, printable
 from thirdshift.errors import ThirdshiftError
 
 if TYPE_CHECKING:
-    from thirdshift.settings import Settings
-    from thirdshift.store import Store
+    pass
 
 # How often a wait of the main thread for an interrupt looks again, so that nothing depends on
 # the signal waking that thread itself.
@@ -83,17 +82,6 @@ def check_repositories(names: Iterable[str]) -> None:
             check_repository_name(name)
         except ValueError as error:
             raise click.UsageError(f"--repo: {error}") from None
-
-
-def open_store() -> tuple[Settings, Store]:
-    """The settings and their database, opened (and migrated); the caller closes it."""
-    import os
-
-    from thirdshift.settings import load_settings
-    from thirdshift.store import Store
-
-    settings: Settings = guarded(lambda: load_settings(os.environ))
-    return settings, guarded(lambda: Store.open(settings.effective_database_url))
 
 
 def wait_for_interrupt(

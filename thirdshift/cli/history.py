@@ -7,7 +7,7 @@ import threading
 
 import click
 
-from thirdshift.cli.common import check_repositories, fail, guarded, open_store, show, signals_set
+from thirdshift.cli.common import check_repositories, fail, guarded, show, signals_set
 from thirdshift.console import Progress
 from thirdshift.errors import ThirdshiftError
 
@@ -33,19 +33,14 @@ from thirdshift.errors import ThirdshiftError
 def usage_command(group: str, repository: str | None, days: int, as_json: bool) -> None:
     """The usage ledger: tokens, cost and Harnesses of the sessions, added up."""
     import json
-    from datetime import UTC, datetime, timedelta
+    import os
 
+    from thirdshift.bootstrap import usage_totals
     from thirdshift.console import format_duration
     from thirdshift.report import shapes
 
     check_repositories([] if repository is None else [repository])
-    _, store = open_store()
-    try:
-        today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-        since = today - timedelta(days=days - 1)
-        totals = guarded(lambda: store.usage_ledger(group, since=since, repository=repository))
-    finally:
-        store.close()
+    totals = guarded(lambda: usage_totals(os.environ, group, days=days, repository=repository))
     if as_json:
         for total in totals:
             click.echo(json.dumps(shapes.usage_total_shape(total)))
@@ -80,17 +75,15 @@ def usage_command(group: str, repository: str | None, days: int, as_json: bool) 
 def runs_command(repository: str | None, state: str | None, limit: int, as_json: bool) -> None:
     """Recent Runs, newest first, one line each."""
     import json
+    import os
 
-    from thirdshift.report import reading, shapes, views
+    from thirdshift.bootstrap import recent_runs
+    from thirdshift.report import shapes, views
 
     check_repositories([] if repository is None else [repository])
-    _, store = open_store()
-    try:
-        found = guarded(
-            lambda: reading.recent_runs(store, repository=repository, state=state, limit=limit)
-        )
-    finally:
-        store.close()
+    found = guarded(
+        lambda: recent_runs(os.environ, repository=repository, state=state, limit=limit)
+    )
     for run, total in found:
         show(json.dumps(shapes.run_shape(run, total)) if as_json else views.run_line(run, total))
     if not found and not as_json:
@@ -104,14 +97,11 @@ def show_command(run_id: int, as_json: bool) -> None:
     """One Run whole: its record, Lease, sessions with their prompts, earlier Runs on its issue
     and its Activity lines."""
     import json
+    import os
 
-    from thirdshift.report import reading
+    from thirdshift.bootstrap import run_view
 
-    settings, store = open_store()
-    try:
-        view = guarded(lambda: reading.run_view(store, run_id, settings.effective_database_url))
-    finally:
-        store.close()
+    view = guarded(lambda: run_view(os.environ, run_id))
     if as_json:
         click.echo(json.dumps(view.shape()))
         return
@@ -137,20 +127,18 @@ def logs_command(run_id: int, kind: str | None, follow: bool, raw: bool) -> None
     """A Run's Session log as condensed lines (the progress lines the Run printed), or raw."""
     import os
 
-    from thirdshift.bootstrap import known_secrets
-    from thirdshift.clock import SystemClock
+    from thirdshift.bootstrap import follow_clock, log_reader, open_store, reading_scrubber
     from thirdshift.errors import Interrupted
-    from thirdshift.harnesses import harness_named
     from thirdshift.report import logs, reading
-    from thirdshift.scrub import Scrubber
 
-    scrub = Scrubber.from_environment(os.environ, known_secrets(os.environ))
-    settings, store = open_store()
+    scrub = reading_scrubber(os.environ)
+    opened = guarded(lambda: open_store(os.environ))
+    settings, store = opened.settings, opened.store
     interrupt = threading.Event()
-    try:
+    with opened:
         run = guarded(lambda: reading.find_run(store, run_id, settings.effective_database_url))
         session = guarded(lambda: logs.pick_session(run, store.run_sessions(run.id), kind))
-        reader = None if raw else guarded(lambda: harness_named(session.harness)).reader(scrub)
+        reader = None if raw else guarded(lambda: log_reader(session.harness, scrub))
         worktree = settings.home / "worktrees" / f"{run.repository.owner}-{run.repository.name}-"
         condenser = logs.Condenser(
             session.kind,
@@ -165,11 +153,9 @@ def logs_command(run_id: int, kind: str | None, follow: bool, raw: bool) -> None
                     condenser,
                     show,
                     rows=store if follow else None,
-                    clock=SystemClock(interrupt) if follow else None,
+                    clock=follow_clock(interrupt) if follow else None,
                 )
             except Interrupted:
                 pass  # Ctrl-C ends a follow, as it ends tail -f: not a failure
             except ThirdshiftError as error:
                 fail(error)
-    finally:
-        store.close()

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from thirdshift.cli.common import open_store, show
+from thirdshift.cli.common import guarded, show
 from thirdshift.console import format_duration
 
 
@@ -18,29 +18,15 @@ def status_command(as_json: bool) -> None:
     rate-limit budget (as it last wrote them in this home), and from the database the Leases
     held, the Runs running and what was passed over in the last day."""
     import json
-    from datetime import UTC, datetime, timedelta
+    import os
 
-    from thirdshift.daemon.state import is_live, read_states
-    from thirdshift.report import reading, shapes
+    from thirdshift.bootstrap import status_facts
+    from thirdshift.daemon.state import is_live
+    from thirdshift.report import shapes
 
-    settings, store = open_store()
-    now = datetime.now(UTC)
-    try:
-        names = {repository.id: repository.full_name for repository in store.repositories()}
-        leases = [
-            (names[repository.id], lease)
-            for repository in store.repositories()
-            for lease in store.live_leases(repository)
-        ]
-        running = store.list_runs(state="running", limit=200)
-        usage = reading.usage_by_run(store, running)
-        latest: dict[tuple[str | None, int | None], Any] = {}
-        for line in store.activity(limit=1000):
-            if line.kind == "pass-over" and now - line.created_at < timedelta(days=1):
-                latest[(line.repository, line.issue_number)] = line
-    finally:
-        store.close()
-    daemons = read_states(settings.home / "daemons")
+    facts = guarded(lambda: status_facts(os.environ))
+    now, daemons, leases, running = facts.now, facts.daemons, facts.leases, facts.running
+    usage, passed_over = facts.usage, facts.passed_over
     if as_json:
         show(
             json.dumps(
@@ -57,7 +43,7 @@ def status_command(as_json: bool) -> None:
                     ],
                     "leases": [shapes.lease_shape(lease, name) for name, lease in leases],
                     "running": [shapes.run_shape(run, usage.get(run.id)) for run in running],
-                    "passed_over": [shapes.activity_shape(line) for line in latest.values()],
+                    "passed_over": [shapes.activity_shape(line) for line in passed_over],
                 }
             )
         )
@@ -78,8 +64,8 @@ def status_command(as_json: bool) -> None:
     for run in running:
         took = format_duration((now - run.started_at).total_seconds())
         show(f"  Run {run.id} on {run.subject}, for {took}")
-    show("Passed over in the last day:" if latest else "Passed over in the last day: none")
-    for line in latest.values():
+    show("Passed over in the last day:" if passed_over else "Passed over in the last day: none")
+    for line in passed_over:
         reason = line.message.removeprefix("passed over: ")
         show(f"  {line.repository}#{line.issue_number}: {reason}")
 

@@ -17,7 +17,7 @@ from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
 from thirdshift.runs.claims import IssueText, text_not_approved
 from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.delivery import Delivery
-from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.outcome import FAILED_STATES, RunOutcome
 from thirdshift.runs.plans import ARCHITECT_ISSUE
 from thirdshift.runs.ports import NO_NOTIFIER, GitHubPort, Notifier
 from thirdshift.runs.review import read_feedback
@@ -26,6 +26,7 @@ from thirdshift.runs.scope import RunRequest
 
 __all__ = [
     "ARCHITECT_ISSUE",
+    "FAILED_STATES",
     "NO_NOTIFIER",
     "PASSED_OVER",
     "PERMISSIONS_THAT_PUSH",

@@ -12,6 +12,9 @@ from thirdshift.runs.repair_loop import LoopResult
 SUCCEEDED = frozenset({"ready", "merged", "published", "covered", "skipped"})
 """The states of a Run that reached its goal (exit status 0)."""
 
+FAILED_STATES = frozenset({"failed", "interrupted", "refused"})
+"""The states of a Failed run: it was recorded, saved its work and says why."""
+
 
 @dataclass(frozen=True)
 class RunOutcome:

@@ -1,0 +1,326 @@
+"""A daemon, from its settings: the pre-flight of every watched repository, its parts (store,
+Activity log, provider pauses), the starters of its Runs, its Architect schedules, its Polls
+and its status page."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from pathlib import Path
+
+from apscheduler.triggers.cron import CronTrigger
+
+from thirdshift.bootstrap.credentials import (
+    GitHubAccess,
+    agent_secrets,
+    notifier_of,
+    run_secrets,
+)
+from thirdshift.bootstrap.parts import (
+    RunCall,
+    local_preflight,
+    opened_store,
+    ready_rules,
+)
+from thirdshift.bootstrap.runs import architect_outcome, issue_outcome
+from thirdshift.bootstrap.status_page import page_address, status_page, with_page_token
+from thirdshift.clock import Clock, SystemClock
+from thirdshift.daemon import ActivityLog, Daemon, ProviderPauses, RepositoryPoll
+from thirdshift.daemon.daemon import Limits
+from thirdshift.daemon.state import write_state
+from thirdshift.errors import ConfigError, NotFound, UsageError
+from thirdshift.github import GitHub
+from thirdshift.issue_url import web_host_of
+from thirdshift.notify import Notifier
+from thirdshift.runs import (
+    PERMISSIONS_THAT_PUSH,
+    ArchitectRequest,
+    RunOutcome,
+    RunRequest,
+    token_role,
+)
+from thirdshift.scrub import Scrubber
+from thirdshift.settings import Settings, check_repository_name, cron_trigger
+from thirdshift.store import Store
+from thirdshift.web import StorePageSource
+
+
+def run_daemon(
+    settings: Settings,
+    *,
+    repositories: Sequence[str],
+    once: bool,
+    environ: Mapping[str, str],
+    progress: Callable[[str], None],
+    stop: threading.Event,
+    http: str | None = None,
+) -> int:
+    """Watch ``repositories`` (with those of the settings) until ``stop`` is set, or for one
+    cycle with ``once``; with ``http`` (HOST:PORT), serve the status page there meanwhile,
+    always behind a token (``http_token``, or one made for this process and shown once on the
+    progress lines with the page's address). Pre-flight problems (no token, a repository the
+    token cannot push to, an unusable home, no sandbox, a status page bound beyond loopback
+    without http_token) stop it before it starts."""
+    address = page_address(settings, http)
+    settings, made_token = with_page_token(settings, served=address is not None)
+    # Read after the token is in place: every scrubber of the daemon and its Runs knows it.
+    known = run_secrets(settings)
+    names = _watched_names(settings, repositories)
+    scrub = Scrubber.from_environment(environ, [*known, *agent_secrets(environ)])
+
+    def say(line: str) -> None:
+        progress(scrub(line))
+
+    local_preflight(settings, environ, say)  # a machine that cannot seal agents runs none
+    notifier = notifier_of(settings, scrub=scrub, progress=say)
+    clock = SystemClock(stop)
+    watched = _checked_repositories(names, GitHubAccess(settings, clock, scrub, say))
+    daemon_name = settings.daemon_name or socket.gethostname()
+    with opened_store(settings) as store:
+        activity = ActivityLog(
+            store,
+            daemon=daemon_name,
+            directory=settings.home / "activity",
+            clock=clock,
+            scrub=scrub,
+            progress=say,
+        )
+        # Which Harness's provider is down, as the daemon's Runs found out: shared by them all.
+        pauses = ProviderPauses(clock, settings.provider_pause_seconds)
+        kit = _DaemonKit(settings, environ, store, clock, scrub, say, daemon_name, activity, pauses)
+        daemon = _daemon(kit, watched, once=once, stop=stop)
+        _watch(kit, daemon, watched, notifier)
+        page = partial(StorePageSource, store, daemon.snapshot, scrub, warn=say)
+        with status_page(settings, address, page, made_token, say=say, progress=progress):
+            return daemon.once() if once else daemon.serve()
+
+
+def _watched_names(settings: Settings, repositories: Sequence[str]) -> list[str]:
+    """The repositories to watch, each once: GitHub ignores case, so one poll each."""
+    spelled: dict[str, str] = {}
+    for full_name in [*settings.repositories, *repositories]:
+        spelled.setdefault(full_name.lower(), full_name)
+    names = list(spelled.values())
+    if not names:
+        raise UsageError(
+            "no repository to watch: pass --repo OWNER/NAME or set repositories in the config file"
+        )
+    return names
+
+
+@dataclass(frozen=True)
+class _Watched:
+    """The watched repositories by GitHub's spelling, each with the adapter that acts on it,
+    and every adapter once."""
+
+    repositories: tuple[tuple[str, str, GitHub], ...]
+    adapters: tuple[GitHub, ...]
+
+
+def _checked_repositories(names: Sequence[str], access: GitHubAccess) -> _Watched:
+    """Each repository the daemon may push to, by GitHub's spelling; a ConfigError for one it
+    cannot see or push to. One adapter per set of credentials: a GitHub App has one
+    installation per account, so repositories of several owners may need several."""
+    adapters: dict[int | None, GitHub] = {}
+    canonical: list[tuple[str, str, GitHub]] = []
+    for full_name in names:
+        owner, name = check_repository_name(full_name)
+        credentials = access.credentials(owner, name)
+        github = adapters.get(credentials.installation)
+        if github is None:
+            github = access.adapter(credentials)
+            adapters[credentials.installation] = github
+        _check_write(github, owner, name)
+        found = github.repo(owner, name)
+        # GitHub's spelling, for paths and records.
+        canonical.append((found.owner, found.name, github))
+    return _Watched(tuple(canonical), tuple(adapters.values()))
+
+
+def _check_write(github: GitHub, owner: str, name: str) -> None:
+    """A ConfigError unless the credentials' user may push to ``owner/name``."""
+    full_name = f"{owner}/{name}"
+    login = github.authenticated_login()
+    try:
+        role = token_role(github, owner, name, login)
+    except NotFound as error:
+        raise ConfigError(
+            f"GitHub has no repository {full_name}, or the token's user {login} cannot "
+            "see it; check the name (--repo or the repositories setting) and the token"
+        ) from error
+    if role not in PERMISSIONS_THAT_PUSH:
+        raise ConfigError(
+            f"the token's user {login} has {role} permission on {full_name}; the daemon "
+            "needs write there, so use a token with write access or drop the repository"
+        )
+
+
+def _no_url(_url: str) -> None:
+    """A daemon's Runs emit no URL: the Activity log and the progress lines say it."""
+
+
+def _no_reason() -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class _DaemonKit:
+    """What a daemon and the Runs it starts share: the settings, the store, the clock, the
+    scrubber, its progress lines, its name, its Activity log and its provider pauses."""
+
+    settings: Settings
+    environ: Mapping[str, str]
+    store: Store
+    clock: Clock
+    scrub: Scrubber
+    say: Callable[[str], None]
+    name: str
+    activity: ActivityLog
+    pauses: ProviderPauses
+
+    def start_run(
+        self,
+        request: RunRequest,
+        interrupt: threading.Event,
+        stopped_because: Callable[[], str | None],
+        run_progress: Callable[[str], None],
+        on_recorded: Callable[[int], None],
+    ) -> RunOutcome:
+        """A Run the daemon picked up, to its outcome."""
+        call = self._call(interrupt, run_progress, on_recorded, stopped_because)
+        return issue_outcome(self.settings, request, call)
+
+    def start_architect(
+        self,
+        owner: str,
+        name: str,
+        interrupt: threading.Event,
+        run_progress: Callable[[str], None],
+        on_recorded: Callable[[int], None],
+    ) -> RunOutcome:
+        """A scheduled Architect run, to its outcome."""
+        call = self._call(interrupt, run_progress, on_recorded, _no_reason)
+        return architect_outcome(self.settings, ArchitectRequest(owner=owner, name=name), call)
+
+    def _call(
+        self,
+        interrupt: threading.Event,
+        run_progress: Callable[[str], None],
+        on_recorded: Callable[[int], None],
+        stopped_because: Callable[[], str | None],
+    ) -> RunCall:
+        return RunCall(
+            environ=self.environ,
+            progress=run_progress,
+            emit_url=_no_url,
+            interrupt=interrupt,
+            claimant=f"daemon {self.name}",
+            store=self.store,
+            stopped_because=stopped_because,
+            on_recorded=on_recorded,
+            on_outage=self.pauses.pause,
+        )
+
+
+def _daemon(kit: _DaemonKit, watched: _Watched, *, once: bool, stop: threading.Event) -> Daemon:
+    settings = kit.settings
+    schedules = architect_schedules(settings, [f"{o}/{n}" for o, n, _ in watched.repositories])
+    return Daemon(
+        start_architect=kit.start_architect,
+        # From cron (--once) a daemon keeps no schedule: cron calls thirdshift architect.
+        architect_schedules={} if once else schedules,
+        web_host=web_host_of(settings.github_api_url),
+        start_run=kit.start_run,
+        store=kit.store,
+        activity=kit.activity,
+        limits=Limits(
+            max_runs=settings.max_runs,
+            max_runs_per_repository=settings.max_runs_per_repository,
+            poll_seconds=settings.poll_seconds,
+            poll_jitter_seconds=settings.poll_jitter_seconds,
+            reap_seconds=max(5.0, settings.lease_seconds / 4),
+            stop_seconds=stop_seconds(settings),
+            store_wait_seconds=settings.salvage_wait_seconds,
+        ),
+        clock=kit.clock,
+        stop=stop,
+        progress=kit.say,
+        name=kit.name,
+        scrub=kit.scrub,
+        publish=partial(write_state, settings.home / "daemons"),
+        pauses=kit.pauses.states,
+        rate_limit=partial(_rate_limit_left, watched.adapters),
+    )
+
+
+def _watch(kit: _DaemonKit, daemon: Daemon, watched: _Watched, notifier: Notifier) -> None:
+    """A Poll of each watched repository, for ``daemon``."""
+    settings = kit.settings
+    rules = ready_rules(settings)
+    paused = partial(kit.pauses.pass_over_reason, settings.harness, settings.fallback_harnesses)
+    for owner, name, github in watched.repositories:
+        full_name = f"{owner}/{name}"
+        daemon.watch(
+            RepositoryPoll(
+                owner,
+                name,
+                github=github,
+                store=kit.store,
+                rules=rules,
+                activity=kit.activity,
+                clock=kit.clock,
+                running_here=partial(daemon.running_here, full_name),
+                stop_here=partial(daemon.stop_here, full_name),
+                kept_worktree=partial(_kept_worktree, settings.home, owner, name),
+                sweeper=f"daemon {kit.name}",
+                paused=paused,
+                notifier=notifier,
+            )
+        )
+
+
+def architect_schedules(
+    settings: Settings, watched: Sequence[str]
+) -> dict[str, Callable[[datetime], datetime | None]]:
+    """Each watched repository's Architect schedule (``architect_schedule``), by the name the
+    daemon polls it under. A schedule for a repository the daemon does not watch would never
+    fire: that is a mistake to name, not to ignore."""
+    by_lower = {full_name.lower(): full_name for full_name in watched}
+    found: dict[str, Callable[[datetime], datetime | None]] = {}
+    for repository, expression in settings.architect_schedule.items():
+        full_name = by_lower.get(repository.lower())
+        if full_name is None:
+            raise ConfigError(
+                f"architect_schedule names {repository}, which this daemon does not watch; add "
+                "it to repositories (or --repo), or take its schedule out"
+            )
+        found[full_name] = partial(_next_fire, cron_trigger(expression))
+    return found
+
+
+def _next_fire(trigger: CronTrigger, after: datetime) -> datetime | None:
+    """The schedule's first time strictly after ``after``: a run that starts on the minute is
+    not due again at once."""
+    return trigger.get_next_fire_time(None, after + timedelta(seconds=1))  # type: ignore[no-any-return]
+
+
+def stop_seconds(settings: Settings) -> float:
+    """How long a stopping daemon waits for its Runs: each stops its session (a grace period,
+    then a kill after another) and saves its work within the salvage's time, plus a margin for
+    git and the database."""
+    return settings.salvage_wait_seconds + 2 * settings.session_stop_grace_seconds + 60
+
+
+def _rate_limit_left(adapters: Sequence[GitHub]) -> int | None:
+    """The smallest core rate-limit budget left among the daemon's credentials, as GitHub's
+    last answers said it: never a request of its own, so it never waits on GitHub."""
+    known = [left for left in (a.rate_limit_seen() for a in adapters) if left is not None]
+    return min(known) if known else None
+
+
+def _kept_worktree(home: Path, owner: str, name: str, branch: str) -> bool:
+    return (home / "worktrees" / f"{owner}-{name}-{branch}").is_dir()

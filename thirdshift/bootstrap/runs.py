@@ -1,0 +1,134 @@
+"""A Run of one issue and an Architect run, each from the one factory's parts to its outcome;
+the only place ``Delivery`` and ``ArchitectRun`` are built (the orchestration tests build
+theirs through ``delivery`` and ``architect_run`` too, with fakes)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from thirdshift.bootstrap.parts import BuiltRun, RunCall, run_parts
+from thirdshift.errors import ThirdshiftError
+from thirdshift.issue_url import check_same_host, web_host_of
+from thirdshift.records import ProviderOutage
+from thirdshift.runs import (
+    ArchitectRequest,
+    ArchitectRun,
+    Delivery,
+    RunHooks,
+    RunOutcome,
+    RunParts,
+    RunRequest,
+)
+from thirdshift.scrub import Scrubber
+from thirdshift.settings import Settings, check_repository_name
+from thirdshift.store import Store
+
+
+def outcome_of(
+    work: Callable[[], RunOutcome],
+    say: Callable[[str], None],
+    scrub: Scrubber,
+    recorded: Sequence[int] = (),
+) -> RunOutcome:
+    """``work``'s outcome; an error it stops on is said on the progress lines first, and is
+    the outcome (of the Run ``recorded`` names, when it got that far)."""
+    try:
+        return work()
+    except ThirdshiftError as error:
+        say(f"thirdshift: {error}")
+        outcome = RunOutcome.of_error(error, recorded[-1] if recorded else None)
+        return replace(outcome, cause=scrub(str(error)))
+
+
+def delivery(parts: RunParts, hooks: RunHooks) -> Delivery:
+    """A Run of one issue, from its parts: real adapters here, fakes in the orchestration
+    tests (the only other builder)."""
+    return Delivery(parts, hooks)
+
+
+def architect_run(parts: RunParts, hooks: RunHooks, *, web_host: str) -> ArchitectRun:
+    """An Architect run, from its parts, as for ``delivery``."""
+    return ArchitectRun(parts, hooks, web_host=web_host)
+
+
+def _ended(built: BuiltRun, work: Callable[[], RunOutcome]) -> RunOutcome:
+    return outcome_of(work, built.hooks.progress, built.parts.scrub, built.recorded)
+
+
+def issue_outcome(settings: Settings, request: RunRequest, call: RunCall) -> RunOutcome:
+    """Run one issue to its outcome, for ``call``; see ``run_issue``."""
+    check_same_host(request.issue, settings.github_api_url)
+    with run_parts(settings, request.issue.owner, request.issue.repo, call) as built:
+        run = delivery(built.parts, built.hooks)
+        return _ended(built, lambda: run.run(request))
+
+
+def architect_outcome(settings: Settings, request: ArchitectRequest, call: RunCall) -> RunOutcome:
+    """One Architect run to its outcome, for ``call``; see ``run_architect``."""
+    owner, name = check_repository_name(f"{request.owner}/{request.name}")
+    with run_parts(settings, owner, name, call) as built:
+        architect = architect_run(
+            built.parts, built.hooks, web_host=web_host_of(settings.github_api_url)
+        )
+        return _ended(built, lambda: architect.run(request))
+
+
+def run_issue(
+    settings: Settings,
+    request: RunRequest,
+    *,
+    environ: Mapping[str, str],
+    progress: Callable[[str], None],
+    emit_url: Callable[[str], None],
+    interrupt: threading.Event,
+    agent_environ: Mapping[str, str] | None = None,
+    store: Store | None = None,
+    claimant: str = "thirdshift run",
+    stopped_because: Callable[[], str | None] = lambda: None,
+    on_recorded: Callable[[int], None] = lambda _run_id: None,
+    on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
+) -> RunOutcome:
+    """Run one issue to its outcome. Errors before the Run starts (pre-flight) are reported
+    on ``progress``, change nothing and are the outcome.
+
+    ``environ`` is thirdshift's own process environment: its secrets are scrubbed and emptied
+    for git. ``agent_environ`` (default: the same) is what the Harness's environment is built
+    from; the demo gives one pointing the CLI at the scripted model server.
+
+    A daemon passes its ``store`` (shared by its Runs), its name as ``claimant``, what says
+    why it stopped a Run (``stopped_because``) and what learns the Run's id once it is recorded
+    (``on_recorded``) and what learns of a provider outage (``on_outage``: the daemon's
+    pauses); each Run still gets its own clock, GitHub adapter and interrupt."""
+    call = RunCall(
+        environ,
+        progress,
+        emit_url,
+        interrupt,
+        claimant,
+        agent_environ=agent_environ,
+        store=store,
+        stopped_because=stopped_because,
+        on_recorded=on_recorded,
+        on_outage=on_outage,
+    )
+    return issue_outcome(settings, request, call)
+
+
+def run_architect(
+    settings: Settings,
+    request: ArchitectRequest,
+    *,
+    interrupt: threading.Event,
+    environ: Mapping[str, str],
+    progress: Callable[[str], None],
+    emit_url: Callable[[str], None],
+    claimant: str = "thirdshift architect",
+) -> RunOutcome:
+    """One Architect run on ``request``'s repository, to its outcome (exit status 0 published,
+    covered or skipped; 1 failed; 3 another Architect run holds the repository). A daemon
+    calls ``architect_outcome`` with its store, its name and what learns the Run's id, as for
+    ``run_issue``."""
+    call = RunCall(environ, progress, emit_url, interrupt, claimant)
+    return architect_outcome(settings, request, call)
