@@ -354,21 +354,8 @@ class Sessions:
                 steps += refused.recent_events
                 total += refused.event_count
                 if isinstance(decision, GiveUp):
-                    other = next((name for name in HARNESS_NAMES if name != harness), None)
-                    example = f', e.g. ["{other}"]' if other else ""
-                    fix = (
-                        f"set harness_fallbacks{example}, or run again later"
-                        if not self._fallbacks
-                        else "run again once a provider is back"
-                    )
-                    raise ProviderUnavailable(
-                        f"{refused.cause}; {' and then '.join(outages)} after the CLI's "
-                        f"retries, and no other Harness is left to continue on ({fix})",
-                        outage,
-                        refused.log_path,
-                        recent_events=refused.recent_events,
-                        event_count=refused.event_count,
-                    ) from refused
+                    given_up = _given_up(refused, outages, harness, fallbacks=bool(self._fallbacks))
+                    raise given_up from refused
                 # A fresh session unless the same Harness can resume natively: no resume id
                 # crosses over (the other Harness cannot read this one's transcript); the
                 # database's steps do, in a resume brief.
@@ -432,3 +419,24 @@ class Sessions:
         self._endings.append(
             f"{kind} session ended with background work killed ({_describe(ending.killed_work)})"
         )
+
+
+def _given_up(
+    refused: ProviderUnavailable, outages: Sequence[str], harness: str, *, fallbacks: bool
+) -> ProviderUnavailable:
+    """The end of a session no provider is left for: every outage met, and the fix."""
+    other = next((name for name in HARNESS_NAMES if name != harness), None)
+    example = f', e.g. ["{other}"]' if other else ""
+    fix = (
+        "run again once a provider is back"
+        if fallbacks
+        else f"set harness_fallbacks{example}, or run again later"
+    )
+    return ProviderUnavailable(
+        f"{refused.cause}; {' and then '.join(outages)} after the CLI's "
+        f"retries, and no other Harness is left to continue on ({fix})",
+        refused.outage,
+        refused.log_path,
+        recent_events=refused.recent_events,
+        event_count=refused.event_count,
+    )
