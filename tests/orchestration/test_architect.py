@@ -196,6 +196,26 @@ def test_an_invalid_result_file_fails_the_run_with_the_parse_error_and_publishes
     assert world.github.called("open_issue") == []
 
 
+def test_a_result_the_scrubbing_makes_invalid_fails_before_anything_is_kept(
+    world: RunWorld,
+) -> None:
+    """A title at its limit that ends with the start of a secret grows past the limit once
+    scrubbed: the result is read back before it is kept, so nothing is kept for the next
+    Architect run to refuse, and the run says nothing was published."""
+    cut_secret = PLANTED_TOKEN[:8]  # a secret cut short still counts, and is redacted
+    title = "x" * (200 - len(cut_secret)) + cut_secret
+    world.sessions.plays["architect"] = writes(
+        {"outcome": "idea", "title": title, "why": "w", "what_to_build": "b"}
+    )
+    assert run_architect(world) == 1
+    (run,) = architect_runs(world)
+    assert run.state == "failed"
+    assert "at most 200" in (run.cause or "")
+    assert world.store.kept_result(run.id) is None
+    assert "nothing was published" in world.lines
+    assert world.github.called("open_issue") == []
+
+
 def test_a_missing_result_file_fails_saying_so(world: RunWorld) -> None:
     world.sessions.plays["architect"] = lambda worktree, prompt: "I looked around"
     assert run_architect(world) == 1

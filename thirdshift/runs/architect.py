@@ -37,7 +37,6 @@ from thirdshift.runs.plans import (
     Covered,
     ResultInvalid,
     result_digest,
-    result_from_json,
 )
 from thirdshift.runs.prompts import architect_prompt
 from thirdshift.runs.steps.branch import fetched
@@ -178,11 +177,8 @@ class ArchitectRun:
             sessions = self._session.sessions(record.id, worktree, ref)
             self._session.take_turn(sessions, "architect", prompt)
             self._check_interrupt()
-            result, kept = self._publisher.checked(worktree, repo, gh)
+            result, key, kept = self._publisher.checked(worktree, repo, gh)
             self._publisher.keep(lease, record, kept, base_sha, sessions, gh.fence)
-            result, key = result_from_json(
-                kept, max_tickets=self._parts.settings.architect_max_tickets
-            )
             found: dict[str, IssueInfo] = {}
             publication = Publication(result, key, result_digest(kept), base_sha, found)
             return self._publish_and_finish(record, publication, repo, gh)

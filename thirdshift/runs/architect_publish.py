@@ -25,6 +25,7 @@ from thirdshift.runs.plans import (
     ResultInvalid,
     new_plan_key,
     parse_result,
+    result_from_json,
     result_to_json,
     scrubbed,
 )
@@ -93,16 +94,22 @@ class Publisher:
     scrub: Scrubber
     say: Say
 
-    def checked(self, worktree: Worktree, repo: RepoInfo, gh: GitHubPort) -> tuple[Result, str]:
-        """The session's result file, checked, and the text it is kept as (scrubbed, with a
-        new plan key)."""
+    def checked(
+        self, worktree: Worktree, repo: RepoInfo, gh: GitHubPort
+    ) -> tuple[Result, str, str]:
+        """The session's result file, checked, as a completing Run would read it back from the
+        text it is kept as (scrubbed, with a new plan key): the result, its key and that text.
+        Read back before it is kept, so a result the scrubbing made invalid (a title grown past
+        its limit) fails here, with nothing kept."""
         result = parse_result(
             worktree.read_agent_file(ARCHITECT_RESULT_FILE, RESULT_BYTES),
             max_tickets=self.settings.architect_max_tickets,
         )
         if isinstance(result, Covered):
             check_covered(gh, repo, result)
-        return result, result_to_json(scrubbed(result, self.scrub), new_plan_key())
+        kept = result_to_json(scrubbed(result, self.scrub), new_plan_key())
+        result, key = result_from_json(kept, max_tickets=self.settings.architect_max_tickets)
+        return result, key, kept
 
     def keep(
         self,
