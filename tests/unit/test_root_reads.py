@@ -61,3 +61,14 @@ def test_show_names_the_database_that_has_no_such_run(environ: dict[str, str]) -
     """A Run the database does not hold is NotRecorded, as ``thirdshift show`` reports it."""
     with pytest.raises(NotRecorded):
         run_view(environ, 99)
+
+
+def test_every_name_of_the_root_s_face_is_loaded_from_the_module_it_names() -> None:
+    """The face loads its names when first used: each name it lists resolves, and it lists
+    exactly the names it can load."""
+    import thirdshift.bootstrap as root
+
+    homes = root._HOMES  # the table the lazy face loads from
+    assert sorted(homes) == sorted(root.__all__)
+    for name in root.__all__:
+        assert getattr(root, name) is not None, name

@@ -10,54 +10,118 @@ token or App, the GitHub adapter, the Notifier and the secrets the scrubber know
 Run and an Architect run to their outcome (the only builder of ``Delivery`` and
 ``ArchitectRun``); ``daemon``, ``actions`` and ``doctor`` their commands; ``reads`` what the
 CLI's read commands get.
+
+Each name is loaded from its module when first used: a read command (``config``, ``status``)
+loads only what it needs, so it starts quickly and works on a machine without git.
 """
 
-from thirdshift.bootstrap.actions import run_event
-from thirdshift.bootstrap.credentials import (
-    GitHubAccess,
-    credential_secrets,
-    known_secrets,
-    notification_secrets,
-    notifier_of,
-    reading_scrubber,
-    setting_secrets,
-    url_secret_parts,
-)
-from thirdshift.bootstrap.daemon import architect_schedules, run_daemon, stop_seconds
-from thirdshift.bootstrap.doctor import run_doctor
-from thirdshift.bootstrap.parts import (
-    BuiltRun,
-    RunCall,
-    agent_sandbox,
-    hidden_from_agents,
-    opened_store,
-    run_parts,
-)
-from thirdshift.bootstrap.reads import (
-    OpenStore,
-    StatusFacts,
-    checked_settings,
-    follow_clock,
-    log_reader,
-    open_store,
-    recent_runs,
-    run_view,
-    sandbox_mode,
-    status_facts,
-    usage_totals,
-)
-from thirdshift.bootstrap.runs import (
-    architect_outcome,
-    architect_run,
-    delivery,
-    issue_outcome,
-    outcome_of,
-    run_architect,
-    run_issue,
-)
-from thirdshift.bootstrap.status_page import MIN_PAGE_TOKEN, with_page_token
-from thirdshift.issue_url import IssueRef
-from thirdshift.runs import RunRequest
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from thirdshift.bootstrap.actions import run_event
+    from thirdshift.bootstrap.credentials import (
+        GitHubAccess,
+        credential_secrets,
+        known_secrets,
+        notification_secrets,
+        notifier_of,
+        reading_scrubber,
+        setting_secrets,
+        url_secret_parts,
+    )
+    from thirdshift.bootstrap.daemon import architect_schedules, run_daemon, stop_seconds
+    from thirdshift.bootstrap.doctor import run_doctor
+    from thirdshift.bootstrap.parts import (
+        BuiltRun,
+        RunCall,
+        agent_sandbox,
+        hidden_from_agents,
+        opened_store,
+        run_parts,
+    )
+    from thirdshift.bootstrap.reads import (
+        OpenStore,
+        StatusFacts,
+        checked_settings,
+        follow_clock,
+        log_reader,
+        open_store,
+        recent_runs,
+        run_view,
+        sandbox_mode,
+        status_facts,
+        usage_totals,
+    )
+    from thirdshift.bootstrap.runs import (
+        architect_outcome,
+        architect_run,
+        delivery,
+        issue_outcome,
+        outcome_of,
+        run_architect,
+        run_issue,
+    )
+    from thirdshift.bootstrap.status_page import MIN_PAGE_TOKEN, with_page_token
+    from thirdshift.issue_url import IssueRef
+    from thirdshift.runs import RunRequest
+
+_HOMES = {
+    "BuiltRun": "thirdshift.bootstrap.parts",
+    "GitHubAccess": "thirdshift.bootstrap.credentials",
+    "IssueRef": "thirdshift.issue_url",
+    "MIN_PAGE_TOKEN": "thirdshift.bootstrap.status_page",
+    "OpenStore": "thirdshift.bootstrap.reads",
+    "RunCall": "thirdshift.bootstrap.parts",
+    "RunRequest": "thirdshift.runs",
+    "StatusFacts": "thirdshift.bootstrap.reads",
+    "agent_sandbox": "thirdshift.bootstrap.parts",
+    "architect_outcome": "thirdshift.bootstrap.runs",
+    "architect_run": "thirdshift.bootstrap.runs",
+    "architect_schedules": "thirdshift.bootstrap.daemon",
+    "checked_settings": "thirdshift.bootstrap.reads",
+    "credential_secrets": "thirdshift.bootstrap.credentials",
+    "delivery": "thirdshift.bootstrap.runs",
+    "follow_clock": "thirdshift.bootstrap.reads",
+    "hidden_from_agents": "thirdshift.bootstrap.parts",
+    "issue_outcome": "thirdshift.bootstrap.runs",
+    "known_secrets": "thirdshift.bootstrap.credentials",
+    "log_reader": "thirdshift.bootstrap.reads",
+    "notification_secrets": "thirdshift.bootstrap.credentials",
+    "notifier_of": "thirdshift.bootstrap.credentials",
+    "open_store": "thirdshift.bootstrap.reads",
+    "opened_store": "thirdshift.bootstrap.parts",
+    "outcome_of": "thirdshift.bootstrap.runs",
+    "reading_scrubber": "thirdshift.bootstrap.credentials",
+    "recent_runs": "thirdshift.bootstrap.reads",
+    "run_architect": "thirdshift.bootstrap.runs",
+    "run_daemon": "thirdshift.bootstrap.daemon",
+    "run_doctor": "thirdshift.bootstrap.doctor",
+    "run_event": "thirdshift.bootstrap.actions",
+    "run_issue": "thirdshift.bootstrap.runs",
+    "run_parts": "thirdshift.bootstrap.parts",
+    "run_view": "thirdshift.bootstrap.reads",
+    "sandbox_mode": "thirdshift.bootstrap.reads",
+    "setting_secrets": "thirdshift.bootstrap.credentials",
+    "status_facts": "thirdshift.bootstrap.reads",
+    "stop_seconds": "thirdshift.bootstrap.daemon",
+    "url_secret_parts": "thirdshift.bootstrap.credentials",
+    "usage_totals": "thirdshift.bootstrap.reads",
+    "with_page_token": "thirdshift.bootstrap.status_page",
+}
+"""Where each name of the package's face lives."""
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "MIN_PAGE_TOKEN",

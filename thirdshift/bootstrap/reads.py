@@ -13,7 +13,6 @@ from types import TracebackType
 from typing import Any
 
 from thirdshift.clock import Clock, SystemClock
-from thirdshift.daemon.state import read_states
 from thirdshift.harnesses import StreamReader, harness_named, probe
 from thirdshift.records import Activity, Lease, Run, UsageTotal
 from thirdshift.report import reading
@@ -87,6 +86,10 @@ class StatusFacts:
 
 def status_facts(environ: Mapping[str, str]) -> StatusFacts:
     """``thirdshift status``: the facts, read from the database and the daemons' state files."""
+    # Here, not at the top: the daemon's package imports the Runs and git, which ``config``
+    # (in this module too) must not need.
+    from thirdshift.daemon.state import read_states
+
     with open_store(environ) as opened:
         store = opened.store
         now = datetime.now(UTC)
