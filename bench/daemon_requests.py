@@ -31,6 +31,7 @@ from thirdshift.clock import SystemClock
 from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
 from thirdshift.daemon.daemon import Limits
 from thirdshift.github import GitHub
+from thirdshift.runs import RunOutcome
 from thirdshift.sandbox.client import SandboxClient
 from thirdshift.sandbox.github import GitHubStandIn
 from thirdshift.scrub import Scrubber
@@ -114,10 +115,10 @@ def measure(stand_in: GitHubStandIn, tmp: Path, count: int) -> None:
     )
     picked: list[float] = []
 
-    def start_run(*_: object) -> int:
+    def start_run(*_: object) -> RunOutcome:
         picked.append(time.monotonic())
         stop.set()
-        return 0
+        return RunOutcome("ready", 0)
 
     daemon = Daemon(
         web_host="bench",
