@@ -8,6 +8,9 @@ on its commits; an open pull request whose branch is gone from origin is an erro
 Work kept in the managed clone (a Failed run's Worktree, a local Issue branch) is adopted only
 at a head thirdshift recorded for the issue's branch, or one origin's branch already holds: the
 clone is shared, and the agents of other Runs can write its refs (adr/0027).
+
+A Spec branch (``spec-<n>``, ``spec-<n>-branch-<k>``) follows the same rule under its own
+prefix (``runs.spec_rules``).
 """
 
 from __future__ import annotations
@@ -27,15 +30,19 @@ class BranchChoice:
     open_pull: PullRequestInfo | None
 
 
-def branch_name(issue_number: int, k: int) -> str:
-    return f"issue-{issue_number}" if k == 1 else f"issue-{issue_number}-branch-{k}"
+ISSUE_PREFIX = "issue"
 
 
-def branch_number(issue_number: int, branch: str) -> int | None:
-    """1 for ``issue-<n>``, k for ``issue-<n>-branch-<k>`` (k >= 2, no leading zero), else None."""
-    if branch == f"issue-{issue_number}":
+def branch_name(issue_number: int, k: int, *, prefix: str = ISSUE_PREFIX) -> str:
+    return f"{prefix}-{issue_number}" if k == 1 else f"{prefix}-{issue_number}-branch-{k}"
+
+
+def branch_number(issue_number: int, branch: str, *, prefix: str = ISSUE_PREFIX) -> int | None:
+    """1 for ``issue-<n>``, k for ``issue-<n>-branch-<k>`` (k >= 2, no leading zero), else None
+    (``prefix`` in place of ``issue``)."""
+    if branch == f"{prefix}-{issue_number}":
         return 1
-    match = re.fullmatch(rf"issue-{issue_number}-branch-([2-9]|[1-9][0-9]+)", branch)
+    match = re.fullmatch(rf"{re.escape(prefix)}-{issue_number}-branch-([2-9]|[1-9][0-9]+)", branch)
     return int(match.group(1)) if match else None
 
 
@@ -43,22 +50,30 @@ def choose_issue_branch(
     issue_number: int,
     remote_branches: Mapping[str, str],
     pulls: Sequence[PullRequestInfo],
+    *,
+    prefix: str = ISSUE_PREFIX,
 ) -> BranchChoice:
     """The Issue branch for the next Run. ``pulls`` are every pull request (any state) whose
-    head is one of this issue's branches, newest first."""
+    head is one of this issue's branches, newest first. With another ``prefix`` the same rule
+    names that kind of branch (a Spec branch)."""
     numbers = {
-        k for k in (branch_number(issue_number, b) for b in remote_branches) if k is not None
+        k
+        for k in (branch_number(issue_number, b, prefix=prefix) for b in remote_branches)
+        if k is not None
     }
     numbers |= {
-        k for k in (branch_number(issue_number, p.head_ref) for p in pulls) if k is not None
+        k
+        for k in (branch_number(issue_number, p.head_ref, prefix=prefix) for p in pulls)
+        if k is not None
     }
     if not numbers:
-        return BranchChoice(branch_name(issue_number, 1), continuation=False, open_pull=None)
+        first = branch_name(issue_number, 1, prefix=prefix)
+        return BranchChoice(first, continuation=False, open_pull=None)
     highest = max(numbers)
-    branch = branch_name(issue_number, highest)
+    branch = branch_name(issue_number, highest, prefix=prefix)
     newest = next((p for p in pulls if p.head_ref == branch), None)
     if newest is not None and (newest.merged or newest.state == "closed"):
-        return BranchChoice(branch_name(issue_number, highest + 1), False, None)
+        return BranchChoice(branch_name(issue_number, highest + 1, prefix=prefix), False, None)
     if branch not in remote_branches:
         if newest is not None:
             raise ThirdshiftError(
