@@ -67,7 +67,10 @@ class Blocker:
 @dataclass(frozen=True)
 class Ticket:
     """A Ticket as the Spec run decides on it: GitHub's state and blockers, read again before
-    each decision, and what thirdshift recorded of it (``cause``: why its Run failed)."""
+    each decision, and what thirdshift recorded of it in this Spec run (``cause``: why its Run
+    failed; a Spec run run again passes an earlier one's failed Tickets as not started, so they
+    continue). The Tickets are the Spec's open sub-issues and each one this Spec run recorded:
+    a sub-issue closed before it is none of them, and as a blocker it is outside the Spec."""
 
     number: int
     closed: bool
