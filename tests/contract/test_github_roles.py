@@ -28,7 +28,7 @@ MARKER = "<!-- thirdshift:failed-run -->"
 class Side:
     """GitHub as the roles see it, acting as ``me`` (a user with write), with the set-up the
     roles lack: ``open_issue`` as an admin, ``comment`` on it and ``edit`` its title and body
-    as a triager, ``push`` of a branch."""
+    as a triager, ``push`` of a branch, and ``sub_issues`` read back (no role lists them yet)."""
 
     github: GitHubPort
     me: str
@@ -36,6 +36,7 @@ class Side:
     comment: Callable[[int, str], None]
     edit: Callable[[int, str, str], None]
     push: Callable[[str, dict[str, str]], str]
+    sub_issues: Callable[[int], tuple[int, ...]]
 
 
 def _adapter_side(sandbox: Sandbox) -> Side:
@@ -54,7 +55,10 @@ def _adapter_side(sandbox: Sandbox) -> Side:
             title=title, body=body
         )
 
-    return Side(github, "wes", open_issue, comment, edit, sandbox.push)
+    def sub_issues(number: int) -> tuple[int, ...]:
+        return github.sub_issues(OWNER, NAME, number)
+
+    return Side(github, "wes", open_issue, comment, edit, sandbox.push, sub_issues)
 
 
 def _fake_side(root: Path) -> Side:
@@ -86,7 +90,10 @@ def _fake_side(root: Path) -> Side:
     def edit(number: int, title: str, body: str) -> None:
         fake.edit_issue(number, "tia", title=title, body=body)
 
-    return Side(fake, "wes", open_issue, comment, edit, push)
+    def sub_issues(number: int) -> tuple[int, ...]:
+        return fake.sub_issues(OWNER, NAME, number)
+
+    return Side(fake, "wes", open_issue, comment, edit, push, sub_issues)
 
 
 @pytest.fixture(params=["adapter", "fake"])
@@ -237,6 +244,16 @@ def test_issues_opened_linked_and_found_by_label(side: Side) -> None:
     assert gh.issues_labelled(OWNER, NAME, "architect-plan", state="closed") == ()
 
 
+def test_sub_issues_are_kept_in_the_order_they_were_added(side: Side) -> None:
+    """Not by number: ``add_sub_issue`` appends, and adding one again moves nothing."""
+    gh = side.github
+    spec = side.open_issue("Spec", ())
+    first, second, third = (side.open_issue(t, ()) for t in ("One", "Two", "Three"))
+    for ticket in (third, first, second, third):
+        gh.add_sub_issue(OWNER, NAME, spec, ticket)
+    assert side.sub_issues(spec) == (third, first, second)
+
+
 # -- PullRequests -----------------------------------------------------------------------------
 
 
@@ -303,3 +320,20 @@ def test_deleting_a_head_branch_closes_its_pull_request(side: Side) -> None:
     gh.delete_branch(OWNER, NAME, "issue-4")
     closed = gh.pull(OWNER, NAME, pull.number)
     assert (closed.state, closed.merged) == ("closed", False)
+
+
+def test_only_a_merge_into_the_default_branch_closes_what_the_body_closes(side: Side) -> None:
+    """As on GitHub: merged into ``spec-7``, ``Closes #n`` leaves issue n open; the pull
+    request of ``spec-7`` into main, merged, closes it."""
+    gh = side.github
+    ticket = side.open_issue("A Ticket", ())
+    side.push("spec-7", {"s.txt": "s\n"})
+    sha = side.push("issue-9", {"t.txt": "t\n"})
+    body = f"Closes #{ticket}"
+    into_spec = gh.create_pull(OWNER, NAME, head="issue-9", base="spec-7", title="T", body=body)
+    assert gh.merge_pull(OWNER, NAME, into_spec.number, sha=sha, title="T", message="").merged
+    assert gh.pull(OWNER, NAME, into_spec.number).merged
+    assert gh.issue(OWNER, NAME, ticket).state == "open"
+    spec = gh.create_pull(OWNER, NAME, head="spec-7", base="main", title="Spec", body=body)
+    gh.merge_pull(OWNER, NAME, spec.number, sha=spec.head_sha, title="Spec", message="")
+    assert gh.issue(OWNER, NAME, ticket).state == "closed"

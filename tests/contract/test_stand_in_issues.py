@@ -83,6 +83,31 @@ def test_an_issue_has_one_parent_unless_replaced(sandbox: Sandbox) -> None:
     assert repo.get_issue(second.number).raw_data["sub_issues_summary"]["total"] == 1
 
 
+def test_sub_issues_are_listed_in_the_order_they_were_added_page_by_page(
+    sandbox: Sandbox,
+) -> None:
+    """Not by number: the order of adding, and one removed and added again comes last; the
+    list is paged with GitHub's ``Link`` header."""
+    gh = sandbox.github()
+    repo = gh.get_repo(FULL_NAME)
+    spec = repo.create_issue("Spec")
+    first, second, third = (repo.create_issue(t) for t in ("One", "Two", "Three"))
+    for child in (third, first, second):
+        spec.add_sub_issue(child)
+    assert [i.number for i in spec.get_sub_issues()] == [n.number for n in (third, first, second)]
+    spec.remove_sub_issue(first)
+    spec.add_sub_issue(first)
+    order = [n.number for n in (third, second, first)]
+    assert [i.number for i in spec.get_sub_issues()] == order
+    pages: list[tuple[list[int], bool]] = []
+    for page in (1, 2):
+        headers, found = gh.requester.requestJsonAndCheck(
+            "GET", f"{spec.url}/sub_issues", parameters={"per_page": 2, "page": page}
+        )
+        pages.append(([i["number"] for i in found], 'rel="next"' in headers.get("link", "")))
+    assert pages == [(order[:2], True), (order[2:], False)]
+
+
 def test_dependencies_are_summarised_on_the_blocked_issue(sandbox: Sandbox) -> None:
     """``issue_dependencies_summary`` counts open blockers and drops closed ones."""
     gh = sandbox.github()

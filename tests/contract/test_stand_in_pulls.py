@@ -96,6 +96,26 @@ def test_merging_closes_the_issues_the_body_fixes(sandbox: Sandbox) -> None:
     assert repo.get_commit("main").sha == result.sha
 
 
+def test_only_a_merge_into_the_default_branch_closes_the_issues_the_body_fixes(
+    sandbox: Sandbox,
+) -> None:
+    """As on GitHub, closing keywords count only when the base is the default branch: merged
+    into ``spec-7``, ``Closes #n`` closes nothing; the Spec branch merged into main closes it."""
+    repo = sandbox.github("wes").get_repo(FULL_NAME)
+    issue = repo.create_issue("A Ticket")
+    sandbox.push("spec-7", {"s.txt": "s\n"})
+    sha = sandbox.push("issue-9", {"t.txt": "t\n"})
+    body = f"Closes #{issue.number}"
+    ticket = repo.create_pull(title="Ticket", body=body, head="issue-9", base="spec-7")
+    landed = ticket.merge(merge_method="merge", sha=sha)
+    assert repo.get_pull(ticket.number).merged
+    assert repo.get_commit("spec-7").sha == landed.sha
+    assert repo.get_issue(issue.number).state == "open"
+    spec = repo.create_pull(title="Spec", body=body, head="spec-7", base="main")
+    spec.merge(merge_method="merge", sha=landed.sha)
+    assert repo.get_issue(issue.number).state == "closed"
+
+
 def test_pull_requests_list_by_head_base_and_state(sandbox: Sandbox) -> None:
     """``head`` (owner:branch), ``base`` and ``state`` filter the list."""
     pull, _ = _pull(sandbox, "agent/e", {"e.txt": "e\n"})

@@ -71,6 +71,8 @@ class FakeGitHub:
     def __post_init__(self) -> None:
         self.world.add_user(self.login, "unused", {f"{self.owner}/{self.name}": self.role})
         self.repo_state: Repo = self.world.add_repo(self.owner, self.name)
+        # The World closes issues from closing keywords only on merges into this branch.
+        self.repo_state.default_branch = self.default_branch
 
     # -- scenario ------------------------------------------------------------------------------
 

@@ -224,7 +224,7 @@ class Shapes:
                 "watchers_count": 0,
                 "watchers": 0,
                 "size": 0,
-                "default_branch": "main",
+                "default_branch": repo.default_branch,
                 "open_issues": open_issues,
                 "open_issues_count": open_issues,
                 "is_template": False,

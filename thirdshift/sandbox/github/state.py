@@ -245,6 +245,7 @@ class Issue:
     labels: list[Label] = field(default_factory=list)
     comment_ids: list[int] = field(default_factory=list)
     parent_id: int | None = None
+    sub_issue_ids: list[int] = field(default_factory=list)  # in the order they were added
     blocked_by_ids: list[int] = field(default_factory=list)
     pull: Pull | None = None
     content_edits: list[ContentEdit] = field(default_factory=list)  # oldest first
@@ -257,6 +258,7 @@ class Repo:
     name: str
     created_at: datetime
     pushed_at: datetime
+    default_branch: str = "main"
     labels: dict[str, Label] = field(default_factory=dict)
     issues: dict[int, Issue] = field(default_factory=dict)
     comments: dict[int, Comment] = field(default_factory=dict)
@@ -557,7 +559,11 @@ class World:
             raise validation_failed(
                 "Issue", "sub_issue_id", "custom", message="Sub issue may only have one parent"
             )
+        former = repo.issue_by_id(child.parent_id) if child.parent_id is not None else None
+        if former is not None:
+            former.sub_issue_ids.remove(child.id)
         child.parent_id = parent.id
+        parent.sub_issue_ids.append(child.id)
         now = utcnow()
         self._event(repo, parent, actor, "sub_issue_added", now)
         self._event(repo, child, actor, "parent_issue_added", now)
@@ -576,15 +582,17 @@ class World:
         if child is None or child.parent_id != parent.id:
             raise not_found()
         child.parent_id = None
+        parent.sub_issue_ids.remove(child.id)
         now = utcnow()
         self._event(repo, parent, actor, "sub_issue_removed", now)
         self._event(repo, child, actor, "parent_issue_removed", now)
         return child
 
     def sub_issues(self, repo: Repo, parent: Issue) -> list[Issue]:
-        return sorted(
-            (i for i in repo.issues.values() if i.parent_id == parent.id), key=lambda i: i.number
-        )
+        """The parent's sub-issues in the order they were added, as GitHub lists them (one
+        removed and added again comes last)."""
+        found = (repo.issue_by_id(i) for i in parent.sub_issue_ids)
+        return [i for i in found if i is not None]
 
     def add_blocked_by(self, repo: Repo, issue: Issue, blocker_id: int, actor: str) -> Issue:
         blocker = repo.issue_by_id(blocker_id)
@@ -677,7 +685,8 @@ class World:
 
     def record_merge(self, repo: Repo, issue: Issue, merge_sha: str, actor: str) -> list[int]:
         """Mark the pull request merged and closed; close the issues its body says it fixes
-        (GitHub's closing keywords). Returns the numbers of the issues closed."""
+        (GitHub's closing keywords) when it merged into the default branch. Returns the numbers
+        of the issues closed."""
         pull = issue.pull
         assert pull is not None
         now = utcnow()
@@ -688,6 +697,13 @@ class World:
         self._event(repo, issue, actor, "merged", now)
         self.set_state(repo, issue, "closed", None, actor)
         closed: list[int] = []
+        # GitHub reads closing keywords only when the pull request's base is the default
+        # branch; merged into any other branch (a Spec branch), it closes nothing (GitHub Docs,
+        # "Linking a pull request to an issue"). GitHub also closes issues a commit message
+        # names once the commit reaches the default branch; the stand-in reads no commit
+        # messages, only the pull request's body.
+        if pull.base_ref != repo.default_branch:
+            return closed
         for match in _CLOSING.finditer(issue.body or ""):
             target = repo.issues.get(int(match.group(1)))
             if target is not None and target.pull is None and target.state == "open":
