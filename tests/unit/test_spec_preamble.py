@@ -90,7 +90,8 @@ def test_pointers_give_way_before_the_nearest_blocker() -> None:
     ancestors = [ticket(n, title="x" * 150) for n in range(1, 40)]
     text = ticket_preamble(SPEC, [nearest], ancestors, cap_tokens=400)
     assert count_tokens(text) <= 400
-    assert "- #20 Ticket 20" in text and "  > The nearest gist.\n" in text
+    assert "- #20 Ticket 20" in text
+    assert "  > The nearest gist.\n" in text
     assert "  > Build the parser.\n" in text  # the brief is not cut while a pointer is left
     shown = text.count("\n- #") - 1
     assert 0 < shown < len(ancestors)
@@ -102,7 +103,8 @@ def test_the_brief_is_cut_before_any_blockers_detail_and_the_count_is_exact() ->
     spec = SpecBrief(7, "Big", body)
     text = ticket_preamble(spec, [ticket(8, gist="Lexer.\nGrammar.")], [ticket(3)], 500)
     assert count_tokens(text) <= 500
-    assert "  > Lexer.\n  > Grammar.\n" in text and "  > src/a.py | 4 ++--\n" in text
+    assert "  > Lexer.\n  > Grammar.\n" in text
+    assert "  > src/a.py | 4 ++--\n" in text
     shown = text.count("  > Step ")
     assert left_out(text) == {
         "earlier Ticket(s)": 1,
@@ -124,10 +126,13 @@ def test_the_oldest_blockers_detail_is_cut_before_the_nearests() -> None:
 
 def test_whole_blockers_go_last_and_are_counted() -> None:
     blockers = [ticket(n, title="t" * 150, gist="g" * 250) for n in range(1, 30)]
-    text = ticket_preamble(SPEC, blockers, [], cap_tokens=MIN_CAP_TOKENS)
+    text = ticket_preamble(SPEC, blockers, [ticket(3)], cap_tokens=MIN_CAP_TOKENS)
     assert count_tokens(text) <= MIN_CAP_TOKENS
     shown = text.count("\n- #")
+    assert shown >= 1
+    assert "- #1 " in text
     assert left_out(text)["blocker(s)"] == len(blockers) - shown
+    assert left_out(text)["earlier Ticket(s)"] == 1  # no pointer while a blocker is left out
 
 
 def test_a_leading_slash_command_stays_on_line_one() -> None:
@@ -143,14 +148,16 @@ def test_a_field_with_newlines_and_headings_stays_inside_its_entry() -> None:
     text = ticket_preamble(SpecBrief(7, hostile, hostile), [evil], [evil])
     assert_shape(text)
     assert text.count("\n- #") == 2  # the entry and the pointer, no forged one
-    assert "\x1b" not in text and "\r" not in text
+    assert "\x1b" not in text
+    assert "\r" not in text
     assert not left_out(text)
 
 
 def test_each_field_is_bounded() -> None:
     long = TicketOutcome(8, "t" * 10_000, TicketState.LANDED, "p" * 10_000, "u" * 10_000)
     text = spec_review_preamble(SPEC, [long])
-    assert "t" * TITLE_BYTES not in text and "t" * (TITLE_BYTES - 4) + " ..." in text
+    assert "t" * TITLE_BYTES not in text
+    assert "t" * (TITLE_BYTES - 4) + " ..." in text
     assert count_tokens(text) <= 2000
 
 
@@ -215,6 +222,8 @@ def test_the_cap_and_the_shape_hold_and_every_count_is_exact_for_any_input(
     entries = text.count("\n- #")
     counted = counts.get("blocker(s)", 0) + counts.get("earlier Ticket(s)", 0)
     assert entries + counted == len(blockers) + len(ancestors)
+    if counts.get("blocker(s)"):
+        assert counts.get("earlier Ticket(s)", 0) == len(ancestors)
 
 
 @settings(max_examples=100, deadline=None)

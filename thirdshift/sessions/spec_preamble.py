@@ -200,6 +200,8 @@ def _fit(layout: _Layout, cap_tokens: int) -> str:
     while entries and len(layout.render([0] * len(blocks), entries).encode()) > budget:
         entries -= 1
     kept = [len(block.lines) for block in blocks]
+    if entries < len(layout.entries):
+        kept[0] = 0  # no pointer is shown while a blocker is left out
     for index in range(2, len(blocks)):  # each field's own bound, before the cap's
         kept[index] = blocks[index].keep(MESSAGE_BYTES if index % 2 == 0 else CHANGED_BYTES)
     order = [0, 1, *(i for e in reversed(range(entries)) for i in (2 + 2 * e, 3 + 2 * e))]
