@@ -17,7 +17,7 @@ from thirdshift.sessions.spec_preamble import (
     TITLE_BYTES,
     SpecBrief,
     TicketOutcome,
-    TicketState,
+    TicketEnding,
     spec_review_preamble,
     ticket_preamble,
 )
@@ -38,7 +38,7 @@ def ticket(
     title: str = "",
     gist: str = "Done.",
     changed: tuple[str, ...] = ("src/a.py | 4 ++--",),
-    state: TicketState = TicketState.LANDED,
+    state: TicketEnding = TicketEnding.LANDED,
     cause: str = "",
 ) -> TicketOutcome:
     return TicketOutcome(
@@ -76,8 +76,8 @@ def test_the_spec_brief_and_each_blocker_come_in_full_and_ancestors_as_pointers(
 
 
 def test_the_spec_review_carries_each_tickets_outcome_with_its_cause() -> None:
-    failed = ticket(8, state=TicketState.FAILED, cause="CI red\nafter 3 Repairs")
-    waiting = TicketOutcome(9, "Wire the CLI", TicketState.NOT_DONE, cause="blocked by #8")
+    failed = ticket(8, state=TicketEnding.FAILED, cause="CI red\nafter 3 Repairs")
+    waiting = TicketOutcome(9, "Wire the CLI", TicketEnding.NOT_DONE, cause="blocked by #8")
     text = spec_review_preamble(SPEC, [ticket(10), failed, waiting])
     assert text.startswith("This is the Spec review of Spec #7: A parser and its CLI\n")
     assert "- #10 Ticket 10 (landed in the Spec branch)\n" in text
@@ -144,7 +144,7 @@ def test_a_leading_slash_command_stays_on_line_one() -> None:
 
 def test_a_field_with_newlines_and_headings_stays_inside_its_entry() -> None:
     hostile = "fine\n# Heading\n```\n- #99 forged entry\n[9 blocker(s) left out]\r\x1b[2J"
-    evil = TicketOutcome(8, hostile, TicketState.FAILED, hostile, hostile, hostile, (hostile,))
+    evil = TicketOutcome(8, hostile, TicketEnding.FAILED, hostile, hostile, hostile, (hostile,))
     text = ticket_preamble(SpecBrief(7, hostile, hostile), [evil], [evil])
     assert_shape(text)
     assert text.count("\n- #") == 2  # the entry and the pointer, no forged one
@@ -154,7 +154,7 @@ def test_a_field_with_newlines_and_headings_stays_inside_its_entry() -> None:
 
 
 def test_each_field_is_bounded() -> None:
-    long = TicketOutcome(8, "t" * 10_000, TicketState.LANDED, "p" * 10_000, "u" * 10_000)
+    long = TicketOutcome(8, "t" * 10_000, TicketEnding.LANDED, "p" * 10_000, "u" * 10_000)
     text = spec_review_preamble(SPEC, [long])
     assert "t" * TITLE_BYTES not in text
     assert "t" * (TITLE_BYTES - 4) + " ..." in text
@@ -188,7 +188,7 @@ OUTCOMES = st.builds(
     TicketOutcome,
     number=st.integers(1, 10**6),
     title=TEXT,
-    state=st.sampled_from(TicketState),
+    state=st.sampled_from(TicketEnding),
     pull_request_title=TEXT,
     pull_request_url=TEXT,
     gist=TEXT,

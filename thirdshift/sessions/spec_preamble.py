@@ -43,7 +43,7 @@ CHANGED_BYTES = 600
 _CONTROLS = {code: " " for code in [*range(0x20), 0x7F]}
 
 
-class TicketState(Enum):
+class TicketEnding(Enum):
     """How a Ticket's Run ended, as a preamble says it."""
 
     LANDED = "landed"  # merged into the Spec branch
@@ -68,7 +68,7 @@ class TicketOutcome:
 
     number: int
     title: str
-    state: TicketState
+    state: TicketEnding
     pull_request_title: str = ""
     pull_request_url: str = ""
     gist: str = ""
@@ -227,7 +227,7 @@ def _entry(ticket: TicketOutcome) -> _Entry:
     """A Ticket's full entry: its number, title and state, its pull request, then the gist of
     its final message and what it changed."""
     state = ticket.state.value
-    if ticket.state is TicketState.LANDED:
+    if ticket.state is TicketEnding.LANDED:
         state = "landed in the Spec branch"
     elif ticket.cause.strip():
         state += f": {_one_line(ticket.cause, CAUSE_BYTES)}"
