@@ -16,8 +16,8 @@ from thirdshift.sessions.preamble import MIN_CAP_TOKENS, before_prompt, count_to
 from thirdshift.sessions.spec_preamble import (
     TITLE_BYTES,
     SpecBrief,
-    TicketOutcome,
     TicketEnding,
+    TicketOutcome,
     spec_review_preamble,
     ticket_preamble,
 )
