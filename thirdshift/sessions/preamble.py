@@ -35,9 +35,13 @@ MIN_CAP_TOKENS = 200
 _FENCES = ("```", "~~~")
 
 
+BYTES_PER_TOKEN = 3
+"""A conservative estimate: real tokenizers average well over three bytes a token."""
+
+
 def count_tokens(text: str) -> int:
-    """A conservative token estimate: real tokenizers average well over three bytes a token."""
-    return -(-len(text.encode()) // 3)
+    """The tokens ``text`` takes, at ``BYTES_PER_TOKEN``."""
+    return -(-len(text.encode()) // BYTES_PER_TOKEN)
 
 
 def cut_lines(text: str, cap_tokens: int, what: str) -> str:
@@ -47,7 +51,7 @@ def cut_lines(text: str, cap_tokens: int, what: str) -> str:
     if count_tokens(text) <= cap_tokens:
         return text
     lines = _lines(text)
-    budget = cap_tokens * 3
+    budget = cap_tokens * BYTES_PER_TOKEN
     used = 0
     open_fence = False
     best = 0  # the longest prefix that ends outside a fence and fits with its marker
@@ -153,7 +157,7 @@ def resume_preamble(
     head = "This session continues an earlier one whose conversation is gone.\n"
     tail = "\n" + cut_lines(instruction.strip(), cap_tokens // 2, "the instruction").rstrip()
     tail += "\n"
-    budget = cap_tokens * 3 - len(head.encode()) - len(tail.encode())
+    budget = cap_tokens * BYTES_PER_TOKEN - len(head.encode()) - len(tail.encode())
     # Counted before the cut to the newest 50: the steps that cut drops are left out too.
     total = max(total_events, len(event_summaries))
     steps = _steps_block(
@@ -180,7 +184,7 @@ def follow_up_preamble(
     if not earlier:
         return ""
     *older, nearest = list(earlier[-ANCESTORS:])
-    budget = cap_tokens * 3
+    budget = cap_tokens * BYTES_PER_TOKEN
     pointers = [_pointer(session, budget // 16) for session in older]
     heading = "Earlier sessions (oldest first):\n"
     where = f"Run {nearest.run_id}, session {nearest.kind}" if nearest.run_id else nearest.kind
@@ -239,7 +243,7 @@ def _ending(session: SessionHistory, cap_tokens: int) -> str:
     if count_tokens(message) <= cap_tokens:
         return f"It ended with:\n{message}\n"
     lines = message.split("\n")
-    half = cap_tokens * 3 // 2 - 30
+    half = cap_tokens * BYTES_PER_TOKEN // 2 - 30
     head = _fitting(lines, half)
     tail = _fitting(lines[head:][::-1], half)
     between = len(lines) - head - tail

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from thirdshift.sessions.preamble import FOLLOW_UP_CAP_TOKENS, MIN_CAP_TOKENS
+from thirdshift.sessions.preamble import BYTES_PER_TOKEN, FOLLOW_UP_CAP_TOKENS, MIN_CAP_TOKENS
 
 TITLE_BYTES = 160
 """An issue's or a pull request's title, on one line."""
@@ -194,7 +194,7 @@ def _fit(layout: _Layout, cap_tokens: int) -> str:
     turn: the pointers, the brief, the oldest entry's detail up to the nearest's."""
     if cap_tokens < MIN_CAP_TOKENS:
         raise ValueError(f"a preamble needs at least {MIN_CAP_TOKENS} tokens, not {cap_tokens}")
-    budget = cap_tokens * 3
+    budget = cap_tokens * BYTES_PER_TOKEN
     blocks = layout.blocks()
     entries = len(layout.entries)
     while entries and len(layout.render([0] * len(blocks), entries).encode()) > budget:
