@@ -168,6 +168,7 @@ def test_the_command_reference_walk_reaches_groups_and_their_commands() -> None:
     names = {" ".join(entry.words) for entry in ENTRIES}
     assert {"", "sandbox", "sandbox model", "actions init", "run"} <= names
     assert "`--request-log FILE`" in REFERENCE
+    assert REFERENCE.count("`-h, --help`") == len(ENTRIES), "each command takes -h as the root"
 
 
 SETTINGS = settings_reference()

@@ -46,7 +46,9 @@ def command_entries(group: click.Group) -> Iterator[CommandEntry]:
     def walk(
         command: click.Command, words: tuple[str, ...], parent: click.Context | None
     ) -> Iterator[CommandEntry]:
-        context = click.Context(command, info_name=words[-1] if words else PROGRAM, parent=parent)
+        name = words[-1] if words else PROGRAM
+        # The command's own context settings (the root's -h), as click applies them on a call.
+        context = click.Context(command, info_name=name, parent=parent, **command.context_settings)
         yield CommandEntry(words, command, context)
         if isinstance(command, click.Group):
             for name in command.list_commands(context):
