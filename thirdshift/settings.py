@@ -133,7 +133,7 @@ class ModelPrice(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     input: float = Field(ge=0, description="Input tokens not served from the cache.")
-    output: float = Field(ge=0)
+    output: float = Field(ge=0, description="Output tokens.")
     cached_input: float | None = Field(
         default=None, ge=0, description="Cache reads; default: the input price."
     )

@@ -27,7 +27,7 @@ from thirdshift.cli.status import status_lines
 from thirdshift.errors import NotRecorded
 from thirdshift.records import Repository, Run, SessionRecord, Usage
 from thirdshift.report.logs import pick_session
-from thirdshift.settings import Settings
+from thirdshift.settings import ModelPrice, Settings
 
 ROOT = Path(__file__).parents[2]
 DOCS = ROOT / "docs"
@@ -225,3 +225,10 @@ def test_every_page_in_docs_is_in_the_navigation() -> None:
                 yield from listed(value)
 
     assert set(PAGES) - set(listed(config["nav"])) == set()
+
+
+def test_the_settings_reference_lists_the_fields_of_a_table_setting() -> None:
+    """A setting whose values are tables (``model_prices``) shows each key a table takes."""
+    section = SETTINGS.split("## `model_prices`", 1)[1].split("\n## ", 1)[0]
+    for key in ModelPrice.model_fields:
+        assert f"- `{key}` (`" in section, key

@@ -14,9 +14,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -154,9 +155,22 @@ def _setting_section(name: str, field: FieldInfo) -> str:
         f"- type: `{_type_name(field.annotation)}`",
         f"- default: {_default(name, field)}",
         f"- environment: {variables}",
-        "",
     ]
+    for model in _models_in(field.annotation):
+        lines.append(f"- each `{model.__name__}` holds:")
+        for key, inner in model.model_fields.items():
+            about = f": {_text(inner.description)}" if inner.description else ""
+            need = "" if inner.is_required() else f", default {_default(key, inner)}"
+            lines.append(f"    - `{key}` (`{_type_name(inner.annotation)}`{need}){about}")
+    lines.append("")
     return "\n".join(lines)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models a setting's type holds (a table of ``ModelPrice`` by model)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for argument in get_args(annotation) for model in _models_in(argument)]
 
 
 def _type_name(annotation: Any) -> str:
