@@ -133,7 +133,7 @@ class ModelPrice(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     input: float = Field(ge=0, description="Input tokens not served from the cache.")
-    output: float = Field(ge=0)
+    output: float = Field(ge=0, description="Output tokens.")
     cached_input: float | None = Field(
         default=None, ge=0, description="Cache reads; default: the input price."
     )
@@ -204,8 +204,14 @@ class Settings(BaseSettings):
         pattern=r"^[^@\s]+@[^@\s]+$",
         description="E-mail of the factory's own commits.",
     )
-    ready_label: str = Field(default="ready-for-agent", min_length=1)
-    in_progress_label: str = Field(default="in-progress", min_length=1)
+    ready_label: str = Field(
+        default="ready-for-agent",
+        min_length=1,
+        description="The label that asks for a Run; the daemon picks up issues that carry it.",
+    )
+    in_progress_label: str = Field(
+        default="in-progress", min_length=1, description="The label a Claim puts on its issue."
+    )
     merge_label: str = Field(
         default="thirdshift-merge",
         min_length=1,
