@@ -327,8 +327,21 @@ def test_actions_init_writes_a_linted_workflow_pinned_to_this_version_and_keeps_
 # -- the workflow's supply chain (adr/0036) ----------------------------------------------
 
 EVERY_WORKFLOW = [
-    pytest.param(WorkflowChoices(install="thirdshift==0.1.0", harness=name), id=name)
-    for name in HARNESS_NAMES
+    *(
+        pytest.param(WorkflowChoices(install="thirdshift==0.1.0", harness=name), id=name)
+        for name in HARNESS_NAMES
+    ),
+    # What a user may choose: a label with quotes and YAML's punctuation, short limits.
+    pytest.param(
+        WorkflowChoices(
+            install="thirdshift @ git+https://example.com/thirdshift.git",
+            ready_label="it's ready: #now",
+            in_progress_label="wip",
+            session_wall_seconds=3600,
+            ci_timeout_seconds=600,
+        ),
+        id="chosen-labels-and-limits",
+    ),
 ]
 
 
