@@ -92,7 +92,8 @@ def _mentioned(text: str) -> set[str]:
 def _every_setting(text: str) -> str:
     """``text`` with the block of each setting it does not mention yet, before its first
     table (a key after a table header would belong to the table)."""
-    missing = [block for name, block in _blocks().items() if name not in _mentioned(text)]
+    mentioned = _mentioned(text)
+    missing = [block for name, block in _blocks().items() if name not in mentioned]
     if not missing:
         return text
     return _inserted(text, "".join("\n" + block for block in missing))
