@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -126,3 +127,26 @@ def dispatched(*, issue: str, sender: str, owner: str, name: str) -> dict[str, A
     schema.pop("oneOf", None)
     jsonschema.Draft7Validator(schema).validate(payload)
     return payload
+
+
+def zizmor(workflow: Path) -> list[dict[str, Any]]:
+    """What zizmor (pinned in the dev extras) finds in the ``workflow`` file with its default
+    persona, offline (an empty list: nothing). Its own failure to run raises."""
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "zizmor"),
+            "--offline",
+            "--format",
+            "json",
+            str(workflow),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # zizmor's status says how severe its worst finding is; anything it cannot run is 1 or 2.
+    if done.returncode in (1, 2):
+        raise RuntimeError(f"zizmor could not run: {done.stderr.strip()}")
+    found: list[dict[str, Any]] = json.loads(done.stdout)
+    return found

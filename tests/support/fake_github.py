@@ -193,6 +193,10 @@ class FakeGitHub:
         if label.lower() not in self.repo_state.labels:
             self.world.create_label(self.repo_state, label, color, description)
 
+    def label_exists(self, owner: str, name: str, label: str) -> bool:
+        self._enter("label_exists", label)
+        return label.lower() in self.repo_state.labels
+
     def set_issue_labels(self, owner: str, name: str, number: int, labels: Sequence[str]) -> None:
         self._enter("set_issue_labels", number, tuple(labels))
         issue = self._api(lambda: self.repo_state.issue(number))

@@ -4,6 +4,8 @@ checked against GitHub's published payloads and schemas and against actionlint."
 from __future__ import annotations
 
 import io
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +13,13 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.support.actions_tools import actionlint, check_issues_payload, labelled
+from tests.support.actions_tools import actionlint, check_issues_payload, labelled, zizmor
+from tests.support.npm_locks import expected_locks
 from thirdshift.actions import Runner, decide
+from thirdshift.actions.pins import harness_lock
 from thirdshift.actions.workflow import WorkflowChoices, fitted, timeout_minutes, workflow_text
 from thirdshift.console import Progress
+from thirdshift.harness_registry import HARNESS_NAMES, HARNESSES
 
 READY = "ready-for-agent"
 WEB = "https://github.example"
@@ -202,7 +207,8 @@ def test_the_workflow_queues_a_second_run_on_an_issue_and_covers_a_whole_run() -
     # still lasts longer than a whole Run.
     assert (wall, ci) == (188 * 60, 142 * 60)
     assert job["timeout-minutes"] == 360 >= (wall + ci) / 60 + 30
-    assert parsed["permissions"] == {
+    assert parsed["permissions"] == {}
+    assert job["permissions"] == {
         "contents": "write",
         "issues": "write",
         "pull-requests": "write",
@@ -222,6 +228,7 @@ def test_no_expression_reaches_a_shell_script_directly() -> None:
     scripts = [step["run"] for step in steps if "run" in step]
     assert len(scripts) == 2
     assert all("${{" not in script for script in scripts)
+    assert all("npm install" not in script for script in scripts)
 
 
 def test_the_runner_gets_the_labels_and_limits_the_file_was_written_for() -> None:
@@ -241,7 +248,7 @@ def test_the_runner_gets_the_labels_and_limits_the_file_was_written_for() -> Non
     assert step["env"]["THIRDSHIFT_READY_LABEL"] == "status: ready #now"
     assert step["env"]["THIRDSHIFT_IN_PROGRESS_LABEL"] == "wip"
     assert step["env"]["THIRDSHIFT_SESSION_WALL_SECONDS"] == "14400"
-    assert step["run"].startswith("exec thirdshift run --event")
+    assert step["run"].splitlines()[-1] == 'exec thirdshift run --event "$GITHUB_EVENT_PATH"'
     assert actionlint(text) == []
 
 
@@ -297,7 +304,12 @@ def test_actions_init_writes_a_linted_workflow_pinned_to_this_version_and_keeps_
     text = target.read_text()
     assert actionlint(text) == []
     assert f"thirdshift=={__version__}" in text
-    assert '"@anthropic-ai/claude-code@2.1.328"' in text
+    assert "npm ci --prefix .github/thirdshift" in text
+    lock_dir = tmp_path / ".github" / "thirdshift"
+    manifest = json.loads((lock_dir / "package.json").read_text())
+    assert manifest["dependencies"] == {"@anthropic-ai/claude-code": "2.1.328"}
+    lock = json.loads((lock_dir / "package-lock.json").read_text())
+    assert lock["packages"][""]["dependencies"] == manifest["dependencies"]
 
     again = CliRunner().invoke(main, ["actions", "init", "--path", str(tmp_path)], env=env)
     assert again.exit_code == 1
@@ -307,4 +319,89 @@ def test_actions_init_writes_a_linted_workflow_pinned_to_this_version_and_keeps_
         main, ["actions", "init", "--path", str(tmp_path), "--force", "--harness", "codex"], env=env
     )
     assert forced.exit_code == 0, forced.output
-    assert '"@openai/codex@0.169.0"' in target.read_text()
+    assert json.loads((lock_dir / "package.json").read_text())["dependencies"] == {
+        "@openai/codex": "0.169.0"
+    }
+
+
+# -- the workflow's supply chain (adr/0036) ----------------------------------------------
+
+EVERY_WORKFLOW = [
+    *(
+        pytest.param(WorkflowChoices(install="thirdshift==0.1.0", harness=name), id=name)
+        for name in HARNESS_NAMES
+    ),
+    # What a user may choose: a label with quotes and YAML's punctuation, short limits.
+    pytest.param(
+        WorkflowChoices(
+            install="thirdshift @ git+https://example.com/thirdshift.git",
+            ready_label="it's ready: #now",
+            in_progress_label="wip",
+            session_wall_seconds=3600,
+            ci_timeout_seconds=600,
+        ),
+        id="chosen-labels-and-limits",
+    ),
+]
+
+
+def _written(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / ".github" / "workflows" / "thirdshift.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("choices", EVERY_WORKFLOW)
+def test_every_workflow_actions_init_writes_passes_zizmor_and_actionlint(
+    tmp_path: Path, choices: WorkflowChoices
+) -> None:
+    """Each Harness's workflow (one file serves an App and the workflow's token alike) has no
+    finding from zizmor's default persona nor from actionlint."""
+    text = workflow_text(choices)
+    assert zizmor(_written(tmp_path, text)) == []
+    assert actionlint(text) == []
+
+
+def test_zizmor_does_find_an_action_pinned_by_tag(tmp_path: Path) -> None:
+    """The check can fail: the same file with one action pinned by its tag is reported."""
+    text = re.sub(
+        r"actions/checkout@[0-9a-f]{40} # (v\d+)\S*", r"actions/checkout@\1", workflow_text(CHOICES)
+    )
+    found = zizmor(_written(tmp_path, text))
+    assert [finding["ident"] for finding in found] == ["unpinned-uses"]
+
+
+def test_this_repository_s_ci_workflow_passes_zizmor() -> None:
+    ci = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "ci.yml"
+    assert zizmor(ci) == []
+
+
+@pytest.mark.parametrize("choices", EVERY_WORKFLOW)
+def test_every_action_is_pinned_to_a_commit_with_its_release_beside_it(
+    choices: WorkflowChoices,
+) -> None:
+    """A full 40-hex commit SHA, never a tag or branch, and the release it was as a comment."""
+    uses = [line for line in workflow_text(choices).splitlines() if re.match(r" +(- )?uses:", line)]
+    assert len(uses) == 4
+    for line in uses:
+        assert re.fullmatch(r" +(- )?uses: [\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+", line), (
+            line
+        )
+
+
+def test_permissions_are_the_job_s_and_none_is_workflow_wide() -> None:
+    """The workflow grants nothing; the job's grants each say what they are for."""
+    text = workflow_text(CHOICES)
+    assert yaml.safe_load(text)["permissions"] == {}
+    block = text.split("    permissions:\n", 1)[1].split("    env:", 1)[0]
+    assert all("  # " in line for line in block.splitlines())
+
+
+def test_the_shipped_npm_locks_are_the_ones_the_tests_install() -> None:
+    """Each Harness's lock holds exactly the packages and hashes of this repository's
+    package-lock.json (after a version change: python -m tests.support.npm_locks)."""
+    expected = expected_locks()
+    assert sorted(expected) == sorted(f"{entry.name}.json" for entry in HARNESSES)
+    for entry in HARNESSES:
+        assert harness_lock(entry) == expected[f"{entry.name}.json"], entry.name

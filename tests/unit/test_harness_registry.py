@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from thirdshift.actions.pins import harness_manifest
 from thirdshift.actions.workflow import WorkflowChoices, workflow_text
 from thirdshift.errors import UsageError
 from thirdshift.harness_registry import (
@@ -57,9 +58,10 @@ def test_the_workflow_installs_the_cli_package_json_pins_and_passes_its_provider
     """`actions init` installs on the runner the very CLI the tests ran (package.json's pin),
     and hands the Run its provider's key from the repository's secrets."""
     steps = workflow_steps(entry.name)
-    [install] = [step for step in steps if "HARNESS_PACKAGE" in step.get("env", {})]
+    [install] = [step for step in steps if "npm ci" in step.get("run", "")]
+    assert "npm ci --prefix .github/thirdshift" in install["run"]
     pinned = manifest("package.json")["devDependencies"][entry.npm_package]
-    assert install["env"]["HARNESS_PACKAGE"] == f"{entry.npm_package}@{pinned}"
+    assert json.loads(harness_manifest(entry))["dependencies"] == {entry.npm_package: pinned}
     [run] = [step for step in steps if step.get("id") == "thirdshift"]
     key = entry.api_key_variable
     assert run["env"][key] == f"${{{{ secrets.{key} }}}}"

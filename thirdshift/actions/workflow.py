@@ -23,6 +23,8 @@ Decisions a reader of the file would otherwise question, each kept here with its
 - On cancellation GitHub sends SIGINT, SIGTERM 7.5 s later and kills 2.5 s after that: the stop
   grace and the salvage's time for GitHub's retries are set short enough to save the work first.
 - The Session logs are uploaded whatever happened (``if: always()``), cancellation included.
+- What runs with the secrets is pinned (adr/0036): actions at commit SHAs, the Harness CLI by
+  ``npm ci`` from the lock ``actions init`` writes beside the file, permissions on the job only.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
+from thirdshift.actions.pins import (
+    CHECKOUT,
+    LOCK_DIRECTORY,
+    SETUP_NODE,
+    SETUP_PYTHON,
+    UPLOAD_ARTIFACT,
+)
 from thirdshift.actions.runner import SESSION_LOGS_ARTIFACT
 from thirdshift.harness_registry import DEFAULT_HARNESS, harness_entry
 
@@ -96,13 +105,8 @@ on:
         required: true
         type: string
 
-permissions:
-  contents: write
-  issues: write
-  pull-requests: write
-  checks: read
-  statuses: read
-  actions: write  # a Check re-run re-runs failed jobs
+# Nothing workflow-wide: the job asks for what it uses.
+permissions: {{}}
 
 jobs:
   run:
@@ -114,31 +118,18 @@ jobs:
       cancel-in-progress: false
     runs-on: ubuntu-latest
     timeout-minutes: {timeout_minutes(choices)}
+    # What thirdshift does with the workflow's token when no GitHub App is set.
+    permissions:
+      contents: write  # push the Issue branch; read the Harness CLI's lock
+      issues: write  # the Claim's label and comment, the Failed-run comment
+      pull-requests: write  # open the pull request, mark it ready or draft
+      checks: read  # the CI watch
+      statuses: read  # the CI watch
+      actions: write  # a Check re-run re-runs failed jobs
     env:
       # With a GitHub App, thirdshift mints its installation tokens (renewed as they age).
       THIRDSHIFT_GITHUB_APP_ID: ${{{{ secrets.THIRDSHIFT_APP_ID }}}}
-    steps:
-      - uses: actions/setup-python@v5
-        with:
-          python-version: "3.12"
-
-      - uses: actions/setup-node@v4
-        with:
-          node-version: "22"
-
-      - name: Install thirdshift, the {choices.harness} CLI, bubblewrap and socat
-        env:
-          THIRDSHIFT_INSTALL: {json.dumps(choices.install)}
-          HARNESS_PACKAGE: "{entry.pinned_package}"
-        run: |
-          sudo apt-get update -q
-          sudo apt-get install -y -q bubblewrap socat
-          # Ubuntu runners restrict unprivileged user namespaces, which bubblewrap needs.
-          sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 || true
-          python -m pip install --quiet "$THIRDSHIFT_INSTALL"
-          npm install --global --silent "$HARNESS_PACKAGE"
-
-      - name: Run thirdshift
+{_install_steps(choices)}      - name: Run thirdshift
         id: thirdshift
         env:
           THIRDSHIFT_GITHUB_APP_PRIVATE_KEY: ${{{{ secrets.THIRDSHIFT_APP_PRIVATE_KEY }}}}
@@ -159,13 +150,49 @@ jobs:
           THIRDSHIFT_SALVAGE_WAIT_SECONDS: "4"
         # exec: on cancel the runner signals the step's process, which must be thirdshift
         # itself (a shell would not pass SIGINT on).
-        run: exec thirdshift run --event "$GITHUB_EVENT_PATH"
+        run: |
+          PATH="$GITHUB_WORKSPACE/{LOCK_DIRECTORY}/node_modules/.bin:$PATH"
+          exec thirdshift run --event "$GITHUB_EVENT_PATH"
 
       - name: Keep the Session logs
         if: always()
-        uses: actions/upload-artifact@v4
+        uses: {UPLOAD_ARTIFACT.uses}
         with:
           name: {SESSION_LOGS_ARTIFACT}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}
           path: ${{{{ runner.temp }}}}/thirdshift/logs
           if-no-files-found: ignore
+"""
+
+
+def _install_steps(choices: WorkflowChoices) -> str:
+    """The job's steps up to the Run: Python, Node.js, and thirdshift, the Harness CLI (from
+    its lock beside the workflow), bubblewrap and socat installed."""
+    entry = harness_entry(choices.harness)
+    return f"""    steps:
+      # Only the Harness CLI's lock: thirdshift clones the repository itself.
+      - uses: {CHECKOUT.uses}
+        with:
+          persist-credentials: false
+          sparse-checkout: {LOCK_DIRECTORY}
+
+      - uses: {SETUP_PYTHON.uses}
+        with:
+          python-version: "3.12"
+
+      - uses: {SETUP_NODE.uses}
+        with:
+          node-version: "22"
+
+      - name: Install thirdshift, the {choices.harness} CLI, bubblewrap and socat
+        env:
+          THIRDSHIFT_INSTALL: {json.dumps(choices.install)}
+        run: |
+          sudo apt-get update -q
+          sudo apt-get install -y -q bubblewrap socat
+          # Ubuntu runners restrict unprivileged user namespaces, which bubblewrap needs.
+          sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 || true
+          python -m pip install --quiet "$THIRDSHIFT_INSTALL"
+          # {entry.pinned_package} and its packages, each checked against the lock's hash.
+          npm ci --prefix {LOCK_DIRECTORY} --no-audit --no-fund
+
 """

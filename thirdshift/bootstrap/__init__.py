@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         run_architect,
         run_issue,
     )
+    from thirdshift.bootstrap.setup import run_setup
     from thirdshift.bootstrap.status_page import MIN_PAGE_TOKEN, with_page_token
     from thirdshift.issue_url import IssueRef
     from thirdshift.runs import RunRequest
@@ -102,6 +103,7 @@ _HOMES = {
     "run_event": "thirdshift.bootstrap.actions",
     "run_issue": "thirdshift.bootstrap.runs",
     "run_parts": "thirdshift.bootstrap.parts",
+    "run_setup": "thirdshift.bootstrap.setup",
     "run_view": "thirdshift.bootstrap.reads",
     "sandbox_mode": "thirdshift.bootstrap.reads",
     "setting_secrets": "thirdshift.bootstrap.credentials",
@@ -157,6 +159,7 @@ __all__ = [
     "run_event",
     "run_issue",
     "run_parts",
+    "run_setup",
     "run_view",
     "sandbox_mode",
     "setting_secrets",

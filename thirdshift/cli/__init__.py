@@ -5,9 +5,10 @@ on success, 1 on failure (any ThirdshiftError), 2 on a usage error.
 
 ``running`` does the work (``run``, ``architect``, ``daemon``); ``status``, ``history``
 (``runs``, ``show``, ``logs``, ``usage``) and ``checks`` (``config``, ``doctor``) are what
-operators read; ``actions`` sets up GitHub Actions; ``sandbox`` holds the test worlds' commands
-and the demo. ``common`` is what they share: exits, output, signals. The adapters are built by
-``thirdshift.bootstrap``, the composition root.
+operators read; ``setup`` makes a repository ready; ``actions`` sets up GitHub Actions;
+``sandbox`` holds the test worlds' commands and the demo. ``common`` is what they share:
+exits, output, signals. The adapters are built by ``thirdshift.bootstrap``, the composition
+root.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from thirdshift.cli.checks import config_command, doctor_command
 from thirdshift.cli.history import logs_command, runs_command, show_command, usage_command
 from thirdshift.cli.running import architect_command, daemon_command, run_command
 from thirdshift.cli.sandbox import demo_command, sandbox
+from thirdshift.cli.setup import setup_command
 from thirdshift.cli.status import status_command
 
 
@@ -40,6 +42,7 @@ for _command in (
     run_command,
     runs_command,
     sandbox,
+    setup_command,
     show_command,
     status_command,
     usage_command,

@@ -35,8 +35,9 @@ def actions() -> None:
 @click.option("--harness", type=click.Choice(list(HARNESS_NAMES)), default=DEFAULT_HARNESS)
 @click.option("--force", is_flag=True, help="Replace a workflow file that is already there.")
 def actions_init(root: Path, install: str | None, harness: str, force: bool) -> None:
-    """Write the workflow that runs thirdshift on each issue labelled ready-for-agent. Prints
-    the file's path on stdout."""
+    """Write the workflow that runs thirdshift on each issue labelled ready-for-agent, and the
+    Harness CLI's npm lock beside it (.github/thirdshift/). Prints the workflow's path on
+    stdout."""
     import os
 
     from thirdshift.actions.workflow import (
@@ -49,8 +50,10 @@ def actions_init(root: Path, install: str | None, harness: str, force: bool) -> 
 
     settings = guarded(lambda: load_settings(dict(os.environ)))
     target = root / ".github" / "workflows" / "thirdshift.yml"
-    if target.exists() and not force:
-        fail(ThirdshiftError(f"{target} already exists; pass --force to replace it"))
+    files = {target: "", **_lock_files(root, harness)}
+    existing = [path for path in files if path.exists()]
+    if existing and not force:
+        fail(ThirdshiftError(f"{existing[0]} already exists; pass --force to replace it"))
     asked = WorkflowChoices(
         install=install or f"thirdshift=={__version__}",
         harness=harness,
@@ -71,9 +74,24 @@ def actions_init(root: Path, install: str | None, harness: str, force: bool) -> 
             "timeout-minutes together)",
             err=True,
         )
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(workflow_text(choices), encoding="utf-8")
-    except OSError as error:
-        fail(ThirdshiftError(f"cannot write {target}: {error.strerror}"))
+    files[target] = workflow_text(choices)
+    for path, text in files.items():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as error:
+            fail(ThirdshiftError(f"cannot write {path}: {error.strerror}"))
     click.echo(str(target))
+
+
+def _lock_files(root: Path, harness: str) -> dict[Path, str]:
+    """The Harness CLI's npm project beside the workflow, which installs it with ``npm ci``."""
+    from thirdshift.actions.pins import LOCK_DIRECTORY, harness_lock, harness_manifest
+    from thirdshift.harness_registry import harness_entry
+
+    entry = harness_entry(harness)
+    directory = root / LOCK_DIRECTORY
+    return {
+        directory / "package.json": harness_manifest(entry),
+        directory / "package-lock.json": guarded(lambda: harness_lock(entry)),
+    }

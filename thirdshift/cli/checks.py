@@ -12,7 +12,9 @@ from thirdshift.cli.common import check_repositories, guarded
 from thirdshift.console import Progress
 
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Sequence
+
+    from thirdshift.doctor import Check
 
 
 @click.command("config")
@@ -65,7 +67,7 @@ def doctor_command(repos: tuple[str, ...], session: bool, as_json: bool) -> None
     import os
 
     from thirdshift.bootstrap import run_doctor
-    from thirdshift.doctor import Check, failed
+    from thirdshift.doctor import failed
 
     check_repositories(repos)
 
@@ -73,19 +75,27 @@ def doctor_command(repos: tuple[str, ...], session: bool, as_json: bool) -> None
         if as_json:
             click.echo(json.dumps(check.json()))
             return
-        click.echo(f"{check.status}  {check.name}: {check.detail}")
-        if check.fix:
-            click.echo(f"      fix: {check.fix}")
+        show_check(check)
 
     checks = run_doctor(
         repos, environ=dict(os.environ), report=report, progress=Progress(), session=session
     )
     if not as_json:
-        failures = sum(check.status == "FAIL" for check in checks)
-        warnings = sum(check.status == "WARN" for check in checks)
-        click.echo(
-            f"{failures} check(s) failed, {warnings} warning(s)"
-            if failures or warnings
-            else "every check passed"
-        )
+        click.echo(closing_line(checks))
     sys.exit(1 if failed(checks) else 0)
+
+
+def show_check(check: Check) -> None:
+    """One check as ``doctor`` prints it: its line, and its fix under it."""
+    click.echo(f"{check.status}  {check.name}: {check.detail}")
+    if check.fix:
+        click.echo(f"      fix: {check.fix}")
+
+
+def closing_line(checks: Sequence[Check]) -> str:
+    """The count of failures and warnings, or that every check passed."""
+    failures = sum(check.status == "FAIL" for check in checks)
+    warnings = sum(check.status == "WARN" for check in checks)
+    if failures or warnings:
+        return f"{failures} check(s) failed, {warnings} warning(s)"
+    return "every check passed"

@@ -14,6 +14,8 @@ from thirdshift.runs.plan_issues import PlanPart, Reviewed, issue_text
 from thirdshift.runs.plans import (
     ARCHITECT_RESULT_FILE,
     IDEA_LABEL,
+    LABEL_COLORS,
+    LABEL_WORDS,
     PLAN_LABEL,
     RESULT_BYTES,
     TRIAGE_LABEL,
@@ -35,13 +37,6 @@ from thirdshift.scrub import Scrubber
 from thirdshift.sessions import Sessions
 from thirdshift.settings import Settings
 from thirdshift.store import Store
-
-LABEL_COLORS = {PLAN_LABEL: "5319e7", IDEA_LABEL: "c5def5", TRIAGE_LABEL: "fbca04"}
-LABEL_WORDS = {
-    PLAN_LABEL: "Proposed by a thirdshift Architect run",
-    IDEA_LABEL: "An idea of a thirdshift Architect run, not yet a plan",
-    TRIAGE_LABEL: "Waits for a person to triage it",
-}
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,12 @@ repository's Architect Lease is the Lease of this number, so one Architect run a
 PLAN_LABEL = "architect-plan"
 IDEA_LABEL = "architect-idea"
 TRIAGE_LABEL = "needs-triage"
+LABEL_COLORS = {PLAN_LABEL: "5319e7", IDEA_LABEL: "c5def5", TRIAGE_LABEL: "fbca04"}
+LABEL_WORDS = {
+    PLAN_LABEL: "Proposed by a thirdshift Architect run",
+    IDEA_LABEL: "An idea of a thirdshift Architect run, not yet a plan",
+    TRIAGE_LABEL: "Waits for a person to triage it",
+}
 TITLE_CHARS = 200  # GitHub allows 256; a title longer than this is a body in disguise
 TEXT_CHARS = 12_000  # per section
 BODY_CHARS = 40_000  # a whole rendered body: well inside GitHub's 65,536, footer and all
