@@ -29,7 +29,7 @@ from thirdshift.sandbox.model.server import (
     codex_env,
 )
 
-Harness = Literal["claude", "codex"]
+Harness = Literal["claude", "codex", "qwen"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR = REPO_ROOT / "node_modules" / ".bin"
