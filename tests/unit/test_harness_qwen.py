@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
+from thirdshift.bootstrap.parts import hidden_from_agents
 from thirdshift.errors import ThirdshiftError
 from thirdshift.harnesses import StreamOutcome, harness_named
 from thirdshift.harnesses.qwen import QwenHarness, QwenReader
 from thirdshift.records import SessionEvent, Usage
 from thirdshift.scrub import Scrubber
+from thirdshift.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 PROMPT = "Fix issue 7.\nThen commit."
@@ -130,8 +132,8 @@ def test_the_private_home_gets_thirdshift_s_settings_and_none_of_the_operator_s(
     qwen: QwenHarness, tmp_path: Path
 ) -> None:
     """The operator's ~/.qwen (settings with keys, transcripts) stays behind; the private
-    home's settings turn off updates, telemetry and memory extraction, and QWEN_HOME points
-    at it."""
+    home's settings turn off updates, telemetry and memory extraction, bound qwen's retries
+    (the Harness switch does the rest), and QWEN_HOME points at it."""
     operator = tmp_path / "operator"
     (operator / ".qwen" / "projects").mkdir(parents=True)
     (operator / ".qwen" / "settings.json").write_text('{"env": {"KEY": "secret"}}')
@@ -142,6 +144,9 @@ def test_the_private_home_gets_thirdshift_s_settings_and_none_of_the_operator_s(
     assert settings["memory"]["enableManagedAutoMemory"] is False
     assert settings["general"]["enableAutoUpdate"] is False
     assert settings["privacy"]["usageStatisticsEnabled"] is False
+    retries = settings["model"]["generationConfig"]
+    assert retries["maxRetries"] <= 3
+    assert retries["retryMaxDelayMs"] <= 30_000
     assert "env" not in settings
     assert not (home / ".qwen" / "projects").exists()
 
@@ -335,3 +340,11 @@ def test_every_text_the_reader_cuts_is_scrubbed_first() -> None:
         seen += [e.summary for e in observed.events]
     assert seen
     assert all(SECRET not in text for text in seen)
+
+
+def test_the_operator_s_qwen_home_is_hidden_from_every_agent(tmp_path: Path) -> None:
+    """Like CLAUDE_CONFIG_DIR and CODEX_HOME, the operator's QWEN_HOME (its transcripts of
+    other work, its settings' keys) is among what the agent sandbox hides."""
+    settings = Settings(home=tmp_path / "home", database_url="sqlite:///:memory:")
+    environ = {"HOME": str(tmp_path / "op"), "QWEN_HOME": str(tmp_path / "qwen-home")}
+    assert tmp_path / "qwen-home" in hidden_from_agents(settings, environ)

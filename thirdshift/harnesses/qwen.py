@@ -72,6 +72,7 @@ _QUIET = {
     "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
     "QWEN_DISABLE_AUTO_TITLE": "1",
 }
+_RETRIES = 3
 # The settings file of its private home: no update checks, no telemetry, and no memory
 # extraction (an extra model request after each turn, and notes carried between sessions).
 _SETTINGS: dict[str, Any] = {
@@ -79,6 +80,15 @@ _SETTINGS: dict[str, Any] = {
     "privacy": {"usageStatisticsEnabled": False},
     "telemetry": {"enabled": False},
     "memory": {"enableManagedAutoMemory": False},
+    # Its own policy waits a minute, then up to five, ten times over a 429 (about 40 minutes):
+    # a bounded retry leaves the rest to the Harness switch (adr/0014, adr/0034).
+    "model": {
+        "generationConfig": {
+            "maxRetries": _RETRIES,
+            "retryInitialDelayMs": 2000,
+            "retryMaxDelayMs": 30000,
+        }
+    },
 }
 _UNKNOWN_RESUME = "No saved session found"
 _SHELL_TOOL = "run_shell_command"
