@@ -270,17 +270,26 @@ def test_a_session_stopped_mid_turn_fails_naming_the_signal() -> None:
     assert outcome.provider_outage is None
 
 
-def test_a_captured_overload_after_its_retries_is_a_provider_outage() -> None:
-    """529 on every request: after about 80 seconds of its own retries qwen prints one error
-    result and exits 1; the Run may switch Harness."""
-    _, events, outcome, _ = replay("qwen-0.24.4-captured-overloaded-after-retries")
+@pytest.mark.parametrize(
+    ("capture", "status"),
+    [
+        ("qwen-0.24.4-captured-overloaded-after-retries", 529),
+        ("qwen-0.24.4-captured-rate-limited-after-retries", 429),
+    ],
+)
+def test_a_captured_outage_after_its_retries_is_a_provider_outage(
+    capture: str, status: int
+) -> None:
+    """Every request refused: after its own (bounded) retries qwen prints one error result and
+    exits 1; the Run may switch Harness."""
+    _, events, outcome, _ = replay(capture)
     assert outcome.failed
     assert outcome.result_seen
     assert (outcome.failure_cause or "").startswith(
-        "qwen's turn failed: error_during_execution: [API Error: 529"
+        f"qwen's turn failed: error_during_execution: [API Error: {status}"
     )
     assert outcome.provider_outage is not None
-    assert outcome.provider_outage.status == 529
+    assert outcome.provider_outage.status == status
     assert events[-1].kind == "error"
 
 

@@ -72,7 +72,7 @@ _QUIET = {
     "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
     "QWEN_DISABLE_AUTO_TITLE": "1",
 }
-_RETRIES = 3
+_RETRIES = 0
 # The settings file of its private home: no update checks, no telemetry, and no memory
 # extraction (an extra model request after each turn, and notes carried between sessions).
 _SETTINGS: dict[str, Any] = {
