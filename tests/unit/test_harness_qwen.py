@@ -97,6 +97,8 @@ def test_options_naming_another_provider_replace_the_default_one() -> None:
     )
     assert env["OPENAI_API_KEY"] == "k"
     assert "ANTHROPIC_API_KEY" not in env
+    explicit = QwenHarness(extra_args=("--auth-type", "anthropic"))
+    assert explicit.argv(PROMPT, model=None, resume_id=None).count("--auth-type") == 1
     equals = QwenHarness(extra_args=("--auth-type=openai-responses",))
     assert equals.auth_type == "openai-responses"
     assert "anthropic" not in equals.argv(PROMPT, model=None, resume_id=None)

@@ -131,7 +131,8 @@ class QwenHarness:
             "yolo",
             *self.extra_args,
         ]
-        if self.auth_type == _DEFAULT_AUTH and _AUTH_OPTION not in " ".join(self.extra_args):
+        named = any(a == _AUTH_OPTION or a.startswith(_AUTH_OPTION + "=") for a in self.extra_args)
+        if not named:
             argv += [_AUTH_OPTION, _DEFAULT_AUTH]
         if model:
             argv += ["--model", model]
@@ -144,13 +145,13 @@ class QwenHarness:
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         names = _ANTHROPIC_VARIABLES if self._family() == "anthropic" else _OPENAI_VARIABLES
-        env = allowlisted(base, names | {"QWEN_HOME"})
+        env = allowlisted(base, names)  # QWEN_HOME is the private home's (``private_home``)
         env.update(_QUIET)
         return env
 
     @property
     def stop_signals(self) -> Sequence[signal.Signals]:
-        # SIGTERM ends it (exit 143) and the shell commands it started with it.
+        # SIGTERM ends it at once (killed by the signal), and the shells it started with it.
         return (signal.SIGTERM,)
 
     def reader(self, scrub: Scrub | None = None) -> QwenReader:
