@@ -214,11 +214,14 @@ def test_codex_edits_and_commits(
 
 
 def resume_script(harness: Harness, marker: str) -> list[dict[str, Any]]:
-    tool = (
-        {"name": "Bash", "input": {"command": "echo first > first.txt", "description": "note"}}
-        if harness == "claude"
-        else {"name": "exec_command", "input": {"cmd": "echo first > first.txt"}}
-    )
+    tool = {
+        "claude": {
+            "name": "Bash",
+            "input": {"command": "echo first > first.txt", "description": "note"},
+        },
+        "codex": {"name": "exec_command", "input": {"cmd": "echo first > first.txt"}},
+        "qwen": {"name": "run_shell_command", "input": {"command": "echo first > first.txt"}},
+    }[harness]
     return [
         {
             "name": "resumable",
@@ -228,7 +231,7 @@ def resume_script(harness: Harness, marker: str) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", ["claude", "codex", "qwen"])
 def test_native_resume_carries_the_earlier_conversation(
     harness: Harness,
     tmp_path: Path,
@@ -253,7 +256,7 @@ def test_native_resume_carries_the_earlier_conversation(
     requests = model_requests(server)
     assert [(r["session"], r["turn"]) for r in requests] == [("resumable", i) for i in range(3)]
     before, after = requests[1]["body"], requests[2]["body"]
-    key = "messages" if harness == "claude" else "input"
+    key = "input" if harness == "codex" else "messages"
     assert len(after[key]) > len(before[key])
     carried = json.dumps(after[key])
     assert marker in carried
@@ -262,7 +265,7 @@ def test_native_resume_carries_the_earlier_conversation(
     assert (repo / "first.txt").read_text() == "first\n"
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", ["claude", "codex", "qwen"])
 def test_resume_of_an_unknown_id_fails(
     harness: Harness,
     tmp_path: Path,
@@ -283,6 +286,9 @@ def test_resume_of_an_unknown_id_fails(
         assert event["is_error"] is True
         assert event["num_turns"] == 0
         assert f"No conversation found with session ID: {UNKNOWN_ID}" in result.stderr
+    elif harness == "qwen":
+        assert result.stdout_lines == [], result.describe()
+        assert f"No saved session found with ID {UNKNOWN_ID}" in result.stderr
     else:
         assert result.stdout_lines == [], result.describe()
         assert f"no rollout found for thread id {UNKNOWN_ID}" in result.stderr
@@ -293,12 +299,13 @@ def test_cli_path_names_the_install_step(tmp_path: Path) -> None:
     # Sanity for the helper itself: both pinned binaries are present in this checkout.
     assert cli_path("claude").name == "claude"
     assert cli_path("codex").name == "codex"
+    assert cli_path("qwen").name == "qwen"
 
 
 # --- provider errors ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", ["claude", "codex", "qwen"])
 def test_an_overloaded_provider_is_retried(
     harness: Harness,
     tmp_path: Path,
