@@ -80,7 +80,7 @@ _SETTINGS: dict[str, Any] = {
     "privacy": {"usageStatisticsEnabled": False},
     "telemetry": {"enabled": False},
     "memory": {"enableManagedAutoMemory": False},
-    # Its own policy waits a minute, then up to five, ten times over a 429 (about 40 minutes):
+    # Its defaults retry a 429 ten times, a minute to five minutes apart (about 40 minutes):
     # a bounded retry leaves the rest to the Harness switch (adr/0014, adr/0034).
     "model": {
         "generationConfig": {
