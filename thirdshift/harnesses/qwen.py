@@ -13,6 +13,8 @@ Facts this adapter relies on (Qwen Code 0.24.4, the pinned version; adr/0034):
 - Everything it keeps (settings, transcripts under ``projects/<cwd>/chats``, memory, usage
   logs) is under ``QWEN_HOME`` (default ``~/.qwen``). After a turn it asks the model once more,
   in the same process, to extract "memories" unless ``memory.enableManagedAutoMemory`` is off.
+- Its usage's ``input_tokens`` is every input token, cache reads and writes included (it adds
+  Anthropic's three figures up), beside ``cache_read_input_tokens``; it names no cache writes.
 - ``--resume <id>`` resumes in the same session id, and its result's usage counts the whole
   session's requests, the resumed ones too. An unknown id prints nothing on stdout and "No
   saved session found with ID" on stderr, exit 1. No result states a cost.
