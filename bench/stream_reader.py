@@ -29,6 +29,7 @@ from typing import Any
 from thirdshift.harnesses import Harness
 from thirdshift.harnesses.claude import ClaudeHarness
 from thirdshift.harnesses.codex import CodexHarness
+from thirdshift.harnesses.qwen import QwenHarness
 
 BIG_RESULT_EVERY = 500  # one tool result in this many carries a big output
 BIG_RESULT_BYTES = 256 * 1024
@@ -100,6 +101,35 @@ def codex_transcript(lines: int, rng: random.Random) -> list[bytes]:
             message = {"id": f"msg_{n}", "type": "agent_message", "text": text}
             out.append({"type": "item.completed", "item": message})
     out.append({"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}})
+    return _encode(out, rng)
+
+
+def qwen_transcript(lines: int, rng: random.Random) -> list[bytes]:
+    """Qwen Code's stream: Claude Code's shapes with its own tools, a message id per line
+    (each with its usage), goal-state stream events, and background shells."""
+    sid = "03c67dc7-bcaf-4e0b-a887-9935877dd581"
+    out: list[dict[str, Any]] = [
+        {"type": "system", "subtype": "init", "session_id": sid, "qwen_code_version": "0.24.4"}
+    ]
+    n = 0
+    while len(out) < lines - 1:
+        n += 1
+        call = f"toolu_q_{n}"
+        if rng.random() < 0.5:
+            tool_input = {"command": f"pytest -q tests/test_{n}.py", "is_background": n % 100 == 0}
+            tool = {"name": "run_shell_command", "input": tool_input}
+        else:
+            tool = {"name": "edit", "input": {"file_path": f"/w/src/mod_{n}.py", "old_string": "a"}}
+        message = _assistant(sid, {"type": "tool_use", "id": call, **tool})
+        message["message"]["id"] = f"m{n}"
+        out.append(message)
+        size = BIG_RESULT_BYTES if n % BIG_RESULT_EVERY == 0 else rng.randint(20, 2000)
+        result = {"type": "tool_result", "tool_use_id": call, "content": _text(rng, size)}
+        out.append({"type": "user", "session_id": sid, "message": {"content": [result]}})
+        if n % 20 == 0:
+            out.append({"type": "stream_event", "event": {"type": "goal_state"}})
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    out.append({"type": "result", "subtype": "success", "result": "Done.", "usage": usage})
     return _encode(out, rng)
 
 
@@ -177,6 +207,7 @@ def main() -> None:
     cases: list[tuple[str, Harness, Callable[[int, random.Random], list[bytes]]]] = [
         ("claude", ClaudeHarness(), claude_transcript),
         ("codex", CodexHarness(), codex_transcript),
+        ("qwen", QwenHarness(), qwen_transcript),
     ]
     for name, harness, make in cases:
         lines = make(args.lines, rng)

@@ -54,7 +54,15 @@ CODEX = HarnessEntry(
     api_key_variable="OPENAI_API_KEY",
 )
 
-HARNESSES = (CLAUDE, CODEX)
+QWEN = HarnessEntry(
+    name="qwen",
+    npm_package="@qwen-code/qwen-code",
+    version="0.24.4",
+    executable="qwen",
+    api_key_variable="ANTHROPIC_API_KEY",
+)
+
+HARNESSES = (CLAUDE, CODEX, QWEN)
 """Every Harness, the default first."""
 
 HARNESS_NAMES = tuple(entry.name for entry in HARNESSES)

@@ -109,8 +109,8 @@ def hostile_script(world: RunWorld, evil: str) -> str:
 
 @pytest.mark.parametrize(
     ("harness", "sealed"),
-    [("claude", True), ("codex", True), ("claude", False)],
-    ids=["claude-sealed", "codex-sealed", "claude-unsafe-without-sandbox"],
+    [("claude", True), ("codex", True), ("qwen", True), ("claude", False)],
+    ids=["claude-sealed", "codex-sealed", "qwen-sealed", "claude-unsafe-without-sandbox"],
 )
 def test_a_hostile_session_never_sees_the_token_and_redirects_nothing(
     tmp_path: Path, worlds: list[RunWorld], recorder: Recorder, harness: str, sealed: bool
@@ -124,6 +124,17 @@ def test_a_hostile_session_never_sees_the_token_and_redirects_nothing(
     hostile = hostile_script(world, recorder.url)
     if harness == "claude":
         turns = [{"tool_calls": [bash(hostile, "look around")]}, *fix_and_commit()]
+    elif harness == "qwen":
+        fix = (
+            write_file_command("calc.py", CALC_FIXED)
+            + " && git commit -qam 'Make add() add' && "
+            + pull_request_file("Make add() add", "Closes #1")
+        )
+        turns = [
+            {"tool_calls": [{"name": "run_shell_command", "input": {"command": hostile}}]},
+            {"tool_calls": [{"name": "run_shell_command", "input": {"command": fix}}]},
+            {"text": "Fixed."},
+        ]
     else:
         fix = (
             write_file_command("calc.py", CALC_FIXED)
@@ -145,6 +156,8 @@ def test_a_hostile_session_never_sees_the_token_and_redirects_nothing(
         world.settings.update(codex_env(codex_home))
         world.settings["THIRDSHIFT_HARNESS"] = "codex"
         world.settings["THIRDSHIFT_HARNESS_ARGS"] = json.dumps(codex_config_args(world.model.url))
+    if harness == "qwen":  # it reads the world's ANTHROPIC_* variables, as claude does
+        world.settings["THIRDSHIFT_HARNESS"] = "qwen"
     if not sealed:
         world.settings["THIRDSHIFT_UNSAFE_AGENT_WITHOUT_SANDBOX"] = "true"
 

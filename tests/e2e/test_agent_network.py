@@ -147,8 +147,8 @@ def network_events(world: RunWorld) -> list[str]:
 
 @pytest.mark.parametrize(
     ("harness", "sealed"),
-    [("claude", True), ("codex", True), ("claude", False)],
-    ids=["claude-sealed", "codex-sealed", "claude-unsafe-agent-network"],
+    [("claude", True), ("codex", True), ("qwen", True), ("claude", False)],
+    ids=["claude-sealed", "codex-sealed", "qwen-sealed", "claude-unsafe-agent-network"],
 )
 def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
     tmp_path: Path,
@@ -175,6 +175,12 @@ def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
             {"tool_calls": [bash(fix, "fix")]},
             {"text": "Fixed."},
         ]
+    elif harness == "qwen":
+        turns = [
+            {"tool_calls": [{"name": "run_shell_command", "input": {"command": hostile}}]},
+            {"tool_calls": [{"name": "run_shell_command", "input": {"command": fix}}]},
+            {"text": "Fixed."},
+        ]
     else:
         turns = [
             {"tool_calls": [{"name": "exec_command", "input": {"cmd": hostile}}]},
@@ -193,6 +199,8 @@ def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
         world.settings.update(codex_env(codex_home))
         world.settings["THIRDSHIFT_HARNESS"] = "codex"
         world.settings["THIRDSHIFT_HARNESS_ARGS"] = json.dumps(codex_config_args(world.model.url))
+    if harness == "qwen":  # it reads the world's ANTHROPIC_* variables, as claude does
+        world.settings["THIRDSHIFT_HARNESS"] = "qwen"
     rebinding = servers["rebinding"].port
     world.settings.update(
         {
@@ -243,6 +251,8 @@ def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
     assert "agent network: refused connect to 169.254.169.254:80" in stderr
     assert f"agent network: refused connect to localhost:{rebinding} (it resolves to a " in stderr
     events = network_events(world)
+    if harness == "qwen":  # its own hosts (telemetry, updates) are never even tried
+        assert not [e for e in events if "aliyun" in e or "qwen" in e or "alibaba" in e], events
     assert "agent network: refused connect to 169.254.169.254:80 (not on the Egress allowlist)" in (
         events
     )

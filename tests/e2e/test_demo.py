@@ -88,6 +88,32 @@ def test_the_demo_runs_thirdshift_to_a_ready_green_pull_request(tmp_path: Path) 
     assert "labelled ready-for-agent by maintainer" in stderr
 
 
+@pytest.mark.parametrize(
+    ("harness", "label", "tool"),
+    [("codex", "Codex", "exec_command"), ("qwen", "Qwen Code", "run_shell_command")],
+)
+def test_the_demo_with_another_harness_ends_with_a_pull_request_url(
+    tmp_path: Path, harness: str, label: str, tool: str
+) -> None:
+    """--harness NAME: the same demo on that Harness's real CLI, its script's tool calls named
+    as that CLI names its shell tool; exit 0 and the pull request URL on stdout."""
+    root = tmp_path / "demo"
+    cli_path(harness)  # type: ignore[arg-type]
+    demo = _demo(root, "--harness", harness)
+    try:
+        stdout, stderr = demo.communicate(timeout=240)
+    finally:
+        _kill_if_running(demo)
+
+    assert demo.returncode == 0, stderr
+    assert stdout.strip().endswith("/demo/calculator/pull/2"), stdout
+    assert f"with the real {label} CLI" in stderr
+    assert "check 'unit tests' on " in stderr
+    script = json.loads((root / "model-script.json").read_text())
+    calls = [c for t in script["sessions"][0]["turns"] for c in t.get("tool_calls", [])]
+    assert {c["name"] for c in calls} == {tool}
+
+
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
 def test_with_keep_the_servers_stay_up_until_ctrl_c_or_sigterm(
     tmp_path: Path, stop_signal: signal.Signals

@@ -281,6 +281,31 @@ def test_a_test_session_asks_the_model_once_and_a_refusing_provider_fails_it(
     assert fix.startswith("fix: check its model provider's key, quota and network")
 
 
+def test_qwen_starts_sealed_and_its_test_session_answers(world: RunWorld) -> None:
+    """With the harness qwen, `harness qwen` starts the real qwen sealed and --session has it
+    answer the scripted model from the agent sandbox, through the egress proxy."""
+    world.restart_model(
+        ModelScript.from_dict(
+            {
+                "sessions": [
+                    {"name": "doctor", "marker": "thirdshift doctor", "turns": [{"text": "OK"}]}
+                ]
+            }
+        )
+    )
+
+    result = doctor(world, "--session", THIRDSHIFT_HARNESS="qwen")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    harness, _ = line(result, "harness qwen")
+    assert harness.startswith("PASS  harness qwen: 0.24.4 at ")
+    session, _ = line(result, "session qwen")
+    assert session.startswith("PASS  session qwen: answered in ")
+    assert "'OK'" in session
+    [asked] = world.model_requests("doctor")
+    assert "This is a test by thirdshift doctor" in json.dumps(asked["body"])
+
+
 def test_a_token_with_the_workflow_scope_warns_and_its_scopes_are_named(world: RunWorld) -> None:
     """The stand-in names a classic token's scopes in X-OAuth-Scopes, as GitHub does; the
     doctor reads them the way a Run's adapter asks GitHub."""

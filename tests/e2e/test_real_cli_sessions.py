@@ -8,6 +8,8 @@ the CLI's stream and the server's request log.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,8 @@ from tests.support.real_cli import (
     run_cli,
     session_id,
 )
-from thirdshift.sandbox.model.server import ModelScript, ScriptedModelServer
+from thirdshift.harnesses.qwen import QwenHarness
+from thirdshift.sandbox.model.server import SANDBOX_API_KEY, ModelScript, ScriptedModelServer
 
 pytestmark = pytest.mark.real_cli
 
@@ -214,11 +217,14 @@ def test_codex_edits_and_commits(
 
 
 def resume_script(harness: Harness, marker: str) -> list[dict[str, Any]]:
-    tool = (
-        {"name": "Bash", "input": {"command": "echo first > first.txt", "description": "note"}}
-        if harness == "claude"
-        else {"name": "exec_command", "input": {"cmd": "echo first > first.txt"}}
-    )
+    tool = {
+        "claude": {
+            "name": "Bash",
+            "input": {"command": "echo first > first.txt", "description": "note"},
+        },
+        "codex": {"name": "exec_command", "input": {"cmd": "echo first > first.txt"}},
+        "qwen": {"name": "run_shell_command", "input": {"command": "echo first > first.txt"}},
+    }[harness]
     return [
         {
             "name": "resumable",
@@ -228,7 +234,7 @@ def resume_script(harness: Harness, marker: str) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", ["claude", "codex", "qwen"])
 def test_native_resume_carries_the_earlier_conversation(
     harness: Harness,
     tmp_path: Path,
@@ -253,7 +259,7 @@ def test_native_resume_carries_the_earlier_conversation(
     requests = model_requests(server)
     assert [(r["session"], r["turn"]) for r in requests] == [("resumable", i) for i in range(3)]
     before, after = requests[1]["body"], requests[2]["body"]
-    key = "messages" if harness == "claude" else "input"
+    key = "input" if harness == "codex" else "messages"
     assert len(after[key]) > len(before[key])
     carried = json.dumps(after[key])
     assert marker in carried
@@ -262,7 +268,7 @@ def test_native_resume_carries_the_earlier_conversation(
     assert (repo / "first.txt").read_text() == "first\n"
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", ["claude", "codex", "qwen"])
 def test_resume_of_an_unknown_id_fails(
     harness: Harness,
     tmp_path: Path,
@@ -283,6 +289,9 @@ def test_resume_of_an_unknown_id_fails(
         assert event["is_error"] is True
         assert event["num_turns"] == 0
         assert f"No conversation found with session ID: {UNKNOWN_ID}" in result.stderr
+    elif harness == "qwen":
+        assert result.stdout_lines == [], result.describe()
+        assert f"No saved session found with ID {UNKNOWN_ID}" in result.stderr
     else:
         assert result.stdout_lines == [], result.describe()
         assert f"no rollout found for thread id {UNKNOWN_ID}" in result.stderr
@@ -293,12 +302,13 @@ def test_cli_path_names_the_install_step(tmp_path: Path) -> None:
     # Sanity for the helper itself: both pinned binaries are present in this checkout.
     assert cli_path("claude").name == "claude"
     assert cli_path("codex").name == "codex"
+    assert cli_path("qwen").name == "qwen"
 
 
 # --- provider errors ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", ["claude", "codex", "qwen"])
 def test_an_overloaded_provider_is_retried(
     harness: Harness,
     tmp_path: Path,
@@ -328,3 +338,64 @@ def test_codex_gives_up_on_a_rate_limit_without_retry_after(
     assert len(failed) == 1, result.describe()
     assert "429" in failed[0]["error"]["message"]
     assert [r["kind"] for r in model_requests(server)] == ["error"]
+
+
+# --- qwen on an OpenAI provider -----------------------------------------------------------
+
+
+def test_qwen_with_an_openai_auth_type_speaks_the_responses_api(
+    tmp_path: Path, repo: Path, cli_home: Path, servers: list[ScriptedModelServer]
+) -> None:
+    """``--auth-type openai-responses`` in the options: the adapter passes the OpenAI variables
+    (not the Anthropic ones) and qwen asks the server's Responses API; its stream reads the
+    same."""
+    server = serve(
+        tmp_path,
+        [
+            {
+                "name": "openai",
+                "marker": "E2E-QWEN-OPENAI",
+                "turns": [
+                    {
+                        "tool_calls": [
+                            {"name": "run_shell_command", "input": {"command": "echo hi"}}
+                        ]
+                    },
+                    {"text": "Done over Responses."},
+                ],
+            }
+        ],
+    )
+    servers.append(server)
+    qwen = QwenHarness(
+        executable=str(cli_path("qwen")), extra_args=("--auth-type", "openai-responses")
+    )
+    base = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "OPENAI"))},
+        "OPENAI_BASE_URL": f"{server.url}/v1",
+        "OPENAI_API_KEY": SANDBOX_API_KEY,
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9/never",
+    }
+    env = {**qwen.environment(base), **qwen.private_home(base, cli_home)}
+    assert "ANTHROPIC_BASE_URL" not in env
+    done = subprocess.run(
+        qwen.argv("Start E2E-QWEN-OPENAI.", model="gpt-5.5", resume_id=None),
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    reader = qwen.reader()
+    for line in done.stdout.splitlines():
+        reader.feed(line)
+    outcome = reader.finish(done.returncode, stopped_after_result=False)
+    assert not outcome.failed, done.stderr.decode()
+    assert outcome.final_message == "Done over Responses."
+    assert outcome.usage.model == "gpt-5.5"
+    requests = model_requests(server)
+    assert [(r["path"], r["kind"]) for r in requests] == [
+        ("/v1/responses", "tool_calls"),
+        ("/v1/responses", "text"),
+    ]

@@ -1,5 +1,5 @@
-"""The Sessions module end to end: the REAL claude and codex CLIs, the real process supervisor,
-the real store, against the scripted model server."""
+"""The Sessions module end to end: the REAL claude, codex and qwen CLIs, the real process
+supervisor, the real store, against the scripted model server."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from thirdshift.sandbox.model.server import (
     claude_env,
     codex_config_args,
     codex_env,
+    qwen_env,
 )
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import SessionEnding, SessionInterrupted, Sessions
@@ -116,6 +117,8 @@ def start_world(tmp_path: Path, harness: Harness, turns: list[dict[str, Any]]) -
     environ["GITHUB_TOKEN"] = "planted-secret-value-123"
     if harness == "claude":
         environ.update(claude_env(server.url, home))
+    elif harness == "qwen":
+        environ.update(qwen_env(server.url, home))
     else:
         (home / ".codex").mkdir()
         environ.update(codex_env(home / ".codex"))
@@ -145,6 +148,12 @@ def background_then_foreground(harness: Harness) -> list[dict[str, Any]]:
             },
         }
         again = {"name": "Bash", "input": {"command": "echo suite passed", "description": "suite"}}
+    elif harness == "qwen":
+        start = {
+            "name": "run_shell_command",
+            "input": {"command": "sleep 317", "is_background": True},
+        }
+        again = {"name": "run_shell_command", "input": {"command": "echo suite passed"}}
     else:
         start = {"name": "exec_command", "input": {"cmd": "sleep 317", "yield_time_ms": 300}}
         again = {"name": "exec_command", "input": {"cmd": "echo suite passed"}}
@@ -160,7 +169,7 @@ def killed_work_name(harness: Harness) -> str:
     return "slow test suite" if harness == "claude" else "sleep 317"
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", ["claude", "codex", "qwen"])
 def test_killed_background_work_gets_exactly_one_native_resume(
     tmp_path: Path, worlds: list[World], harness: Harness
 ) -> None:
@@ -193,9 +202,9 @@ def test_killed_background_work_gets_exactly_one_native_resume(
 
     requests = world.conversation_requests()
     resumed = requests[2]["body"]  # the first request of the Resume
-    history = resumed["messages"] if harness == "claude" else resumed["input"]
-    first = requests[0]["body"]
-    opening = first["messages"] if harness == "claude" else first["input"]
+    key = "input" if harness == "codex" else "messages"  # Responses, or Anthropic Messages
+    history = resumed[key]
+    opening = requests[0]["body"][key]
     assert len(history) > len(opening), "the Resume did not continue the conversation"
     assert len(requests) == 4
     assert not _running("sleep 317", exact=True)
@@ -206,7 +215,7 @@ def test_killed_background_work_gets_exactly_one_native_resume(
         assert "planted-secret-value-123" not in row.prompt
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", ["claude", "codex", "qwen"])
 def test_a_resume_the_harness_no_longer_knows_opens_a_fresh_session_with_the_brief(
     tmp_path: Path, worlds: list[World], harness: Harness
 ) -> None:
@@ -249,14 +258,16 @@ def test_a_resume_the_harness_no_longer_knows_opens_a_fresh_session_with_the_bri
     assert any("no longer has session" in line for line in world.lines), world.lines
 
 
+@pytest.mark.parametrize("harness", ["claude", "qwen"])
 def test_interrupting_a_session_leaves_no_process_of_its_tree(
-    tmp_path: Path, worlds: list[World]
+    tmp_path: Path, worlds: list[World], harness: Harness
 ) -> None:
     """Ctrl-C during a session stops the CLI and the command it was running."""
     # Claude Code blocks a standalone foreground `sleep`; a slow program is what a suite is.
     slow = "python3 -c 'import time; time.sleep(331)'"
-    turns = [{"tool_calls": [{"name": "Bash", "input": {"command": slow, "description": "wait"}}]}]
-    world = start_world(tmp_path, "claude", turns)
+    tool = "Bash" if harness == "claude" else "run_shell_command"
+    turns = [{"tool_calls": [{"name": tool, "input": {"command": slow, "description": "wait"}}]}]
+    world = start_world(tmp_path, harness, turns)
     worlds.append(world)
     sessions = world.sessions(world.outside())
     seen: list[bool] = []
@@ -292,6 +303,7 @@ class ForgetfulOutside:
         if resume_id:
             shutil.rmtree(self._home / ".claude" / "projects", ignore_errors=True)
             shutil.rmtree(self._home / ".codex" / "sessions", ignore_errors=True)
+            shutil.rmtree(self._home / ".qwen" / "projects", ignore_errors=True)
         return self._inner.run_session(kind, resume_id, prompt, log_path)
 
     def progress(self, line: str) -> None:

@@ -1,4 +1,4 @@
-"""Drive the REAL pinned ``claude`` and ``codex`` CLIs against a scripted model server.
+"""Drive the REAL pinned ``claude``, ``codex`` and ``qwen`` CLIs against a scripted model server.
 
 The binaries come from ``node_modules/.bin`` at the repository root (``scripts/install`` puts
 them there). A missing binary fails the test instead of skipping it: CI must run these tests.
@@ -22,14 +22,16 @@ from typing import Any, Literal
 
 import pytest
 
+from thirdshift.harnesses.qwen import QwenHarness
 from thirdshift.sandbox.model.server import (
     ScriptedModelServer,
     claude_env,
     codex_config_args,
     codex_env,
+    qwen_env,
 )
 
-Harness = Literal["claude", "codex"]
+Harness = Literal["claude", "codex", "qwen"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR = REPO_ROOT / "node_modules" / ".bin"
@@ -64,7 +66,7 @@ def cli_path(harness: Harness) -> Path:
     if not path.exists():
         pytest.fail(
             f"{path.relative_to(REPO_ROOT)} is missing: run `scripts/install` in the repository "
-            "root to install the pinned agent CLIs (claude, codex)",
+            "root to install the pinned agent CLIs (claude, codex, qwen)",
             pytrace=False,
         )
     return path
@@ -143,6 +145,10 @@ def cli_argv(
             "--dangerously-skip-permissions",
         ]
         return [*argv, "--resume", resume_id] if resume_id else argv
+    if harness == "qwen":
+        argv = [binary, prompt, "--output-format", "stream-json", "--approval-mode", "yolo"]
+        argv += ["--auth-type", "anthropic"]
+        return [*argv, "--resume", resume_id] if resume_id else argv
     argv = [
         binary,
         "exec",
@@ -161,6 +167,10 @@ def cli_env(harness: Harness, server_url: str, home: Path) -> dict[str, str]:
     env["HOME"] = str(home)
     if harness == "claude":
         env.update(claude_env(server_url, home))
+    elif harness == "qwen":
+        env.update(qwen_env(server_url, home))
+        # The settings thirdshift's adapter writes (no memory extraction: no extra request).
+        env.update(QwenHarness().private_home(env, home))
     else:
         codex_home = home / ".codex"
         codex_home.mkdir(exist_ok=True)
@@ -223,7 +233,8 @@ def run_cli(
 def session_id(harness: Harness, result: CliResult) -> str:
     """The session (claude) or thread (codex) id the stream announces."""
     for event in result.events:
-        if harness == "claude" and event.get("type") == "system" and event.get("subtype") == "init":
+        claude_like = harness in ("claude", "qwen")
+        if claude_like and event.get("type") == "system" and event.get("subtype") == "init":
             return str(event["session_id"])
         if harness == "codex" and event.get("type") == "thread.started":
             return str(event["thread_id"])
@@ -234,7 +245,7 @@ def final_text(harness: Harness, result: CliResult) -> str | None:
     """The last ``result`` text (claude) or the last agent message (codex)."""
     text: str | None = None
     for event in result.events:
-        if harness == "claude" and event.get("type") == "result":
+        if harness in ("claude", "qwen") and event.get("type") == "result":
             text = event.get("result")
         item = event.get("item")
         if (

@@ -22,7 +22,7 @@ from thirdshift.harness_registry import (
     find_harness,
     harness_entry,
 )
-from thirdshift.harnesses import claude, codex, harness_named
+from thirdshift.harnesses import claude, codex, harness_named, qwen
 from thirdshift.harnesses.registry import ADAPTERS
 from thirdshift.settings import Settings
 
@@ -77,7 +77,9 @@ def test_every_entry_has_its_adapter_and_every_adapter_an_entry() -> None:
         assert (harness.name, harness.executable) == (entry.name, entry.executable)
 
 
-@pytest.mark.parametrize(("module", "entry"), [(claude, "claude"), (codex, "codex")])
+@pytest.mark.parametrize(
+    ("module", "entry"), [(claude, "claude"), (codex, "codex"), (qwen, "qwen")]
+)
 def test_an_adapter_names_the_version_its_facts_were_checked_on(
     module: ModuleType, entry: str
 ) -> None:

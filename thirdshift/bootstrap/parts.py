@@ -47,7 +47,9 @@ def hidden_from_agents(settings: Settings, environ: Mapping[str, str]) -> tuple[
     if settings.sqlite_directory is not None:
         found.append(settings.sqlite_directory)
     found += [
-        Path(environ[name]) for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME") if environ.get(name)
+        Path(environ[name])
+        for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "QWEN_HOME")
+        if environ.get(name)
     ]
     if settings.github_app_private_key_file is not None:
         found.append(settings.github_app_private_key_file)  # a file: it reads as empty

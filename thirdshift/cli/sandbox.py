@@ -14,6 +14,7 @@ import click
 
 from thirdshift.cli.common import emit, guarded, signals_set, wait_for_interrupt
 from thirdshift.console import Progress
+from thirdshift.harness_registry import DEFAULT_HARNESS, HARNESS_NAMES
 
 
 @click.group()
@@ -97,10 +98,17 @@ def _serve(build: Callable[[], Server], address: Callable[[Server], str], what: 
     help="Directory for the demo's servers and files (default: a new temporary directory).",
 )
 @click.option("--keep", is_flag=True, help="Keep both servers running after the Run, until Ctrl-C.")
-def demo_command(root: Path | None, keep: bool) -> None:
+@click.option(
+    "--harness",
+    type=click.Choice(HARNESS_NAMES),
+    default=DEFAULT_HARNESS,
+    show_default=True,
+    help="The Harness whose real CLI runs the demo's session.",
+)
+def demo_command(root: Path | None, keep: bool, harness: str) -> None:
     """Start both sandbox servers with a demo repository and a Ready issue, and run thirdshift on
-    it with the real Claude Code CLI. Prints the pull request URL on stdout; exit status as for
-    `thirdshift run`."""
+    it with the real CLI of the Harness (Claude Code unless --harness says another). Prints the
+    pull request URL on stdout; exit status as for `thirdshift run`."""
     from thirdshift.sandbox.demo import run_demo
 
     progress = Progress()
@@ -113,6 +121,7 @@ def demo_command(root: Path | None, keep: bool) -> None:
                 interrupt,
                 emit_url=emit,
                 keep=(lambda what: wait_for_interrupt(progress, what, interrupt)) if keep else None,
+                harness=harness,
             )
         )
     sys.exit(status)

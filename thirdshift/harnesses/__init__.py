@@ -2,7 +2,7 @@
 that runs them.
 
 ``base`` holds the ``Harness`` and ``StreamReader`` protocols and the values they give back;
-``claude`` and ``codex`` are the adapters, ``stream`` the helpers their readers share,
+``claude``, ``codex`` and ``qwen`` are the adapters, ``stream`` the helpers their readers share,
 ``process`` starts a CLI in its own process group under watchdogs, ``process_tree`` finds and
 stops its whole tree, and ``registry`` builds each Harness of the Harness registry
 (``thirdshift.harness_registry``). Nothing here imports the store: a reader's Session events
@@ -34,6 +34,7 @@ from thirdshift.harnesses.process import (
     run_supervised,
 )
 from thirdshift.harnesses.process_tree import stop_process_tree, working_in
+from thirdshift.harnesses.qwen import QwenHarness
 from thirdshift.harnesses.registry import harness_named
 from thirdshift.records import Watchdogs
 
@@ -49,6 +50,7 @@ __all__ = [
     "Observation",
     "ProcessEnding",
     "ProcessStartError",
+    "QwenHarness",
     "SealedPaths",
     "StreamOutcome",
     "StreamReader",

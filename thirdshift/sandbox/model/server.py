@@ -1,9 +1,12 @@
 """The scripted model server: a loopback stand-in for the Anthropic and OpenAI model APIs.
 
-The real ``claude`` and ``codex`` CLIs are pointed at it (see :func:`claude_env`,
-:func:`codex_config_args`, :func:`codex_env`) and it answers each model request with the next
-turn of a :class:`ModelScript`. Every request is appended to a JSON-lines request log. The
-script format is documented in ``docs/model-script.md``.
+The real ``claude``, ``codex`` and ``qwen`` CLIs are pointed at it (see :func:`claude_env`,
+:func:`codex_config_args`, :func:`codex_env`, :func:`qwen_env`) and it answers each model
+request with the next turn of a :class:`ModelScript`. Every request is appended to a JSON-lines
+request log. The script format is documented in ``docs/model-script.md``.
+
+About 510 lines: the variables pointing each real CLI at the server sit beside the server they
+name, one small function per Harness, so a Harness's test setup is found in one place.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ __all__ = [
     "claude_env",
     "codex_config_args",
     "codex_env",
+    "qwen_env",
 ]
 
 SANDBOX_API_KEY = "sandbox-not-a-secret"
@@ -100,6 +104,18 @@ def codex_config_args(server_url: str) -> list[str]:
 def codex_env(codex_home: Path) -> dict[str, str]:
     """Variables for codex: its home (config, sessions) and the provider's dummy key."""
     return {"CODEX_HOME": str(codex_home), SANDBOX_CODEX_KEY_VAR: SANDBOX_API_KEY}
+
+
+def qwen_env(server_url: str, home: Path) -> dict[str, str]:
+    """Variables that send Qwen Code's model traffic to ``server_url`` over Anthropic Messages
+    (its ``--auth-type anthropic``, the adapter's default). ``home`` becomes HOME, and its
+    ``.qwen`` QWEN_HOME, so settings and transcripts stay in it."""
+    return {
+        "HOME": str(home),
+        "QWEN_HOME": str(home / ".qwen"),
+        "ANTHROPIC_BASE_URL": server_url,
+        "ANTHROPIC_API_KEY": SANDBOX_API_KEY,
+    }
 
 
 # --- the server -----------------------------------------------------------------------------
