@@ -90,6 +90,20 @@ def test_a_file_without_repositories_gets_the_key_before_its_first_table() -> No
     assert parsed["harness_models"] == {"codex": "o4"}
 
 
+def test_a_commented_out_repositories_line_below_a_table_is_not_where_the_key_goes() -> None:
+    """A key written below a table header would belong to that table: the repository is
+    listed at the top level, before the first table, and the commented line is left as it is."""
+    original = (
+        'harness = "codex"\n\n[model_prices."my-model"]\ninput = 1.5\noutput = 6.0\n'
+        "# repositories = []\n"
+    )
+    text = with_repository(original, REPO, WHERE)
+    parsed = tomllib.loads(text)
+    assert parsed["repositories"] == [REPO]
+    assert parsed["model_prices"] == {"my-model": {"input": 1.5, "output": 6.0}}
+    assert text.endswith("# repositories = []\n")
+
+
 def test_a_file_that_is_not_toml_is_refused_naming_it() -> None:
     with pytest.raises(ConfigError, match=r"^config.toml: not valid TOML .*fix or move the file"):
         with_repository("max_runs = = 3\n", REPO, WHERE)
