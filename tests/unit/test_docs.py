@@ -274,3 +274,25 @@ def test_each_docs_page_a_message_or_written_file_names_exists() -> None:
     assert {page for _, page in cited} >= {"configuration.md", "github-actions.md"}
     missing = [(where, page) for where, page in cited if page not in PAGES]
     assert missing == []
+
+
+# Pages the site build generates (docs/hooks.py): a link to them resolves on the site only.
+GENERATED = {"reference/commands.md", "reference/settings.md"}
+
+
+def test_each_link_of_a_docs_page_resolves_in_the_repository_too() -> None:
+    """The pages are read on GitHub as well as on the site: a relative link names a file of the
+    repository from the page's own folder (``../adr/...``), not only where the site puts it."""
+    links = [
+        (name, link)
+        for name, text in PAGES.items()
+        for link in re.findall(r"\]\(([^)\s#]+)(?:#[^)\s]*)?\)", text)
+        if "://" not in link and not link.startswith("mailto:")
+    ]
+    assert any(link.startswith("../adr/") for _, link in links), "no page links an ADR"
+    broken = [
+        (name, link)
+        for name, link in links
+        if link not in GENERATED and not (DOCS / link).resolve().exists()
+    ]
+    assert broken == []
