@@ -3,6 +3,8 @@ losing a byte of what a person wrote, and the labels thirdshift uses."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -153,14 +155,51 @@ def test_a_home_that_cannot_hold_the_file_is_named_with_the_fix(tmp_path: Path) 
     assert blocker.read_text() == "not a directory"
 
 
-def test_a_failed_write_leaves_the_old_file_whole(tmp_path: Path) -> None:
-    """The new text replaces the old in one step: a configuration path that is a directory
-    is refused and nothing in it changes."""
+def test_a_configuration_path_that_is_a_directory_is_refused_and_left_alone(
+    tmp_path: Path,
+) -> None:
+    """A configuration path that is a directory cannot be read: it is named, and nothing in it
+    changes (a write failing midway is the test below)."""
     path = tmp_path / "config.toml"
     path.mkdir()
     with pytest.raises(ThirdshiftError, match="cannot read"):
         write_config(path, REPO)
     assert list(path.iterdir()) == []
+
+
+WRITE_UNDER_A_FILE_SIZE_LIMIT = """
+import resource, signal, sys
+from pathlib import Path
+from thirdshift.bootstrap.setup import write_config
+from thirdshift.errors import ThirdshiftError
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write then fails with EFBIG instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
+try:
+    write_config(Path(sys.argv[1]), sys.argv[2])
+except ThirdshiftError as error:
+    print(error)
+"""
+
+
+def test_a_write_that_fails_midway_leaves_the_old_file_whole_and_no_copy_behind(
+    tmp_path: Path,
+) -> None:
+    """The new text goes to a copy that replaces the file in one step: when the disk refuses
+    the copy (here a file-size limit, as a full disk would), the old file is untouched, the
+    error names it with the fix, and the half-written copy is removed."""
+    path = tmp_path / "home" / "config.toml"
+    write_config(path, REPO)
+    before = path.read_bytes()
+    done = subprocess.run(
+        [sys.executable, "-c", WRITE_UNDER_A_FILE_SIZE_LIMIT, str(path), "acme/gadgets"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.startswith(f"cannot write the configuration file {path}: File too large")
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml"]
 
 
 def test_setup_needs_owner_slash_name() -> None:
