@@ -25,9 +25,15 @@ def test_the_wheel_installed_outside_the_checkout_runs_the_single_run_demo(
     the checkout but the agent CLI."""
     cli_path("claude")  # fails, naming scripts/install, when the CLI is missing
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THIRDSHIFT_", "PYTHON"))}
+    # A python3 on PATH that is not the one scripts/install chose (an older system Python,
+    # say) must not be the one the fresh environment is made from.
+    other = tmp_path / "other-python"
+    other.mkdir()
+    (other / "python3").write_text("#!/bin/sh\necho 'not the installed Python' >&2\nexit 1\n")
+    (other / "python3").chmod(0o755)
     done = subprocess.run(
         [str(ROOT / "scripts" / "wheel-check")],
-        env={**env, "TMPDIR": str(tmp_path)},
+        env={**env, "TMPDIR": str(tmp_path), "PATH": f"{other}:{env['PATH']}"},
         capture_output=True,
         text=True,
         timeout=900,

@@ -2,7 +2,7 @@
 repository's own ``package-lock.json``: each Harness CLI with exactly the packages (and
 integrity hashes) the tests and the demo install.
 
-``python -m tests.support.npm_locks`` rewrites ``thirdshift/actions/locks/`` after
+``python -m tests.support.npm_locks`` rewrites ``thirdshift/actions/harness_locks/`` after
 ``package.json`` moves a Harness CLI to another version; a unit test says when to.
 """
 

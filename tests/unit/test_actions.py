@@ -405,3 +405,61 @@ def test_the_shipped_npm_locks_are_the_ones_the_tests_install() -> None:
     assert sorted(expected) == sorted(f"{entry.name}.json" for entry in HARNESSES)
     for entry in HARNESSES:
         assert harness_lock(entry) == expected[f"{entry.name}.json"], entry.name
+
+
+UNWRITABLE = [
+    pytest.param("ready\non: push", id="line-break"),
+    pytest.param("ready\u2028jobs: {}", id="unicode-line-separator"),
+    pytest.param("ready\rnow", id="carriage-return"),
+    pytest.param("${{ secrets.ANTHROPIC_API_KEY }}", id="expression"),
+]
+
+
+@pytest.mark.parametrize("value", UNWRITABLE)
+@pytest.mark.parametrize("field", ["ready_label", "in_progress_label", "install"])
+def test_a_chosen_value_the_file_cannot_hold_as_text_is_refused_naming_the_fix(
+    field: str, value: str
+) -> None:
+    """A line break would start YAML of its own and ``${{`` an expression GitHub evaluates
+    with the secrets in reach: the workflow is not written, and the error says what to change."""
+    from dataclasses import replace
+
+    from thirdshift.errors import ConfigError
+
+    chosen: dict[str, Any] = {field: value}
+    choices = replace(WorkflowChoices(install="thirdshift==0.1.0"), **chosen)
+    with pytest.raises(ConfigError, match=r"cannot hold as text; choose one without it \("):
+        workflow_text(choices)
+
+
+def test_actions_init_refuses_a_ready_label_with_a_line_break_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """The command names the setting to change, exits 1, and leaves the repository as it was."""
+    from click.testing import CliRunner
+
+    from thirdshift.cli import main
+
+    env = {
+        "THIRDSHIFT_HOME": str(tmp_path / "home"),
+        "THIRDSHIFT_READY_LABEL": "ready\non:\n  push:",
+    }
+    result = CliRunner().invoke(main, ["actions", "init", "--path", str(tmp_path)], env=env)
+    assert result.exit_code == 1, result.output
+    assert "THIRDSHIFT_READY_LABEL" in result.stderr
+    assert not (tmp_path / ".github").exists()
+
+
+@pytest.mark.parametrize("choices", EVERY_WORKFLOW)
+def test_the_chosen_labels_and_install_reach_the_file_as_exactly_those_strings(
+    choices: WorkflowChoices,
+) -> None:
+    """What the user chose is read back from the YAML unchanged: no value escapes its place."""
+    workflow = yaml.safe_load(workflow_text(choices))
+    [run_step] = [s for s in workflow["jobs"]["run"]["steps"] if s.get("id") == "thirdshift"]
+    assert run_step["env"]["THIRDSHIFT_READY_LABEL"] == choices.ready_label
+    assert run_step["env"]["THIRDSHIFT_IN_PROGRESS_LABEL"] == choices.in_progress_label
+    [install] = [
+        s for s in workflow["jobs"]["run"]["steps"] if "THIRDSHIFT_INSTALL" in s.get("env", {})
+    ]
+    assert install["env"]["THIRDSHIFT_INSTALL"] == choices.install

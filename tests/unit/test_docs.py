@@ -4,6 +4,7 @@ command looks at; the generated references name every command, option and settin
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from collections.abc import Iterator
@@ -232,3 +233,66 @@ def test_the_settings_reference_lists_the_fields_of_a_table_setting() -> None:
     section = SETTINGS.split("## `model_prices`", 1)[1].split("\n## ", 1)[0]
     for key in ModelPrice.model_fields:
         assert f"- `{key}` (`" in section, key
+
+
+def _texts_thirdshift_shows() -> list[tuple[str, str]]:
+    """Every string literal of the package that is not a docstring: the messages, checks and
+    files thirdshift prints or writes, each with the module it is in."""
+    found = []
+    for path in sorted((ROOT / "thirdshift").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        }
+        found += [
+            (str(path.relative_to(ROOT)), node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ]
+    return found
+
+
+SHOWN = _texts_thirdshift_shows()
+
+
+def test_no_message_or_written_file_sends_a_reader_to_a_readme_section() -> None:
+    """The README is one screen now: a message, a doctor's fix or a file thirdshift writes
+    that points a reader on names a docs page, never a README section that moved."""
+    pointers = [(where, text) for where, text in SHOWN if re.search(r"\bREADME\b(?!\.md)", text)]
+    assert pointers == []
+
+
+def test_each_docs_page_a_message_or_written_file_names_exists() -> None:
+    """``docs/<page>.md`` in what thirdshift prints or writes is a page of docs/."""
+    cited = {
+        (where, page) for where, text in SHOWN for page in re.findall(r"docs/([\w-]+\.md)", text)
+    }
+    assert {page for _, page in cited} >= {"configuration.md", "github-actions.md"}
+    missing = [(where, page) for where, page in cited if page not in PAGES]
+    assert missing == []
+
+
+# Pages the site build generates (docs/hooks.py): a link to them resolves on the site only.
+GENERATED = {"reference/commands.md", "reference/settings.md"}
+
+
+def test_each_link_of_a_docs_page_resolves_in_the_repository_too() -> None:
+    """The pages are read on GitHub as well as on the site: a relative link names a file of the
+    repository from the page's own folder (``../adr/...``), not only where the site puts it."""
+    links = [
+        (name, link)
+        for name, text in PAGES.items()
+        for link in re.findall(r"\]\(([^)\s#]+)(?:#[^)\s]*)?\)", text)
+        if "://" not in link and not link.startswith("mailto:")
+    ]
+    assert any(link.startswith("../adr/") for _, link in links), "no page links an ADR"
+    broken = [
+        (name, link)
+        for name, link in links
+        if link not in GENERATED and not (DOCS / link).resolve().exists()
+    ]
+    assert broken == []

@@ -56,3 +56,16 @@ def test_each_command_the_readme_shows_is_a_command_of_the_cli() -> None:
     shown = set(re.findall(r"^\s*thirdshift ([a-z][a-z-]*)", f"{blocks}\n{spans}", re.M))
     assert shown, "the README shows no command"
     assert shown - set(main.list_commands(context)) == set()
+
+
+def test_the_readme_shows_the_first_command_of_each_way_in() -> None:
+    """A newcomer finds on the one screen how to prepare a repository (setup), check it
+    (doctor), and the first command of each way to run thirdshift."""
+    for command in (
+        "thirdshift setup --repo",
+        "thirdshift doctor",
+        "thirdshift run https://",
+        "thirdshift daemon",
+        "thirdshift actions init",
+    ):
+        assert command in README, command

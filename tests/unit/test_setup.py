@@ -3,6 +3,8 @@ losing a byte of what a person wrote, and the labels thirdshift uses."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -90,6 +92,20 @@ def test_a_file_without_repositories_gets_the_key_before_its_first_table() -> No
     assert parsed["harness_models"] == {"codex": "o4"}
 
 
+def test_a_commented_out_repositories_line_below_a_table_is_not_where_the_key_goes() -> None:
+    """A key written below a table header would belong to that table: the repository is
+    listed at the top level, before the first table, and the commented line is left as it is."""
+    original = (
+        'harness = "codex"\n\n[model_prices."my-model"]\ninput = 1.5\noutput = 6.0\n'
+        "# repositories = []\n"
+    )
+    text = with_repository(original, REPO, WHERE)
+    parsed = tomllib.loads(text)
+    assert parsed["repositories"] == [REPO]
+    assert parsed["model_prices"] == {"my-model": {"input": 1.5, "output": 6.0}}
+    assert text.endswith("# repositories = []\n")
+
+
 def test_a_file_that_is_not_toml_is_refused_naming_it() -> None:
     with pytest.raises(ConfigError, match=r"^config.toml: not valid TOML .*fix or move the file"):
         with_repository("max_runs = = 3\n", REPO, WHERE)
@@ -139,14 +155,51 @@ def test_a_home_that_cannot_hold_the_file_is_named_with_the_fix(tmp_path: Path) 
     assert blocker.read_text() == "not a directory"
 
 
-def test_a_failed_write_leaves_the_old_file_whole(tmp_path: Path) -> None:
-    """The new text replaces the old in one step: a configuration path that is a directory
-    is refused and nothing in it changes."""
+def test_a_configuration_path_that_is_a_directory_is_refused_and_left_alone(
+    tmp_path: Path,
+) -> None:
+    """A configuration path that is a directory cannot be read: it is named, and nothing in it
+    changes (a write failing midway is the test below)."""
     path = tmp_path / "config.toml"
     path.mkdir()
     with pytest.raises(ThirdshiftError, match="cannot read"):
         write_config(path, REPO)
     assert list(path.iterdir()) == []
+
+
+WRITE_UNDER_A_FILE_SIZE_LIMIT = """
+import resource, signal, sys
+from pathlib import Path
+from thirdshift.bootstrap.setup import write_config
+from thirdshift.errors import ThirdshiftError
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write then fails with EFBIG instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
+try:
+    write_config(Path(sys.argv[1]), sys.argv[2])
+except ThirdshiftError as error:
+    print(error)
+"""
+
+
+def test_a_write_that_fails_midway_leaves_the_old_file_whole_and_no_copy_behind(
+    tmp_path: Path,
+) -> None:
+    """The new text goes to a copy that replaces the file in one step: when the disk refuses
+    the copy (here a file-size limit, as a full disk would), the old file is untouched, the
+    error names it with the fix, and the half-written copy is removed."""
+    path = tmp_path / "home" / "config.toml"
+    write_config(path, REPO)
+    before = path.read_bytes()
+    done = subprocess.run(
+        [sys.executable, "-c", WRITE_UNDER_A_FILE_SIZE_LIMIT, str(path), "acme/gadgets"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.startswith(f"cannot write the configuration file {path}: File too large")
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml"]
 
 
 def test_setup_needs_owner_slash_name() -> None:

@@ -15,6 +15,9 @@ Decisions a reader of the file would otherwise question, each kept here with its
 - The Run step ``exec``s thirdshift: on cancel the runner signals the step's own process.
 - No ``${{ }}`` expression appears inside a ``run:`` script: every value reaches the shell as an
   environment variable, so an issue title can never become shell code.
+- A label or install the user chose is refused when it holds a line break (it would end the
+  comment or string it is written in, and start YAML of its own) or ``${{`` (GitHub would
+  evaluate it as an expression, which may read the secrets).
 - With a GitHub App (``THIRDSHIFT_APP_ID`` and ``THIRDSHIFT_APP_PRIVATE_KEY`` secrets)
   thirdshift acts with the App's installation tokens, whose pushes start the repository's CI;
   pushes made with ``GITHUB_TOKEN`` start no workflow, so the pull request would wait for
@@ -30,6 +33,7 @@ Decisions a reader of the file would otherwise question, each kept here with its
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 
 from thirdshift.actions.pins import (
@@ -40,6 +44,7 @@ from thirdshift.actions.pins import (
     UPLOAD_ARTIFACT,
 )
 from thirdshift.actions.runner import SESSION_LOGS_ARTIFACT
+from thirdshift.errors import ConfigError
 from thirdshift.harness_registry import DEFAULT_HARNESS, harness_entry
 
 
@@ -83,8 +88,29 @@ def fitted(choices: WorkflowChoices) -> WorkflowChoices:
     return replace(choices, session_wall_seconds=session, ci_timeout_seconds=room - session)
 
 
+# Line breaks of any kind YAML or a reader of the file would honour, and other controls.
+_UNWRITABLE = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]|\$\{\{")
+
+
+def check_written(what: str, variable: str, value: str) -> None:
+    """Refuse a chosen ``value`` the workflow file cannot hold as plain text: a line break or
+    a control would start YAML of its own, ``${{`` an expression GitHub evaluates (with the
+    secrets in reach). ``variable`` names where the value came from, for the fix."""
+    found = _UNWRITABLE.search(value)
+    if found is not None:
+        shown = "${{" if found.group() == "${{" else f"the control character {found.group()!r}"
+        raise ConfigError(
+            f"the {what} {value!r} holds {shown}, which the workflow file cannot hold as text; "
+            f"choose one without it ({variable})"
+        )
+
+
 def workflow_text(choices: WorkflowChoices) -> str:
-    """The workflow file for ``choices``, its limits ``fitted`` to a GitHub-hosted job."""
+    """The workflow file for ``choices``, its limits ``fitted`` to a GitHub-hosted job. A label
+    or install it cannot hold as text raises ConfigError (``check_written``)."""
+    check_written("Ready label", "THIRDSHIFT_READY_LABEL", choices.ready_label)
+    check_written("In-progress label", "THIRDSHIFT_IN_PROGRESS_LABEL", choices.in_progress_label)
+    check_written("install", "--install", choices.install)
     choices = fitted(choices)
     entry = harness_entry(choices.harness)
     key = entry.api_key_variable
@@ -92,7 +118,7 @@ def workflow_text(choices: WorkflowChoices) -> str:
     condition = f"github.event_name == 'workflow_dispatch' || github.event.label.name == '{label}'"
     return f"""# Written by `thirdshift actions init`: a Run for each issue labelled
 # {choices.ready_label}.
-# The reasons for each choice are in the README, "Running on GitHub Actions".
+# The reasons for each choice: thirdshift's documentation, docs/github-actions.md.
 name: thirdshift
 
 on:

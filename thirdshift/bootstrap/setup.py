@@ -68,6 +68,7 @@ def write_config(path: Path, repository: str) -> str:
     new = with_repository(old, repository, path)
     if new == old:
         return "unchanged"
+    temporary: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".config-", suffix=".toml")
@@ -77,6 +78,8 @@ def write_config(path: Path, repository: str) -> str:
             os.chmod(temporary, path.stat().st_mode & 0o777)
         os.replace(temporary, path)
     except OSError as error:
+        if temporary is not None:  # a half-written copy is no one's file: leave none behind
+            Path(temporary).unlink(missing_ok=True)
         raise ThirdshiftError(
             f"cannot write the configuration file {path}: {error.strerror}; make its directory "
             "writable, or set THIRDSHIFT_HOME to a directory you can write"

@@ -74,7 +74,7 @@ def actions_init(root: Path, install: str | None, harness: str, force: bool) -> 
             "timeout-minutes together)",
             err=True,
         )
-    files[target] = workflow_text(choices)
+    files[target] = guarded(lambda: workflow_text(choices))
     for path, text in files.items():
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

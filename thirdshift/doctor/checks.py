@@ -255,8 +255,8 @@ def check_github(outside: _Outside, settings: Settings, repositories: Sequence[s
 
 
 KEEP_CI_SECRETS = (
-    "keep the repository's secrets from CI on thirdshift's branches (README, Workflow files "
-    "and CI's secrets)"
+    "keep the repository's secrets from CI on thirdshift's branches (docs/running-an-issue.md, "
+    "Workflow files and CI's secrets)"
 )
 
 

@@ -23,10 +23,10 @@ from thirdshift.errors import ConfigError
 from thirdshift.settings import ENV_PREFIX, Settings
 
 HEADER = """\
-# thirdshift's configuration, written by `thirdshift setup` (the README's "Configuration" says
-# what each setting does). Every setting is listed at its default, commented out: remove the
-# leading "# " of a line to change it. THIRDSHIFT_<NAME> in the environment wins over this file;
-# keep secrets there, never here.
+# thirdshift's configuration, written by `thirdshift setup` (what each setting does: thirdshift's
+# documentation, docs/configuration.md). Every setting is listed at its default, commented out:
+# remove the leading "# " of a line to change it. THIRDSHIFT_<NAME> in the environment wins over
+# this file; keep secrets there, never here.
 """
 _NOT_IN_FILE = frozenset({"home"})  # the file lives in the home: THIRDSHIFT_HOME says where
 _WIDTH = 98
@@ -114,7 +114,8 @@ def _inserted(text: str, addition: str) -> str:
 
 def _listing(text: str, repository: str) -> str:
     """``text`` with ``repository`` in ``repositories``: appended to a list that is there
-    (kept as written), else set where the commented-out default line stands."""
+    (kept as written), else set where the commented-out default line stands (when that is
+    above the first table), or before the first table."""
     document = tomlkit.parse(text)
     if "repositories" in document:
         listed = document["repositories"]
@@ -127,6 +128,8 @@ def _listing(text: str, repository: str) -> str:
     line = f"repositories = {_toml([repository])}\n"
     lines = text.splitlines(keepends=True)
     for i, found in enumerate(lines):
+        if _TABLE.match(found):
+            break  # a key set below a table header would belong to that table
         if re.match(r"^#\s*repositories\s*=", found):
             lines[i] = line
             return "".join(lines)
