@@ -54,7 +54,15 @@ CODEX = HarnessEntry(
     api_key_variable="OPENAI_API_KEY",
 )
 
-HARNESSES = (CLAUDE, CODEX)
+OPENCODE = HarnessEntry(
+    name="opencode",
+    npm_package="opencode-ai",
+    version="1.18.33",
+    executable="opencode",
+    api_key_variable="ANTHROPIC_API_KEY",
+)
+
+HARNESSES = (CLAUDE, CODEX, OPENCODE)
 """Every Harness, the default first."""
 
 HARNESS_NAMES = tuple(entry.name for entry in HARNESSES)

@@ -29,7 +29,7 @@ from thirdshift.sandbox.model.server import (
     codex_env,
 )
 
-Harness = Literal["claude", "codex"]
+Harness = Literal["claude", "codex", "opencode"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR = REPO_ROOT / "node_modules" / ".bin"
@@ -64,7 +64,7 @@ def cli_path(harness: Harness) -> Path:
     if not path.exists():
         pytest.fail(
             f"{path.relative_to(REPO_ROOT)} is missing: run `scripts/install` in the repository "
-            "root to install the pinned agent CLIs (claude, codex)",
+            "root to install the pinned agent CLIs (claude, codex, opencode)",
             pytrace=False,
         )
     return path

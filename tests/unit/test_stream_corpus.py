@@ -13,6 +13,7 @@ import pytest
 from thirdshift.harnesses import Harness, Observation, StreamOutcome, StreamReader
 from thirdshift.harnesses.claude import ClaudeHarness
 from thirdshift.harnesses.codex import CodexHarness
+from thirdshift.harnesses.opencode import OpenCodeHarness
 from thirdshift.harnesses.stream import (
     MAX_PARSED_LINE,
     SCRUB_MARGIN,
@@ -29,8 +30,13 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 GOOD = {
     "claude": FIXTURES / "claude-2.1.328-tool-session.jsonl",
     "codex": FIXTURES / "codex-0.169.0-tool-session.jsonl",
+    "opencode": FIXTURES / "opencode-1.18.33-captured-tools.jsonl",
 }
-HARNESSES: dict[str, Callable[[], Harness]] = {"claude": ClaudeHarness, "codex": CodexHarness}
+HARNESSES: dict[str, Callable[[], Harness]] = {
+    "claude": ClaudeHarness,
+    "codex": CodexHarness,
+    "opencode": OpenCodeHarness,
+}
 
 
 def garbage(seed: int, count: int = 50) -> list[bytes]:
@@ -110,7 +116,7 @@ def run(harness: str, lines: list[bytes], exit_status: int | None = 0) -> Stream
     return reader.finish(exit_status, stopped_after_result=False)
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", list(HARNESSES))
 @pytest.mark.parametrize("case", [c for c in CORPUS if c != "garbage interleaved"])
 def test_malformed_stream_never_raises_and_fails_without_a_result(harness: str, case: str) -> None:
     """Malformed input is skipped; a stream without a readable result is a failed session."""
@@ -121,14 +127,14 @@ def test_malformed_stream_never_raises_and_fails_without_a_result(harness: str, 
     assert outcome.killed_work == ()
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", list(HARNESSES))
 def test_malformed_stream_with_a_nonzero_exit_names_the_exit(harness: str) -> None:
     """The same garbage with exit 1: the cause is the exit status."""
     outcome = run(harness, garbage(3), exit_status=1)
     assert outcome.failure_cause == f"{harness} exited 1"
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", list(HARNESSES))
 def test_valid_stream_with_garbage_interleaved_reads_like_the_clean_one(harness: str) -> None:
     """Garbage between the lines changes nothing: same id, final message, usage."""
     clean = run(harness, good_lines(harness))
@@ -138,7 +144,7 @@ def test_valid_stream_with_garbage_interleaved_reads_like_the_clean_one(harness:
     assert noisy.session_id
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex"])
+@pytest.mark.parametrize("harness", list(HARNESSES))
 def test_session_id_survives_a_truncated_stream(harness: str) -> None:
     """A stream cut after its first lines still knows its session id."""
     outcome = run(harness, good_lines(harness)[:2], exit_status=None)
