@@ -1,0 +1,191 @@
+"""OpenCode end to end: `thirdshift run --harness opencode` with the real pinned CLI, on the
+GitHub stand-in, pointed at the scripted model server."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.real_cli import argv_logging, logged_argvs
+from tests.support.run_world import (
+    CALC_FIXED,
+    RunWorld,
+    bash,
+    pull_request_file,
+    start_world,
+    write_file_command,
+)
+from thirdshift.sandbox.model.opencode import opencode_env
+from thirdshift.store import Store
+
+pytestmark = pytest.mark.real_cli
+
+ISSUE_MARKER = "calc.add(2, 3) returns -1"
+CLAUDE_MODEL = "claude-sonnet-4-5"
+# OpenCode's own Model in these tests: one its bundled table knows, and not claude's.
+OPENCODE_MODEL = "anthropic/claude-haiku-4-5-20251001"
+FIX = (
+    write_file_command("calc.py", CALC_FIXED)
+    + " && git commit -qam 'Make add() add' && "
+    + pull_request_file("Make add() add", "Fixed.\n\nCloses #1")
+)
+
+
+@pytest.fixture
+def wrappers() -> Iterator[Path]:
+    """A directory to put first on PATH whose ``opencode`` and ``claude`` log their argv."""
+    with argv_logging("opencode", "claude") as directory:
+        yield directory
+
+
+def sessions_of(world: RunWorld) -> list[tuple[str, str, str | None, str]]:
+    store = Store.open(f"sqlite:///{world.home / 'thirdshift.db'}")
+    try:
+        [run] = store.list_runs()
+        return [(s.kind, s.harness, s.model, s.state) for s in store.run_sessions(run.id)]
+    finally:
+        store.close()
+
+
+def opencode_bash(command: str, description: str) -> dict[str, object]:
+    """OpenCode's shell tool is ``bash``, lower case."""
+    return {"name": "bash", "input": {"command": command, "description": description}}
+
+
+def test_a_run_with_the_opencode_harness_reaches_a_ready_pull_request(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """--harness opencode: the Run's session is the real OpenCode CLI, configured inline
+    (OPENCODE_CONFIG_CONTENT), sealed, whose commit and pull request file make a ready PR."""
+    fix = (
+        write_file_command("calc.py", CALC_FIXED)
+        + " && git commit -qam 'Make add() add' && "
+        + pull_request_file("Make add() add", "Fixed.\n\nCloses #1")
+    )
+    world = start_world(
+        tmp_path,
+        [
+            {
+                "name": "implement",
+                "marker": ISSUE_MARKER,
+                "turns": [{"tool_calls": [opencode_bash(fix, "fix")]}, {"text": "Fixed add()."}],
+            }
+        ],
+    )
+    worlds.append(world)
+    world.settings.update(opencode_env(world.model.url))
+
+    result = world.thirdshift("run", "--harness", "opencode", world.issue_url)
+
+    assert result.returncode == 0, result.stderr
+    assert "implement: commit" in result.stderr
+    pull = world.pulls()[0]
+    assert pull["title"] == "Make add() add"
+    assert result.stdout == pull["html_url"] + "\n"
+    # Every model request is the agent's: OpenCode asked for no title of its own.
+    assert {r.get("session") for r in world.model.requests()} == {"implement"}
+
+
+def test_a_claude_run_whose_provider_is_overloaded_continues_on_opencode_through_the_preamble(
+    tmp_path: Path, worlds: list[RunWorld], wrappers: Path
+) -> None:
+    """claude commits a step, then 529s outlast its retries: OpenCode (harness_fallbacks) goes
+    on in a fresh session opened with the resume preamble, with its own Model, no --session
+    and no claude Model in its argv, and finishes the Run."""
+    world = start_world(
+        tmp_path,
+        [
+            {
+                "name": "opencode",
+                "marker": "stopped when its model provider was overloaded (529)",
+                "turns": [
+                    {"tool_calls": [opencode_bash(FIX, "fix")]},
+                    {"text": "Fixed add() on OpenCode."},
+                ],
+            },
+            {
+                "name": "claude",
+                "marker": ISSUE_MARKER,
+                "turns": [
+                    {"tool_calls": [bash("echo claude-step > NOTES.md", "notes")]},
+                    {"error": "overloaded"},
+                    {"error": "overloaded"},
+                ],
+            },
+        ],
+    )
+    worlds.append(world)
+    world.settings.update(opencode_env(world.model.url))
+    world.settings.update(
+        {
+            "CLAUDE_CODE_MAX_RETRIES": "1",
+            "PATH": f"{wrappers}{os.pathsep}{world.env()['PATH']}",
+            "THIRDSHIFT_HARNESS_FALLBACKS": json.dumps(["opencode"]),
+            "THIRDSHIFT_MODEL": CLAUDE_MODEL,
+            "THIRDSHIFT_HARNESS_MODELS": json.dumps({"opencode": OPENCODE_MODEL}),
+        }
+    )
+
+    result = world.thirdshift("run", world.issue_url)
+
+    assert result.returncode == 0, result.stderr
+    assert "continuing on opencode in a fresh session" in result.stderr
+    [pull] = world.pulls()
+    assert result.stdout == pull["html_url"] + "\n"
+    [opening, *_] = [r for r in world.model_requests("opencode") if r.get("turn") == 0]
+    request = json.dumps(opening["body"])
+    assert "This session continues an earlier one" in request
+    assert "claude-step" in request
+    assert opening["body"]["model"] == OPENCODE_MODEL.split("/", 1)[1]
+    [argv] = logged_argvs(world.home, "opencode")
+    assert argv[argv.index("--model") + 1] == OPENCODE_MODEL
+    assert not any(CLAUDE_MODEL in arg for arg in argv)
+    assert "--session" not in argv
+    assert "--resume" not in argv
+    assert sessions_of(world) == [
+        ("implement", "claude", CLAUDE_MODEL, "failed"),
+        ("implement", "opencode", OPENCODE_MODEL, "ended"),
+    ]
+
+
+def test_an_opencode_run_rate_limited_past_its_retries_continues_on_claude(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """A 429 storm outlasts OpenCode's own retries: the Run switches to claude, which finishes
+    it in a fresh session opened with the resume preamble."""
+    world = start_world(
+        tmp_path,
+        [
+            {
+                "name": "claude",
+                "marker": "stopped when its model provider was rate-limited (429)",
+                "turns": [{"tool_calls": [bash(FIX, "fix")]}, {"text": "Fixed add() on claude."}],
+            },
+            {
+                "name": "opencode",
+                "marker": ISSUE_MARKER,
+                "turns": [{"error": "rate_limit", "retry_after_s": 0}] * 6,
+            },
+        ],
+    )
+    worlds.append(world)
+    world.settings.update(opencode_env(world.model.url))
+    world.settings["THIRDSHIFT_HARNESS_FALLBACKS"] = json.dumps(["claude"])
+
+    result = world.thirdshift("run", "--harness", "opencode", world.issue_url)
+
+    assert result.returncode == 0, result.stderr
+    assert (
+        "implement: opencode's provider is rate-limited (429) after its retries; continuing on "
+        "claude in a fresh session" in result.stderr
+    )
+    [pull] = world.pulls()
+    assert result.stdout == pull["html_url"] + "\n"
+    assert [(kind, harness, state) for kind, harness, _, state in sessions_of(world)] == [
+        ("implement", "opencode", "failed"),
+        ("implement", "claude", "ended"),
+    ]
