@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tests.support.run_world import (
     RunWorld,
     bash,
     pull_request_file,
+    running,
     start_world,
     write_file_command,
 )
@@ -189,3 +191,45 @@ def test_an_opencode_run_rate_limited_past_its_retries_continues_on_claude(
         ("implement", "opencode", "failed"),
         ("implement", "claude", "ended"),
     ]
+
+
+def test_sigterm_mid_opencode_session_stops_its_whole_tree_and_saves_the_work(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """SIGTERM while OpenCode's shell tool runs (in a process group of its own, with a detached
+    child): nothing of its tree is left, the work is committed and pushed, the Run failed as
+    interrupted."""
+    stall = (
+        "echo 'half done' > WIP.md && (python3 -c 'import time; time.sleep(347)' &) && "
+        "python3 -c 'import time; time.sleep(343)'"
+    )
+    world = start_world(
+        tmp_path,
+        [
+            {
+                "name": "implement",
+                "marker": ISSUE_MARKER,
+                "turns": [{"tool_calls": [opencode_bash(stall, "long check")]}],
+            }
+        ],
+    )
+    worlds.append(world)
+    world.settings.update(opencode_env(world.model.url))
+
+    process = world.start_thirdshift("run", "--harness", "opencode", world.issue_url)
+    world.wait_for_process("time.sleep(347)")
+    world.wait_for_process("time.sleep(343)")
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 1, stderr
+    assert "SIGTERM: stopping; the work will be saved" in stderr
+    assert not running("time.sleep(343)")
+    assert not running("time.sleep(347)")
+    assert not running("opencode run")
+    clone = world.clone()
+    assert world.git("log", "-1", "--format=%s", "origin/issue-1", cwd=clone) == (
+        "thirdshift: failed run (interrupted)"
+    )
+    assert world.git("show", "origin/issue-1:WIP.md", cwd=clone) == "half done"
+    assert sessions_of(world) == [("implement", "opencode", None, "failed")]
