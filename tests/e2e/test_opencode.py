@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
-from tests.support.real_cli import argv_logging, logged_argvs
+from tests.support.real_cli import argv_logging, cli_path, logged_argvs, make_git_repo
 from tests.support.run_world import (
     CALC_FIXED,
     RunWorld,
@@ -21,6 +25,7 @@ from tests.support.run_world import (
     start_world,
     write_file_command,
 )
+from thirdshift.harnesses.opencode import OpenCodeHarness, unbundled_provider_packages
 from thirdshift.sandbox.model.opencode import opencode_env
 from thirdshift.store import Store
 
@@ -233,3 +238,65 @@ def test_sigterm_mid_opencode_session_stops_its_whole_tree_and_saves_the_work(
     )
     assert world.git("show", "origin/issue-1:WIP.md", cwd=clone) == "half done"
     assert sessions_of(world) == [("implement", "opencode", None, "failed")]
+
+
+class _Registry(BaseHTTPRequestHandler):
+    """A package registry that only counts what asks it."""
+
+    hits: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        self.send_error(404)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_provider_package_the_binary_lacks_is_never_fetched_from_a_registry(
+    tmp_path: Path,
+) -> None:
+    """A configuration naming a provider package OpenCode does not carry fails its session
+    ("Failed to initialize provider") and asks no package registry, even one configured."""
+    registry = HTTPServer(("127.0.0.1", 0), _Registry)
+    threading.Thread(target=registry.serve_forever, daemon=True).start()
+    repo = make_git_repo(tmp_path / "repo")
+    config = {
+        "model": "local/m",
+        "provider": {
+            "local": {
+                "npm": "ollama-ai-provider-v2",
+                "options": {"baseURL": "http://127.0.0.1:9/v1"},
+                "models": {"m": {}},
+            }
+        },
+    }
+    harness = OpenCodeHarness(executable=str(cli_path("opencode")))
+    base = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path / "user"),
+        "OPENCODE_CONFIG_CONTENT": json.dumps(config),
+    }
+    assert unbundled_provider_packages(base) == ["ollama-ai-provider-v2"]
+    env = harness.environment(base)
+    env.update(harness.private_home(base, tmp_path / "agent-home"))
+    registry_url = f"http://127.0.0.1:{registry.server_address[1]}/"
+    env["npm_config_registry"] = registry_url  # as if the operator's npm pointed at one
+    try:
+        done = subprocess.run(
+            harness.argv("Say hi.", model=None, resume_id=None),
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        registry.shutdown()
+    reader = harness.reader()
+    for line in done.stdout.splitlines():
+        reader.feed(line)
+    outcome = reader.finish(done.returncode, stopped_after_result=False)
+    assert outcome.failed
+    assert "Failed to initialize provider: local" in (outcome.failure_cause or "")
+    assert _Registry.hits == []
