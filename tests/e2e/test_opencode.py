@@ -25,8 +25,10 @@ from tests.support.run_world import (
     start_world,
     write_file_command,
 )
+from thirdshift.harnesses import StreamOutcome
 from thirdshift.harnesses.opencode import OpenCodeHarness, unbundled_provider_packages
 from thirdshift.sandbox.model.opencode import opencode_env
+from thirdshift.sandbox.model.server import ModelScript, ScriptedModelServer
 from thirdshift.store import Store
 
 pytestmark = pytest.mark.real_cli
@@ -300,3 +302,77 @@ def test_a_provider_package_the_binary_lacks_is_never_fetched_from_a_registry(
     assert outcome.failed
     assert "Failed to initialize provider: local" in (outcome.failure_cause or "")
     assert _Registry.hits == []
+
+
+def run_opencode(
+    prompt: str, repo: Path, home: Path, server_url: str, resume_id: str | None = None
+) -> tuple[StreamOutcome, str]:
+    """One real session through the adapter (its argv, environment and private home in
+    ``home``): the reader's outcome and the stderr."""
+    harness = OpenCodeHarness(executable=str(cli_path("opencode")))
+    base = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home.parent / "user"),
+        **opencode_env(server_url),
+    }
+    env = harness.environment(base)
+    env.update(harness.private_home(base, home))
+    done = subprocess.run(
+        harness.argv(prompt, model=None, resume_id=resume_id),
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    reader = harness.reader()
+    for line in done.stdout.splitlines():
+        reader.feed(line)
+    return reader.finish(done.returncode, stopped_after_result=False), done.stderr.decode()
+
+
+def test_a_native_resume_continues_the_conversation_and_a_lost_one_is_known_as_unknown(
+    tmp_path: Path,
+) -> None:
+    """--session continues the same session in the same agent home (the model sees the earlier
+    turns); from another agent home, whose database lacks it, the resume fails as unknown, which
+    is what sends the Resume rules to the preamble."""
+    marker = "E2E-OPENCODE-RESUME"
+    script = ModelScript.from_dict(
+        {
+            "sessions": [
+                {
+                    "name": "resumable",
+                    "marker": marker,
+                    "turns": [
+                        {"tool_calls": [opencode_bash("echo first > first.txt", "first")]},
+                        {"text": "First part done."},
+                        {"text": "Resumed."},
+                    ],
+                }
+            ]
+        }
+    )
+    repo = make_git_repo(tmp_path / "repo")
+    home = tmp_path / "agent-home"
+    with ScriptedModelServer(script, tmp_path / "requests.jsonl") as server:
+        first, _ = run_opencode(f"Start {marker}.", repo, home, server.url)
+        second, _ = run_opencode("-Carry on.", repo, home, server.url, first.session_id)
+        lost, stderr = run_opencode(
+            "Carry on.", repo, tmp_path / "other-home", server.url, first.session_id
+        )
+        requests = server.requests()
+
+    assert first.final_message == "First part done."
+    assert not first.failed
+    assert second.final_message == "Resumed."
+    assert not second.failed
+    assert second.session_id == first.session_id
+    assert [(r["session"], r["turn"]) for r in requests] == [("resumable", i) for i in range(3)]
+    carried = json.dumps(requests[2]["body"]["messages"])
+    assert marker in carried
+    assert "echo first" in carried
+    assert "-Carry on." in carried
+    assert lost.failed
+    assert OpenCodeHarness().resume_unknown(lost, stderr)
