@@ -97,7 +97,14 @@ def _serve(build: Callable[[], Server], address: Callable[[Server], str], what: 
     help="Directory for the demo's servers and files (default: a new temporary directory).",
 )
 @click.option("--keep", is_flag=True, help="Keep both servers running after the Run, until Ctrl-C.")
-def demo_command(root: Path | None, keep: bool) -> None:
+@click.option(
+    "--harness",
+    type=click.Choice(["claude", "opencode"]),
+    default="claude",
+    show_default=True,
+    help="The Harness whose real CLI the demo runs.",
+)
+def demo_command(root: Path | None, keep: bool, harness: str) -> None:
     """Start both sandbox servers with a demo repository and a Ready issue, and run thirdshift on
     it with the real Claude Code CLI. Prints the pull request URL on stdout; exit status as for
     `thirdshift run`."""
@@ -113,6 +120,7 @@ def demo_command(root: Path | None, keep: bool) -> None:
                 interrupt,
                 emit_url=emit,
                 keep=(lambda what: wait_for_interrupt(progress, what, interrupt)) if keep else None,
+                harness=harness,
             )
         )
     sys.exit(status)

@@ -8,6 +8,7 @@ fixes the bug the way an agent would (edit, run the tests, commit), for a Run to
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import secrets
@@ -28,6 +29,7 @@ from thirdshift.github import GitHub
 from thirdshift.issue_url import parse_issue_url
 from thirdshift.sandbox.client import SandboxClient
 from thirdshift.sandbox.github.server import GitHubStandIn
+from thirdshift.sandbox.model.opencode import opencode_env
 from thirdshift.sandbox.model.server import ModelScript, ScriptedModelServer, claude_env
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings
@@ -127,6 +129,21 @@ MODEL_SCRIPT: dict[str, Any] = {
 }
 
 
+# The Harnesses the demo's script can drive (the demo command's choices): both shells take a
+# ``command`` and a ``description``; only the tool's name differs.
+_SHELL_TOOL = {"claude": "Bash", "opencode": "bash"}
+
+
+def model_script(harness: str) -> dict[str, Any]:
+    """The demo's script, its shell tool named as ``harness`` names it."""
+    script: dict[str, Any] = copy.deepcopy(MODEL_SCRIPT)
+    for session in script["sessions"]:
+        for turn in session["turns"]:
+            for call in turn.get("tool_calls", []):
+                call["name"] = _SHELL_TOOL[harness]
+    return script
+
+
 @dataclass(frozen=True)
 class DemoWorld:
     """What the demo set up, for a person (or a Run) to use."""
@@ -147,26 +164,29 @@ def run_demo(
     *,
     emit_url: Callable[[str], None],
     keep: Callable[[str], None] | None = None,
+    harness: str = "claude",
 ) -> int:
     """Set the sandbox up, run thirdshift on its issue with the real Claude Code CLI, show what
     came of it, and return the Run's exit status. With ``keep``, serve on until interrupted."""
     root = Path(tempfile.mkdtemp(prefix="thirdshift-demo-")) if root is None else root
     root.mkdir(parents=True, exist_ok=True)
     script_path = root / "model-script.json"
-    script_path.write_text(json.dumps(MODEL_SCRIPT, indent=2) + "\n")
+    script_path.write_text(json.dumps(model_script(harness), indent=2) + "\n")
     script = ModelScript.load(script_path)
     with (
         GitHubStandIn(root / "github") as stand_in,
         ScriptedModelServer(script, root / "model-requests.jsonl") as model,
     ):
         world = set_up(root, stand_in.api_url, model.url, progress)
-        settings = demo_settings(root, world)
-        progress(f"running thirdshift on {world.issue_url} with the real Claude Code CLI")
+        settings = demo_settings(root, world, harness)
+        progress(f"running thirdshift on {world.issue_url} with the real {harness} CLI")
         status = run_issue(
             settings,
             RunRequest(issue=parse_issue_url(world.issue_url)),
             environ=dict(os.environ),
-            agent_environ=agent_environment(os.environ, model.url, root / "agent-home"),
+            agent_environ=agent_environment(
+                os.environ, model.url, root / "agent-home", harness=harness
+            ),
             progress=progress,
             emit_url=emit_url,
             interrupt=interrupt,
@@ -177,7 +197,7 @@ def run_demo(
         return status
 
 
-def demo_settings(root: Path, world: DemoWorld) -> Settings:
+def demo_settings(root: Path, world: DemoWorld, harness: str = "claude") -> Settings:
     """Settings of the demo's own: its own home and the sandbox, with short CI waits (the
     sandbox's CI starts at once, so a long grace period would only make the demo slow). Built
     from these values alone (``Settings`` reads no environment or file by itself), so the demo
@@ -189,19 +209,24 @@ def demo_settings(root: Path, world: DemoWorld) -> Settings:
         ci_grace_seconds=10,
         ci_poll_seconds=0.5,
         session_post_result_seconds=15,
+        harness=harness,
     )
 
 
-def agent_environment(base: Mapping[str, str], model_url: str, agent_home: Path) -> dict[str, str]:
+def agent_environment(
+    base: Mapping[str, str], model_url: str, agent_home: Path, *, harness: str = "claude"
+) -> dict[str, str]:
     """The environment a Run's Harness is built from: the user's own, without any provider
     settings of theirs, pointed at the scripted model server with a home of its own."""
     agent_home.mkdir(parents=True, exist_ok=True)
     environ = {
         key: value
         for key, value in base.items()
-        if not key.startswith(("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_"))
+        if not key.startswith(("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_", "OPENCODE_"))
     }
     environ.update(claude_env(model_url, agent_home))
+    if harness == "opencode":
+        environ.update(opencode_env(model_url))
     return environ
 
 
