@@ -18,6 +18,7 @@ import pytest
 from tests.support.real_cli import argv_logging, cli_path, logged_argvs, make_git_repo
 from tests.support.run_world import (
     CALC_FIXED,
+    TEST_CALC,
     RunWorld,
     bash,
     pull_request_file,
@@ -376,3 +377,93 @@ def test_a_native_resume_continues_the_conversation_and_a_lost_one_is_known_as_u
     assert "-Carry on." in carried
     assert lost.failed
     assert OpenCodeHarness().resume_unknown(lost, stderr)
+
+
+SUBTRACT_ISSUE = "Add subtract(a, b) to calc.py, with a test."
+TEST_SUBTRACT = (
+    "import unittest\n\nfrom calc import subtract\n\n\n"
+    "class SubtractTest(unittest.TestCase):\n"
+    "    def test_subtracts(self) -> None:\n"
+    "        self.assertEqual(subtract(5, 3), 2)\n"
+)
+CALC_WITH_SUBTRACT = CALC_FIXED + "\n\ndef subtract(a: int, b: int) -> int:\n    return a - b\n"
+TEST_FIRST = (
+    write_file_command("test_subtract.py", TEST_SUBTRACT)
+    + " && git add test_subtract.py && git commit -qm 'Test subtract()'"
+)
+
+
+def test_a_claude_run_whose_repair_runs_on_opencode_carries_the_thread_in_the_preamble(
+    tmp_path: Path, worlds: list[RunWorld], wrappers: Path
+) -> None:
+    """claude implements and CI goes red; the Repair's claude session meets 529s past its
+    retries and the Repair goes on on OpenCode: a fresh session opened with the repair prompt
+    and the resume preamble, OpenCode's own Model, no --session or --resume and no claude Model
+    in its argv; its fix turns CI green."""
+    implement_subtract = (
+        write_file_command("calc.py", CALC_WITH_SUBTRACT)
+        + " && python3 -m unittest -q && git add calc.py && git commit -qm 'Add subtract()'"
+    )
+    world = start_world(
+        tmp_path,
+        [
+            {
+                "name": "opencode",
+                "marker": "stopped when its model provider was overloaded (529)",
+                "turns": [
+                    {"tool_calls": [opencode_bash(implement_subtract, "implement")]},
+                    {"text": "subtract() is in; the tests pass."},
+                ],
+            },
+            {
+                "name": "repair",
+                "marker": "CI is red on",
+                "turns": [{"error": "overloaded"}, {"error": "overloaded"}],
+            },
+            {
+                "name": "implement",
+                "marker": SUBTRACT_ISSUE,
+                "turns": [
+                    {"tool_calls": [bash(TEST_FIRST, "test first")]},
+                    {"text": "Done."},
+                ],
+            },
+        ],
+        files={"README.md": "# calculator\n", "calc.py": CALC_FIXED, "test_calc.py": TEST_CALC},
+        issue_title="Add subtract()",
+        issue_body=SUBTRACT_ISSUE,
+    )
+    worlds.append(world)
+    world.settings.update(opencode_env(world.model.url))
+    world.settings.update(
+        {
+            "CLAUDE_CODE_MAX_RETRIES": "1",
+            "PATH": f"{wrappers}{os.pathsep}{world.env()['PATH']}",
+            "THIRDSHIFT_HARNESS_FALLBACKS": json.dumps(["opencode"]),
+            "THIRDSHIFT_MODEL": CLAUDE_MODEL,
+            "THIRDSHIFT_HARNESS_MODELS": json.dumps({"opencode": OPENCODE_MODEL}),
+        }
+    )
+
+    result = world.thirdshift("run", world.issue_url)
+
+    assert result.returncode == 0, result.stderr
+    assert "continuing on opencode in a fresh session" in result.stderr
+    [pull] = world.pulls()
+    assert [c["conclusion"] for c in world.check_runs(pull["head"]["sha"])] == ["success"]
+    [opening, *_] = [r for r in world.model_requests("opencode") if r.get("turn") == 0]
+    request = json.dumps(opening["body"]["messages"])
+    assert "This session continues an earlier one" in request
+    assert "Check 'unit tests' failed" in request
+    assert opening["body"]["model"] == OPENCODE_MODEL.split("/", 1)[1]
+    [argv] = logged_argvs(world.home, "opencode")
+    assert argv[argv.index("--model") + 1] == OPENCODE_MODEL
+    assert not any(CLAUDE_MODEL in arg for arg in argv)
+    assert "--session" not in argv
+    assert "--resume" not in argv
+    kinds = [(kind, harness) for kind, harness, _, _ in sessions_of(world)]
+    assert kinds[0] == ("implement", "claude")
+    assert kinds[-1][1] == "opencode"
+    assert kinds[-1][0].startswith("repair")
+    assert kinds[-2][1] == "claude"
+    assert kinds[-2][0].startswith("repair")
