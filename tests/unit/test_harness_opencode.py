@@ -328,3 +328,13 @@ def test_a_known_secret_across_the_cut_leaves_nothing_in_the_progress_or_the_eve
     call, result = observed.events
     for text in (*observed.progress, call.summary, call.target or "", result.summary):
         assert not any(piece in text for piece in pieces(secret, 4)), text
+
+
+def test_a_provider_it_cannot_load_fails_naming_the_fix() -> None:
+    """ "Failed to initialize provider" (a package it would have to install) names what to use."""
+    reader = OpenCodeHarness().reader()
+    error = {"name": "UnknownError", "data": {"message": "Failed to initialize provider: local"}}
+    feed(reader, {"type": "error", "sessionID": "ses_x", "error": error})
+    cause = reader.finish(1, False).failure_cause or ""
+    assert "Failed to initialize provider: local" in cause
+    assert "npm @ai-sdk/openai-compatible" in cause

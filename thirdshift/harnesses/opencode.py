@@ -87,6 +87,11 @@ _PROVIDER_HOSTS = ("api.anthropic.com:443", "api.openai.com:443")
 _CONFIG_FILES = ("opencode.json", "opencode.jsonc", "config.json")
 _AUTH_FILES = ("auth.json",)
 _UNKNOWN_RESUME = "Session not found"
+# How it fails a provider whose package it would have to install (npm is offline), and the fix.
+_UNINSTALLED_PROVIDER = "Failed to initialize provider"
+_UNINSTALLED_FIX = (
+    " (a package OpenCode lacks: use the anthropic provider or npm @ai-sdk/openai-compatible)"
+)
 _VERSION = re.compile(r"^\s*v?(\d+\.\d+\.\d+[\w.+-]*)\s*$", re.M)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # The tools whose input names a file, and the key it is under.
@@ -370,6 +375,8 @@ class OpenCodeReader:
         message = first_line(as_str(data.get("message")) or "") or name
         self._error_status = as_int(data.get("statusCode"))
         status = f" {self._error_status}" if self._error_status else ""
+        if message.startswith(_UNINSTALLED_PROVIDER):
+            message += _UNINSTALLED_FIX
         self._error = one_line(f"{name}{status}: {message}", scrub=self.scrub)
         return Observation(events=(self._events.make("error", self._error),))
 
