@@ -15,6 +15,7 @@ from thirdshift.harnesses import StreamOutcome, harness_named
 from thirdshift.harnesses.opencode import (
     OpenCodeHarness,
     OpenCodeReader,
+    config_secrets,
     configured_base_urls,
     unbundled_provider_packages,
 )
@@ -338,3 +339,31 @@ def test_a_provider_it_cannot_load_fails_naming_the_fix() -> None:
     cause = reader.finish(1, False).failure_cause or ""
     assert "Failed to initialize provider: local" in cause
     assert "npm @ai-sdk/openai-compatible" in cause
+
+
+def test_the_secrets_inside_its_inline_configuration_are_known_to_the_scrubber() -> None:
+    """An apiKey, a token and an Authorization header inside OPENCODE_CONFIG_CONTENT are secrets
+    (the variable's name says nothing of them); the base URL and the model are not."""
+    config = {
+        "model": "local/m",
+        "provider": {
+            "local": {
+                "options": {
+                    "baseURL": "http://127.0.0.1:9/v1",
+                    "apiKey": "key-value-123456",
+                    "headers": {"Authorization": "Bearer header-token-987654"},
+                },
+                "models": {"m": {"name": "M"}},
+            }
+        },
+        "mcp": {"x": {"environment": {"SERVICE_TOKEN": "mcp-token-555555"}}},
+    }
+    found = config_secrets({"OPENCODE_CONFIG_CONTENT": json.dumps(config)})
+    assert "key-value-123456" in found
+    assert "header-token-987654" in found
+    assert "mcp-token-555555" in found
+    assert "http://127.0.0.1:9/v1" not in found
+    assert "local/m" not in found
+    scrub = Scrubber(found)
+    assert "header-token-987654" not in scrub("curl -H 'x: header-token-987654'")
+    assert config_secrets({}) == []

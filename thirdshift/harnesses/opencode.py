@@ -93,6 +93,7 @@ _UNINSTALLED_FIX = (
     " (a package OpenCode lacks: use the anthropic provider or npm @ai-sdk/openai-compatible)"
 )
 _VERSION = re.compile(r"^\s*v?(\d+\.\d+\.\d+[\w.+-]*)\s*$", re.M)
+_SECRET_KEY = re.compile(r"key|token|secret|password|authorization|cookie", re.I)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # The tools whose input names a file, and the key it is under.
 _PATH_KEYS = ("filePath", "path", "pattern", "url")
@@ -222,6 +223,27 @@ def unbundled_provider_packages(env: Mapping[str, str]) -> list[str]:
         package = as_str(provider.get("npm"))
         if package and package not in BUNDLED_PROVIDER_PACKAGES:
             found.append(package)
+    return found
+
+
+def config_secrets(env: Mapping[str, str]) -> list[str]:
+    """The values in the inline configuration under a key whose name says it is secret
+    (``apiKey``, a ``token``, an ``Authorization`` header), for the scrubber to know: a
+    variable's name says nothing of what is inside this one."""
+    found: list[str] = []
+
+    def walk(value: object, key: str) -> None:
+        if isinstance(value, dict):
+            for name, inner in value.items():
+                walk(inner, str(name))
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner, key)
+        elif isinstance(value, str) and _SECRET_KEY.search(key):
+            found.append(value)
+            found.extend(part for part in value.split() if part.lower() != "bearer")
+
+    walk(_config(env), "")
     return found
 
 
