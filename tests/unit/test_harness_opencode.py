@@ -367,3 +367,17 @@ def test_the_secrets_inside_its_inline_configuration_are_known_to_the_scrubber()
     scrub = Scrubber(found)
     assert "header-token-987654" not in scrub("curl -H 'x: header-token-987654'")
     assert config_secrets({}) == []
+
+
+def test_without_a_provider_its_fallback_to_its_makers_service_fails_naming_the_fix() -> None:
+    """With no provider it tries opencode.ai's own service: the cause says what to set."""
+    reader = OpenCodeHarness().reader()
+    data = {
+        "message": "Cannot connect to API: Was there a typo in the url or port?",
+        "metadata": {"url": "https://opencode.ai/zen/v1/chat/completions"},
+    }
+    feed(
+        reader, {"type": "error", "sessionID": "ses_x", "error": {"name": "APIError", "data": data}}
+    )
+    cause = reader.finish(1, False).failure_cause or ""
+    assert cause.endswith("(no model provider: set OPENCODE_CONFIG_CONTENT or ANTHROPIC_API_KEY)")

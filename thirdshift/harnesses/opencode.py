@@ -94,6 +94,10 @@ _UNINSTALLED_FIX = (
 )
 _VERSION = re.compile(r"^\s*v?(\d+\.\d+\.\d+[\w.+-]*)\s*$", re.M)
 _SECRET_KEY = re.compile(r"key|token|secret|password|authorization|cookie", re.I)
+# With no provider configured it falls back to its makers' own service, which is never one
+# thirdshift configured.
+_OWN_SERVICE = re.compile(r"^https?://(?:[\w-]+\.)*opencode\.ai(?:[:/]|$)")
+_NO_PROVIDER_FIX = " (no model provider: set OPENCODE_CONFIG_CONTENT or ANTHROPIC_API_KEY)"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # The tools whose input names a file, and the key it is under.
 _PATH_KEYS = ("filePath", "path", "pattern", "url")
@@ -399,6 +403,10 @@ class OpenCodeReader:
         status = f" {self._error_status}" if self._error_status else ""
         if message.startswith(_UNINSTALLED_PROVIDER):
             message += _UNINSTALLED_FIX
+        metadata = data.get("metadata")
+        url = as_str(metadata.get("url")) if isinstance(metadata, dict) else None
+        if url and _OWN_SERVICE.match(url):
+            message += _NO_PROVIDER_FIX
         self._error = one_line(f"{name}{status}: {message}", scrub=self.scrub)
         return Observation(events=(self._events.make("error", self._error),))
 
