@@ -29,6 +29,7 @@ from typing import Any
 from thirdshift.harnesses import Harness
 from thirdshift.harnesses.claude import ClaudeHarness
 from thirdshift.harnesses.codex import CodexHarness
+from thirdshift.harnesses.opencode import OpenCodeHarness
 from thirdshift.harnesses.qwen import QwenHarness
 
 BIG_RESULT_EVERY = 500  # one tool result in this many carries a big output
@@ -102,6 +103,36 @@ def codex_transcript(lines: int, rng: random.Random) -> list[bytes]:
             out.append({"type": "item.completed", "item": message})
     out.append({"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}})
     return _encode(out, rng)
+
+
+def opencode_transcript(lines: int, rng: random.Random) -> list[bytes]:
+    sid = "ses_dbc8b8687ffedTFfzoisHD10ut"
+    out: list[dict[str, Any]] = []
+    n = 0
+    while len(out) < lines - 2:
+        n += 1
+        out.append({"type": "step_start", "sessionID": sid, "part": {"type": "step-start"}})
+        size = BIG_RESULT_BYTES if n % BIG_RESULT_EVERY == 0 else rng.randint(20, 2000)
+        state = {
+            "status": "completed",
+            "input": {"command": f"pytest -q tests/test_{n}.py", "description": "tests"},
+            "output": _text(rng, size),
+            "metadata": {"exit": 0},
+        }
+        tool = {"type": "tool", "tool": "bash", "callID": f"toolu_{n}", "state": state}
+        out.append({"type": "tool_use", "sessionID": sid, "part": tool})
+        if n % 5 == 0:
+            text = {"type": "text", "text": _text(rng, 300)}
+            out.append({"type": "text", "sessionID": sid, "part": text})
+        out.append(_opencode_step(sid, "tool-calls"))
+    out.append(_opencode_step(sid, "stop"))
+    return _encode(out, rng)
+
+
+def _opencode_step(sid: str, reason: str) -> dict[str, Any]:
+    tokens = {"input": 900, "output": 40, "reasoning": 0, "cache": {"read": 9000, "write": 0}}
+    part = {"type": "step-finish", "reason": reason, "tokens": tokens, "cost": 0.003}
+    return {"type": "step_finish", "sessionID": sid, "part": part}
 
 
 def qwen_transcript(lines: int, rng: random.Random) -> list[bytes]:
@@ -207,6 +238,7 @@ def main() -> None:
     cases: list[tuple[str, Harness, Callable[[int, random.Random], list[bytes]]]] = [
         ("claude", ClaudeHarness(), claude_transcript),
         ("codex", CodexHarness(), codex_transcript),
+        ("opencode", OpenCodeHarness(), opencode_transcript),
         ("qwen", QwenHarness(), qwen_transcript),
     ]
     for name, harness, make in cases:

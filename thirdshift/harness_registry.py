@@ -54,6 +54,14 @@ CODEX = HarnessEntry(
     api_key_variable="OPENAI_API_KEY",
 )
 
+OPENCODE = HarnessEntry(
+    name="opencode",
+    npm_package="opencode-ai",
+    version="1.18.33",
+    executable="opencode",
+    api_key_variable="ANTHROPIC_API_KEY",
+)
+
 QWEN = HarnessEntry(
     name="qwen",
     npm_package="@qwen-code/qwen-code",
@@ -62,7 +70,7 @@ QWEN = HarnessEntry(
     api_key_variable="ANTHROPIC_API_KEY",
 )
 
-HARNESSES = (CLAUDE, CODEX, QWEN)
+HARNESSES = (CLAUDE, CODEX, OPENCODE, QWEN)
 """Every Harness, the default first."""
 
 HARNESS_NAMES = tuple(entry.name for entry in HARNESSES)

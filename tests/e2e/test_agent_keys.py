@@ -30,6 +30,7 @@ from tests.support.run_world import (
 from tests.support.secret_corpus import SECRETS, traces
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.sandbox.model import ModelScript
+from thirdshift.sandbox.model.opencode import opencode_env
 from thirdshift.sandbox.model.server import codex_config_args, codex_env
 
 pytestmark = pytest.mark.real_cli
@@ -109,8 +110,14 @@ def hostile_script(world: RunWorld, evil: str) -> str:
 
 @pytest.mark.parametrize(
     ("harness", "sealed"),
-    [("claude", True), ("codex", True), ("qwen", True), ("claude", False)],
-    ids=["claude-sealed", "codex-sealed", "qwen-sealed", "claude-unsafe-without-sandbox"],
+    [("claude", True), ("codex", True), ("opencode", True), ("qwen", True), ("claude", False)],
+    ids=[
+        "claude-sealed",
+        "codex-sealed",
+        "opencode-sealed",
+        "qwen-sealed",
+        "claude-unsafe-without-sandbox",
+    ],
 )
 def test_a_hostile_session_never_sees_the_token_and_redirects_nothing(
     tmp_path: Path, worlds: list[RunWorld], recorder: Recorder, harness: str, sealed: bool
@@ -141,9 +148,16 @@ def test_a_hostile_session_never_sees_the_token_and_redirects_nothing(
             + " && git commit -qam 'Make add() add' && "
             + pull_request_file("Make add() add", "Closes #1")
         )
+
+        # Codex's shell tool is exec_command {cmd}, OpenCode's bash {command, description}.
+        def shell(command: str) -> dict[str, Any]:
+            if harness == "opencode":
+                return {"name": "bash", "input": {"command": command, "description": "run"}}
+            return {"name": "exec_command", "input": {"cmd": command}}
+
         turns = [
-            {"tool_calls": [{"name": "exec_command", "input": {"cmd": hostile}}]},
-            {"tool_calls": [{"name": "exec_command", "input": {"cmd": fix}}]},
+            {"tool_calls": [shell(hostile)]},
+            {"tool_calls": [shell(fix)]},
             {"text": "Fixed."},
         ]
     script = ModelScript.from_dict(
@@ -156,6 +170,9 @@ def test_a_hostile_session_never_sees_the_token_and_redirects_nothing(
         world.settings.update(codex_env(codex_home))
         world.settings["THIRDSHIFT_HARNESS"] = "codex"
         world.settings["THIRDSHIFT_HARNESS_ARGS"] = json.dumps(codex_config_args(world.model.url))
+    if harness == "opencode":
+        world.settings.update(opencode_env(world.model.url))
+        world.settings["THIRDSHIFT_HARNESS"] = "opencode"
     if harness == "qwen":  # it reads the world's ANTHROPIC_* variables, as claude does
         world.settings["THIRDSHIFT_HARNESS"] = "qwen"
     if not sealed:

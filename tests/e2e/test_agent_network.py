@@ -30,6 +30,7 @@ from tests.support.run_world import (
     write_file_command,
 )
 from thirdshift.sandbox.model import ModelScript
+from thirdshift.sandbox.model.opencode import opencode_env
 from thirdshift.sandbox.model.server import codex_config_args, codex_env
 
 pytestmark = pytest.mark.real_cli
@@ -147,8 +148,14 @@ def network_events(world: RunWorld) -> list[str]:
 
 @pytest.mark.parametrize(
     ("harness", "sealed"),
-    [("claude", True), ("codex", True), ("qwen", True), ("claude", False)],
-    ids=["claude-sealed", "codex-sealed", "qwen-sealed", "claude-unsafe-agent-network"],
+    [("claude", True), ("codex", True), ("opencode", True), ("qwen", True), ("claude", False)],
+    ids=[
+        "claude-sealed",
+        "codex-sealed",
+        "opencode-sealed",
+        "qwen-sealed",
+        "claude-unsafe-agent-network",
+    ],
 )
 def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
     tmp_path: Path,
@@ -175,6 +182,12 @@ def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
             {"tool_calls": [bash(fix, "fix")]},
             {"text": "Fixed."},
         ]
+    elif harness == "opencode":
+        turns = [
+            {"tool_calls": [{"name": "bash", "input": {"command": hostile, "description": "x"}}]},
+            {"tool_calls": [{"name": "bash", "input": {"command": fix, "description": "fix"}}]},
+            {"text": "Fixed."},
+        ]
     elif harness == "qwen":
         turns = [
             {"tool_calls": [{"name": "run_shell_command", "input": {"command": hostile}}]},
@@ -199,6 +212,9 @@ def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
         world.settings.update(codex_env(codex_home))
         world.settings["THIRDSHIFT_HARNESS"] = "codex"
         world.settings["THIRDSHIFT_HARNESS_ARGS"] = json.dumps(codex_config_args(world.model.url))
+    if harness == "opencode":
+        world.settings.update(opencode_env(world.model.url))
+        world.settings["THIRDSHIFT_HARNESS"] = "opencode"
     if harness == "qwen":  # it reads the world's ANTHROPIC_* variables, as claude does
         world.settings["THIRDSHIFT_HARNESS"] = "qwen"
     rebinding = servers["rebinding"].port

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from tests.support.real_cli import BIN_DIR
 from tests.support.run_world import NAME, OWNER, TOKEN, RunWorld, start_world, stop_world
+from thirdshift.sandbox.model.opencode import opencode_env
 from thirdshift.sandbox.model.server import ModelScript
 
 pytestmark = pytest.mark.real_cli
@@ -324,3 +325,24 @@ def test_a_token_with_the_workflow_scope_warns_and_its_scopes_are_named(world: R
         "workflow): only thirdshift's pre-push check keeps an agent's workflow off GitHub"
     )
     assert "without the workflow scope" in fix
+
+
+def test_opencode_starts_sealed_and_its_test_session_answers(world: RunWorld) -> None:
+    """With OpenCode as the Harness, doctor starts it sealed (its version) and --session asks
+    the real CLI, configured inline, for its answer through the egress proxy."""
+    world.restart_model(ModelScript.from_dict({"sessions": []}))
+    before = len(world.model.requests())
+
+    result = doctor(
+        world, "--session", THIRDSHIFT_HARNESS="opencode", **opencode_env(world.model.url)
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    harness, _ = line(result, "harness opencode")
+    assert harness.startswith("PASS  harness opencode: 1.18.33 at ")
+    assert harness.endswith("; starts sealed in the agent sandbox, as a Session does")
+    session, _ = line(result, "session opencode")
+    assert session.startswith("PASS  session opencode: answered in ")
+    asked = world.model.requests()[before:]
+    assert len(asked) == 1  # the test prompt alone: no title request of OpenCode's own
+    assert "This is a test by thirdshift doctor" in json.dumps(asked[0]["body"])

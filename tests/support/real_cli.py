@@ -31,7 +31,7 @@ from thirdshift.sandbox.model.server import (
     qwen_env,
 )
 
-Harness = Literal["claude", "codex", "qwen"]
+Harness = Literal["claude", "codex", "opencode", "qwen"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR = REPO_ROOT / "node_modules" / ".bin"
@@ -66,7 +66,7 @@ def cli_path(harness: Harness) -> Path:
     if not path.exists():
         pytest.fail(
             f"{path.relative_to(REPO_ROOT)} is missing: run `scripts/install` in the repository "
-            "root to install the pinned agent CLIs (claude, codex, qwen)",
+            "root to install the pinned agent CLIs (claude, codex, opencode, qwen)",
             pytrace=False,
         )
     return path

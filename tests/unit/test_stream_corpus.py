@@ -13,6 +13,7 @@ import pytest
 from thirdshift.harnesses import Harness, Observation, StreamOutcome, StreamReader
 from thirdshift.harnesses.claude import ClaudeHarness
 from thirdshift.harnesses.codex import CodexHarness
+from thirdshift.harnesses.opencode import OpenCodeHarness
 from thirdshift.harnesses.qwen import QwenHarness
 from thirdshift.harnesses.stream import (
     MAX_PARSED_LINE,
@@ -30,11 +31,13 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 GOOD = {
     "claude": FIXTURES / "claude-2.1.328-tool-session.jsonl",
     "codex": FIXTURES / "codex-0.169.0-tool-session.jsonl",
+    "opencode": FIXTURES / "opencode-1.18.33-captured-tools.jsonl",
     "qwen": FIXTURES / "qwen-0.24.4-captured-tools.jsonl",
 }
 HARNESSES: dict[str, Callable[[], Harness]] = {
     "claude": ClaudeHarness,
     "codex": CodexHarness,
+    "opencode": OpenCodeHarness,
     "qwen": QwenHarness,
 }
 

@@ -15,6 +15,7 @@ from thirdshift.errors import ConfigError, ThirdshiftError
 from thirdshift.github import GitHub
 from thirdshift.github.app import InstallationTokens
 from thirdshift.github.requests import TOKEN, Credential
+from thirdshift.harnesses.opencode import config_secrets
 from thirdshift.notify import AppriseTarget, Notifier, Target, WebhookTarget
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.settings import Settings, load_settings
@@ -96,8 +97,9 @@ def run_secrets(settings: Settings) -> list[str]:
 
 def agent_secrets(environ: Mapping[str, str]) -> list[str]:
     """The values of the variables whose names say they are secret, in what a Harness's
-    environment is built from."""
-    return [value for key, value in environ.items() if looks_secret(key)]
+    environment is built from, and the secrets inside OpenCode's inline configuration."""
+    named = [value for key, value in environ.items() if looks_secret(key)]
+    return [*named, *config_secrets(environ)]
 
 
 def setting_secrets(settings: Settings) -> list[str]:

@@ -51,6 +51,13 @@ def hidden_from_agents(settings: Settings, environ: Mapping[str, str]) -> tuple[
         for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "QWEN_HOME")
         if environ.get(name)
     ]
+    # OpenCode keeps every session in XDG_DATA_HOME/opencode (its SQLite database and snapshots),
+    # which may lie outside HOME.
+    found += [
+        Path(environ[name]) / "opencode"
+        for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
+        if environ.get(name)
+    ]
     if settings.github_app_private_key_file is not None:
         found.append(settings.github_app_private_key_file)  # a file: it reads as empty
     return tuple(found)

@@ -14,6 +14,7 @@ from thirdshift.harness_registry import harness_entry
 from thirdshift.harnesses.base import Harness
 from thirdshift.harnesses.claude import ClaudeHarness
 from thirdshift.harnesses.codex import CodexHarness
+from thirdshift.harnesses.opencode import OpenCodeHarness
 from thirdshift.harnesses.qwen import QwenHarness
 
 
@@ -25,7 +26,7 @@ class HarnessAdapter(Protocol):
 
 
 ADAPTERS: Mapping[str, HarnessAdapter] = {
-    adapter.name: adapter for adapter in (ClaudeHarness, CodexHarness, QwenHarness)
+    adapter.name: adapter for adapter in (ClaudeHarness, CodexHarness, OpenCodeHarness, QwenHarness)
 }
 """Each registry entry's adapter class, by the entry's name (a unit test checks that every
 entry has one and every adapter an entry)."""

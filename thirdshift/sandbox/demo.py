@@ -28,6 +28,7 @@ from thirdshift.github import GitHub
 from thirdshift.issue_url import parse_issue_url
 from thirdshift.sandbox.client import SandboxClient
 from thirdshift.sandbox.github.server import GitHubStandIn
+from thirdshift.sandbox.model.opencode import opencode_env
 from thirdshift.sandbox.model.server import (
     ModelScript,
     ScriptedModelServer,
@@ -137,9 +138,10 @@ MODEL_SCRIPT: dict[str, Any] = {
 _SHELL_TOOLS = {
     "claude": ("Bash", "command"),
     "codex": ("exec_command", "cmd"),
+    "opencode": ("bash", "command"),
     "qwen": ("run_shell_command", "command"),
 }
-_LABELS = {"claude": "Claude Code", "codex": "Codex", "qwen": "Qwen Code"}
+_LABELS = {"claude": "Claude Code", "codex": "Codex", "opencode": "OpenCode", "qwen": "Qwen Code"}
 
 
 def model_script(harness: str) -> dict[str, Any]:
@@ -149,7 +151,8 @@ def model_script(harness: str) -> dict[str, Any]:
     for turn in script["sessions"][0]["turns"]:
         for call in turn.get("tool_calls", []):
             call["name"] = tool
-            call["input"] = {field: call["input"]["command"]}
+            if field != "command":
+                call["input"] = {field: call["input"]["command"]}
     return dict(script)
 
 
@@ -233,13 +236,15 @@ def agent_environment(
     environ = {
         key: value
         for key, value in base.items()
-        if not key.startswith(("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_"))
+        if not key.startswith(("ANTHROPIC_", "CLAUDE", "OPENAI_", "CODEX_", "OPENCODE_"))
     }
     # claude's variables serve qwen too (its default provider is Anthropic's API).
     environ.update(claude_env(model_url, agent_home))
     if harness == "codex":
         (agent_home / ".codex").mkdir(exist_ok=True)
         environ.update(codex_env(agent_home / ".codex"))
+    if harness == "opencode":
+        environ.update(opencode_env(model_url))
     return environ
 
 
