@@ -350,6 +350,13 @@ def set_up_repository(
         )
         numbers.append(int(filed["number"]))
         progress(f"issue #{filed['number']} '{issue.title}', labelled {READY_LABEL}")
+    env_file = root / "demo.env"
+    # The sandbox token is throwaway, but it still goes to a private file, not to the screen.
+    env_file.write_text(
+        f"export THIRDSHIFT_GITHUB_API_URL={api_url}\nexport GITHUB_TOKEN={token}\n"
+    )
+    os.chmod(env_file, 0o600)
+    progress(f"to look around with the maintainer's token: source {env_file}")
     return token, tuple(numbers)
 
 
