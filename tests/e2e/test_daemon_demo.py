@@ -208,3 +208,30 @@ def test_with_keep_the_daemon_goes_on_after_the_summary_until_sigterm_stops_ever
     assert [r.split()[1] for r in kept.stdout.strip().splitlines()[1:]] == ["succeeded"] * 2
     assert not _port_open(page)
     assert not _port_open(env["THIRDSHIFT_GITHUB_API_URL"])
+
+
+def test_ctrl_c_during_the_demo_stops_everything_and_summarizes_what_was_done(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C while Runs are in flight: the daemon saves them as Failed runs, the page and both
+    servers stop, the summary shows each issue's outcome so far, and the exit status is 1."""
+    cut = Demo(tmp_path / "demo")
+    try:
+        page = cut.first(STATUS_LINE)[1]
+        cut.first(r"implement: session started", timeout=DEMO_SECONDS)
+        api = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in (cut.root / "demo.env").read_text().splitlines()
+        )["THIRDSHIFT_GITHUB_API_URL"]
+        cut.process.send_signal(signal.SIGINT)
+        status = cut.ended()
+    finally:
+        cut.kill_if_running()
+
+    assert status == 1, "\n".join(cut.seen)
+    header, *rows = cut.stdout.strip().splitlines()
+    assert header.split()[0] == "issue"
+    assert [row.split()[0] for row in rows] == ["#1", "#2"]
+    assert "succeeded" not in [row.split()[1] for row in rows]
+    assert not _port_open(page)
+    assert not _port_open(api)
