@@ -177,6 +177,8 @@ class DaemonDemoSetup:
 
 @dataclass(frozen=True)
 class _DemoWorld:
+    """The running sandbox as the demo's watch and summary need it."""
+
     api_url: str
     token: str
     numbers: tuple[int, ...]
@@ -248,6 +250,7 @@ class _Watch:
         self._status: int | None = None
 
     def until_done(self) -> None:
+        """Look every ``watch_seconds`` until every demo issue's newest Run has ended."""
         while not self._stop.wait(self._setup.watch_seconds):
             runs = _latest_runs(self._world.settings, self._world.numbers)
             if len(runs) == len(self._world.numbers) and all(
