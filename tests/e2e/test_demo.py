@@ -1,4 +1,4 @@
-"""`thirdshift demo`: both servers, a demo repository and a Ready issue, and a whole Run on it
+"""`thirdshift demo --run`: both servers, a demo repository and a Ready issue, and a whole Run on it
 with the real Claude Code CLI."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _demo(root: Path, *extra: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("THIRDSHIFT_")}
     env["PATH"] = f"{BIN_DIR}{os.pathsep}{env['PATH']}"
     return subprocess.Popen(
-        [sys.executable, "-m", "thirdshift.cli", "demo", "--root", str(root), *extra],
+        [sys.executable, "-m", "thirdshift.cli", "demo", "--run", "--root", str(root), *extra],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

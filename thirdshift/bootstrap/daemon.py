@@ -58,19 +58,24 @@ def run_daemon(
     progress: Callable[[str], None],
     stop: threading.Event,
     http: str | None = None,
+    agent_environ: Mapping[str, str] | None = None,
 ) -> int:
     """Watch ``repositories`` (with those of the settings) until ``stop`` is set, or for one
     cycle with ``once``; with ``http`` (HOST:PORT), serve the status page there meanwhile,
     always behind a token (``http_token``, or one made for this process and shown once on the
     progress lines with the page's address). Pre-flight problems (no token, a repository the
     token cannot push to, an unusable home, no sandbox, a status page bound beyond loopback
-    without http_token) stop it before it starts."""
+    without http_token) stop it before it starts. ``agent_environ`` (default: ``environ``) is
+    what its Runs' Harness environments are built from (the demo's points at its model server)."""
     address = page_address(settings, http)
     settings, made_token = with_page_token(settings, served=address is not None)
     # Read after the token is in place: every scrubber of the daemon and its Runs knows it.
     known = run_secrets(settings)
     names = _watched_names(settings, repositories)
-    scrub = Scrubber.from_environment(environ, [*known, *agent_secrets(environ)])
+    agents = environ if agent_environ is None else agent_environ
+    scrub = Scrubber.from_environment(
+        environ, [*known, *agent_secrets(environ), *agent_secrets(agents)]
+    )
 
     def say(line: str) -> None:
         progress(scrub(line))
@@ -91,7 +96,9 @@ def run_daemon(
         )
         # Which Harness's provider is down, as the daemon's Runs found out: shared by them all.
         pauses = ProviderPauses(clock, settings.provider_pause_seconds)
-        kit = _DaemonKit(settings, environ, store, clock, scrub, say, daemon_name, activity, pauses)
+        kit = _DaemonKit(
+            settings, environ, store, clock, scrub, say, daemon_name, activity, pauses, agents
+        )
         daemon = _daemon(kit, watched, once=once, stop=stop)
         _watch(kit, daemon, watched, notifier)
         page = partial(StorePageSource, store, daemon.snapshot, scrub, warn=say)
@@ -181,6 +188,7 @@ class _DaemonKit:
     name: str
     activity: ActivityLog
     pauses: ProviderPauses
+    agent_environ: Mapping[str, str]
 
     def start_run(
         self,
@@ -215,6 +223,7 @@ class _DaemonKit:
     ) -> RunCall:
         return RunCall(
             environ=self.environ,
+            agent_environ=self.agent_environ,
             progress=run_progress,
             emit_url=_no_url,
             interrupt=interrupt,

@@ -97,31 +97,53 @@ def _serve(build: Callable[[], Server], address: Callable[[Server], str], what: 
     default=None,
     help="Directory for the demo's servers and files (default: a new temporary directory).",
 )
-@click.option("--keep", is_flag=True, help="Keep both servers running after the Run, until Ctrl-C.")
+@click.option(
+    "--run",
+    "single_run",
+    is_flag=True,
+    help="Show one `thirdshift run` on one issue instead of the daemon at work.",
+)
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep going after the last issue is done (the daemon, or with --run both servers), "
+    "until Ctrl-C.",
+)
 @click.option(
     "--harness",
     type=click.Choice(HARNESS_NAMES),
     default=DEFAULT_HARNESS,
     show_default=True,
-    help="The Harness whose real CLI runs the demo's session.",
+    help="The Harness whose real CLI runs the demo's sessions.",
 )
-def demo_command(root: Path | None, keep: bool, harness: str) -> None:
-    """Start both sandbox servers with a demo repository and a Ready issue, and run thirdshift on
-    it with the real CLI of the Harness (Claude Code unless --harness says another). Prints the
-    pull request URL on stdout; exit status as for `thirdshift run`."""
-    from thirdshift.sandbox.demo import run_demo
-
+def demo_command(root: Path | None, single_run: bool, keep: bool, harness: str) -> None:
+    """Start both sandbox servers, a demo repository with Ready issues and `thirdshift daemon`
+    with its status page (its URL printed first), until every issue has its pull request; then
+    a summary table on stdout. With --run: one `thirdshift run` on one issue, its pull request
+    URL on stdout, exit status as for `thirdshift run`."""
     progress = Progress()
     interrupt = threading.Event()
     with signals_set(interrupt, progress):
-        status = guarded(
-            lambda: run_demo(
-                root,
-                progress,
-                interrupt,
-                emit_url=emit,
-                keep=(lambda what: wait_for_interrupt(progress, what, interrupt)) if keep else None,
-                harness=harness,
-            )
-        )
+        if single_run:
+            status = guarded(lambda: _single_run(root, keep, harness, progress, interrupt))
+        else:
+            from thirdshift.sandbox.demo_daemon import DaemonDemoSetup, run_daemon_demo
+
+            setup = DaemonDemoSetup(root=root, harness=harness, keep=keep)
+            status = guarded(lambda: run_daemon_demo(setup, progress, interrupt, emit=emit))
     sys.exit(status)
+
+
+def _single_run(
+    root: Path | None, keep: bool, harness: str, progress: Progress, interrupt: threading.Event
+) -> int:
+    from thirdshift.sandbox.demo import run_demo
+
+    return run_demo(
+        root,
+        progress,
+        interrupt,
+        emit_url=emit,
+        keep=(lambda what: wait_for_interrupt(progress, what, interrupt)) if keep else None,
+        harness=harness,
+    )

@@ -144,11 +144,12 @@ _SHELL_TOOLS = {
 _LABELS = {"claude": "Claude Code", "codex": "Codex", "opencode": "OpenCode", "qwen": "Qwen Code"}
 
 
-def model_script(harness: str) -> dict[str, Any]:
-    """The demo's model script with its tool calls named as ``harness``'s CLI names them."""
+def model_script(harness: str, written: Mapping[str, Any] = MODEL_SCRIPT) -> dict[str, Any]:
+    """A demo's model script (the single-Run demo's unless ``written`` says another), its
+    tool calls, written as Claude Code's Bash, named as ``harness``'s CLI names its shell."""
     tool, field = _SHELL_TOOLS[harness]
-    script = json.loads(json.dumps(MODEL_SCRIPT))
-    for turn in script["sessions"][0]["turns"]:
+    script = json.loads(json.dumps(written))
+    for turn in (turn for session in script["sessions"] for turn in session["turns"]):
         for call in turn.get("tool_calls", []):
             call["name"] = tool
             if field != "command":
@@ -284,25 +285,25 @@ def set_up(root: Path, api_url: str, model_url: str, progress: Callable[[str], N
     sha = client.add_repo(OWNER, NAME, source, {CHECK_NAME: CHECK_COMMAND})
     progress(f"GitHub stand-in: {api_url}")
     progress(f"scripted model server: {model_url}")
-    repo = _rest(api_url, token, "GET", f"/repos/{full_name}")
+    repo = rest(api_url, token, "GET", f"/repos/{full_name}")
     progress(
         f"repository {full_name}: {repo['clone_url']} (main at {sha[:7]}, check '{CHECK_NAME}')"
     )
-    _rest(
+    rest(
         api_url,
         token,
         "POST",
         f"/repos/{full_name}/labels",
         {"name": READY_LABEL, "color": "0e8a16", "description": "thirdshift may take this"},
     )
-    issue = _rest(
+    issue = rest(
         api_url,
         token,
         "POST",
         f"/repos/{full_name}/issues",
         {"title": ISSUE_TITLE, "body": ISSUE_BODY},
     )
-    _rest(
+    rest(
         api_url,
         token,
         "POST",
@@ -330,7 +331,7 @@ def set_up(root: Path, api_url: str, model_url: str, progress: Callable[[str], N
     )
 
 
-def _rest(
+def rest(
     api_url: str, token: str, method: str, path: str, payload: dict[str, Any] | None = None
 ) -> Any:
     """One REST call as the demo's maintainer, the way a person's client would make it."""

@@ -1,0 +1,237 @@
+"""`thirdshift demo` (the daemon demo) with the real Claude Code CLI: one shared demo per file,
+watched from the outside as a newcomer would, its status page read in Debian's chromium while
+the daemon works."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.support.real_cli import BIN_DIR, cli_path
+
+pytestmark = pytest.mark.real_cli
+
+# Waits are generous and configurable: the machine may be loaded (never assert less instead).
+DEMO_SECONDS = float(os.environ.get("THIRDSHIFT_TEST_DEMO_SECONDS", "420"))
+PAGE_MS = int(1000 * float(os.environ.get("THIRDSHIFT_TEST_PAGE_SECONDS", "180")))
+STATUS_LINE = r"status page at (http://127\.0\.0\.1:\d+/)\?token=([\w-]+)$"
+
+
+class Demo:
+    """A running demo: its stderr lines read as they come, and its stdout once it ended."""
+
+    def __init__(self, root: Path, *extra: str, harness: str = "claude") -> None:
+        cli_path(harness)  # type: ignore[arg-type]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("THIRDSHIFT_")}
+        env["PATH"] = f"{BIN_DIR}{os.pathsep}{env['PATH']}"
+        self.root = root
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "thirdshift.cli", "demo", "--root", str(root), *extra],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.seen: list[str] = []
+        self._arrived: queue.Queue[str | None] = queue.Queue()
+        assert self.process.stderr is not None
+        self._reader = threading.Thread(target=self._read, args=(self.process.stderr,), daemon=True)
+        self._reader.start()
+        self.stdout = ""
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._arrived.put(line.rstrip("\n"))
+        self._arrived.put(None)
+
+    def first(self, pattern: str, timeout: float = 120) -> re.Match[str]:
+        """The first stderr line matching ``pattern`` (after its time stamp), waiting for it."""
+        deadline = time.monotonic() + timeout
+        for line in self.seen:
+            if found := re.search(pattern, line):
+                return found
+        while True:
+            try:
+                arrived = self._arrived.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                arrived = None
+            if arrived is None:
+                raise AssertionError(f"no line matching {pattern!r} in:\n" + "\n".join(self.seen))
+            self.seen.append(arrived)
+            if found := re.search(pattern, arrived):
+                return found
+
+    def ended(self) -> int:
+        """Wait for the demo's own end; its exit status."""
+        assert self.process.stdout is not None
+        self.stdout = self.process.stdout.read()
+        status = self.process.wait(timeout=DEMO_SECONDS)
+        self._reader.join(timeout=30)
+        while not self._arrived.empty():
+            line = self._arrived.get_nowait()
+            if line is not None:
+                self.seen.append(line)
+        return status
+
+    def kill_if_running(self) -> None:
+        """A demo that did not stop as it should is not left behind."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    running = Demo(tmp_path_factory.mktemp("daemon-demo") / "demo")
+    try:
+        yield running
+    finally:
+        running.kill_if_running()
+
+
+def _message(line: str) -> str:
+    return line.split("] ", 1)[1] if line.startswith("[") else line
+
+
+def test_the_status_page_url_is_the_first_line_before_any_run_starts(demo: Demo) -> None:
+    """The newcomer gets the page's address (with its token) first, before the sandbox is set
+    up and before the daemon picks anything up."""
+    demo.first(STATUS_LINE)
+    demo.first(r"picked up; starting a Run", timeout=DEMO_SECONDS)
+    assert re.search(STATUS_LINE, _message(demo.seen[0])), demo.seen[:3]
+
+
+def test_a_browser_reads_the_page_during_the_demo_and_sees_runs_in_flight(demo: Demo) -> None:
+    """Opened at the printed address while the demo runs, the page shows a Run in flight."""
+    found = demo.first(STATUS_LINE)
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.fail("chromium is not installed (Debian: apt-get install chromium)", pytrace=False)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(found[0].removeprefix("status page at "))
+            page.wait_for_selector('article[data-state="running"]', timeout=PAGE_MS)
+            in_flight = page.inner_text('article[data-state="running"]')
+        finally:
+            browser.close()
+    assert "demo/calculator#" in in_flight
+    assert demo.process.poll() is None  # read during the demo, not after it
+
+
+def test_the_demo_ends_with_the_summary_and_every_issue_has_its_pull_request(
+    demo: Demo,
+) -> None:
+    """Exit 0 once both issues' Runs succeeded; stdout is the summary table: each issue with
+    its pull request, the CI-fix issue with two sessions (implement and its Repair)."""
+    status = demo.ended()
+
+    assert status == 0, "\n".join(demo.seen)
+    header, *rows = demo.stdout.strip().splitlines()
+    assert header.split() == ["issue", "outcome", "pull", "request", "sessions", "time", "cost"]
+    cells = [row.split() for row in rows]
+    assert [c[0] for c in cells] == ["#1", "#2"]
+    assert [c[1] for c in cells] == ["succeeded", "succeeded"]
+    assert all(
+        re.fullmatch(r"http://127\.0\.0\.1:\d+/demo/calculator/pull/\d+", c[2]) for c in cells
+    )
+    assert [c[3] for c in cells] == ["1", "2"]
+    assert any("starting Repair 1 of" in line for line in demo.seen)
+    token = re.search(STATUS_LINE, _message(demo.seen[0]))
+    assert token is not None
+    # The page's token is shown once, on its line, and nowhere else.
+    assert sum(token[2] in line for line in demo.seen) == 1
+
+
+def _port_open(url: str) -> bool:
+    parts = urllib.parse.urlsplit(url)
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex((parts.hostname or "", parts.port or 80)) == 0
+
+
+def test_with_another_harness_the_daemon_demo_ends_with_each_pull_request(
+    tmp_path: Path,
+) -> None:
+    """--harness codex: the same daemon demo on Codex's real CLI ends with exit 0 and a pull
+    request URL for every issue in its summary."""
+    other = Demo(tmp_path / "demo", "--harness", "codex", harness="codex")
+    try:
+        status = other.ended()
+    finally:
+        other.kill_if_running()
+
+    assert status == 0, "\n".join(other.seen)
+    rows = [row.split() for row in other.stdout.strip().splitlines()[1:]]
+    assert [r[1] for r in rows] == ["succeeded", "succeeded"]
+    assert all("/demo/calculator/pull/" in r[2] for r in rows)
+
+
+def test_with_keep_the_daemon_goes_on_after_the_summary_until_sigterm_stops_everything(
+    tmp_path: Path,
+) -> None:
+    """--keep: the summary is printed once every issue is done, the daemon and its page serve
+    on; SIGTERM stops the daemon, the page and both servers, with exit 0."""
+    kept = Demo(tmp_path / "demo", "--keep")
+    try:
+        page = kept.first(STATUS_LINE)[1]
+        kept.first(r"every demo issue is done; the daemon keeps going", timeout=DEMO_SECONDS)
+        env = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in (kept.root / "demo.env").read_text().splitlines()
+        )
+        assert _port_open(page)
+        assert _port_open(env["THIRDSHIFT_GITHUB_API_URL"])
+        kept.process.send_signal(signal.SIGTERM)
+        status = kept.ended()
+    finally:
+        kept.kill_if_running()
+
+    assert status == 0, "\n".join(kept.seen)
+    assert [r.split()[1] for r in kept.stdout.strip().splitlines()[1:]] == ["succeeded"] * 2
+    assert not _port_open(page)
+    assert not _port_open(env["THIRDSHIFT_GITHUB_API_URL"])
+
+
+def test_ctrl_c_during_the_demo_stops_everything_and_summarizes_what_was_done(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C while Runs are in flight: the daemon saves them as Failed runs, the page and both
+    servers stop, the summary shows each issue's outcome so far, and the exit status is 1."""
+    cut = Demo(tmp_path / "demo")
+    try:
+        page = cut.first(STATUS_LINE)[1]
+        cut.first(r"implement: session started", timeout=DEMO_SECONDS)
+        api = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in (cut.root / "demo.env").read_text().splitlines()
+        )["THIRDSHIFT_GITHUB_API_URL"]
+        cut.process.send_signal(signal.SIGINT)
+        status = cut.ended()
+    finally:
+        cut.kill_if_running()
+
+    assert status == 1, "\n".join(cut.seen)
+    header, *rows = cut.stdout.strip().splitlines()
+    assert header.split()[0] == "issue"
+    assert [row.split()[0] for row in rows] == ["#1", "#2"]
+    assert "succeeded" not in [row.split()[1] for row in rows]
+    assert not _port_open(page)
+    assert not _port_open(api)
