@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from thirdshift.bootstrap.parts import BuiltRun, RunCall, run_parts
+from thirdshift.clock import Clock, SystemClock
 from thirdshift.errors import ThirdshiftError
 from thirdshift.issue_url import check_same_host, web_host_of
 from thirdshift.records import ProviderOutage
@@ -20,6 +21,7 @@ from thirdshift.runs import (
     RunOutcome,
     RunParts,
     RunRequest,
+    SpecRun,
 )
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings, check_repository_name
@@ -46,6 +48,24 @@ def delivery(parts: RunParts, hooks: RunHooks) -> Delivery:
     """A Run of one issue, from its parts: real adapters here, fakes in the orchestration
     tests (the only other builder)."""
     return Delivery(parts, hooks)
+
+
+def spec_run(
+    parts: RunParts,
+    hooks: RunHooks,
+    clock_for: Callable[[threading.Event], Clock] = SystemClock,
+) -> SpecRun:
+    """A Spec run, from its parts, as for ``delivery``: each Ticket Run is a ``Delivery`` of
+    its own, with the hooks the Spec run gives it and a clock of its own from ``clock_for``
+    (a clock's waits end on its Run's interrupt, and a salvage's bound on waiting is its Run's
+    alone: one Ticket's Failed run must not cut short another Ticket's CI watch)."""
+
+    def run_ticket(request: RunRequest, ticket_hooks: RunHooks) -> RunOutcome:
+        ticket_parts = replace(parts, clock=clock_for(ticket_hooks.interrupt))
+        ticket = delivery(ticket_parts, ticket_hooks)
+        return outcome_of(lambda: ticket.run(request), ticket_hooks.progress, parts.scrub)
+
+    return SpecRun(parts, hooks, run_ticket)
 
 
 def architect_run(parts: RunParts, hooks: RunHooks, *, web_host: str) -> ArchitectRun:

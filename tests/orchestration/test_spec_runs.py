@@ -1,0 +1,202 @@
+"""Spec runs in process: the real Delivery for each Ticket Run against the GitHub fake, a bare
+origin with real git, a real SQLite store and scripted sessions keyed by the Ticket."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.orchestration.conftest import READY, RunWorld
+from tests.support.scripted_sessions import Play, git
+from thirdshift import bootstrap
+from thirdshift.clock import Clock, ManualClock
+from thirdshift.errors import UsageError
+from thirdshift.issue_url import IssueRef
+from thirdshift.runs import RunOutcome, SpecRequest
+from thirdshift.runs.spec_text import CHECKLIST_START, FAILED_SPEC_RUN_MARKER
+from thirdshift.sessions import SessionFailed
+
+
+def _spec(world: RunWorld, *titles: str) -> tuple[int, list[int]]:
+    """A Spec with one Ticket per title, each Ready; merges land on origin as on GitHub."""
+    world.github.merges_into_base = True
+    spec = world.github.add_issue("Widgets everywhere", "The Spec's brief.", [])
+    tickets = [world.github.add_issue(title, f"Do {title}.", [READY]) for title in titles]
+    for ticket in tickets:
+        world.github.add_sub_issue("acme", "widgets", spec, ticket)
+    return spec, tickets
+
+
+def _by_ticket(plays: dict[int, Play]) -> Play:
+    """One implement session per Ticket, told apart by the Issue branch of its Worktree."""
+
+    def play(worktree: Path, prompt: str) -> str | None:
+        number = int(worktree.name.rsplit("-issue-", 1)[1].split("-")[0])
+        return plays[number](worktree, prompt)
+
+    return play
+
+
+def _writes(name: str, *, seen: list[set[str]] | None = None) -> Play:
+    """Commits ``name`` with a Pull request file; notes which files the Worktree had."""
+
+    def play(worktree: Path, prompt: str) -> str:
+        if seen is not None:
+            seen.append({p.name for p in worktree.iterdir()})
+        (worktree / name).write_text(f"{name}\n")
+        git(worktree, "add", name)
+        git(worktree, "commit", "-q", "-m", f"Add {name}")
+        (worktree / ".thirdshift-pull-request.md").write_text(f"Add {name}\n\nAdds {name}.")
+        return f"committed {name}"
+
+    return play
+
+
+def _fails(_worktree: Path, _prompt: str) -> str:
+    raise SessionFailed("the agent gave up", None)
+
+
+def _run_spec(world: RunWorld, spec: int, parallel: int = 2) -> RunOutcome:
+    ref = IssueRef("github.test", "acme", "widgets", spec)
+    run = bootstrap.spec_run(world.parts(), world.hooks(), _ticket_clock(world))
+    return run.run(SpecRequest(ref, parallel=parallel))
+
+
+def _ticket_clock(world: RunWorld) -> Callable[[threading.Event], Clock]:
+    """Each Ticket Run's own manual clock, starting at the world's time."""
+    return lambda interrupt: ManualClock(world.clock.now(), interrupt=interrupt)
+
+
+def test_tickets_land_in_blocker_order_into_the_spec_branch_and_the_spec_pr_is_ready(
+    world: RunWorld,
+) -> None:
+    """A and B land first; C, blocked by both, starts from a Spec branch holding both; each
+    Ticket is closed by thirdshift and the Spec PR into the Base branch names all three."""
+    spec, (a, b, c) = _spec(world, "Ticket A", "Ticket B", "Ticket C")
+    world.github.block(c, a)
+    world.github.block(c, b)
+    seen_by_c: list[set[str]] = []
+    world.sessions.plays["implement"] = _by_ticket(
+        {a: _writes("a.txt"), b: _writes("b.txt"), c: _writes("c.txt", seen=seen_by_c)}
+    )
+
+    outcome = _run_spec(world, spec)
+
+    assert (outcome.state, outcome.exit_code) == ("ready", 0), "\n".join(world.lines)
+    assert seen_by_c == [seen_by_c[0]]
+    assert {"a.txt", "b.txt"} <= seen_by_c[0]
+    assert world.origin_file(f"spec-{spec}", "c.txt") == "c.txt"
+    pulls = {p.base_ref: p for p in world.github.pull_requests() if p.base_ref == "main"}
+    spec_pull = pulls["main"]
+    assert (spec_pull.head_ref, spec_pull.draft, spec_pull.state) == (f"spec-{spec}", False, "open")
+    for ticket in (a, b, c):
+        assert f"#{ticket}" in spec_pull.body
+        assert world.github.issue("acme", "widgets", ticket).state == "closed"
+    assert CHECKLIST_START in spec_pull.body
+    tickets = [p for p in world.github.pull_requests() if p.base_ref == f"spec-{spec}"]
+    assert sorted((p.merged, p.head_ref) for p in tickets) == [
+        (True, f"issue-{a}"),
+        (True, f"issue-{b}"),
+        (True, f"issue-{c}"),
+    ]
+    assert world.urls[-1] == spec_pull.html_url
+    [spec_record] = [r for r in world.store.list_runs() if r.kind == "spec"]
+    assert (spec_record.state, spec_record.issue_branch) == ("ready", f"spec-{spec}")
+    ticket_runs = world.store.ticket_runs(spec_record.id)
+    assert sorted(r.issue_number for r in ticket_runs) == [a, b, c]
+    assert all(r.landed and r.base_branch == f"spec-{spec}" for r in ticket_runs)
+
+
+def test_a_failed_ticket_holds_back_its_dependent_while_the_independent_one_lands(
+    world: RunWorld,
+) -> None:
+    """B fails: C (blocked by B) never starts, A lands, the Spec run fails with exit 1, names
+    the Tickets not done on its lines and in one comment on the Spec, and leaves a draft."""
+    spec, (a, b, c) = _spec(world, "Ticket A", "Ticket B", "Ticket C")
+    world.github.block(c, b)
+    world.sessions.plays["implement"] = _by_ticket(
+        {a: _writes("a.txt"), b: _fails, c: _writes("c.txt")}
+    )
+
+    outcome = _run_spec(world, spec)
+
+    assert (outcome.state, outcome.exit_code) == ("failed", 1)
+    assert outcome.cause == f"Tickets not done: #{b}, #{c}"
+    assert f"Tickets not done: #{b}, #{c}" in world.lines
+    assert world.github.issue("acme", "widgets", a).state == "closed"
+    assert world.github.issue("acme", "widgets", c).state == "open"
+    [spec_pull] = [p for p in world.github.pull_requests() if p.base_ref == "main"]
+    assert spec_pull.draft
+    comments = [x for x in world.github.comments_on(spec) if FAILED_SPEC_RUN_MARKER in x]
+    assert len(comments) == 1
+    assert f"#{c}" in comments[0]
+    [record] = [r for r in world.store.list_runs() if r.kind == "spec"]
+    assert sorted(r.issue_number for r in world.store.ticket_runs(record.id)) == [a, b]
+
+
+def test_a_spec_run_run_again_continues_without_rerunning_what_landed(world: RunWorld) -> None:
+    """After B failed, the rerun runs B and then C into the same Spec branch; A is not run
+    again, and the same Spec PR becomes ready."""
+    spec, (a, b, c) = _spec(world, "Ticket A", "Ticket B", "Ticket C")
+    world.github.block(c, b)
+    plays = {a: _writes("a.txt"), b: _fails, c: _writes("c.txt")}
+    world.sessions.plays["implement"] = _by_ticket(plays)
+    assert _run_spec(world, spec).exit_code == 1
+    plays[b] = _writes("b.txt")
+
+    again = _run_spec(world, spec)
+
+    assert (again.state, again.exit_code) == ("ready", 0), "\n".join(world.lines)
+    first, second = sorted(
+        (r for r in world.store.list_runs() if r.kind == "spec"), key=lambda r: r.id
+    )
+    assert sorted(r.issue_number for r in world.store.ticket_runs(second.id)) == [b, c]
+    assert second.issue_branch == first.issue_branch == f"spec-{spec}"
+    [spec_pull] = [p for p in world.github.pull_requests() if p.base_ref == "main"]
+    assert not spec_pull.draft
+    assert world.origin_file(f"spec-{spec}", "c.txt") == "c.txt"
+
+
+def test_an_issue_without_sub_issues_is_no_spec_and_nothing_changes(world: RunWorld) -> None:
+    """A usage error (exit 2) before anything is recorded or made."""
+    number = world.github.add_issue("Just an issue", "", [READY])
+    ref = IssueRef("github.test", "acme", "widgets", number)
+    run = bootstrap.spec_run(world.parts(), world.hooks())
+
+    with pytest.raises(UsageError, match="no sub-issues") as raised:
+        run.run(SpecRequest(ref))
+
+    assert raised.value.exit_code == 2
+    assert world.store.list_runs() == []
+    assert "spec-1" not in git(world.origin, "branch", "--list")
+
+
+def test_an_interrupt_starts_no_more_tickets_and_ends_the_spec_run_interrupted(
+    world: RunWorld,
+) -> None:
+    """SIGTERM while A runs: A's Run is told to stop, B (waiting on A) never starts."""
+    spec, (a, b) = _spec(world, "Ticket A", "Ticket B")
+    world.github.block(b, a)
+    started = threading.Event()
+
+    def a_interrupted(worktree: Path, prompt: str) -> str | None:
+        started.set()
+        world.interrupt.set()
+        return _writes("a.txt")(worktree, prompt)
+
+    world.sessions.plays["implement"] = _by_ticket({a: a_interrupted, b: _writes("b.txt")})
+
+    outcome = _run_spec(world, spec)
+
+    assert started.is_set()
+    assert (outcome.state, outcome.exit_code) == ("interrupted", 1)
+    [record] = [r for r in world.store.list_runs() if r.kind == "spec"]
+    [ticket_run] = world.store.ticket_runs(record.id)
+    assert (ticket_run.issue_number, ticket_run.state) == (a, "failed")
+    assert "interrupted" in (ticket_run.cause or "")
+    assert not ticket_run.landed
+    assert world.origin_file(f"issue-{a}", "a.txt") == "a.txt"  # A's work was salvaged
+    assert world.github.issue("acme", "widgets", b).state == "open"

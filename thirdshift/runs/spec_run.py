@@ -1,0 +1,364 @@
+"""A Spec run (issue 23, adr/0032): a Spec's Tickets run as Merge runs into one pinned Spec
+branch, then the Spec PR from it into the Base branch.
+
+It composes the Run, it is no copy of it: under the Spec's own Lease it pins the Spec branch
+(made from the Base branch's head when new) and records itself (kind ``spec``); then each Ticket
+is a Ticket Run, the same ``Delivery`` a Merge run is (its own Lease and fencing token,
+Worktree, Issue branch, session, takeover, Repair loop, CI watch and Self-merge), whose Base
+branch is the Spec branch and whose parent is this Spec run. Up to ``parallel`` run at once, in
+threads; before each start the Tickets and their blockers are read again from GitHub and
+``schedule_tickets`` decides. A Ticket starts from the Spec branch's head, and its Repair loop
+merges in what lands meanwhile (the Base branch of a Run moving). thirdshift records each
+landing, closes the Ticket with a comment naming its merge and rewrites the draft Spec PR's
+checklist (``spec_pull``). A Spec run run again continues: what landed in the Spec branch is
+not run again.
+
+An interrupt (Ctrl-C, SIGTERM, a lost Lease) starts nothing new and passes on to the running
+Ticket Runs, which salvage their work as any Run does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from thirdshift.errors import ThirdshiftError, UsageError
+from thirdshift.git import ManagedClone
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import Lease, RepoInfo, Repository, Run
+from thirdshift.runs.claims import fenced
+from thirdshift.runs.context import RunHooks, RunParts
+from thirdshift.runs.lease import LeaseKeeper
+from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.scope import RunRequest
+from thirdshift.runs.spec_pull import SpecPull
+from thirdshift.runs.spec_rules import (
+    Blocker,
+    SpecRunState,
+    Ticket,
+    TicketSchedule,
+    TicketState,
+    choose_spec_branch,
+    schedule_tickets,
+    spec_branch_number,
+)
+from thirdshift.runs.spec_text import TicketText, failure_lines, ticket_texts
+
+TicketRunner = Callable[[RunRequest, RunHooks], RunOutcome]
+"""One Ticket Run to its outcome: the composition root's ``Delivery`` with these hooks."""
+
+WAIT_SECONDS = 1.0  # how often the loop looks at the interrupt while Tickets run
+LINK_SECONDS = 0.05  # how soon a Ticket's wait sees the Spec run's interrupt
+
+
+class LinkedInterrupt(threading.Event):
+    """A Ticket Run's interrupt: set on its own (its Lease was lost: that Ticket alone stops)
+    or as soon as the Spec run's is (Ctrl-C, SIGTERM: every Ticket salvages its work)."""
+
+    def __init__(self, parent: threading.Event) -> None:
+        super().__init__()
+        self._parent = parent
+
+    def is_set(self) -> bool:
+        return super().is_set() or self._parent.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            left = LINK_SECONDS if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return False
+            super().wait(min(left, LINK_SECONDS))
+        return True
+
+
+@dataclass(frozen=True)
+class SpecRequest:
+    """What to run: the Spec, how many Tickets at once, and whether the Spec PR is merged."""
+
+    spec: IssueRef
+    parallel: int = 3
+    merge: bool = False
+    base: str | None = None
+
+
+@dataclass
+class _Progress:
+    """What this Spec run knows of its Tickets as it goes (the loop's thread alone writes)."""
+
+    running: dict[int, Future[RunOutcome]] = field(default_factory=dict)
+    failed: dict[int, str] = field(default_factory=dict)  # Ticket -> why its Run failed
+    titles: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Pinned:
+    """The Spec run as recorded under the Spec's Lease."""
+
+    repository: Repository
+    record: Run
+    branch: str
+    base: str
+    pull: SpecPull
+
+
+class SpecRun:
+    """Runs one Spec. Built by the composition root with the Ticket runner it builds."""
+
+    def __init__(self, parts: RunParts, hooks: RunHooks, run_ticket: TicketRunner) -> None:
+        self._parts, self._hooks, self._run_ticket = parts, hooks, run_ticket
+
+    def say(self, line: str) -> None:
+        self._hooks.progress(self._parts.scrub(line))
+
+    def run(self, request: SpecRequest) -> RunOutcome:
+        """The Spec run to its end: the Spec PR ready, or a Failed spec run naming the
+        Tickets not done. An error before it is recorded is raised, having changed nothing."""
+        parts, ref = self._parts, request.spec
+        if request.parallel < 1:
+            raise UsageError(f"--parallel must be at least 1, not {request.parallel}")
+        repo = parts.github.repo(ref.owner, ref.repo)
+        issue = parts.github.issue(ref.owner, ref.repo, ref.number)
+        if issue.state != "open":
+            raise ThirdshiftError(f"Spec #{ref.number} is closed; reopen it to run it")
+        if not parts.github.sub_issues(ref.owner, ref.repo, ref.number):
+            raise UsageError(
+                f"#{ref.number} has no sub-issues, so it is no Spec; run it without --parallel"
+            )
+        repository = parts.store.ensure_repository(repo.owner, repo.name)
+        keeper = LeaseKeeper(
+            parts.store,
+            repository,
+            ref.number,
+            parts.settings.lease_seconds,
+            on_lost=self._hooks.interrupt.set,
+            owner=self._hooks.claimant,
+            clock=parts.clock,
+            release_seconds=parts.settings.salvage_wait_seconds,
+        )
+        with keeper as lease:
+            pinned = self._pin(request, repo, repository, lease, keeper, issue.title)
+            return self._tickets(request, pinned)
+
+    def _pin(
+        self,
+        request: SpecRequest,
+        repo: RepoInfo,
+        repository: Repository,
+        lease: Lease,
+        keeper: LeaseKeeper,
+        title: str,
+    ) -> _Pinned:
+        """The Spec branch chosen (and made from the Base branch when new) and the Spec run
+        recorded with it, under the Lease."""
+        parts, ref = self._parts, request.spec
+        base = request.base or repo.default_branch
+        clone = parts.clones(ref, repo)
+        clone.sync()
+        remote = clone.remote_branches()
+        if base not in remote:
+            raise ThirdshiftError(
+                f"base branch {base} does not exist on origin; push it first or pass --base"
+            )
+        pulls = [
+            pull
+            for branch in remote
+            if spec_branch_number(ref.number, branch) is not None
+            for pull in parts.github.pulls_for_head(ref.owner, ref.repo, branch)
+        ]
+        choice = choose_spec_branch(ref.number, remote, sorted(pulls, key=lambda p: -p.number))
+        if choice.branch not in remote:
+            keeper.check()
+            _make_branch(clone, parts.settings.home, choice.branch, base, repo)
+            self.say(f"made the Spec branch {choice.branch} from {base}")
+        record = parts.store.start_run_under(
+            lease,
+            repository,
+            ref.number,
+            kind="spec",
+            base_branch=base,
+            issue_branch=choice.branch,
+            harness=parts.session_source.harness_name,
+            model=parts.session_source.model,
+        )
+        if record is None:
+            raise keeper.lost_error()
+        self._hooks.on_recorded(record.id)
+        self.say(f"Spec run {record.id} on {ref}: {title}, into {choice.branch}")
+        gh = fenced(parts.github, keeper.check)
+        pull = SpecPull(gh, ref, parts.scrub(title), choice.branch, base, self.say)
+        return _Pinned(repository, record, choice.branch, base, pull)
+
+    def _tickets(self, request: SpecRequest, pinned: _Pinned) -> RunOutcome:
+        """The Ticket loop, then the end the schedule reached."""
+        progress = _Progress()
+        with ThreadPoolExecutor(request.parallel, thread_name_prefix="thirdshift-ticket") as pool:
+            while True:
+                schedule = self._schedule(request, pinned, progress)
+                if not self._hooks.interrupt.is_set():
+                    for number in schedule.start:
+                        self._start(pool, request, pinned, progress, number)
+                if not progress.running:
+                    break
+                self._wait(pinned, progress)
+        return self._end(request, pinned, progress, schedule)
+
+    def _schedule(
+        self, request: SpecRequest, pinned: _Pinned, progress: _Progress
+    ) -> TicketSchedule:
+        """The Tickets read again from GitHub and the records, and the decision on them."""
+        tickets = self._read_tickets(request.spec, pinned, progress)
+        return schedule_tickets(tickets, request.parallel)
+
+    def _read_tickets(
+        self, ref: IssueRef, pinned: _Pinned, progress: _Progress
+    ) -> tuple[Ticket, ...]:
+        """The Spec's open sub-issues and every Ticket this Spec branch recorded, with their
+        open blockers and what thirdshift recorded of each."""
+        gh, store = self._parts.github, self._parts.store
+        landed = store.landed_tickets(pinned.repository, pinned.branch)
+        ours = {*landed, *progress.running, *progress.failed}
+        tickets: list[Ticket] = []
+        for number in sorted({*gh.sub_issues(ref.owner, ref.repo, ref.number), *ours}):
+            issue = gh.issue(ref.owner, ref.repo, number)
+            closed = issue.state != "open"
+            if closed and number not in ours:
+                continue  # closed before this Spec run: outside the Spec
+            progress.titles[number] = self._parts.scrub(issue.title)
+            blockers = tuple(
+                Blocker(b, closed=False) for b in gh.open_blockers(ref.owner, ref.repo, number)
+            )
+            state, cause = _state_of(number, landed, progress)
+            tickets.append(Ticket(number, closed, blockers, state, cause))
+        return tuple(tickets)
+
+    def _start(
+        self,
+        pool: ThreadPoolExecutor,
+        request: SpecRequest,
+        pinned: _Pinned,
+        progress: _Progress,
+        number: int,
+    ) -> None:
+        """A Ticket Run in a thread of its own, from the Spec branch's head, with its own
+        interrupt (a lost Lease of one Ticket stops only that Ticket)."""
+        spec = request.spec
+        ticket = RunRequest(
+            issue=IssueRef(spec.host, spec.owner, spec.repo, number),
+            merge=True,
+            base=pinned.branch,
+            spec_run_id=pinned.record.id,
+        )
+        interrupt = LinkedInterrupt(self._hooks.interrupt)
+        hooks = replace(self._hooks, interrupt=interrupt, emit_url=_quiet, on_recorded=_no_record)
+        self.say(f"starting Ticket #{number} into {pinned.branch}")
+        progress.running[number] = pool.submit(self._run_ticket, ticket, hooks)
+
+    def _wait(self, pinned: _Pinned, progress: _Progress) -> None:
+        """Until a Ticket Run ends, then what its end means: a landing recorded and said, or
+        why it failed."""
+        while True:
+            done, _ = wait(
+                list(progress.running.values()), WAIT_SECONDS, return_when=FIRST_COMPLETED
+            )
+            if done:
+                break
+        for number, future in list(progress.running.items()):
+            if future in done:
+                del progress.running[number]
+                self._ended(pinned, progress, number, _outcome(future))
+
+    def _ended(
+        self, pinned: _Pinned, progress: _Progress, number: int, outcome: RunOutcome
+    ) -> None:
+        store = self._parts.store
+        run = store.get_run(outcome.run_id) if outcome.run_id is not None else None
+        if outcome.state != "merged" or run is None:
+            why = self._parts.scrub(outcome.cause or outcome.state)
+            progress.failed[number] = why
+            self.say(f"Ticket #{number} did not land: {why}")
+            return
+        store.record_landing(run.id, run.head_sha or "")
+        self.say(f"Ticket #{number} landed in {pinned.branch}")
+        pinned.pull.close_ticket(number, run.pull_request_number, run.id)
+        pinned.pull.landed(self._texts(pinned, progress))
+
+    def _texts(self, pinned: _Pinned, progress: _Progress) -> tuple[TicketText, ...]:
+        schedule = schedule_tickets(self._read_tickets(pinned.pull.spec, pinned, progress), 1)
+        landed = self._parts.store.landed_tickets(pinned.repository, pinned.branch)
+        pulls = {n: r.pull_request_number for n, r in landed.items() if r.pull_request_number}
+        return ticket_texts(schedule, progress.titles, pulls)
+
+    def _end(
+        self, request: SpecRequest, pinned: _Pinned, progress: _Progress, schedule: TicketSchedule
+    ) -> RunOutcome:
+        """Every Ticket landed: the Spec PR ready. Otherwise a Failed spec run."""
+        store, record = self._parts.store, pinned.record
+        texts = self._texts(pinned, progress)
+        if self._hooks.interrupt.is_set():
+            cause = self._hooks.stopped_because() or "interrupted"
+            store.finish_run(record.id, "interrupted", cause=cause)
+            return RunOutcome("interrupted", 1, run_id=record.id, cause=cause)
+        if schedule.state is SpecRunState.ALL_LANDED:
+            pull = pinned.pull.ready(texts, _summary(request.spec.number, pinned.branch))
+            store.finish_run(record.id, "ready", pull_request_number=pull.number)
+            self.say(f"the Spec PR {pull.html_url} is ready")
+            self._hooks.emit_url(pull.html_url)
+            return RunOutcome("ready", 0, run_id=record.id, pull_request_url=pull.html_url)
+        lines = failure_lines(texts)
+        for line in lines:
+            self.say(line)
+        pinned.pull.failed(texts)
+        store.finish_run(record.id, "failed", cause=lines[-1])
+        return RunOutcome("failed", 1, run_id=record.id, cause=lines[-1])
+
+
+def _state_of(
+    number: int, landed: Mapping[int, Run], progress: _Progress
+) -> tuple[TicketState, str]:
+    """What thirdshift recorded of a Ticket: landed in the Spec branch (by any Spec run),
+    running or failed in this one, or not started (an earlier Spec run's failure continues)."""
+    if number in landed:
+        return TicketState.LANDED, ""
+    if number in progress.running:
+        return TicketState.RUNNING, ""
+    if number in progress.failed:
+        return TicketState.FAILED, progress.failed[number]
+    return TicketState.NOT_STARTED, ""
+
+
+def _outcome(future: Future[RunOutcome]) -> RunOutcome:
+    """A Ticket Run's outcome; an error it stopped on before its end is its failure."""
+    try:
+        return future.result()
+    except ThirdshiftError as error:
+        return RunOutcome.of_error(error)
+
+
+def _make_branch(clone: ManagedClone, home: Path, branch: str, base: str, repo: RepoInfo) -> None:
+    """The Spec branch on origin at the Base branch's head."""
+    path = home / "worktrees" / f"{repo.owner}-{repo.name}-{branch}-new"
+    worktree = clone.detached_worktree(path, f"origin/{base}")
+    try:
+        worktree.push(branch)
+    finally:
+        clone.remove_worktree(path)
+
+
+def _summary(spec: int, branch: str) -> str:
+    return (
+        f"Every Ticket of #{spec} landed in `{branch}` through a pull request of its own, "
+        "each listed above."
+    )
+
+
+def _quiet(_url: str) -> None:
+    """A Ticket PR's URL is no line of stdout: only the Spec PR's is."""
+
+
+def _no_record(_run_id: int) -> None:
+    """The Spec run's id is what a caller learns, not each Ticket Run's."""
