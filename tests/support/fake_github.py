@@ -359,6 +359,13 @@ class FakeGitHub:
         blockers = self.world.blocked_by(self.repo_state, issue)
         return tuple(sorted(b.number for b in blockers if b.state == "open"))
 
+    def blockers(self, owner: str, name: str, number: int) -> tuple[tuple[int, str], ...]:
+        self._enter("blockers", number)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        return tuple(
+            sorted((b.number, b.state) for b in self.world.blocked_by(self.repo_state, issue))
+        )
+
     def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         self._enter("sub_issues", number)
         issue = self._api(lambda: self.repo_state.issue(number))

@@ -325,8 +325,9 @@ class SpecGraph(Protocol):
         """Numbers of the issue's sub-issues, in GitHub's order."""
         ...
 
-    def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
-        """Numbers of the open issues blocking this one, ascending."""
+    def blockers(self, owner: str, name: str, number: int) -> tuple[tuple[int, str], ...]:
+        """Every issue blocking this one, open or closed, as (number, state), ascending: a
+        Ticket a person closed without a landing still holds back what it blocks."""
         ...
 
 
@@ -366,7 +367,7 @@ READS = frozenset(
         "issues_labelled",
         "recent_issues",
         "sub_issues",
-        "open_blockers",
+        "blockers",
     }
 )
 """The role methods that change nothing on GitHub: they need no Lease."""

@@ -92,7 +92,7 @@ class _Progress:
 
     running: dict[int, Future[RunOutcome]] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)  # Ticket -> why its Run failed
-    titles: dict[int, str] = field(default_factory=dict)
+    titles: dict[int, str] = field(default_factory=dict)  # every Ticket seen, by number
 
 
 @dataclass(frozen=True)
@@ -221,16 +221,17 @@ class SpecRun:
         open blockers and what thirdshift recorded of each."""
         gh, store = self._parts.github, self._parts.store
         landed = store.landed_tickets(pinned.repository, pinned.branch)
-        ours = {*landed, *progress.running, *progress.failed}
+        ours = {*landed, *progress.running, *progress.failed, *progress.titles}
         tickets: list[Ticket] = []
         for number in sorted({*gh.sub_issues(ref.owner, ref.repo, ref.number), *ours}):
             issue = gh.issue(ref.owner, ref.repo, number)
             closed = issue.state != "open"
             if closed and number not in ours:
-                continue  # closed before this Spec run: outside the Spec
+                continue  # closed before this Spec run saw it open: outside the Spec
             progress.titles[number] = self._parts.scrub(issue.title)
             blockers = tuple(
-                Blocker(b, closed=False) for b in gh.open_blockers(ref.owner, ref.repo, number)
+                Blocker(b, closed=state != "open")
+                for b, state in gh.blockers(ref.owner, ref.repo, number)
             )
             state, cause = _state_of(number, landed, progress)
             tickets.append(Ticket(number, closed, blockers, state, cause))
