@@ -19,6 +19,7 @@ from thirdshift.issue_url import IssueRef
 from thirdshift.runs import RunOutcome, SpecRequest
 from thirdshift.runs.spec_text import CHECKLIST_END, CHECKLIST_START, FAILED_SPEC_RUN_MARKER
 from thirdshift.sessions import SessionFailed
+from thirdshift.sessions.preamble import count_tokens
 
 
 def _spec(world: RunWorld, *titles: str) -> tuple[int, list[int]]:
@@ -109,6 +110,16 @@ def test_tickets_land_in_blocker_order_into_the_spec_branch_and_the_spec_pr_is_r
     ticket_runs = world.store.ticket_runs(spec_record.id)
     assert sorted(r.issue_number for r in ticket_runs) == [a, b, c]
     assert all(r.landed and r.base_branch == f"spec-{spec}" for r in ticket_runs)
+    [c_run] = [r for r in ticket_runs if r.issue_number == c]
+    c_prompt = world.store.run_sessions(c_run.id)[0].prompt
+    assert "This Ticket is part of Spec #" in c_prompt
+    assert "The Spec's brief." in c_prompt
+    assert "committed a.txt" in c_prompt
+    assert "committed b.txt" in c_prompt
+    preamble = c_prompt.split("You are working", 1)[0]
+    assert count_tokens(preamble) <= 2000
+    [a_run] = [r for r in ticket_runs if r.issue_number == a]
+    assert "committed" not in world.store.run_sessions(a_run.id)[0].prompt.split("Do Ticket A")[0]
 
 
 def test_a_failed_ticket_holds_back_its_dependent_while_the_independent_one_lands(

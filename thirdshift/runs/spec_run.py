@@ -29,12 +29,13 @@ from pathlib import Path
 from thirdshift.errors import ThirdshiftError, UsageError
 from thirdshift.git import ManagedClone
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import Lease, RepoInfo, Repository, Run
+from thirdshift.records import IssueInfo, Lease, RepoInfo, Repository, Run
 from thirdshift.runs.claims import fenced
 from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.lease import LeaseKeeper
 from thirdshift.runs.outcome import RunOutcome
 from thirdshift.runs.scope import RunRequest
+from thirdshift.runs.spec_brief import IssueSpec, ticket_brief
 from thirdshift.runs.spec_pull import SpecPull
 from thirdshift.runs.spec_rules import (
     Blocker,
@@ -47,6 +48,7 @@ from thirdshift.runs.spec_rules import (
     spec_branch_number,
 )
 from thirdshift.runs.spec_text import TicketText, failure_lines, ticket_texts
+from thirdshift.sessions.spec_preamble import SpecBrief
 
 TicketRunner = Callable[[RunRequest, RunHooks], RunOutcome]
 """One Ticket Run to its outcome: the composition root's ``Delivery`` with these hooks."""
@@ -93,6 +95,7 @@ class _Progress:
     running: dict[int, Future[RunOutcome]] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)  # Ticket -> why its Run failed
     titles: dict[int, str] = field(default_factory=dict)  # every Ticket seen, by number
+    graph: dict[int, Ticket] = field(default_factory=dict)  # as last read
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ class _Pinned:
     branch: str
     base: str
     pull: SpecPull
+    spec: IssueSpec
 
 
 class SpecRun:
@@ -141,7 +145,7 @@ class SpecRun:
             release_seconds=parts.settings.salvage_wait_seconds,
         )
         with keeper as lease:
-            pinned = self._pin(request, repo, repository, lease, keeper, issue.title)
+            pinned = self._pin(request, repo, repository, lease, keeper, issue)
             return self._tickets(request, pinned)
 
     def _pin(
@@ -151,7 +155,7 @@ class SpecRun:
         repository: Repository,
         lease: Lease,
         keeper: LeaseKeeper,
-        title: str,
+        issue: IssueInfo,
     ) -> _Pinned:
         """The Spec branch chosen (and made from the Base branch when new) and the Spec run
         recorded with it, under the Lease."""
@@ -188,10 +192,12 @@ class SpecRun:
         if record is None:
             raise keeper.lost_error()
         self._hooks.on_recorded(record.id)
-        self.say(f"Spec run {record.id} on {ref}: {title}, into {choice.branch}")
+        self.say(f"Spec run {record.id} on {ref}: {issue.title}, into {choice.branch}")
         gh = fenced(parts.github, keeper.check)
-        pull = SpecPull(gh, ref, parts.scrub(title), choice.branch, base, self.say)
-        return _Pinned(repository, record, choice.branch, base, pull)
+        pull = SpecPull(gh, ref, parts.scrub(issue.title), choice.branch, base, self.say)
+        brief = SpecBrief(ref.number, issue.title, issue.body)
+        spec = IssueSpec(ref.owner, ref.repo, brief)
+        return _Pinned(repository, record, choice.branch, base, pull, spec)
 
     def _tickets(self, request: SpecRequest, pinned: _Pinned) -> RunOutcome:
         """The Ticket loop, then the end the schedule reached."""
@@ -212,6 +218,7 @@ class SpecRun:
     ) -> TicketSchedule:
         """The Tickets read again from GitHub and the records, and the decision on them."""
         tickets = self._read_tickets(request.spec, pinned, progress)
+        progress.graph = {ticket.number: ticket for ticket in tickets}
         return schedule_tickets(tickets, request.parallel)
 
     def _read_tickets(
@@ -247,12 +254,25 @@ class SpecRun:
     ) -> None:
         """A Ticket Run in a thread of its own, from the Spec branch's head, with its own
         interrupt (a lost Lease of one Ticket stops only that Ticket)."""
-        spec = request.spec
+        spec, parts = request.spec, self._parts
+        landed = parts.store.landed_tickets(pinned.repository, pinned.branch)
+        cap = parts.settings.follow_up_preamble_tokens
+        preamble = ticket_brief(
+            parts.store,
+            parts.github,
+            pinned.spec,
+            progress.graph,
+            number,
+            landed,
+            progress.titles,
+            cap,
+        )
         ticket = RunRequest(
             issue=IssueRef(spec.host, spec.owner, spec.repo, number),
             merge=True,
             base=pinned.branch,
             spec_run_id=pinned.record.id,
+            preamble=preamble,
         )
         interrupt = LinkedInterrupt(self._hooks.interrupt)
         hooks = replace(self._hooks, interrupt=interrupt, emit_url=_quiet, on_recorded=_no_record)

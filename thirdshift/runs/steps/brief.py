@@ -79,6 +79,8 @@ class BriefStep:
                 else ""
             ),
         )
+        if scope.request.preamble:  # a Ticket Run: the Spec and its blockers come first
+            prompt = f"{scope.request.preamble}\n{prompt}"
         return Brief(kind, prompt, NO_FEEDBACK)
 
     def _take_review(self, scope: RunScope, pull: PullRequestInfo, feedback: Feedback) -> str:
