@@ -14,7 +14,7 @@ from tests.orchestration.conftest import READY, RunWorld
 from tests.support.scripted_sessions import Play, git
 from thirdshift import bootstrap
 from thirdshift.clock import Clock, ManualClock
-from thirdshift.errors import UsageError
+from thirdshift.errors import GitHubError, UsageError
 from thirdshift.issue_url import IssueRef
 from thirdshift.runs import RunOutcome, SpecRequest
 from thirdshift.runs.spec_text import CHECKLIST_END, CHECKLIST_START, FAILED_SPEC_RUN_MARKER
@@ -339,3 +339,52 @@ def test_a_blocker_a_person_adds_mid_run_makes_the_waiting_ticket_wait(world: Ru
 
     assert _run_spec(world, spec, parallel=1).exit_code == 0, "\n".join(world.lines)
     assert order == [a, c, b]
+
+
+def test_a_ticket_close_github_loses_is_done_again_and_the_spec_run_goes_on(
+    world: RunWorld,
+) -> None:
+    """GitHub fails thirdshift's close of A after its merge (Delivery's own close too): the
+    landing is recorded all the same, B (blocked by A) still runs, and A is closed later."""
+    spec, (a, b) = _spec(world, "Ticket A", "Ticket B")
+    world.github.block(b, a)
+    world.sessions.plays["implement"] = _by_ticket({a: _writes("a.txt"), b: _writes("b.txt")})
+    world.github.fail_next("close_issue", GitHubError("GitHub is away", 502))
+    world.github.fail_next("close_issue", GitHubError("GitHub is away", 502))
+
+    outcome = _run_spec(world, spec, parallel=1)
+
+    assert outcome.exit_code == 0, "\n".join(world.lines)
+    assert any(f"closing Ticket #{a} failed" in line for line in world.lines)
+    assert world.github.issue("acme", "widgets", a).state == "closed"
+    landed_comments = [x for x in world.github.comments_on(a) if "Landed in the Spec branch" in x]
+    assert len(landed_comments) == 1
+
+
+def test_a_spec_run_whose_loop_fails_keeps_what_landed_and_ends_failed(world: RunWorld) -> None:
+    """GitHub stops answering the graph's read after A landed: A's landing is kept, B (blocked
+    by A) never starts, and the Spec run ends failed saying why, recorded; a rerun continues."""
+    spec, (a, b) = _spec(world, "Ticket A", "Ticket B")
+    world.github.block(b, a)
+    reads = [0]
+
+    def away(method: str) -> None:
+        if method == "sub_issues":
+            reads[0] += 1
+            if reads[0] >= 3:  # the check and the first read answered, then none
+                raise GitHubError("GitHub is away", 502)
+
+    world.github.on_call = away
+    world.sessions.plays["implement"] = _by_ticket({a: _writes("a.txt"), b: _writes("b.txt")})
+
+    outcome = _run_spec(world, spec, parallel=1)
+
+    world.github.on_call = None
+    assert outcome.state == "failed"
+    assert outcome.cause is not None
+    assert "GitHub is away" in outcome.cause
+    [record] = [r for r in world.store.list_runs() if r.kind == "spec"]
+    assert record.state == "failed"
+    assert [r.issue_number for r in world.store.ticket_runs(record.id)] == [a]
+    assert world.store.landed_tickets(record.repository, f"spec-{spec}").keys() == {a}
+    assert _run_spec(world, spec, parallel=1).exit_code == 0

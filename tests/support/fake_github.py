@@ -15,6 +15,7 @@ each a few lines on the stand-in's state, and the scenario helpers the tests set
 from __future__ import annotations
 
 import subprocess
+import threading
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ from thirdshift.records import (
     TextEdit,
 )
 from thirdshift.sandbox.github.state import ApiError, Issue, Pull, Repo, World, utcnow
+
+_MERGES = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -472,6 +475,10 @@ class FakeGitHub:
         """The merge commit of ``pull``'s head into its base, made in the bare origin; a
         conflict fails the test (the Ticket Runs merge their base in before merging)."""
 
+        with _MERGES:  # two Ticket Runs may merge into one Spec branch at once
+            return self._merge_commit_alone(pull, title)
+
+    def _merge_commit_alone(self, pull: PullRequestInfo, title: str) -> str:
         def out(*args: str) -> str:
             done = subprocess.run(
                 ["git", "-c", "user.name=GitHub", "-c", "user.email=noreply@github.test", *args],

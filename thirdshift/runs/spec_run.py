@@ -20,7 +20,6 @@ Ticket Runs, which salvage their work as any Run does.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -48,34 +47,13 @@ from thirdshift.runs.spec_rules import (
     spec_branch_number,
 )
 from thirdshift.runs.spec_text import TicketText, failure_lines, ticket_texts
+from thirdshift.runs.ticket_threads import LinkedInterrupt, no_record, outcome_of_future, quiet
 from thirdshift.sessions.spec_preamble import SpecBrief
 
 TicketRunner = Callable[[RunRequest, RunHooks], RunOutcome]
 """One Ticket Run to its outcome: the composition root's ``Delivery`` with these hooks."""
 
 WAIT_SECONDS = 1.0  # how often the loop looks at the interrupt while Tickets run
-LINK_SECONDS = 0.05  # how soon a Ticket's wait sees the Spec run's interrupt
-
-
-class LinkedInterrupt(threading.Event):
-    """A Ticket Run's interrupt: set on its own (its Lease was lost: that Ticket alone stops)
-    or as soon as the Spec run's is (Ctrl-C, SIGTERM: every Ticket salvages its work)."""
-
-    def __init__(self, parent: threading.Event) -> None:
-        super().__init__()
-        self._parent = parent
-
-    def is_set(self) -> bool:
-        return super().is_set() or self._parent.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.is_set():
-            left = LINK_SECONDS if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                return False
-            super().wait(min(left, LINK_SECONDS))
-        return True
 
 
 @dataclass(frozen=True)
@@ -96,6 +74,7 @@ class _Progress:
     failed: dict[int, str] = field(default_factory=dict)  # Ticket -> why its Run failed
     titles: dict[int, str] = field(default_factory=dict)  # every Ticket seen, by number
     graph: dict[int, Ticket] = field(default_factory=dict)  # as last read
+    stop: threading.Event = field(default_factory=threading.Event)  # the loop itself failed
 
 
 @dataclass(frozen=True)
@@ -203,15 +182,53 @@ class SpecRun:
         """The Ticket loop, then the end the schedule reached."""
         progress = _Progress()
         with ThreadPoolExecutor(request.parallel, thread_name_prefix="thirdshift-ticket") as pool:
-            while True:
-                schedule = self._schedule(request, pinned, progress)
-                if not self._hooks.interrupt.is_set():
-                    for number in schedule.start:
-                        self._start(pool, request, pinned, progress, number)
-                if not progress.running:
-                    break
-                self._wait(pinned, progress)
+            try:
+                while True:
+                    schedule = self._schedule(request, pinned, progress)
+                    for number in schedule.to_close:  # a close lost earlier, done now
+                        self._close(pinned, number)
+                    if not self._hooks.interrupt.is_set():
+                        for number in schedule.start:
+                            self._start(pool, request, pinned, progress, number)
+                    if not progress.running:
+                        break
+                    self._wait(pinned, progress)
+            except ThirdshiftError as error:
+                return self._stopped(pinned, progress, error)
         return self._end(request, pinned, progress, schedule)
+
+    def _stopped(self, pinned: _Pinned, progress: _Progress, error: ThirdshiftError) -> RunOutcome:
+        """The loop itself failed (GitHub or the store away past their retries): the running
+        Ticket Runs are stopped and salvage their work, what landed meanwhile is recorded, and
+        the Spec run ends failed saying why; running it again continues."""
+        progress.stop.set()
+        cause = self._parts.scrub(f"the Spec run stopped: {error}")
+        self.say(cause)
+        for number, future in progress.running.items():
+            outcome = outcome_of_future(future)
+            if outcome.state == "merged" and outcome.run_id is not None:
+                self._record_landing(outcome.run_id, number, pinned)
+        self._parts.store.finish_run(pinned.record.id, "failed", cause=cause)
+        return RunOutcome("failed", error.exit_code, run_id=pinned.record.id, cause=cause)
+
+    def _record_landing(self, run_id: int, number: int, pinned: _Pinned) -> Run:
+        store = self._parts.store
+        run = store.get_run(run_id)
+        assert run is not None
+        landed = store.record_landing(run.id, run.head_sha or "")
+        self.say(f"Ticket #{number} landed in {pinned.branch}")
+        return landed
+
+    def _close(self, pinned: _Pinned, number: int) -> None:
+        """A landed Ticket closed with its comment; a failure is a warning (the next read of
+        the graph finds it still open and tries again)."""
+        run = self._parts.store.landed_tickets(pinned.repository, pinned.branch).get(number)
+        if run is None:
+            return
+        try:
+            pinned.pull.close_ticket(number, run.pull_request_number, run.id)
+        except ThirdshiftError as problem:
+            self.say(f"warning: closing Ticket #{number} failed: {problem}; trying again later")
 
     def _schedule(
         self, request: SpecRequest, pinned: _Pinned, progress: _Progress
@@ -274,8 +291,8 @@ class SpecRun:
             spec_run_id=pinned.record.id,
             preamble=preamble,
         )
-        interrupt = LinkedInterrupt(self._hooks.interrupt)
-        hooks = replace(self._hooks, interrupt=interrupt, emit_url=_quiet, on_recorded=_no_record)
+        interrupt = LinkedInterrupt(self._hooks.interrupt, progress.stop)
+        hooks = replace(self._hooks, interrupt=interrupt, emit_url=quiet, on_recorded=no_record)
         self.say(f"starting Ticket #{number} into {pinned.branch}")
         progress.running[number] = pool.submit(self._run_ticket, ticket, hooks)
 
@@ -291,7 +308,7 @@ class SpecRun:
         for number, future in list(progress.running.items()):
             if future in done:
                 del progress.running[number]
-                self._ended(pinned, progress, number, _outcome(future))
+                self._ended(pinned, progress, number, outcome_of_future(future))
 
     def _ended(
         self, pinned: _Pinned, progress: _Progress, number: int, outcome: RunOutcome
@@ -303,10 +320,12 @@ class SpecRun:
             progress.failed[number] = why
             self.say(f"Ticket #{number} did not land: {why}")
             return
-        store.record_landing(run.id, run.head_sha or "")
-        self.say(f"Ticket #{number} landed in {pinned.branch}")
-        pinned.pull.close_ticket(number, run.pull_request_number, run.id)
-        pinned.pull.landed(self._texts(pinned, progress))
+        self._record_landing(run.id, number, pinned)
+        self._close(pinned, number)
+        try:
+            pinned.pull.landed(self._texts(pinned, progress))
+        except ThirdshiftError as problem:  # the next landing, or the end, writes it again
+            self.say(f"warning: updating the Spec PR failed: {problem}")
 
     def _texts(self, pinned: _Pinned, progress: _Progress) -> tuple[TicketText, ...]:
         schedule = schedule_tickets(self._read_tickets(pinned.pull.spec, pinned, progress), 1)
@@ -352,14 +371,6 @@ def _state_of(
     return TicketState.NOT_STARTED, ""
 
 
-def _outcome(future: Future[RunOutcome]) -> RunOutcome:
-    """A Ticket Run's outcome; an error it stopped on before its end is its failure."""
-    try:
-        return future.result()
-    except ThirdshiftError as error:
-        return RunOutcome.of_error(error)
-
-
 def _make_branch(clone: ManagedClone, home: Path, branch: str, base: str, repo: RepoInfo) -> None:
     """The Spec branch on origin at the Base branch's head."""
     path = home / "worktrees" / f"{repo.owner}-{repo.name}-{branch}-new"
@@ -375,11 +386,3 @@ def _summary(spec: int, branch: str) -> str:
         f"Every Ticket of #{spec} landed in `{branch}` through a pull request of its own, "
         "each listed above."
     )
-
-
-def _quiet(_url: str) -> None:
-    """A Ticket PR's URL is no line of stdout: only the Spec PR's is."""
-
-
-def _no_record(_run_id: int) -> None:
-    """The Spec run's id is what a caller learns, not each Ticket Run's."""
