@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.orchestration.conftest import READY, RunWorld
-from tests.support.scripted_sessions import Play, git
+from tests.support.scripted_sessions import Play, commit_file, git
 from thirdshift import bootstrap
 from thirdshift.clock import Clock, ManualClock
 from thirdshift.errors import GitHubError, UsageError
@@ -21,10 +21,16 @@ from thirdshift.runs.spec_text import CHECKLIST_END, CHECKLIST_START, FAILED_SPE
 from thirdshift.sessions import SessionFailed
 from thirdshift.sessions.preamble import count_tokens
 
+REVIEW_TEXT = "Widgets everywhere\n\nThe widgets, reviewed as a whole: one fix, in review.txt."
+
 
 def _spec(world: RunWorld, *titles: str) -> tuple[int, list[int]]:
-    """A Spec with one Ticket per title, each Ready; merges land on origin as on GitHub."""
+    """A Spec with one Ticket per title, each Ready; merges land on origin as on GitHub; the
+    Spec review fixes one thing and writes the Spec PR's text."""
     world.github.merges_into_base = True
+    world.sessions.plays["spec-review"] = commit_file(
+        "review.txt", "reviewed\n", "Tidy the Spec's changes", pull_request=REVIEW_TEXT
+    )
     spec = world.github.add_issue("Widgets everywhere", "The Spec's brief.", [])
     tickets = [world.github.add_issue(title, f"Do {title}.", [READY]) for title in titles]
     for ticket in tickets:
@@ -106,7 +112,16 @@ def test_tickets_land_in_blocker_order_into_the_spec_branch_and_the_spec_pr_is_r
     ]
     assert world.urls[-1] == spec_pull.html_url
     [spec_record] = [r for r in world.store.list_runs() if r.kind == "spec"]
-    assert (spec_record.state, spec_record.issue_branch) == ("ready", f"spec-{spec}")
+    assert (spec_record.state, spec_record.issue_branch) == ("succeeded", f"spec-{spec}")
+    assert world.origin_file(f"spec-{spec}", "review.txt") == "reviewed"
+    assert "reviewed as a whole" in spec_pull.body
+    assert spec_pull.body.count(f"Closes #{spec}") == 1
+    assert spec_pull.body.index(CHECKLIST_START) < spec_pull.body.index("reviewed as a whole")
+    for ticket in (a, b, c):
+        assert f"Closes #{ticket}" not in spec_pull.body
+    [review] = [x for x in world.store.run_sessions(spec_record.id) if x.kind == "spec-review"]
+    assert f"Spec review of Spec #{spec}" in review.prompt
+    assert all(f"committed {n}.txt" in review.prompt for n in "abc")
     ticket_runs = world.store.ticket_runs(spec_record.id)
     assert sorted(r.issue_number for r in ticket_runs) == [a, b, c]
     assert all(r.landed and r.base_branch == f"spec-{spec}" for r in ticket_runs)

@@ -21,6 +21,7 @@ from thirdshift.runs import (
     RunOutcome,
     RunParts,
     RunRequest,
+    RunScope,
     SpecRun,
 )
 from thirdshift.scrub import Scrubber
@@ -65,7 +66,10 @@ def spec_run(
         ticket = delivery(ticket_parts, ticket_hooks)
         return outcome_of(lambda: ticket.run(request), ticket_hooks.progress, parts.scrub)
 
-    return SpecRun(parts, hooks, run_ticket)
+    def deliver(scope: RunScope, spec_hooks: RunHooks) -> RunOutcome:
+        return delivery(parts, spec_hooks).deliver(scope)
+
+    return SpecRun(parts, hooks, run_ticket, deliver)
 
 
 def architect_run(parts: RunParts, hooks: RunHooks, *, web_host: str) -> ArchitectRun:

@@ -59,22 +59,35 @@ def ticket_brief(
     direct, further = blockers_of(graph, number)
 
     def outcome(ticket: int) -> TicketOutcome:
-        run = landed.get(ticket)
-        if run is None:
-            return TicketOutcome(ticket, titles.get(ticket, ""), TicketEnding.NOT_DONE)
-        sessions = store.run_sessions(run.id)
-        gist = next((s.final_message for s in reversed(sessions) if s.final_message), "")
-        title = url = ""
-        if run.pull_request_number is not None:
-            pull = github.pull(spec.owner, spec.repo, run.pull_request_number)
-            title, url = pull.title, pull.html_url
-        return TicketOutcome(
-            ticket, titles.get(ticket, ""), TicketEnding.LANDED, title, url, gist or ""
-        )
+        return outcome_of_ticket(store, github, spec, ticket, landed, titles)
 
     return ticket_preamble(
         spec.brief,
         [outcome(t) for t in direct],
         [outcome(t) for t in further],
         cap_tokens=cap_tokens,
+    )
+
+
+def outcome_of_ticket(
+    store: Store,
+    github: PullRequests,
+    spec: IssueSpec,
+    ticket: int,
+    landed: Mapping[int, Run],
+    titles: Mapping[int, str],
+) -> TicketOutcome:
+    """What a Ticket's Run did, from thirdshift's records: its pull request and the gist of
+    its last session's final message once it landed; not done otherwise."""
+    run = landed.get(ticket)
+    if run is None:
+        return TicketOutcome(ticket, titles.get(ticket, ""), TicketEnding.NOT_DONE)
+    sessions = store.run_sessions(run.id)
+    gist = next((s.final_message for s in reversed(sessions) if s.final_message), "")
+    title = url = ""
+    if run.pull_request_number is not None:
+        pull = github.pull(spec.owner, spec.repo, run.pull_request_number)
+        title, url = pull.title, pull.html_url
+    return TicketOutcome(
+        ticket, titles.get(ticket, ""), TicketEnding.LANDED, title, url, gist or ""
     )

@@ -14,6 +14,8 @@ from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.spec_text import (
+    CHECKLIST_END,
+    CHECKLIST_START,
     FAILED_SPEC_RUN_MARKER,
     TicketText,
     checklist_body,
@@ -84,14 +86,14 @@ class SpecPull:
             gh.close_issue(ref.owner, ref.repo, number)
             self.say(f"closed Ticket #{number}: it landed in {self.branch}")
 
-    def ready(self, tickets: tuple[TicketText, ...], review_text: str) -> PullRequestInfo:
-        """Every Ticket landed: the Spec PR's final body, and ready for review."""
+    def finished(self, tickets: tuple[TicketText, ...]) -> PullRequestInfo:
+        """The delivered Spec PR's body: the Tickets' checklist, then the Spec review's text as
+        the takeover wrote it, ending with thirdshift's one line closing the Spec."""
         ref = self.spec
-        pull = self.landed(tickets)
-        body = spec_pr_body(ref.number, review_text, tickets, self._repository)
-        pull = self.github.update_pull(ref.owner, ref.repo, pull.number, body=body)
-        self.github.mark_ready(ref.owner, ref.repo, pull.number)
-        return self.github.pull(ref.owner, ref.repo, pull.number)
+        [pull] = self.github.pulls_for_head(ref.owner, ref.repo, self.branch)[:1]
+        review = _without_checklist(pull.body)
+        body = spec_pr_body(ref.number, review, tickets, self._repository)
+        return self.github.update_pull(ref.owner, ref.repo, pull.number, body=body)
 
     def failed(self, tickets: tuple[TicketText, ...]) -> None:
         """A Failed spec run: the draft Spec PR (if any) keeps its checklist, and the Spec gets
@@ -108,3 +110,13 @@ class SpecPull:
             FAILED_SPEC_RUN_MARKER,
             f"{FAILED_SPEC_RUN_MARKER}\n{text}",
         )
+
+
+def _without_checklist(body: str) -> str:
+    """``body`` with thirdshift's checklist (and its markers) taken out, so rewriting the final
+    body twice keeps one checklist."""
+    if CHECKLIST_START in body and CHECKLIST_END in body:
+        head, _, rest = body.partition(CHECKLIST_START)
+        _, _, tail = rest.partition(CHECKLIST_END)
+        return (head + tail).strip()
+    return body

@@ -23,10 +23,8 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from thirdshift.errors import ThirdshiftError, UsageError
-from thirdshift.git import ManagedClone
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, Lease, RepoInfo, Repository, Run
 from thirdshift.runs.claims import fenced
@@ -34,17 +32,17 @@ from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.lease import LeaseKeeper
 from thirdshift.runs.outcome import RunOutcome
 from thirdshift.runs.scope import RunRequest
+from thirdshift.runs.spec_branch import pin_spec_branch
 from thirdshift.runs.spec_brief import IssueSpec, ticket_brief
 from thirdshift.runs.spec_pull import SpecPull
+from thirdshift.runs.spec_review import ReviewPlace, SpecDelivery, review_prompt, review_scope
 from thirdshift.runs.spec_rules import (
     Blocker,
     SpecRunState,
     Ticket,
     TicketSchedule,
     TicketState,
-    choose_spec_branch,
     schedule_tickets,
-    spec_branch_number,
 )
 from thirdshift.runs.spec_text import TicketText, failure_lines, ticket_texts
 from thirdshift.runs.ticket_threads import LinkedInterrupt, no_record, outcome_of_future, quiet
@@ -87,13 +85,17 @@ class _Pinned:
     base: str
     pull: SpecPull
     spec: IssueSpec
+    place: ReviewPlace
 
 
 class SpecRun:
     """Runs one Spec. Built by the composition root with the Ticket runner it builds."""
 
-    def __init__(self, parts: RunParts, hooks: RunHooks, run_ticket: TicketRunner) -> None:
+    def __init__(
+        self, parts: RunParts, hooks: RunHooks, run_ticket: TicketRunner, deliver: SpecDelivery
+    ) -> None:
         self._parts, self._hooks, self._run_ticket = parts, hooks, run_ticket
+        self._deliver = deliver
 
     def say(self, line: str) -> None:
         self._hooks.progress(self._parts.scrub(line))
@@ -141,22 +143,10 @@ class SpecRun:
         parts, ref = self._parts, request.spec
         base = request.base or repo.default_branch
         clone = parts.clones(ref, repo)
-        clone.sync()
-        remote = clone.remote_branches()
-        if base not in remote:
-            raise ThirdshiftError(
-                f"base branch {base} does not exist on origin; push it first or pass --base"
-            )
-        pulls = [
-            pull
-            for branch in remote
-            if spec_branch_number(ref.number, branch) is not None
-            for pull in parts.github.pulls_for_head(ref.owner, ref.repo, branch)
-        ]
-        choice = choose_spec_branch(ref.number, remote, sorted(pulls, key=lambda p: -p.number))
-        if choice.branch not in remote:
-            keeper.check()
-            _make_branch(clone, parts.settings.home, choice.branch, base, repo)
+        choice = pin_spec_branch(
+            parts.github, clone, ref, repo, base, parts.settings.home, keeper.check
+        )
+        if choice.made:
             self.say(f"made the Spec branch {choice.branch} from {base}")
         record = parts.store.start_run_under(
             lease,
@@ -176,7 +166,9 @@ class SpecRun:
         pull = SpecPull(gh, ref, parts.scrub(issue.title), choice.branch, base, self.say)
         brief = SpecBrief(ref.number, issue.title, issue.body)
         spec = IssueSpec(ref.owner, ref.repo, brief)
-        return _Pinned(repository, record, choice.branch, base, pull, spec)
+        path = parts.settings.home / "worktrees" / f"{repo.owner}-{repo.name}-{choice.branch}"
+        place = ReviewPlace(ref, repo, issue, clone, choice.branch, base, keeper, path)
+        return _Pinned(repository, record, choice.branch, base, pull, spec, place)
 
     def _tickets(self, request: SpecRequest, pinned: _Pinned) -> RunOutcome:
         """The Ticket loop, then the end the schedule reached."""
@@ -333,6 +325,35 @@ class SpecRun:
         pulls = {n: r.pull_request_number for n, r in landed.items() if r.pull_request_number}
         return ticket_texts(schedule, progress.titles, pulls)
 
+    def _review(
+        self,
+        request: SpecRequest,
+        pinned: _Pinned,
+        progress: _Progress,
+        texts: tuple[TicketText, ...],
+    ) -> RunOutcome:
+        """Every Ticket landed: the draft Spec PR brought up to date, then the Spec review
+        and the Spec PR delivered by the Run's own steps; once it is ready (or merged) its
+        body gets the Tickets' checklist before the review's text."""
+        parts = self._parts
+        gh = fenced(parts.github, pinned.place.keeper.check)
+        draft = pinned.pull.landed(texts)
+        landed = parts.store.landed_tickets(pinned.repository, pinned.branch)
+        cap = parts.settings.follow_up_preamble_tokens
+        prompt = review_prompt(
+            parts.store, parts.github, pinned.spec, pinned.place, landed, progress.titles, cap
+        )
+        scope = review_scope(pinned.place, pinned.record, gh, prompt, draft, merge=request.merge)
+        outcome = self._deliver(scope, self._hooks)
+        if outcome.succeeded:
+            try:
+                pinned.pull.finished(texts)
+            except ThirdshiftError as problem:
+                self.say(
+                    f"warning: writing the Tickets' checklist into the Spec PR failed: {problem}"
+                )
+        return outcome
+
     def _end(
         self, request: SpecRequest, pinned: _Pinned, progress: _Progress, schedule: TicketSchedule
     ) -> RunOutcome:
@@ -344,11 +365,7 @@ class SpecRun:
             store.finish_run(record.id, "interrupted", cause=cause)
             return RunOutcome("interrupted", 1, run_id=record.id, cause=cause)
         if schedule.state is SpecRunState.ALL_LANDED:
-            pull = pinned.pull.ready(texts, _summary(request.spec.number, pinned.branch))
-            store.finish_run(record.id, "ready", pull_request_number=pull.number)
-            self.say(f"the Spec PR {pull.html_url} is ready")
-            self._hooks.emit_url(pull.html_url)
-            return RunOutcome("ready", 0, run_id=record.id, pull_request_url=pull.html_url)
+            return self._review(request, pinned, progress, texts)
         lines = failure_lines(texts)
         for line in lines:
             self.say(line)
@@ -369,20 +386,3 @@ def _state_of(
     if number in progress.failed:
         return TicketState.FAILED, progress.failed[number]
     return TicketState.NOT_STARTED, ""
-
-
-def _make_branch(clone: ManagedClone, home: Path, branch: str, base: str, repo: RepoInfo) -> None:
-    """The Spec branch on origin at the Base branch's head."""
-    path = home / "worktrees" / f"{repo.owner}-{repo.name}-{branch}-new"
-    worktree = clone.detached_worktree(path, f"origin/{base}")
-    try:
-        worktree.push(branch)
-    finally:
-        clone.remove_worktree(path)
-
-
-def _summary(spec: int, branch: str) -> str:
-    return (
-        f"Every Ticket of #{spec} landed in `{branch}` through a pull request of its own, "
-        "each listed above."
-    )
