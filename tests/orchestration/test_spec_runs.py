@@ -403,3 +403,45 @@ def test_a_spec_run_whose_loop_fails_keeps_what_landed_and_ends_failed(world: Ru
     assert [r.issue_number for r in world.store.ticket_runs(record.id)] == [a]
     assert world.store.landed_tickets(record.repository, f"spec-{spec}").keys() == {a}
     assert _run_spec(world, spec, parallel=1).exit_code == 0
+
+
+def test_with_merge_the_spec_pr_is_merged_into_the_base_branch_closing_the_spec(
+    world: RunWorld,
+) -> None:
+    """--merge: after the Spec review the Spec PR Self-merges into main, as a Merge run's."""
+    spec, (a, b) = _spec(world, "Ticket A", "Ticket B")
+    world.sessions.plays["implement"] = _by_ticket({a: _writes("a.txt"), b: _writes("b.txt")})
+    ref = IssueRef("github.test", "acme", "widgets", spec)
+
+    run = bootstrap.spec_run(world.parts(), world.hooks(), _ticket_clock(world))
+    outcome = run.run(SpecRequest(ref, parallel=2, merge=True))
+
+    assert (outcome.state, outcome.exit_code) == ("merged", 0), "\n".join(world.lines)
+    [spec_pull] = [p for p in world.github.pull_requests() if p.base_ref == "main"]
+    assert spec_pull.merged
+    assert world.origin_file("main", "a.txt") == "a.txt"
+    assert world.origin_file("main", "review.txt") == "reviewed"
+    assert world.github.issue("acme", "widgets", spec).state == "closed"
+
+
+def test_a_spec_review_that_fails_is_a_failed_run_with_the_spec_pr_left_a_draft(
+    world: RunWorld,
+) -> None:
+    """Every Ticket landed but the Spec review fails: the Spec run fails (exit 1), its
+    Tickets stay landed, the Spec PR is not marked ready; a rerun reviews again."""
+    spec, (a,) = _spec(world, "Ticket A")
+    world.sessions.plays["implement"] = _by_ticket({a: _writes("a.txt")})
+    world.sessions.plays["spec-review"] = _fails
+
+    outcome = _run_spec(world, spec)
+
+    assert (outcome.state, outcome.exit_code) == ("failed", 1)
+    [spec_pull] = [p for p in world.github.pull_requests() if p.base_ref == "main"]
+    assert spec_pull.draft
+    [record] = [r for r in world.store.list_runs() if r.kind == "spec"]
+    assert record.state == "failed"
+    assert world.store.landed_tickets(record.repository, f"spec-{spec}").keys() == {a}
+    world.sessions.plays["spec-review"] = commit_file(
+        "review.txt", "reviewed\n", "Tidy", pull_request=REVIEW_TEXT
+    )
+    assert _run_spec(world, spec).exit_code == 0, "\n".join(world.lines)
