@@ -4,7 +4,7 @@ model server."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from tests.support.run_world import (
     bash,
     pull_request_file,
     start_world,
+    stop_world,
     write_file_command,
 )
 from thirdshift.sessions.preamble import count_tokens
@@ -26,7 +27,6 @@ pytestmark = pytest.mark.real_cli
 
 GREEN = {"README.md": "# calculator\n", "calc.py": CALC_FIXED, "test_calc.py": TEST_CALC}
 SPEC_BRIEF = "Three notes files: a and b first, then c, which needs both."
-REVIEW_MARKER = "the Spec review of issue #1"
 
 
 def ticket_session(name: str, *, needs: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -53,26 +53,31 @@ def ticket_session(name: str, *, needs: tuple[str, ...] = ()) -> dict[str, Any]:
     }
 
 
-def review_session() -> dict[str, Any]:
+def review_session(spec: int, names: str) -> dict[str, Any]:
+    """The Spec review of Spec ``spec``: checks every Ticket's file is on the Spec branch and
+    writes the Spec PR's text."""
+    check = " && ".join(f"test -f {n}.txt" for n in names)
     return {
-        "name": "spec-review",
-        "marker": REVIEW_MARKER,
+        "name": f"spec-review-{spec}",
+        "marker": f"the Spec review of issue #{spec}",
         "turns": [
-            {
-                "tool_calls": [
-                    bash(
-                        "test -f a.txt && test -f b.txt && test -f c.txt && "
-                        + pull_request_file("Notes a, b and c", "The three notes files.")
-                    )
-                ]
-            },
+            {"tool_calls": [bash(f"{check} && " + pull_request_file("Notes", "The notes."))]},
             {"text": "Reviewed the Spec branch; nothing to fix."},
         ],
     }
 
 
-def ticket(world: RunWorld, name: str) -> tuple[int, int]:
-    """A Ticket of the Spec (issue 1): its number and its id."""
+def failing_session(name: str) -> dict[str, Any]:
+    """A Ticket's session that gives up without a commit: its Run fails."""
+    return {
+        "name": f"ticket-{name}-fails",
+        "marker": f"Write the notes file {name}.txt",
+        "turns": [{"text": "I could not do this."}],
+    }
+
+
+def ticket(world: RunWorld, name: str, spec: int = 1) -> tuple[int, int]:
+    """A Ticket of the Spec: its number and its id."""
     made = world.rest(
         "POST",
         f"/repos/{OWNER}/{NAME}/issues",
@@ -80,41 +85,58 @@ def ticket(world: RunWorld, name: str) -> tuple[int, int]:
     )
     world.rest(
         "POST",
-        f"/repos/{OWNER}/{NAME}/issues/1/sub_issues",
+        f"/repos/{OWNER}/{NAME}/issues/{spec}/sub_issues",
         {"sub_issue_id": int(made["id"])},
     )
     return int(made["number"]), int(made["id"])
 
 
-def test_tickets_a_and_b_land_then_c_sees_both_and_the_spec_pr_is_ready(
-    tmp_path: Path, worlds: list[RunWorld]
-) -> None:
-    """A and B run at once; C (blocked by both) starts from a Spec branch holding both and its
-    prompt carries the brief and what A and B did; each Ticket is one merged pull request into
-    the Spec branch, closed; the Spec PR into main is open, ready and names A, B and C."""
-    world = start_world(
-        tmp_path,
+def block(world: RunWorld, blocked: int, blocker: int) -> None:
+    blocker_id = int(world.rest("GET", f"/repos/{OWNER}/{NAME}/issues/{blocker}")["id"])
+    world.rest(
+        "POST",
+        f"/repos/{OWNER}/{NAME}/issues/{blocked}/dependencies/blocked_by",
+        {"issue_id": blocker_id},
+    )
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunWorld]:
+    """One stand-in, model server and home for the file: Spec 1 (issue 1) and its Tickets
+    a, b, c; the second Spec's Tickets d (failing once), e and f (blocked by d)."""
+    made = start_world(
+        tmp_path_factory.mktemp("spec-runs"),
         [
             ticket_session("a"),
             ticket_session("b"),
             ticket_session("c", needs=("a", "b")),
-            review_session(),
+            review_session(1, "abc"),
+            failing_session("d"),
+            ticket_session("d"),
+            ticket_session("e"),
+            ticket_session("f", needs=("d",)),
         ],
         files=GREEN,
         issue_title="Notes files",
         issue_body=SPEC_BRIEF,
     )
-    worlds.append(world)
+    try:
+        yield made
+    finally:
+        stop_world(made)
+
+
+def test_tickets_a_and_b_land_then_c_sees_both_and_the_spec_pr_is_ready(
+    world: RunWorld,
+) -> None:
+    """A and B run at once; C (blocked by both) starts from a Spec branch holding both and its
+    prompt carries the brief and what A and B did; each Ticket is one merged pull request into
+    the Spec branch, closed; the Spec PR into main is open, ready and names A, B and C."""
     a, _ = ticket(world, "a")
     b, _ = ticket(world, "b")
     c, _ = ticket(world, "c")
-    for blocker in (a, b):
-        blocker_id = int(world.rest("GET", f"/repos/{OWNER}/{NAME}/issues/{blocker}")["id"])
-        world.rest(
-            "POST",
-            f"/repos/{OWNER}/{NAME}/issues/{c}/dependencies/blocked_by",
-            {"issue_id": blocker_id},
-        )
+    block(world, c, a)
+    block(world, c, b)
 
     result = world.thirdshift("run", "--parallel", "2", world.issue_url, timeout=600)
 
@@ -144,3 +166,40 @@ def test_tickets_a_and_b_land_then_c_sees_both_and_the_spec_pr_is_ready(
     assert "Added b.txt" in prompt
     preamble = prompt.split("You are working unattended", 1)[0]
     assert count_tokens(preamble) <= 2000
+
+
+def test_a_failed_ticket_holds_its_dependent_and_a_rerun_lands_the_rest(world: RunWorld) -> None:
+    """D fails: F (blocked by D) never starts, E lands, exit 1 with the Tickets not done on
+    stderr; run again, D and then F land and E is not run again."""
+    spec = int(
+        world.rest(
+            "POST",
+            f"/repos/{OWNER}/{NAME}/issues",
+            {"title": "More notes", "body": "Notes d, e and f."},
+        )["number"]
+    )
+    d, _ = ticket(world, "d", spec)
+    e, _ = ticket(world, "e", spec)
+    f, _ = ticket(world, "f", spec)
+    block(world, f, d)
+    spec_url = world.issue_url.rsplit("/", 1)[0] + f"/{spec}"
+
+    first = world.thirdshift("run", "--parallel", "2", spec_url, timeout=600)
+
+    assert first.returncode == 1, first.stderr
+    assert f"Tickets not done: #{d}, #{f}" in first.stderr
+    assert first.stdout == ""
+    issue_e = world.rest("GET", f"/repos/{OWNER}/{NAME}/issues/{e}")
+    assert issue_e["state"] == "closed"
+    assert not [p for p in world.pulls() if p["head"]["ref"] == f"issue-{f}"]
+    e_sessions = len(world.model_requests("ticket-e"))
+
+    again = world.thirdshift("run", spec_url, timeout=600)
+
+    assert again.returncode == 0, again.stderr
+    assert len(world.model_requests("ticket-e")) == e_sessions  # E was not run again
+    for number in (d, f):
+        assert world.rest("GET", f"/repos/{OWNER}/{NAME}/issues/{number}")["state"] == "closed"
+    [spec_pull] = [p for p in world.pulls() if p["head"]["ref"] == f"spec-{spec}"]
+    assert again.stdout == spec_pull["html_url"] + "\n"
+    assert (spec_pull["state"], spec_pull["draft"]) == ("open", False)
