@@ -14,7 +14,7 @@ from tests.orchestration.conftest import READY, RunWorld
 from tests.support.scripted_sessions import Play, commit_file, git
 from thirdshift import bootstrap
 from thirdshift.clock import Clock, ManualClock
-from thirdshift.errors import GitHubError, UsageError
+from thirdshift.errors import GitHubError, ThirdshiftError, UsageError
 from thirdshift.issue_url import IssueRef
 from thirdshift.runs import RunOutcome, SpecRequest
 from thirdshift.runs.spec_text import CHECKLIST_END, CHECKLIST_START, FAILED_SPEC_RUN_MARKER
@@ -445,3 +445,20 @@ def test_a_spec_review_that_fails_is_a_failed_run_with_the_spec_pr_left_a_draft(
         "review.txt", "reviewed\n", "Tidy", pull_request=REVIEW_TEXT
     )
     assert _run_spec(world, spec).exit_code == 0, "\n".join(world.lines)
+
+
+def test_a_token_that_cannot_push_is_refused_before_the_spec_branch_is_made(
+    world: RunWorld,
+) -> None:
+    """The Run's pre-flight comes first: exit 1 naming the permission; no Spec branch, no
+    record, no Ticket touched."""
+    spec, (a,) = _spec(world, "Ticket A")
+    world.github.world.add_user(world.github.login, "unused", {"acme/widgets": "read"})
+
+    with pytest.raises(ThirdshiftError, match="read permission on acme/widgets") as raised:
+        _run_spec(world, spec)
+
+    assert raised.value.exit_code == 1
+    assert world.store.list_runs() == []
+    assert f"spec-{spec}" not in git(world.origin, "branch", "--list")
+    assert READY in world.github.labels_of(a)

@@ -45,6 +45,7 @@ from thirdshift.runs.spec_rules import (
     schedule_tickets,
 )
 from thirdshift.runs.spec_text import TicketText, failure_lines, ticket_texts
+from thirdshift.runs.steps.preflight import preflight
 from thirdshift.runs.ticket_threads import LinkedInterrupt, no_record, outcome_of_future, quiet
 from thirdshift.sessions.spec_preamble import SpecBrief
 
@@ -106,10 +107,8 @@ class SpecRun:
         parts, ref = self._parts, request.spec
         if request.parallel < 1:
             raise UsageError(f"--parallel must be at least 1, not {request.parallel}")
-        repo = parts.github.repo(ref.owner, ref.repo)
-        issue = parts.github.issue(ref.owner, ref.repo, ref.number)
-        if issue.state != "open":
-            raise ThirdshiftError(f"Spec #{ref.number} is closed; reopen it to run it")
+        # The Run's own pre-flight: the Harness on PATH, a token that may push, an open issue.
+        repo, issue = preflight(parts.github, parts.session_source, parts.environ, ref)
         if not parts.github.sub_issues(ref.owner, ref.repo, ref.number):
             raise UsageError(
                 f"#{ref.number} has no sub-issues, so it is no Spec; run it without --parallel"
