@@ -193,7 +193,7 @@ class Run:
     text_sha256: str | None = None
     """sha256 of the issue's title + line feed + body the Run started on (None: not recorded)."""
     parent_run_id: int | None = None  # a Ticket Run's Spec run
-    landed_sha: str | None = None  # a Ticket Run's merge into its Spec branch (its base_branch)
+    landed_sha: str | None = None  # the head a Ticket Run merged into its Spec branch
     landed_at: datetime | None = None
 
     @property

@@ -1,7 +1,8 @@
 """Spec runs' records (adr/0032): a Spec run is a Run of kind ``spec`` whose ``issue_branch``
 is its Spec branch, pinned at its Claim; each Ticket Run is a Merge run with the Spec run as
 its parent and the Spec branch as its ``base_branch``; a Ticket landed once its Ticket Run
-recorded the merge commit (``landed_sha``). Why a Ticket Run failed is its ``cause``."""
+recorded the head it merged into the Spec branch (``landed_sha``). Why a Ticket Run failed is
+its ``cause``."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ class SpecRecords(StoreBase):
     """The Ticket Runs of Spec runs, and their landings in Spec branches."""
 
     def record_landing(self, run_id: int, merge_sha: str) -> Run:
-        """Record that Ticket Run ``run_id`` landed its Ticket in the Spec branch as
-        ``merge_sha``. Only a Ticket Run lands; a landing is never moved or taken back (a
-        second call with another commit raises)."""
+        """Record that Ticket Run ``run_id`` landed its Ticket in the Spec branch, merging
+        ``merge_sha`` (its pull request's head). Only a Ticket Run lands; a landing is never
+        moved or taken back (a second call with another commit raises)."""
         with self._session() as session:
             row = session.get(RunRow, run_id)
             if row is None:

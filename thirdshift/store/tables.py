@@ -88,8 +88,9 @@ class RunRow(SQLModel, table=True):
     branch_head: str | None = Field(default=None, max_length=64)
     # Spec runs (migration 0011, adr/0032). A Ticket Run names the Spec run it is part of; a
     # Spec run's Spec branch is its ``issue_branch`` (pinned at its Claim) and each Ticket
-    # Run's ``base_branch``. ``landed_sha``: the Ticket's merge into the Spec branch, recorded
-    # by thirdshift itself (GitHub closes issues only on merges into the default branch).
+    # Run's ``base_branch``. ``landed_sha``: the head of the Ticket's pull request thirdshift
+    # merged into the Spec branch, its own record of the landing (GitHub closes issues only on
+    # merges into the default branch).
     parent_run_id: int | None = Field(default=None, index=True)
     landed_sha: str | None = Field(default=None, max_length=64)
     landed_at: datetime | None = _when(nullable=True)
