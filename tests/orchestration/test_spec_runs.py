@@ -462,3 +462,23 @@ def test_a_token_that_cannot_push_is_refused_before_the_spec_branch_is_made(
     assert world.store.list_runs() == []
     assert f"spec-{spec}" not in git(world.origin, "branch", "--list")
     assert READY in world.github.labels_of(a)
+
+
+def test_github_failing_at_the_end_still_records_how_the_spec_run_ended(
+    world: RunWorld,
+) -> None:
+    """The Failed spec run's comment cannot be posted: the Spec run is still recorded failed,
+    with the cause, and nothing is left running."""
+    spec, (a,) = _spec(world, "Ticket A")
+    world.sessions.plays["implement"] = _by_ticket({a: _fails})
+    world.github.fail_next("upsert_marked_comment", GitHubError("GitHub is away", 502))
+    world.github.fail_next("upsert_marked_comment", GitHubError("GitHub is away", 502))
+    world.github.fail_next("upsert_marked_comment", GitHubError("GitHub is away", 502))
+
+    outcome = _run_spec(world, spec)
+
+    assert outcome.state == "failed"
+    [record] = [r for r in world.store.list_runs() if r.kind == "spec"]
+    assert record.state == "failed"
+    assert record.cause is not None
+    assert record.ended_at is not None

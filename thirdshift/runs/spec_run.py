@@ -186,7 +186,10 @@ class SpecRun:
                     self._wait(pinned, progress)
             except ThirdshiftError as error:
                 return self._stopped(pinned, progress, error)
-        return self._end(request, pinned, progress, schedule)
+        try:
+            return self._end(request, pinned, progress, schedule)
+        except ThirdshiftError as error:  # nothing runs now: the record says why it ended
+            return self._stopped(pinned, progress, error)
 
     def _stopped(self, pinned: _Pinned, progress: _Progress, error: ThirdshiftError) -> RunOutcome:
         """The loop itself failed (GitHub or the store away past their retries): the running
