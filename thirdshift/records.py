@@ -192,6 +192,13 @@ class Run:
     idea), then its Tickets."""
     text_sha256: str | None = None
     """sha256 of the issue's title + line feed + body the Run started on (None: not recorded)."""
+    parent_run_id: int | None = None  # a Ticket Run's Spec run
+    landed_sha: str | None = None  # the head a Ticket Run merged into its Spec branch
+    landed_at: datetime | None = None
+
+    @property
+    def landed(self) -> bool:
+        return self.landed_sha is not None
 
     @property
     def subject(self) -> str:

@@ -334,6 +334,12 @@ class Settings(BaseSettings):
         description="The follow-up preamble's budget (what the sessions before a Repair or a "
         "Continuation did).",
     )
+    spec_parallel: int = Field(
+        default=3,
+        ge=1,
+        description="How many Tickets of a Spec run at once (thirdshift run --parallel "
+        "overrides it).",
+    )
 
     # -- the daemon ------------------------------------------------------------------------------
     repositories: list[str] = Field(

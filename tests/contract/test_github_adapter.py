@@ -726,6 +726,19 @@ def test_open_blockers_lists_open_blockers_and_drops_a_closed_one(sandbox: Sandb
     assert github.open_blockers(OWNER, NAME, blocked) == (early,)
 
 
+def test_blockers_lists_every_blocker_with_its_state_a_closed_one_too(sandbox: Sandbox) -> None:
+    """A Spec run's read: each blocked-by dependency, ascending, with its state; a closed
+    blocker stays listed, closed (a Ticket closed without landing still holds its dependent)."""
+    blocked = open_issue(sandbox, "Blocked")
+    late, early = open_issue(sandbox, "Blocker one"), open_issue(sandbox, "Blocker two")
+    github, _ = adapter(sandbox)
+    assert github.blockers(OWNER, NAME, blocked) == ()
+    block(sandbox, blocked, early)
+    block(sandbox, blocked, late)
+    sandbox.github("ada").get_repo(FULL_NAME).get_issue(late).edit(state="closed")
+    assert github.blockers(OWNER, NAME, blocked) == ((late, "closed"), (early, "open"))
+
+
 def test_a_sub_issue_added_twice_is_listed_once_and_another_parent_is_refused(
     sandbox: Sandbox,
 ) -> None:

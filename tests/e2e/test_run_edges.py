@@ -64,6 +64,21 @@ def test_a_closed_issue_is_refused_before_anything_changes(
     assert not (world.home / "repos" / OWNER / NAME).exists()  # no clone was made
 
 
+def test_parallel_on_an_issue_without_sub_issues_is_a_usage_error_that_changes_nothing(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """--parallel asks for a Spec run: on an issue with no sub-issues, exit 2 saying so; no
+    label changed, no clone, no Run recorded."""
+    world = start_world(tmp_path, [])
+    worlds.append(world)
+    result = world.thirdshift("run", "--parallel", "2", world.issue_url)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "#1 has no sub-issues; run it without --parallel" in result.stderr
+    assert labels(world) == ["ready-for-agent"]
+    assert not (world.home / "repos" / OWNER / NAME).exists()
+
+
 def test_a_missing_base_branch_is_refused(tmp_path: Path, worlds: list[RunWorld]) -> None:
     """--base names a branch origin does not have: exit 1 naming it, labels untouched."""
     world = start_world(tmp_path, [])

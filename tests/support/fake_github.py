@@ -15,6 +15,7 @@ each a few lines on the stand-in's state, and the scenario helpers the tests set
 from __future__ import annotations
 
 import subprocess
+import threading
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ from thirdshift.records import (
 )
 from thirdshift.sandbox.github.state import ApiError, Issue, Pull, Repo, World, utcnow
 
+_MERGES = threading.Lock()
+
 
 @dataclass(frozen=True)
 class Call:
@@ -62,6 +65,10 @@ class FakeGitHub:
     faults: dict[str, deque[Exception]] = field(default_factory=lambda: defaultdict(deque))
     checks: dict[str, list[CheckRun]] = field(default_factory=lambda: defaultdict(list))
     merge_refusals: deque[str] = field(default_factory=deque)
+    merges_into_base: bool = False
+    """Whether a merge also makes the merge commit on the base branch in the bare origin, as
+    GitHub does (a Spec run's Tickets build on each other's merges); off, a merge is only
+    recorded."""
     on_call: Callable[[str], None] | None = None
     reviews: dict[int, list[Review]] = field(default_factory=lambda: defaultdict(list))
     review_comments: dict[int, list[ReviewComment]] = field(
@@ -355,6 +362,13 @@ class FakeGitHub:
         blockers = self.world.blocked_by(self.repo_state, issue)
         return tuple(sorted(b.number for b in blockers if b.state == "open"))
 
+    def blockers(self, owner: str, name: str, number: int) -> tuple[tuple[int, str], ...]:
+        self._enter("blockers", number)
+        issue = self._api(lambda: self.repo_state.issue(number))
+        return tuple(
+            sorted((b.number, b.state) for b in self.world.blocked_by(self.repo_state, issue))
+        )
+
     def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         self._enter("sub_issues", number)
         issue = self._api(lambda: self.repo_state.issue(number))
@@ -453,7 +467,33 @@ class FakeGitHub:
         if record.head_sha != sha:
             raise MergeRefused(f"head of pull request #{number} moved", 409)
         self.world.record_merge(self.repo_state, issue, sha, self.login)
+        if self.merges_into_base:
+            return MergeResult(merged=True, sha=self._merge_commit(record, title), message="ok")
         return MergeResult(merged=True, sha=sha, message="Pull Request successfully merged")
+
+    def _merge_commit(self, pull: PullRequestInfo, title: str) -> str:
+        """The merge commit of ``pull``'s head into its base, made in the bare origin; a
+        conflict fails the test (the Ticket Runs merge their base in before merging)."""
+
+        with _MERGES:  # two Ticket Runs may merge into one Spec branch at once
+            return self._merge_commit_alone(pull, title)
+
+    def _merge_commit_alone(self, pull: PullRequestInfo, title: str) -> str:
+        def out(*args: str) -> str:
+            done = subprocess.run(
+                ["git", "-c", "user.name=GitHub", "-c", "user.email=noreply@github.test", *args],
+                cwd=self.origin,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            return done.stdout.strip()
+
+        base = out("rev-parse", f"refs/heads/{pull.base_ref}")
+        tree = out("merge-tree", "--write-tree", base, pull.head_sha).splitlines()[0]
+        merged = out("commit-tree", tree, "-p", base, "-p", pull.head_sha, "-m", title)
+        out("update-ref", f"refs/heads/{pull.base_ref}", merged, base)
+        return merged
 
     def branch_exists(self, owner: str, name: str, branch: str) -> bool:
         self._enter("branch_exists", branch)

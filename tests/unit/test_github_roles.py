@@ -27,6 +27,7 @@ from thirdshift.runs.ports import (
     Merging,
     Publishing,
     PullRequests,
+    SpecGraph,
 )
 from thirdshift.runs.review import FeedbackReads
 
@@ -55,6 +56,7 @@ def _plays_every_role(github: GitHub | FakeGitHub) -> tuple[object, ...]:
     checks: Checks = github
     merging: Merging = github
     publishing: Publishing = github
+    spec_graph: SpecGraph = github
     whole: GitHubPort = github
     return (
         identity,
@@ -66,6 +68,7 @@ def _plays_every_role(github: GitHub | FakeGitHub) -> tuple[object, ...]:
         checks,
         merging,
         publishing,
+        spec_graph,
         whole,
     )
 

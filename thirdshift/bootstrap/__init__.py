@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         outcome_of,
         run_architect,
         run_issue,
+        spec_run,
     )
     from thirdshift.bootstrap.setup import run_setup
     from thirdshift.bootstrap.status_page import MIN_PAGE_TOKEN, with_page_token
@@ -107,6 +108,7 @@ _HOMES = {
     "run_view": "thirdshift.bootstrap.reads",
     "sandbox_mode": "thirdshift.bootstrap.reads",
     "setting_secrets": "thirdshift.bootstrap.credentials",
+    "spec_run": "thirdshift.bootstrap.runs",
     "status_facts": "thirdshift.bootstrap.reads",
     "stop_seconds": "thirdshift.bootstrap.daemon",
     "url_secret_parts": "thirdshift.bootstrap.credentials",
@@ -163,6 +165,7 @@ __all__ = [
     "run_view",
     "sandbox_mode",
     "setting_secrets",
+    "spec_run",
     "status_facts",
     "stop_seconds",
     "url_secret_parts",

@@ -9,17 +9,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from thirdshift.bootstrap.parts import BuiltRun, RunCall, run_parts
-from thirdshift.errors import ThirdshiftError
-from thirdshift.issue_url import check_same_host, web_host_of
+from thirdshift.clock import Clock, SystemClock
+from thirdshift.errors import ThirdshiftError, UsageError
+from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
 from thirdshift.records import ProviderOutage
 from thirdshift.runs import (
     ArchitectRequest,
     ArchitectRun,
     Delivery,
+    GitHubPort,
     RunHooks,
     RunOutcome,
     RunParts,
     RunRequest,
+    RunScope,
+    SpecRequest,
+    SpecRun,
 )
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings, check_repository_name
@@ -48,6 +53,27 @@ def delivery(parts: RunParts, hooks: RunHooks) -> Delivery:
     return Delivery(parts, hooks)
 
 
+def spec_run(
+    parts: RunParts,
+    hooks: RunHooks,
+    clock_for: Callable[[threading.Event], Clock] = SystemClock,
+) -> SpecRun:
+    """A Spec run, from its parts, as for ``delivery``: each Ticket Run is a ``Delivery`` of
+    its own, with the hooks the Spec run gives it and a clock of its own from ``clock_for``
+    (a clock's waits end on its Run's interrupt, and a salvage's bound on waiting is its Run's
+    alone: one Ticket's Failed run must not cut short another Ticket's CI watch)."""
+
+    def run_ticket(request: RunRequest, ticket_hooks: RunHooks) -> RunOutcome:
+        ticket_parts = replace(parts, clock=clock_for(ticket_hooks.interrupt))
+        ticket = delivery(ticket_parts, ticket_hooks)
+        return outcome_of(lambda: ticket.run(request), ticket_hooks.progress, parts.scrub)
+
+    def deliver(scope: RunScope, spec_hooks: RunHooks) -> RunOutcome:
+        return delivery(parts, spec_hooks).deliver(scope)
+
+    return SpecRun(parts, hooks, run_ticket, deliver)
+
+
 def architect_run(parts: RunParts, hooks: RunHooks, *, web_host: str) -> ArchitectRun:
     """An Architect run, from its parts, as for ``delivery``."""
     return ArchitectRun(parts, hooks, web_host=web_host)
@@ -65,6 +91,35 @@ def issue_outcome(settings: Settings, request: RunRequest, call: RunCall) -> Run
         return _ended(built, lambda: run.run(request))
 
 
+def spec_or_issue_outcome(
+    settings: Settings, request: RunRequest, call: RunCall, parallel: int | None
+) -> RunOutcome:
+    """``thirdshift run``: a Spec run when the issue has sub-issues (``parallel`` Tickets at
+    once, default the ``spec_parallel`` setting), else a Run of the issue. ``--parallel`` on an
+    issue without sub-issues is a usage error (exit 2) that changes nothing."""
+    check_same_host(request.issue, settings.github_api_url)
+    ref = request.issue
+    with run_parts(settings, ref.owner, ref.repo, call) as built:
+
+        def work() -> RunOutcome:
+            if not _sub_issues(built.parts.github, ref, strict=parallel is not None):
+                if parallel is not None:
+                    raise UsageError(
+                        f"--parallel runs a Spec's Tickets, and #{ref.number} has no "
+                        "sub-issues; run it without --parallel"
+                    )
+                return delivery(built.parts, built.hooks).run(request)
+            spec = SpecRequest(
+                ref,
+                parallel=parallel or settings.spec_parallel,
+                merge=request.merge,
+                base=request.base,
+            )
+            return spec_run(built.parts, built.hooks).run(spec)
+
+        return _ended(built, work)
+
+
 def architect_outcome(settings: Settings, request: ArchitectRequest, call: RunCall) -> RunOutcome:
     """One Architect run to its outcome, for ``call``; see ``run_architect``."""
     owner, name = check_repository_name(f"{request.owner}/{request.name}")
@@ -73,6 +128,18 @@ def architect_outcome(settings: Settings, request: ArchitectRequest, call: RunCa
             built.parts, built.hooks, web_host=web_host_of(settings.github_api_url)
         )
         return _ended(built, lambda: architect.run(request))
+
+
+def _sub_issues(github: GitHubPort, ref: IssueRef, *, strict: bool) -> tuple[int, ...]:
+    """The issue's sub-issues. Unless ``strict`` (``--parallel`` asks for a Spec), a failed
+    read is none: the Run's own pre-flight then reads the issue and says what is wrong, as it
+    always did."""
+    try:
+        return github.sub_issues(ref.owner, ref.repo, ref.number)
+    except ThirdshiftError:
+        if strict:
+            raise
+        return ()
 
 
 def run_issue(
@@ -89,6 +156,8 @@ def run_issue(
     stopped_because: Callable[[], str | None] = lambda: None,
     on_recorded: Callable[[int], None] = lambda _run_id: None,
     on_outage: Callable[[ProviderOutage], None] = lambda _outage: None,
+    specs: bool = False,
+    parallel: int | None = None,
 ) -> RunOutcome:
     """Run one issue to its outcome. Errors before the Run starts (pre-flight) are reported
     on ``progress``, change nothing and are the outcome.
@@ -100,7 +169,10 @@ def run_issue(
     A daemon passes its ``store`` (shared by its Runs), its name as ``claimant``, what says
     why it stopped a Run (``stopped_because``) and what learns the Run's id once it is recorded
     (``on_recorded``) and what learns of a provider outage (``on_outage``: the daemon's
-    pauses); each Run still gets its own clock, GitHub adapter and interrupt."""
+    pauses); each Run still gets its own clock, GitHub adapter and interrupt.
+
+    ``specs`` (the ``run`` command's): an issue with sub-issues is a Spec, run as a Spec run
+    with ``parallel`` Tickets at once (adr/0032); a daemon runs each issue as itself."""
     call = RunCall(
         environ,
         progress,
@@ -113,6 +185,8 @@ def run_issue(
         on_recorded=on_recorded,
         on_outage=on_outage,
     )
+    if specs:
+        return spec_or_issue_outcome(settings, request, call, parallel)
     return issue_outcome(settings, request, call)
 
 

@@ -70,6 +70,14 @@ def _set_up(
 @click.option("--merge", is_flag=True, help="Self-merge the pull request once it is green.")
 @harness_options
 @click.option("--base", default=None, help="Base branch (default: the repository's default).")
+@click.option(
+    "--parallel",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="A Spec (an issue with sub-issues): run up to N Tickets at once (default: the "
+    "spec_parallel setting, 3).",
+)
 def run_command(
     issue_url: str | None,
     event_path: Path | None,
@@ -77,8 +85,12 @@ def run_command(
     harness: str | None,
     model: str | None,
     base: str | None,
+    parallel: int | None,
 ) -> None:
     """Take one issue to a ready (with --merge: merged) pull request, or end as a Failed run.
+
+    An issue with sub-issues is a Spec: its Tickets run as Merge runs into one Spec branch,
+    then its Spec PR into the Base branch is reviewed and made ready.
 
     Prints the pull request URL on stdout; progress on stderr. Exit 0 on success, 1 on failure,
     2 on a usage error, 3 when another Run holds the issue. With --event, an event that asks
@@ -89,6 +101,8 @@ def run_command(
 
     if (issue_url is None) == (event_path is None):
         raise click.UsageError("give an Issue URL or --event PATH (one of them)")
+    if parallel is not None and event_path is not None:
+        raise click.UsageError("--parallel runs a Spec given by its Issue URL, not with --event")
     ref = None
     if issue_url is not None:
         try:
@@ -106,6 +120,8 @@ def run_command(
                 progress=progress,
                 emit_url=emit,
                 interrupt=interrupt,
+                specs=True,
+                parallel=parallel,
             ).exit_code
         else:
             assert event_path is not None

@@ -359,6 +359,19 @@ class GitHub:
         what = f"the issues blocking issue #{number} of {owner}/{name}"
         return self._calls.call(Request("GET", path, what), send)
 
+    def blockers(self, owner: str, name: str, number: int) -> tuple[tuple[int, str], ...]:
+        """Every issue blocking this one, open or closed, as (number, state), ascending."""
+        path = f"/repos/{owner}/{name}/issues/{number}/dependencies/blocked_by"
+
+        def convert(found: list[Any]) -> tuple[tuple[int, str], ...]:
+            return tuple(sorted((int(i["number"]), str(i.get("state", "open"))) for i in found))
+
+        def send() -> tuple[tuple[int, str], ...]:
+            return self._reads.pages(path, {}, lambda page: list(page), convert)
+
+        what = f"the issues blocking issue #{number} of {owner}/{name}"
+        return self._calls.call(Request("GET", path, what), send)
+
     def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         """Numbers of the issue's sub-issues, in GitHub's order (all pages), asked
         conditionally. A sub-issue in another repository is listed too, with its own number."""

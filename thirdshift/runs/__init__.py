@@ -22,7 +22,8 @@ from thirdshift.runs.plans import ARCHITECT_ISSUE
 from thirdshift.runs.ports import NO_NOTIFIER, GitHubPort, Notifier
 from thirdshift.runs.review import read_feedback
 from thirdshift.runs.roles import PERMISSIONS_THAT_PUSH, token_role
-from thirdshift.runs.scope import RunRequest
+from thirdshift.runs.scope import RunRequest, RunScope
+from thirdshift.runs.spec_run import SpecRequest, SpecRun
 
 __all__ = [
     "ARCHITECT_ISSUE",
@@ -41,6 +42,9 @@ __all__ = [
     "RunOutcome",
     "RunParts",
     "RunRequest",
+    "RunScope",
+    "SpecRequest",
+    "SpecRun",
     "read_feedback",
     "text_not_approved",
     "token_role",

@@ -121,6 +121,11 @@ class Delivery:
             request, record, found, keeper, gh, ready_taken is not None, feedback, kept.set_aside
         )
 
+    def deliver(self, scope: RunScope) -> RunOutcome:
+        """From a Claim another Run kind made to the end, as for an issue's Run: a Spec run's
+        Spec PR (its opening session the Spec review, adr/0032)."""
+        return self._deliver(scope)
+
     def _deliver(self, scope: RunScope) -> RunOutcome:
         """From the Claim to the end: the goal reached, or the salvage."""
         trail = Trail(Claim(scope.ready_taken, scope.ready_taken), scope.choice.open_pull)

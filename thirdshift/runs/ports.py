@@ -317,6 +317,20 @@ class Publishing(Protocol):
         ...
 
 
+class SpecGraph(Protocol):
+    """A Spec's Tickets and what blocks each, read again before each Ticket starts (a Spec
+    run, adr/0032)."""
+
+    def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
+        """Numbers of the issue's sub-issues, in GitHub's order."""
+        ...
+
+    def blockers(self, owner: str, name: str, number: int) -> tuple[tuple[int, str], ...]:
+        """Every issue blocking this one, open or closed, as (number, state), ascending: a
+        Ticket a person closed without a landing still holds back what it blocks."""
+        ...
+
+
 class GitHubPort(
     Identity,
     IssueLabels,
@@ -327,6 +341,7 @@ class GitHubPort(
     Checks,
     Merging,
     Publishing,
+    SpecGraph,
     Protocol,
 ):
     """Every role at once: GitHub as the whole of a Run sees it."""
@@ -351,6 +366,8 @@ READS = frozenset(
         "wait_for_mergeable",
         "issues_labelled",
         "recent_issues",
+        "sub_issues",
+        "blockers",
     }
 )
 """The role methods that change nothing on GitHub: they need no Lease."""

@@ -250,3 +250,38 @@ def architect_prompt(
         result_file=result_file,
         max_tickets=max_tickets,
     )
+
+
+SPEC_REVIEW = "spec-review"
+"""The kind of the session that reviews a Spec branch before its Spec PR is marked ready."""
+
+
+def spec_review_prompt(
+    preamble: str, *, spec: int, base_branch: str, spec_branch: str, tickets: Sequence[int]
+) -> str:
+    """The Spec review's prompt: ``preamble`` (the Spec and every Ticket's outcome, from
+    thirdshift's records), then what to do: review the Spec branch as a whole against the Base
+    branch and the Spec, fix what it finds, and write the Spec PR's text."""
+    listed = ", ".join(f"#{n}" for n in tickets) or "none"
+    return before_prompt(
+        f"{preamble.strip()}\n\n" if preamble.strip() else "",
+        f"""You are working unattended on the Spec review of issue #{spec} of this repository.
+
+You are on the branch {spec_branch}, where each of its Tickets ({listed}) landed through a pull
+request of its own, on top of {base_branch}.
+
+Do this, in order:
+1. Review the whole diff of {spec_branch} against {base_branch}: does it do what Spec #{spec}
+   asks, do the Tickets' changes fit together, is anything missing, duplicated or left half
+   done?
+2. Fix what you find, with tests, and make the project's tests and checks pass (in the
+   foreground).
+3. Commit your fixes on {spec_branch} with clear messages. Do not push: thirdshift pushes.
+4. Write the Spec PR's text into the file {PULL_REQUEST_FILE} at the repository root (git
+   ignores it): its first line is the title, then a blank line, then the body. The body says
+   what the Spec's changes do as a whole and what your review found and fixed. thirdshift adds
+   the Tickets' checklist and the line closing the Spec itself.
+
+Never end your turn while a command you started is still running.
+""",
+    )

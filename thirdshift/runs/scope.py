@@ -68,6 +68,10 @@ class RunRequest:
     # A daemon's review pickup: that Run is still the newest, and review feedback on
     # its pull request waits (checked again under the Lease).
     review_of: int | None = None
+    # A Ticket Run (adr/0032): the Spec run it is part of, recorded as its parent, and the
+    # Ticket preamble (what the Spec asks, what its blockers did) its opening prompt starts with.
+    spec_run_id: int | None = None
+    preamble: str = ""
 
 
 @dataclass(frozen=True)

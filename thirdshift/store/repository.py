@@ -23,10 +23,19 @@ from thirdshift.store.ledger import UsageLedger
 from thirdshift.store.repositories import Repositories
 from thirdshift.store.runs import Runs
 from thirdshift.store.sessions import Sessions
+from thirdshift.store.spec import SpecRecords
 
 
 class Store(
-    Repositories, Runs, Sessions, UsageLedger, Leases, ActivityLog, ReviewFeedback, ArchitectResults
+    Repositories,
+    Runs,
+    Sessions,
+    UsageLedger,
+    Leases,
+    ActivityLog,
+    ReviewFeedback,
+    ArchitectResults,
+    SpecRecords,
 ):
     """All persistence. Build one with ``Store.open(url)`` and ``close()`` it when done.
     Every time it writes comes from ``clock`` (the system's unless told otherwise).

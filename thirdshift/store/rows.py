@@ -36,6 +36,9 @@ def run_record(row: RunRow, repository: Repository) -> Run:
         ended_at=row.ended_at,
         published=tuple(int(n) for n in (row.published or "").split()),
         text_sha256=row.text_sha256,
+        parent_run_id=row.parent_run_id,
+        landed_sha=row.landed_sha,
+        landed_at=row.landed_at,
     )
 
 

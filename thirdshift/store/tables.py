@@ -57,7 +57,7 @@ class RunRow(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     repository_id: int = Field(foreign_key="repositories.id", index=True)
     issue_number: int
-    kind: str = Field(max_length=20)  # run, merge, architect
+    kind: str = Field(max_length=20)  # run, merge, architect, spec
     state: str = Field(max_length=20, index=True)  # running, succeeded, failed, refused
     base_branch: str | None = Field(default=None, max_length=255)
     issue_branch: str | None = Field(default=None, max_length=255)
@@ -86,6 +86,14 @@ class RunRow(SQLModel, table=True):
     # its commits, merges and pushes and each session's end. A kept Worktree is adopted only at
     # a head recorded for its issue and branch (adr/0027).
     branch_head: str | None = Field(default=None, max_length=64)
+    # Spec runs (migration 0011, adr/0032). A Ticket Run names the Spec run it is part of; a
+    # Spec run's Spec branch is its ``issue_branch`` (pinned at its Claim) and each Ticket
+    # Run's ``base_branch``. ``landed_sha``: the head of the Ticket's pull request thirdshift
+    # merged into the Spec branch, its own record of the landing (GitHub closes issues only on
+    # merges into the default branch).
+    parent_run_id: int | None = Field(default=None, index=True)
+    landed_sha: str | None = Field(default=None, max_length=64)
+    landed_at: datetime | None = _when(nullable=True)
 
 
 class SessionRow(SQLModel, table=True):

@@ -10,7 +10,7 @@ from thirdshift.git import Worktree
 from thirdshift.records import Comment, PullRequestInfo, Run
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.runs.failed_run import COMMENT_MARKER
-from thirdshift.runs.prompts import cut_bytes, implement_prompt, trusted_comments
+from thirdshift.runs.prompts import SPEC_REVIEW, cut_bytes, implement_prompt, trusted_comments
 from thirdshift.runs.review import NO_FEEDBACK, Feedback, review_prompt
 from thirdshift.runs.roles import Roles, same_login
 from thirdshift.runs.scope import Brief, RunScope, Say
@@ -53,6 +53,8 @@ class BriefStep:
                 "permission out of the prompt"
             )
         kind, feedback = scope.session_kind, scope.feedback
+        if kind == SPEC_REVIEW:  # a Spec PR: the Spec run wrote its whole prompt
+            return Brief(kind, scope.request.preamble, NO_FEEDBACK)
         if feedback and pull is not None:
             kind = self._take_review(scope, pull, feedback)
         if kind != scope.session_kind and pull is not None:
@@ -79,6 +81,8 @@ class BriefStep:
                 else ""
             ),
         )
+        if scope.request.preamble:  # a Ticket Run: the Spec and its blockers come first
+            prompt = f"{scope.request.preamble}\n{prompt}"
         return Brief(kind, prompt, NO_FEEDBACK)
 
     def _take_review(self, scope: RunScope, pull: PullRequestInfo, feedback: Feedback) -> str:

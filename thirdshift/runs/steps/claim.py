@@ -82,6 +82,7 @@ class ClaimStep:
                 harness=self.source.harness_name,
                 model=self.source.model,
                 text_sha256=text_sha256(issue.title, issue.body),
+                parent_run_id=request.spec_run_id,
             )
         except ThirdshiftError:
             self._give_ready_back(ref, ready_taken)

@@ -1,0 +1,390 @@
+"""A Spec run (issue 23, adr/0032): a Spec's Tickets run as Merge runs into one pinned Spec
+branch, then the Spec PR from it into the Base branch.
+
+It composes the Run, it is no copy of it: under the Spec's own Lease it pins the Spec branch
+(made from the Base branch's head when new) and records itself (kind ``spec``); then each Ticket
+is a Ticket Run, the same ``Delivery`` a Merge run is (its own Lease and fencing token,
+Worktree, Issue branch, session, takeover, Repair loop, CI watch and Self-merge), whose Base
+branch is the Spec branch and whose parent is this Spec run. Up to ``parallel`` run at once, in
+threads; before each start the Tickets and their blockers are read again from GitHub and
+``schedule_tickets`` decides. A Ticket starts from the Spec branch's head, and its Repair loop
+merges in what lands meanwhile (the Base branch of a Run moving). thirdshift records each
+landing, closes the Ticket with a comment naming its merge and rewrites the draft Spec PR's
+checklist (``spec_pull``). A Spec run run again continues: what landed in the Spec branch is
+not run again.
+
+An interrupt (Ctrl-C, SIGTERM, a lost Lease) starts nothing new and passes on to the running
+Ticket Runs, which salvage their work as any Run does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+
+from thirdshift.errors import ThirdshiftError, UsageError
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import IssueInfo, Lease, RepoInfo, Repository, Run
+from thirdshift.runs.claims import fenced
+from thirdshift.runs.context import RunHooks, RunParts
+from thirdshift.runs.lease import LeaseKeeper
+from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.scope import RunRequest
+from thirdshift.runs.spec_branch import pin_spec_branch
+from thirdshift.runs.spec_brief import IssueSpec, ticket_brief
+from thirdshift.runs.spec_pull import SpecPull
+from thirdshift.runs.spec_review import ReviewPlace, SpecDelivery, review_prompt, review_scope
+from thirdshift.runs.spec_rules import (
+    Blocker,
+    SpecRunState,
+    Ticket,
+    TicketSchedule,
+    TicketState,
+    schedule_tickets,
+)
+from thirdshift.runs.spec_text import TicketText, failure_lines, ticket_texts
+from thirdshift.runs.steps.preflight import preflight
+from thirdshift.runs.ticket_threads import LinkedInterrupt, no_record, outcome_of_future, quiet
+from thirdshift.sessions.spec_preamble import SpecBrief
+
+TicketRunner = Callable[[RunRequest, RunHooks], RunOutcome]
+"""One Ticket Run to its outcome: the composition root's ``Delivery`` with these hooks."""
+
+WAIT_SECONDS = 1.0  # how often the loop looks at the interrupt while Tickets run
+
+
+@dataclass(frozen=True)
+class SpecRequest:
+    """What to run: the Spec, how many Tickets at once, and whether the Spec PR is merged."""
+
+    spec: IssueRef
+    parallel: int = 3
+    merge: bool = False
+    base: str | None = None
+
+
+@dataclass
+class _Progress:
+    """What this Spec run knows of its Tickets as it goes (the loop's thread alone writes)."""
+
+    running: dict[int, Future[RunOutcome]] = field(default_factory=dict)
+    failed: dict[int, str] = field(default_factory=dict)  # Ticket -> why its Run failed
+    titles: dict[int, str] = field(default_factory=dict)  # every Ticket seen, by number
+    graph: dict[int, Ticket] = field(default_factory=dict)  # as last read
+    stop: threading.Event = field(default_factory=threading.Event)  # the loop itself failed
+
+
+@dataclass(frozen=True)
+class _Pinned:
+    """The Spec run as recorded under the Spec's Lease."""
+
+    repository: Repository
+    record: Run
+    branch: str
+    base: str
+    pull: SpecPull
+    spec: IssueSpec
+    place: ReviewPlace
+
+
+class SpecRun:
+    """Runs one Spec. Built by the composition root with the Ticket runner it builds."""
+
+    def __init__(
+        self, parts: RunParts, hooks: RunHooks, run_ticket: TicketRunner, deliver: SpecDelivery
+    ) -> None:
+        self._parts, self._hooks, self._run_ticket = parts, hooks, run_ticket
+        self._deliver = deliver
+
+    def say(self, line: str) -> None:
+        self._hooks.progress(self._parts.scrub(line))
+
+    def run(self, request: SpecRequest) -> RunOutcome:
+        """The Spec run to its end: the Spec PR ready, or a Failed spec run naming the
+        Tickets not done. An error before it is recorded is raised, having changed nothing."""
+        parts, ref = self._parts, request.spec
+        if request.parallel < 1:
+            raise UsageError(f"--parallel must be at least 1, not {request.parallel}")
+        # The Run's own pre-flight: the Harness on PATH, a token that may push, an open issue.
+        repo, issue = preflight(parts.github, parts.session_source, parts.environ, ref)
+        if not parts.github.sub_issues(ref.owner, ref.repo, ref.number):
+            raise UsageError(
+                f"#{ref.number} has no sub-issues, so it is no Spec; run it without --parallel"
+            )
+        repository = parts.store.ensure_repository(repo.owner, repo.name)
+        keeper = LeaseKeeper(
+            parts.store,
+            repository,
+            ref.number,
+            parts.settings.lease_seconds,
+            on_lost=self._hooks.interrupt.set,
+            owner=self._hooks.claimant,
+            clock=parts.clock,
+            release_seconds=parts.settings.salvage_wait_seconds,
+        )
+        with keeper as lease:
+            pinned = self._pin(request, repo, repository, lease, keeper, issue)
+            return self._tickets(request, pinned)
+
+    def _pin(
+        self,
+        request: SpecRequest,
+        repo: RepoInfo,
+        repository: Repository,
+        lease: Lease,
+        keeper: LeaseKeeper,
+        issue: IssueInfo,
+    ) -> _Pinned:
+        """The Spec branch chosen (and made from the Base branch when new) and the Spec run
+        recorded with it, under the Lease."""
+        parts, ref = self._parts, request.spec
+        base = request.base or repo.default_branch
+        clone = parts.clones(ref, repo)
+        choice = pin_spec_branch(
+            parts.github, clone, ref, repo, base, parts.settings.home, keeper.check
+        )
+        if choice.made:
+            self.say(f"made the Spec branch {choice.branch} from {base}")
+        record = parts.store.start_run_under(
+            lease,
+            repository,
+            ref.number,
+            kind="spec",
+            base_branch=base,
+            issue_branch=choice.branch,
+            harness=parts.session_source.harness_name,
+            model=parts.session_source.model,
+        )
+        if record is None:
+            raise keeper.lost_error()
+        self._hooks.on_recorded(record.id)
+        self.say(f"Spec run {record.id} on {ref}: {issue.title}, into {choice.branch}")
+        gh = fenced(parts.github, keeper.check)
+        pull = SpecPull(gh, ref, parts.scrub(issue.title), choice.branch, base, self.say)
+        brief = SpecBrief(ref.number, issue.title, issue.body)
+        spec = IssueSpec(ref.owner, ref.repo, brief)
+        path = parts.settings.home / "worktrees" / f"{repo.owner}-{repo.name}-{choice.branch}"
+        place = ReviewPlace(ref, repo, issue, clone, choice.branch, base, keeper, path)
+        return _Pinned(repository, record, choice.branch, base, pull, spec, place)
+
+    def _tickets(self, request: SpecRequest, pinned: _Pinned) -> RunOutcome:
+        """The Ticket loop, then the end the schedule reached."""
+        progress = _Progress()
+        with ThreadPoolExecutor(request.parallel, thread_name_prefix="thirdshift-ticket") as pool:
+            try:
+                while True:
+                    schedule = self._schedule(request, pinned, progress)
+                    for number in schedule.to_close:  # a close lost earlier, done now
+                        self._close(pinned, number)
+                    if not self._hooks.interrupt.is_set():
+                        for number in schedule.start:
+                            self._start(pool, request, pinned, progress, number)
+                    if not progress.running:
+                        break
+                    self._wait(pinned, progress)
+            except ThirdshiftError as error:
+                return self._stopped(pinned, progress, error)
+        try:
+            return self._end(request, pinned, progress, schedule)
+        except ThirdshiftError as error:  # nothing runs now: the record says why it ended
+            return self._stopped(pinned, progress, error)
+
+    def _stopped(self, pinned: _Pinned, progress: _Progress, error: ThirdshiftError) -> RunOutcome:
+        """The loop itself failed (GitHub or the store away past their retries): the running
+        Ticket Runs are stopped and salvage their work, what landed meanwhile is recorded, and
+        the Spec run ends failed saying why; running it again continues."""
+        progress.stop.set()
+        cause = self._parts.scrub(f"the Spec run stopped: {error}")
+        self.say(cause)
+        for number, future in progress.running.items():
+            outcome = outcome_of_future(future)
+            if outcome.state == "merged" and outcome.run_id is not None:
+                self._record_landing(outcome.run_id, number, pinned)
+        self._parts.store.finish_run(pinned.record.id, "failed", cause=cause)
+        return RunOutcome("failed", error.exit_code, run_id=pinned.record.id, cause=cause)
+
+    def _record_landing(self, run_id: int, number: int, pinned: _Pinned) -> Run:
+        store = self._parts.store
+        run = store.get_run(run_id)
+        assert run is not None
+        landed = store.record_landing(run.id, run.head_sha or "")
+        self.say(f"Ticket #{number} landed in {pinned.branch}")
+        return landed
+
+    def _close(self, pinned: _Pinned, number: int) -> None:
+        """A landed Ticket closed with its comment; a failure is a warning (the next read of
+        the graph finds it still open and tries again)."""
+        run = self._parts.store.landed_tickets(pinned.repository, pinned.branch).get(number)
+        if run is None:
+            return
+        try:
+            pinned.pull.close_ticket(number, run.pull_request_number, run.id)
+        except ThirdshiftError as problem:
+            self.say(f"warning: closing Ticket #{number} failed: {problem}; trying again later")
+
+    def _schedule(
+        self, request: SpecRequest, pinned: _Pinned, progress: _Progress
+    ) -> TicketSchedule:
+        """The Tickets read again from GitHub and the records, and the decision on them."""
+        tickets = self._read_tickets(request.spec, pinned, progress)
+        progress.graph = {ticket.number: ticket for ticket in tickets}
+        return schedule_tickets(tickets, request.parallel)
+
+    def _read_tickets(
+        self, ref: IssueRef, pinned: _Pinned, progress: _Progress
+    ) -> tuple[Ticket, ...]:
+        """The Spec's open sub-issues and every Ticket this Spec branch recorded, with their
+        open blockers and what thirdshift recorded of each."""
+        gh, store = self._parts.github, self._parts.store
+        landed = store.landed_tickets(pinned.repository, pinned.branch)
+        ours = {*landed, *progress.running, *progress.failed, *progress.titles}
+        tickets: list[Ticket] = []
+        for number in sorted({*gh.sub_issues(ref.owner, ref.repo, ref.number), *ours}):
+            issue = gh.issue(ref.owner, ref.repo, number)
+            closed = issue.state != "open"
+            if closed and number not in ours:
+                continue  # closed before this Spec run saw it open: outside the Spec
+            progress.titles[number] = self._parts.scrub(issue.title)
+            blockers = tuple(
+                Blocker(b, closed=state != "open")
+                for b, state in gh.blockers(ref.owner, ref.repo, number)
+            )
+            state, cause = _state_of(number, landed, progress)
+            tickets.append(Ticket(number, closed, blockers, state, cause))
+        return tuple(tickets)
+
+    def _start(
+        self,
+        pool: ThreadPoolExecutor,
+        request: SpecRequest,
+        pinned: _Pinned,
+        progress: _Progress,
+        number: int,
+    ) -> None:
+        """A Ticket Run in a thread of its own, from the Spec branch's head, with its own
+        interrupt (a lost Lease of one Ticket stops only that Ticket)."""
+        spec, parts = request.spec, self._parts
+        landed = parts.store.landed_tickets(pinned.repository, pinned.branch)
+        cap = parts.settings.follow_up_preamble_tokens
+        preamble = ticket_brief(
+            parts.store,
+            parts.github,
+            pinned.spec,
+            progress.graph,
+            number,
+            landed,
+            progress.titles,
+            cap,
+        )
+        ticket = RunRequest(
+            issue=IssueRef(spec.host, spec.owner, spec.repo, number),
+            merge=True,
+            base=pinned.branch,
+            spec_run_id=pinned.record.id,
+            preamble=preamble,
+        )
+        interrupt = LinkedInterrupt(self._hooks.interrupt, progress.stop)
+        hooks = replace(self._hooks, interrupt=interrupt, emit_url=quiet, on_recorded=no_record)
+        self.say(f"starting Ticket #{number} into {pinned.branch}")
+        progress.running[number] = pool.submit(self._run_ticket, ticket, hooks)
+
+    def _wait(self, pinned: _Pinned, progress: _Progress) -> None:
+        """Until a Ticket Run ends, then what its end means: a landing recorded and said, or
+        why it failed."""
+        while True:
+            done, _ = wait(
+                list(progress.running.values()), WAIT_SECONDS, return_when=FIRST_COMPLETED
+            )
+            if done:
+                break
+        for number, future in list(progress.running.items()):
+            if future in done:
+                del progress.running[number]
+                self._ended(pinned, progress, number, outcome_of_future(future))
+
+    def _ended(
+        self, pinned: _Pinned, progress: _Progress, number: int, outcome: RunOutcome
+    ) -> None:
+        store = self._parts.store
+        run = store.get_run(outcome.run_id) if outcome.run_id is not None else None
+        if outcome.state != "merged" or run is None:
+            why = self._parts.scrub(outcome.cause or outcome.state)
+            progress.failed[number] = why
+            self.say(f"Ticket #{number} did not land: {why}")
+            return
+        self._record_landing(run.id, number, pinned)
+        self._close(pinned, number)
+        try:
+            pinned.pull.landed(self._texts(pinned, progress))
+        except ThirdshiftError as problem:  # the next landing, or the end, writes it again
+            self.say(f"warning: updating the Spec PR failed: {problem}")
+
+    def _texts(self, pinned: _Pinned, progress: _Progress) -> tuple[TicketText, ...]:
+        schedule = schedule_tickets(self._read_tickets(pinned.pull.spec, pinned, progress), 1)
+        landed = self._parts.store.landed_tickets(pinned.repository, pinned.branch)
+        pulls = {n: r.pull_request_number for n, r in landed.items() if r.pull_request_number}
+        return ticket_texts(schedule, progress.titles, pulls)
+
+    def _review(
+        self,
+        request: SpecRequest,
+        pinned: _Pinned,
+        progress: _Progress,
+        texts: tuple[TicketText, ...],
+    ) -> RunOutcome:
+        """Every Ticket landed: the draft Spec PR brought up to date, then the Spec review
+        and the Spec PR delivered by the Run's own steps; once it is ready (or merged) its
+        body gets the Tickets' checklist before the review's text."""
+        parts = self._parts
+        gh = fenced(parts.github, pinned.place.keeper.check)
+        draft = pinned.pull.landed(texts)
+        landed = parts.store.landed_tickets(pinned.repository, pinned.branch)
+        cap = parts.settings.follow_up_preamble_tokens
+        prompt = review_prompt(
+            parts.store, parts.github, pinned.spec, pinned.place, landed, progress.titles, cap
+        )
+        scope = review_scope(pinned.place, pinned.record, gh, prompt, draft, merge=request.merge)
+        outcome = self._deliver(scope, self._hooks)
+        if outcome.succeeded:
+            try:
+                pinned.pull.finished(texts)
+            except ThirdshiftError as problem:
+                self.say(
+                    f"warning: writing the Tickets' checklist into the Spec PR failed: {problem}"
+                )
+        return outcome
+
+    def _end(
+        self, request: SpecRequest, pinned: _Pinned, progress: _Progress, schedule: TicketSchedule
+    ) -> RunOutcome:
+        """Every Ticket landed: the Spec PR ready. Otherwise a Failed spec run."""
+        store, record = self._parts.store, pinned.record
+        texts = self._texts(pinned, progress)
+        if self._hooks.interrupt.is_set():
+            cause = self._hooks.stopped_because() or "interrupted"
+            store.finish_run(record.id, "interrupted", cause=cause)
+            return RunOutcome("interrupted", 1, run_id=record.id, cause=cause)
+        if schedule.state is SpecRunState.ALL_LANDED:
+            return self._review(request, pinned, progress, texts)
+        lines = failure_lines(texts)
+        for line in lines:
+            self.say(line)
+        pinned.pull.failed(texts)
+        store.finish_run(record.id, "failed", cause=lines[-1])
+        return RunOutcome("failed", 1, run_id=record.id, cause=lines[-1])
+
+
+def _state_of(
+    number: int, landed: Mapping[int, Run], progress: _Progress
+) -> tuple[TicketState, str]:
+    """What thirdshift recorded of a Ticket: landed in the Spec branch (by any Spec run),
+    running or failed in this one, or not started (an earlier Spec run's failure continues)."""
+    if number in landed:
+        return TicketState.LANDED, ""
+    if number in progress.running:
+        return TicketState.RUNNING, ""
+    if number in progress.failed:
+        return TicketState.FAILED, progress.failed[number]
+    return TicketState.NOT_STARTED, ""
