@@ -471,9 +471,17 @@ def test_github_failing_at_the_end_still_records_how_the_spec_run_ended(
     with the cause, and nothing is left running."""
     spec, (a,) = _spec(world, "Ticket A")
     world.sessions.plays["implement"] = _by_ticket({a: _fails})
-    world.github.fail_next("upsert_marked_comment", GitHubError("GitHub is away", 502))
-    world.github.fail_next("upsert_marked_comment", GitHubError("GitHub is away", 502))
-    world.github.fail_next("upsert_marked_comment", GitHubError("GitHub is away", 502))
+    comments: list[str] = []
+
+    def away_after_the_claim(method: str) -> None:
+        # The Spec's claim comment is posted; every marked comment after it fails.
+        if method == "upsert_marked_comment":
+            comments.append(method)
+            if len(comments) == 2:
+                for _ in range(3):
+                    world.github.fail_next(method, GitHubError("GitHub is away", 502))
+
+    world.github.on_call = away_after_the_claim
 
     outcome = _run_spec(world, spec)
 

@@ -15,22 +15,34 @@ not run again.
 
 An interrupt (Ctrl-C, SIGTERM, a lost Lease) starts nothing new and passes on to the running
 Ticket Runs, which salvage their work as any Run does.
+
+A daemon's Spec run claims the Spec as a Run claims its issue (still Ready and approved under
+the Lease, the Ready label swapped for in-progress, the claim comment); a Rescue of a crashed
+Spec run continues it: a Ticket whose merged pull request was not yet recorded as landed is
+recorded now, and a Ticket Run that crashed with it is Rescued within it. A Ticket another
+process still holds (its Lease not yet run out) is waited for, not failed. The Spec run is
+announced once, with a line per Ticket; its Ticket Runs are not announced.
 """
 
 from __future__ import annotations
 
 import threading
+from contextlib import suppress
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
-from thirdshift.errors import ThirdshiftError, UsageError
+from thirdshift.errors import Interrupted, ThirdshiftError, UsageError
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, Lease, RepoInfo, Repository, Run
+from thirdshift.runs.approval import text_sha256
 from thirdshift.runs.claims import fenced
 from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.lease import LeaseKeeper
+from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.ports import NO_NOTIFIER
+from thirdshift.runs.post_mortem import RunEnd
 from thirdshift.runs.scope import RunRequest
 from thirdshift.runs.spec_branch import pin_spec_branch
 from thirdshift.runs.spec_brief import IssueSpec, ticket_brief
@@ -45,6 +57,8 @@ from thirdshift.runs.spec_rules import (
     schedule_tickets,
 )
 from thirdshift.runs.spec_text import TicketText, failure_lines, ticket_texts
+from thirdshift.runs.steps.claim import ClaimStep, claim_comment, claim_labels
+from thirdshift.runs.steps.lease import LeaseStep
 from thirdshift.runs.steps.preflight import preflight
 from thirdshift.runs.ticket_threads import LinkedInterrupt, no_record, outcome_of_future, quiet
 from thirdshift.sessions.spec_preamble import SpecBrief
@@ -53,6 +67,7 @@ TicketRunner = Callable[[RunRequest, RunHooks], RunOutcome]
 """One Ticket Run to its outcome: the composition root's ``Delivery`` with these hooks."""
 
 WAIT_SECONDS = 1.0  # how often the loop looks at the interrupt while Tickets run
+HELD_SECONDS = 5.0  # how often a Ticket another process still holds is looked at again
 
 
 @dataclass(frozen=True)
@@ -63,6 +78,20 @@ class SpecRequest:
     parallel: int = 3
     merge: bool = False
     base: str | None = None
+    # A daemon's, checked again under the Spec's Lease as for a Run: the Spec still Ready
+    # (``expect_ready``), or that crashed Spec run still its newest (``rescue_of``).
+    expect_ready: bool = False
+    rescue_of: int | None = None
+
+    def as_run(self) -> RunRequest:
+        """The request as the Run's own checks under the Lease read it."""
+        return RunRequest(
+            issue=self.spec,
+            merge=self.merge,
+            base=self.base,
+            expect_ready=self.expect_ready,
+            rescue_of=self.rescue_of,
+        )
 
 
 @dataclass
@@ -73,6 +102,7 @@ class _Progress:
     failed: dict[int, str] = field(default_factory=dict)  # Ticket -> why its Run failed
     titles: dict[int, str] = field(default_factory=dict)  # every Ticket seen, by number
     graph: dict[int, Ticket] = field(default_factory=dict)  # as last read
+    held: set[int] = field(default_factory=set)  # under another process's live Lease
     stop: threading.Event = field(default_factory=threading.Event)  # the loop itself failed
 
 
@@ -87,6 +117,7 @@ class _Pinned:
     pull: SpecPull
     spec: IssueSpec
     place: ReviewPlace
+    continued: bool  # the Spec branch was on origin already (an earlier Spec run's)
 
 
 class SpecRun:
@@ -114,18 +145,39 @@ class SpecRun:
                 f"#{ref.number} has no sub-issues, so it is no Spec; run it without --parallel"
             )
         repository = parts.store.ensure_repository(repo.owner, repo.name)
-        keeper = LeaseKeeper(
-            parts.store,
-            repository,
-            ref.number,
-            parts.settings.lease_seconds,
-            on_lost=self._hooks.interrupt.set,
-            owner=self._hooks.claimant,
-            clock=parts.clock,
-            release_seconds=parts.settings.salvage_wait_seconds,
+        hooks = self._hooks
+        leases = LeaseStep(
+            parts.github, parts.store, parts.settings, parts.clock, hooks.interrupt, hooks.claimant
         )
+        keeper = leases.keeper(repository, ref.number)
         with keeper as lease:
-            pinned = self._pin(request, repo, repository, lease, keeper, issue)
+            # As for a Run: a daemon's Spec is still what its poll saw, and its text approved.
+            issue = leases.still_wanted(request.as_run(), repository, issue)
+            leases.check_approval(request.as_run(), repository, issue)
+            if hooks.interrupt.is_set():  # before the Claim: nothing changed
+                raise Interrupted("interrupted")
+            claim = ClaimStep(
+                parts.github,
+                parts.store,
+                parts.settings,
+                parts.session_source,
+                parts.scrub,
+                self.say,
+                hooks.claimant,
+            )
+            taken = claim.take_ready(ref, issue, keeper.check)
+            try:
+                pinned = self._pin(request, repo, repository, lease, keeper, issue)
+            except ThirdshiftError:
+                if taken is not None:  # best effort: the Spec is Ready again, as it was
+                    with suppress(ThirdshiftError):
+                        parts.github.add_label(ref.owner, ref.repo, ref.number, taken)
+                raise
+            try:
+                self._claimed(request, pinned, taken is not None)
+                self._reconcile(pinned)
+            except ThirdshiftError as error:  # recorded: its end must be too, saying why
+                return self._stopped(pinned, _Progress(), error)
             return self._tickets(request, pinned)
 
     def _pin(
@@ -156,18 +208,71 @@ class SpecRun:
             issue_branch=choice.branch,
             harness=parts.session_source.harness_name,
             model=parts.session_source.model,
+            text_sha256=text_sha256(issue.title, issue.body),
         )
         if record is None:
             raise keeper.lost_error()
         self._hooks.on_recorded(record.id)
         self.say(f"Spec run {record.id} on {ref}: {issue.title}, into {choice.branch}")
+        if request.rescue_of is not None:
+            self.say(f"taking over from Spec run {request.rescue_of}, which crashed")
         gh = fenced(parts.github, keeper.check)
         pull = SpecPull(gh, ref, parts.scrub(issue.title), choice.branch, base, self.say)
         brief = SpecBrief(ref.number, issue.title, issue.body)
         spec = IssueSpec(ref.owner, ref.repo, brief)
         path = parts.settings.home / "worktrees" / f"{repo.owner}-{repo.name}-{choice.branch}"
         place = ReviewPlace(ref, repo, issue, clone, choice.branch, base, keeper, path)
-        return _Pinned(repository, record, choice.branch, base, pull, spec, place)
+        return _Pinned(repository, record, choice.branch, base, pull, spec, place, not choice.made)
+
+    def _claimed(self, request: SpecRequest, pinned: _Pinned, ready_taken: bool) -> None:
+        """The Spec's Claim on GitHub: in-progress (in place of the Ready label, taken off
+        already when it had it) and the one claim comment saying which Spec run works on it."""
+        parts, ref, place = self._parts, request.spec, pinned.place
+        gh = fenced(parts.github, place.keeper.check)
+        claim_labels(
+            gh,
+            ref,
+            place.issue,
+            ready_label=parts.settings.ready_label,
+            in_progress_label=parts.settings.in_progress_label,
+            say=self.say,
+            ready_taken=ready_taken,
+        )
+        claim_comment(
+            gh,
+            ref,
+            run_id=pinned.record.id,
+            branch=pinned.branch,
+            claimant=parts.scrub(self._hooks.claimant),
+            continuation=pinned.continued,
+            rescue_of=request.rescue_of,
+        )
+
+    def _reconcile(self, pinned: _Pinned) -> None:
+        """The landings a crash kept from the records: a Ticket Run of this Spec branch whose
+        pull request GitHub has merged into it, at a head thirdshift recorded, landed; so a
+        Rescue never runs that Ticket again (one merged pull request per Ticket)."""
+        parts, ref = self._parts, pinned.pull.spec
+        store = parts.store
+        for run in store.unlanded_ticket_runs(pinned.repository, pinned.branch):
+            if run.pull_request_number is None:
+                continue
+            pull = parts.github.pull(ref.owner, ref.repo, run.pull_request_number)
+            if not pull.merged or pull.base_ref != pinned.branch:
+                continue
+            heads = store.recorded_heads(pinned.repository, run.issue_number, pull.head_ref)
+            if pull.head_sha not in heads:
+                self.say(
+                    f"warning: Ticket #{run.issue_number}'s pull request {pull.html_url} was "
+                    f"merged at {pull.head_sha[:7]}, a head thirdshift never recorded; it is "
+                    "not counted as landed"
+                )
+                continue
+            store.record_landing(run.id, pull.head_sha)
+            self.say(
+                f"Ticket #{run.issue_number} landed in {pinned.branch} before Run {run.id} "
+                "could record it; recorded now"
+            )
 
     def _tickets(self, request: SpecRequest, pinned: _Pinned) -> RunOutcome:
         """The Ticket loop, then the end the schedule reached."""
@@ -178,12 +283,18 @@ class SpecRun:
                     schedule = self._schedule(request, pinned, progress)
                     for number in schedule.to_close:  # a close lost earlier, done now
                         self._close(pinned, number)
-                    if not self._hooks.interrupt.is_set():
+                    interrupted = self._hooks.interrupt.is_set()
+                    if not interrupted:
                         for number in schedule.start:
                             self._start(pool, request, pinned, progress, number)
-                    if not progress.running:
+                    if progress.running:
+                        self._wait(pinned, progress)
+                    elif progress.held and not interrupted:
+                        # A Ticket whose crashed Run's Lease has not run out yet: its Rescue
+                        # starts here once it has (the records decide, not a guess).
+                        self._hooks.interrupt.wait(HELD_SECONDS)
+                    else:
                         break
-                    self._wait(pinned, progress)
             except ThirdshiftError as error:
                 return self._stopped(pinned, progress, error)
         try:
@@ -203,7 +314,25 @@ class SpecRun:
             if outcome.state == "merged" and outcome.run_id is not None:
                 self._record_landing(outcome.run_id, number, pinned)
         self._parts.store.finish_run(pinned.record.id, "failed", cause=cause)
+        self._announce(pinned, "failed", cause)
         return RunOutcome("failed", error.exit_code, run_id=pinned.record.id, cause=cause)
+
+    def _announce(self, pinned: _Pinned, state: str, cause: str) -> None:
+        """The Spec run's one message, when it ends before its Spec review (the review's
+        delivery announces the ends after it); never raises."""
+        parts = self._parts
+        try:
+            draft = pinned.pull.find()
+        except ThirdshiftError:  # GitHub away: the message goes without the Spec PR
+            draft = None
+        end = RunEnd(
+            pinned.place.issue.html_url,
+            state,
+            cause,
+            pull_request_url=draft.html_url if draft is not None else None,
+        )
+        announcer = Announcer(parts.store, self._hooks.notifier, parts.scrub, self.say)
+        announcer.announce(pinned.record, end)
 
     def _record_landing(self, run_id: int, number: int, pinned: _Pinned) -> Run:
         store = self._parts.store
@@ -239,6 +368,8 @@ class SpecRun:
         open blockers and what thirdshift recorded of each."""
         gh, store = self._parts.github, self._parts.store
         landed = store.landed_tickets(pinned.repository, pinned.branch)
+        leased = {lease.issue_number for lease in store.live_leases(pinned.repository)}
+        progress.held = leased - set(progress.running) - set(landed) - {ref.number}
         ours = {*landed, *progress.running, *progress.failed, *progress.titles}
         tickets: list[Ticket] = []
         for number in sorted({*gh.sub_issues(ref.owner, ref.repo, ref.number), *ours}):
@@ -278,17 +409,37 @@ class SpecRun:
             progress.titles,
             cap,
         )
+        crashed = self._crashed_ticket_run(pinned, number)
         ticket = RunRequest(
             issue=IssueRef(spec.host, spec.owner, spec.repo, number),
             merge=True,
             base=pinned.branch,
             spec_run_id=pinned.record.id,
             preamble=preamble,
+            rescue_of=crashed,
         )
         interrupt = LinkedInterrupt(self._hooks.interrupt, progress.stop)
-        hooks = replace(self._hooks, interrupt=interrupt, emit_url=quiet, on_recorded=no_record)
-        self.say(f"starting Ticket #{number} into {pinned.branch}")
+        # The Spec run is announced once, with a line per Ticket: its Ticket Runs are not.
+        hooks = replace(
+            self._hooks,
+            interrupt=interrupt,
+            emit_url=quiet,
+            on_recorded=no_record,
+            notifier=NO_NOTIFIER,
+        )
+        if crashed is None:
+            self.say(f"starting Ticket #{number} into {pinned.branch}")
+        else:
+            self.say(f"starting Ticket #{number} into {pinned.branch}, rescuing Run {crashed}")
         progress.running[number] = pool.submit(self._run_ticket, ticket, hooks)
+
+    def _crashed_ticket_run(self, pinned: _Pinned, number: int) -> int | None:
+        """The Ticket's newest Run, when it is a Ticket Run of this Spec branch that crashed
+        (its process died with a Spec run): the Ticket Run now is its Rescue."""
+        latest = self._parts.store.latest_run(pinned.repository, number)
+        if latest is None or latest.state != "crashed" or latest.parent_run_id is None:
+            return None
+        return latest.id if latest.base_branch == pinned.branch else None
 
     def _wait(self, pinned: _Pinned, progress: _Progress) -> None:
         """Until a Ticket Run ends, then what its end means: a landing recorded and said, or
@@ -365,6 +516,7 @@ class SpecRun:
         if self._hooks.interrupt.is_set():
             cause = self._hooks.stopped_because() or "interrupted"
             store.finish_run(record.id, "interrupted", cause=cause)
+            self._announce(pinned, "interrupted", cause)
             return RunOutcome("interrupted", 1, run_id=record.id, cause=cause)
         if schedule.state is SpecRunState.ALL_LANDED:
             return self._review(request, pinned, progress, texts)
@@ -373,6 +525,7 @@ class SpecRun:
             self.say(line)
         pinned.pull.failed(texts)
         store.finish_run(record.id, "failed", cause=lines[-1])
+        self._announce(pinned, "failed", lines[-1])
         return RunOutcome("failed", 1, run_id=record.id, cause=lines[-1])
 
 
@@ -380,10 +533,11 @@ def _state_of(
     number: int, landed: Mapping[int, Run], progress: _Progress
 ) -> tuple[TicketState, str]:
     """What thirdshift recorded of a Ticket: landed in the Spec branch (by any Spec run),
-    running or failed in this one, or not started (an earlier Spec run's failure continues)."""
+    running (in this one, or still held by a Run of another process) or failed in this one, or
+    not started (an earlier Spec run's failure continues)."""
     if number in landed:
         return TicketState.LANDED, ""
-    if number in progress.running:
+    if number in progress.running or number in progress.held:
         return TicketState.RUNNING, ""
     if number in progress.failed:
         return TicketState.FAILED, progress.failed[number]

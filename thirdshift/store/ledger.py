@@ -19,11 +19,20 @@ class UsageLedger(StoreBase):
     """Sums over the ledger's columns of the ``sessions`` rows."""
 
     def run_cost(self, run_id: int) -> float:
-        """What the Run's ended sessions cost, in USD (sessions without a cost figure add 0)."""
+        """What the Run's ended sessions cost, in USD (sessions without a cost figure add 0).
+        A Spec run is one Run for its budget: asked of a Spec run or of any of its Ticket
+        Runs, it is what the Spec run and all its Ticket Runs cost together."""
         with self._session() as session:
+            parent = session.execute(
+                sa.select(col(RunRow.parent_run_id)).where(col(RunRow.id) == run_id)
+            ).scalar()
+            root = run_id if parent is None else parent
+            family = sa.select(col(RunRow.id)).where(
+                sa.or_(col(RunRow.id) == root, col(RunRow.parent_run_id) == root)
+            )
             total = session.exec(
                 select(sa.func.coalesce(sa.func.sum(SessionRow.cost_usd), 0.0)).where(
-                    SessionRow.run_id == run_id
+                    col(SessionRow.run_id).in_(family)
                 )
             ).one()
         return float(total or 0.0)

@@ -78,3 +78,42 @@ class SpecRecords(StoreBase):
                 return None
             row = session.get(RunRow, parent)
             return None if row is None else _run(row, self._repository(session, row.repository_id))
+
+    def unlanded_ticket_runs(self, repository: Repository, spec_branch: str) -> list[Run]:
+        """The Ticket Runs into ``spec_branch`` that recorded no landing though they may have
+        merged: ended as succeeded (a Merge run succeeds only merged) or crashed, with a pull
+        request. A crash between GitHub's merge and the record leaves one, oldest first."""
+        with self._session() as session:
+            rows = session.exec(
+                select(RunRow)
+                .where(
+                    RunRow.repository_id == repository.id,
+                    RunRow.base_branch == spec_branch,
+                    col(RunRow.parent_run_id).is_not(None),
+                    col(RunRow.landed_sha).is_(None),
+                    col(RunRow.pull_request_number).is_not(None),
+                    col(RunRow.state).in_(("succeeded", "crashed")),
+                )
+                .order_by(col(RunRow.id))
+            ).all()
+            return [_run(row, repository) for row in rows]
+
+    def held_specs(self, repository: Repository) -> list[Run]:
+        """The Spec runs that hold their Spec now: each Spec whose newest Run is a Spec run
+        still running, or crashed (its Rescue continues it). Their Tickets are theirs to run."""
+        with self._session() as session:
+            newest = (
+                sa.select(sa.func.max(col(RunRow.id)))
+                .where(col(RunRow.repository_id) == repository.id)
+                .group_by(col(RunRow.issue_number))
+            )
+            rows = session.exec(
+                select(RunRow)
+                .where(
+                    col(RunRow.id).in_(newest),
+                    RunRow.kind == "spec",
+                    col(RunRow.state).in_(("running", "crashed")),
+                )
+                .order_by(col(RunRow.issue_number))
+            ).all()
+            return [_run(row, repository) for row in rows]
