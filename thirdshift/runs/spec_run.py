@@ -27,9 +27,9 @@ announced once, with a line per Ticket; its Ticket Runs are not announced.
 from __future__ import annotations
 
 import threading
-from contextlib import suppress
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 
 from thirdshift.errors import Interrupted, ThirdshiftError, UsageError
