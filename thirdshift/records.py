@@ -437,7 +437,8 @@ class Notification:
     """One message to the notification targets: a Run's end (``event`` ``run.ended``, with
     ``state`` ready, merged, refused, failed or interrupted) or a Ready label passed over because
     its labeller lacks permission (``issue.passed_over``, ``state`` ``passed-over``, the reason
-    as ``cause``). ``post_mortem`` is the Post-mortem's short form."""
+    as ``cause``). ``post_mortem`` is the Post-mortem's short form; a Spec run's message has
+    a line per Ticket (``tickets``) and its cost counts its Ticket Runs."""
 
     event: str
     repository: str
@@ -450,6 +451,7 @@ class Notification:
     pull_request_url: str | None = None
     cost_usd: float | None = None
     post_mortem: str | None = None
+    tickets: tuple[str, ...] = ()  # a Spec run's: a line per Ticket, how it ended
 
 
 # -- the process supervisor's limits ----------------------------------------------------------

@@ -50,6 +50,7 @@ def test_the_body_is_json_with_every_field() -> None:
         "pull_request_url": "https://github.test/acme/widgets/pull/4",
         "cost_usd": 0.25,
         "post_mortem": f"Last lines of implement:\n  $ echo {SECRET}",
+        "tickets": [],
     }
 
 

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         outcome_of,
         run_architect,
         run_issue,
+        spec_or_issue,
         spec_run,
     )
     from thirdshift.bootstrap.setup import run_setup
@@ -108,6 +109,7 @@ _HOMES = {
     "run_view": "thirdshift.bootstrap.reads",
     "sandbox_mode": "thirdshift.bootstrap.reads",
     "setting_secrets": "thirdshift.bootstrap.credentials",
+    "spec_or_issue": "thirdshift.bootstrap.runs",
     "spec_run": "thirdshift.bootstrap.runs",
     "status_facts": "thirdshift.bootstrap.reads",
     "stop_seconds": "thirdshift.bootstrap.daemon",
@@ -165,6 +167,7 @@ __all__ = [
     "run_view",
     "sandbox_mode",
     "setting_secrets",
+    "spec_or_issue",
     "spec_run",
     "status_facts",
     "stop_seconds",

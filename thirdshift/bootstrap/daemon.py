@@ -26,7 +26,7 @@ from thirdshift.bootstrap.parts import (
     opened_store,
     ready_rules,
 )
-from thirdshift.bootstrap.runs import architect_outcome, issue_outcome
+from thirdshift.bootstrap.runs import architect_outcome, spec_or_issue_outcome
 from thirdshift.bootstrap.status_page import page_address, status_page, with_page_token
 from thirdshift.clock import Clock, SystemClock
 from thirdshift.daemon import ActivityLog, Daemon, ProviderPauses, RepositoryPoll
@@ -198,9 +198,10 @@ class _DaemonKit:
         run_progress: Callable[[str], None],
         on_recorded: Callable[[int], None],
     ) -> RunOutcome:
-        """A Run the daemon picked up, to its outcome."""
+        """A Run the daemon picked up, to its outcome: a Spec run when the issue is a Spec
+        (or the Rescue of a Spec run), else a Run of the issue."""
         call = self._call(interrupt, run_progress, on_recorded, stopped_because)
-        return issue_outcome(self.settings, request, call)
+        return spec_or_issue_outcome(self.settings, request, call, None)
 
     def start_architect(
         self,

@@ -94,30 +94,56 @@ def issue_outcome(settings: Settings, request: RunRequest, call: RunCall) -> Run
 def spec_or_issue_outcome(
     settings: Settings, request: RunRequest, call: RunCall, parallel: int | None
 ) -> RunOutcome:
-    """``thirdshift run``: a Spec run when the issue has sub-issues (``parallel`` Tickets at
-    once, default the ``spec_parallel`` setting), else a Run of the issue. ``--parallel`` on an
-    issue without sub-issues is a usage error (exit 2) that changes nothing."""
+    """``thirdshift run`` and a daemon's pickup, for ``call``; see ``spec_or_issue``."""
     check_same_host(request.issue, settings.github_api_url)
     ref = request.issue
     with run_parts(settings, ref.owner, ref.repo, call) as built:
+        return _ended(built, lambda: spec_or_issue(built.parts, built.hooks, request, parallel))
 
-        def work() -> RunOutcome:
-            if not _sub_issues(built.parts.github, ref, strict=parallel is not None):
-                if parallel is not None:
-                    raise UsageError(
-                        f"--parallel runs a Spec's Tickets, and #{ref.number} has no "
-                        "sub-issues; run it without --parallel"
-                    )
-                return delivery(built.parts, built.hooks).run(request)
-            spec = SpecRequest(
+
+def spec_or_issue(
+    parts: RunParts,
+    hooks: RunHooks,
+    request: RunRequest,
+    parallel: int | None,
+    clock_for: Callable[[threading.Event], Clock] = SystemClock,
+) -> RunOutcome:
+    """A Spec run when the issue has sub-issues (``parallel`` Tickets at once, default the
+    ``spec_parallel`` setting), else a Run of the issue. ``--parallel`` on an issue without
+    sub-issues is a usage error (exit 2) that changes nothing. A Rescue continues what
+    crashed: a Spec run's as a Spec run, a Run's as a Run; a review Repair is a Run's. The
+    orchestration tests call it with their parts, as the daemon's starter does with its own."""
+    ref = request.issue
+
+    def spec() -> RunOutcome:
+        return spec_run(parts, hooks, clock_for).run(
+            SpecRequest(
                 ref,
-                parallel=parallel or settings.spec_parallel,
+                parallel=parallel or parts.settings.spec_parallel,
                 merge=request.merge,
                 base=request.base,
+                expect_ready=request.expect_ready,
+                rescue_of=request.rescue_of,
             )
-            return spec_run(built.parts, built.hooks).run(spec)
+        )
 
-        return _ended(built, work)
+    if request.review_of is not None:
+        return delivery(parts, hooks).run(request)
+    if request.rescue_of is not None:
+        crashed = parts.store.get_run(request.rescue_of)
+        if crashed is not None and crashed.kind == "spec":
+            return spec()
+        return delivery(parts, hooks).run(request)
+    # A daemon's pickup asks for sure: a Spec must never run as one plain issue.
+    strict = parallel is not None or request.expect_ready
+    if not _sub_issues(parts.github, ref, strict=strict):
+        if parallel is not None:
+            raise UsageError(
+                f"--parallel runs a Spec's Tickets, and #{ref.number} has no "
+                "sub-issues; run it without --parallel"
+            )
+        return delivery(parts, hooks).run(request)
+    return spec()
 
 
 def architect_outcome(settings: Settings, request: ArchitectRequest, call: RunCall) -> RunOutcome:
@@ -171,8 +197,8 @@ def run_issue(
     (``on_recorded``) and what learns of a provider outage (``on_outage``: the daemon's
     pauses); each Run still gets its own clock, GitHub adapter and interrupt.
 
-    ``specs`` (the ``run`` command's): an issue with sub-issues is a Spec, run as a Spec run
-    with ``parallel`` Tickets at once (adr/0032); a daemon runs each issue as itself."""
+    ``specs`` (the ``run`` command's and a daemon's): an issue with sub-issues is a Spec, run
+    as a Spec run with ``parallel`` Tickets at once (adr/0032)."""
     call = RunCall(
         environ,
         progress,

@@ -442,10 +442,11 @@ class Daemon:
         outcome = RunOutcome("stopped", 1)
         try:
             repository = poll.repository()
+            what = "Spec run" if pickup.spec else "Run"
             if pickup.rescue_of is not None:
                 self._activity.line(
                     "rescue",
-                    f"Run {pickup.rescue_of} crashed; starting a Rescue that continues its work",
+                    f"{what} {pickup.rescue_of} crashed; starting a Rescue that continues its work",
                     repository=repository,
                     issue_number=ref.number,
                     run_id=pickup.rescue_of,
@@ -462,7 +463,7 @@ class Daemon:
             else:
                 self._activity.line(
                     "pickup",
-                    "picked up; starting a Run",
+                    f"picked up; starting a {what}",
                     repository=repository,
                     issue_number=ref.number,
                 )
@@ -611,7 +612,8 @@ class Daemon:
             return
         with self._lock:
             self._cooling.pop(key, None)
-        message = f"Run {run.id} ended {run.state}" + (f": {run.cause}" if run.cause else "")
+        what = "Spec run" if run.kind == "spec" else "Run"
+        message = f"{what} {run.id} ended {run.state}" + (f": {run.cause}" if run.cause else "")
         self._activity.line(
             "end", message, repository=repository, issue_number=ref.number, run_id=run.id
         )

@@ -1,6 +1,8 @@
 """One poll of one repository: record the Runs that died, sweep ``in-progress`` off issues
 nobody works on, and decide which issues to take (Rescues first, then Ready issues lowest
-number first), writing each pass-over reason to the Activity log.
+number first), writing each pass-over reason to the Activity log. A Ready issue with
+sub-issues is a Spec, taken as a Spec run; a Ticket of a Spec that a Spec run holds (or that
+this poll takes) is its Spec run's to run, and is passed over naming the Spec.
 
 Everything here asks GitHub through ``DaemonGitHub`` and the database through the store; the
 rules themselves are in ``thirdshift.daemon.ready``.
@@ -11,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from thirdshift.clock import Clock
@@ -25,6 +27,7 @@ from thirdshift.daemon.ready import (
     labeller_reason,
     lowest_first,
     pass_over_notification,
+    ticket_reason,
 )
 from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run, TextEdit
@@ -49,6 +52,7 @@ class Pickup:
     review_of: int | None = None  # a review Repair: that Run's pull request has feedback
     merge: bool = False  # a Merge run: the issue carries the merge label (a Base fix)
     architect: bool = False  # an Architect run its schedule asks for (``number`` is 0: none)
+    spec: bool = False  # a Spec run: the issue has sub-issues (its Tickets), adr/0032
 
 
 class RepositoryPoll:
@@ -164,12 +168,16 @@ class RepositoryPoll:
         now = self._clock.monotonic()
         spent = self._budget_spent()
         paused = self._paused()
+        tickets = self._held_tickets(repository)
         for issue in lowest_first(ready):
             if issue.number in leased or self._running_here(issue.number):
                 continue
             labeller: list[str] = []
             reason = (
-                spent or paused or self._pass_over_reason(repository, issue, roles, now, labeller)
+                spent
+                or paused
+                or ticket_reason(tickets.get(issue.number))
+                or self._pass_over_reason(repository, issue, roles, now, labeller)
             )
             if reason is not None:
                 written = self._activity.pass_over(repository, issue.number, reason)
@@ -185,8 +193,8 @@ class RepositoryPoll:
                         )
                     )
                 continue
-            self._activity.forget(repository, issue.number)
             pickups.append(Pickup(issue.number, merge=self._merges(issue, roles)))
+        pickups = self._specs_and_tickets(repository, pickups, tickets)
         listed = {issue.number for issue in ready}
         self._seen = {n: seen for n, seen in self._seen.items() if n in listed}
         # Unlabelled: a new labelling is news again, for the Activity log and the team.
@@ -202,6 +210,41 @@ class RepositoryPoll:
             rescues = []
         taken = {pickup.number for pickup in rescues}
         return rescues + [pickup for pickup in pickups if pickup.number not in taken]
+
+    def _held_tickets(self, repository: Repository) -> dict[int, int]:
+        """Each Ticket of a Spec a Spec run holds (running, or crashed and waiting for its
+        Rescue), with its Spec's number: that Spec run runs it, no Run of its own."""
+        tickets: dict[int, int] = {}
+        for run in self._store.held_specs(repository):
+            for number in self._gh.sub_issues(self.owner, self.name, run.issue_number):
+                tickets.setdefault(number, run.issue_number)
+        return tickets
+
+    def _specs_and_tickets(
+        self, repository: Repository, pickups: list[Pickup], tickets: dict[int, int]
+    ) -> list[Pickup]:
+        """The Ready issues to take, each a Spec run when it has sub-issues; a Ticket of a
+        Spec taken now is passed over (whichever number is lower), as its Spec run runs it."""
+        taken: list[Pickup] = []
+        for pickup in pickups:
+            subs = self._gh.sub_issues(self.owner, self.name, pickup.number)
+            if subs:
+                pickup = replace(pickup, spec=True)
+                for number in subs:
+                    tickets.setdefault(number, pickup.number)
+            taken.append(pickup)
+        kept: list[Pickup] = []
+        for pickup in taken:
+            spec = tickets.get(pickup.number)
+            if spec is not None and spec != pickup.number:
+                reason = ticket_reason(spec)
+                assert reason is not None
+                self._activity.pass_over(repository, pickup.number, reason)
+                self._passed.add(pickup.number)
+                continue
+            self._activity.forget(repository, pickup.number)
+            kept.append(pickup)
+        return kept
 
     def work_paused(self) -> str | None:
         """Why no session may start on this repository now (its daily budget is spent, its
@@ -356,6 +399,8 @@ class RepositoryPoll:
                         issue_number=number,
                     )
             return None
+        if latest.parent_run_id is not None:
+            return None  # a Ticket Run: its Spec run (or that one's Rescue) continues it
         if latest.state != "crashed":
             pickup = self._review_pickup(repository, latest)
             if pickup is not None:
@@ -372,6 +417,9 @@ class RepositoryPoll:
             if reason is not None:  # the crashed Run's approval is void: a person relabels
                 self._activity.pass_over(repository, number, reason)
                 return None
+            if latest.kind == "spec":  # its Tickets' landings are in the records
+                merge = self._merges(issue, {})
+                return Pickup(number, rescue_of=latest.id, merge=merge, spec=True)
             return Pickup(number, rescue_of=latest.id, merge=latest.kind == "merge")
         # Nothing reached origin: the issue is Ready again, for whoever polls first.
         with self._holding(repository, number, latest) as held:
@@ -406,6 +454,8 @@ class RepositoryPoll:
         pull_number = latest.pull_request_number
         if latest.state not in ("succeeded", "refused") or pull_number is None:
             return None
+        if latest.kind == "spec":
+            return None  # a Spec PR's review feedback waits for a person (docs: Spec runs)
         if self._store.review_repairs(repository, pull_number) >= self._rules.max_review_repairs:
             return None
         if self._open_pulls is None:  # one conditional list per poll, for every issue

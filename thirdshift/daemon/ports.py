@@ -47,6 +47,10 @@ class DaemonGitHub(Protocol):
         """``login``'s role on the repository."""
         ...
 
+    def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
+        """The issue's sub-issues (a Spec's Tickets), in GitHub's order; asked conditionally."""
+        ...
+
     def branch_exists(self, owner: str, name: str, branch: str) -> bool:
         """Whether ``branch`` is on the repository now."""
         ...

@@ -129,3 +129,11 @@ def pass_over_notification(
         state="passed-over",
         cause=reason,
     )
+
+
+def ticket_reason(spec: int | None) -> str | None:
+    """Why a Ready Ticket of Spec ``spec`` is passed over (None: it is no Ticket of a Spec a
+    Spec run holds or takes now): the Spec run runs it into its Spec branch, in its turn."""
+    if spec is None:
+        return None
+    return f"it is a Ticket of Spec #{spec}, whose Spec run runs it"

@@ -37,6 +37,7 @@ def body_of(notification: Notification) -> bytes:
         "pull_request_url": notification.pull_request_url,
         "cost_usd": notification.cost_usd,
         "post_mortem": notification.post_mortem,
+        "tickets": list(notification.tickets),
     }
     return json.dumps(document, sort_keys=True, ensure_ascii=False).encode()
 
@@ -65,6 +66,8 @@ def text_of(notification: Notification) -> tuple[str, str]:
         lines.append(f"Pull request: {notification.pull_request_url}")
     if notification.cost_usd is not None:
         lines.append(f"Cost: ${notification.cost_usd:.4f}")
+    if notification.tickets:
+        lines += ["", "Tickets:", *(f"- {line}" for line in notification.tickets)]
     if notification.post_mortem:
         lines += ["", notification.post_mortem]
     return title, "\n".join(lines)

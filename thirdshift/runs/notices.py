@@ -67,6 +67,14 @@ class Announcer:
         if report is None:
             report = post_mortem(run.id, end.cause, sessions, (), self.scrub)
         costs = [s.usage.cost_usd for s in sessions if s.usage.cost_usd is not None]
+        cost = round(sum(costs), 6) if costs else None
+        tickets: tuple[str, ...] = ()
+        if run.kind == "spec":
+            try:  # the whole Spec run: its Ticket Runs' sessions count too
+                cost = round(store.run_cost(run.id), 6)
+                tickets = spec_ticket_lines(run, store)
+            except ThirdshiftError as problem:
+                say(f"warning: the message of Spec run {run.id} lacks its Tickets: {problem}")
         self.notifier.notify(
             run_end_notification(
                 run_id=run.id,
@@ -74,6 +82,23 @@ class Announcer:
                 issue_number=run.issue_number,
                 kind=run.kind,
                 end=replace(end, report=report),
-                cost_usd=round(sum(costs), 6) if costs else None,
+                cost_usd=cost,
+                tickets=tickets,
             )
         )
+
+
+def spec_ticket_lines(run: Run, store: Store) -> tuple[str, ...]:
+    """A line per Ticket of Spec run ``run``: landed in its Spec branch (by it or an earlier
+    Spec run) with its pull request, or how its newest Ticket Run in it ended."""
+    landed = store.landed_tickets(run.repository, run.issue_branch) if run.issue_branch else {}
+    newest = {ticket.issue_number: ticket for ticket in store.ticket_runs(run.id)}
+    lines = []
+    for number in sorted({*landed, *newest}):
+        if number in landed:
+            pull = landed[number].pull_request_number
+            lines.append(f"#{number} landed" + (f" (pull request #{pull})" if pull else ""))
+            continue
+        ticket = newest[number]
+        lines.append(f"#{number} {ticket.state}" + (f": {ticket.cause}" if ticket.cause else ""))
+    return tuple(lines)

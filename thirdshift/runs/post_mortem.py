@@ -211,8 +211,9 @@ def run_end_notification(
     kind: str,
     end: RunEnd,
     cost_usd: float | None,
+    tickets: tuple[str, ...] = (),
 ) -> Notification:
-    """The message of a Run's end."""
+    """The message of a Run's end (a Spec run's with a line per Ticket)."""
     issue_url, state, cause, report = end.issue_url, end.state, end.cause, end.report
     pull_request_url = end.pull_request_url
     return Notification(
@@ -229,4 +230,5 @@ def run_end_notification(
         pull_request_url=pull_request_url,
         cost_usd=cost_usd,
         post_mortem=defanged(short_form(report)) if report is not None else None,
+        tickets=tuple(defanged(cut(line, CAUSE_CHARS)) for line in tickets),
     )

@@ -1,0 +1,238 @@
+"""The daemon and Spec runs in process: real polls, the daemon's own choice of a Spec run or a
+Run (``bootstrap.spec_or_issue``), the real ``Delivery`` of every Ticket Run, the GitHub fake,
+real git and SQLite, scripted sessions keyed by the Ticket."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+
+from tests.orchestration.conftest import BUSY, READY, RunWorld
+from tests.orchestration.test_daemon import MAINTAINER, DaemonWorld
+from tests.orchestration.test_spec_runs import (
+    _by_ticket,
+    _fails,
+    _spec,
+    _ticket_clock,
+    _writes,
+)
+from thirdshift import bootstrap
+from thirdshift.runs import RunOutcome, RunRequest
+from thirdshift.runs.claims import CLAIM_MARKER
+from thirdshift.scrub import Scrubber
+from thirdshift.store import Store
+
+
+def _spec_starter(world: RunWorld) -> Callable[..., RunOutcome]:
+    """The daemon's starter as the composition root builds it: a Spec run when the issue is a
+    Spec (or the Rescue of a Spec run), else a Run of the issue."""
+
+    def start(
+        request: RunRequest,
+        interrupt: threading.Event,
+        stopped_because: Callable[[], str | None],
+        progress: Callable[[str], None],
+        on_recorded: Callable[[int], None] = lambda _run_id: None,
+    ) -> RunOutcome:
+        recorded: list[int] = []
+
+        def recording(run_id: int) -> None:
+            recorded.append(run_id)
+            on_recorded(run_id)
+
+        hooks = world.hooks(
+            progress=progress,
+            interrupt=interrupt,
+            claimant="daemon d1",
+            stopped_because=stopped_because,
+            on_recorded=recording,
+        )
+        return bootstrap.outcome_of(
+            lambda: bootstrap.spec_or_issue(
+                world.parts(spec_parallel=2), hooks, request, None, _ticket_clock(world)
+            ),
+            progress,
+            Scrubber([]),
+            recorded,
+        )
+
+    return start
+
+
+@pytest.fixture
+def sdw(world: RunWorld) -> DaemonWorld:
+    return DaemonWorld(world, start_run=_spec_starter(world))
+
+
+def _ready_spec(sdw: DaemonWorld, *titles: str) -> tuple[int, list[int]]:
+    """A Spec labelled Ready by a maintainer, its Tickets Ready too (as a hand-over might)."""
+    spec, tickets = _spec(sdw.world, *titles)
+    sdw.label(spec, READY, MAINTAINER)
+    for ticket in tickets:
+        sdw.unlabel(ticket, READY, MAINTAINER)
+        sdw.label(ticket, READY, MAINTAINER)
+    return spec, tickets
+
+
+def _ticket_runs_by_issue(store: Store, number: int) -> list[tuple[int | None, str]]:
+    return [
+        (run.parent_run_id, run.state)
+        for run in sorted(store.list_runs(), key=lambda r: r.id)
+        if run.issue_number == number
+    ]
+
+
+def test_a_ready_spec_runs_as_one_spec_run_and_its_ready_tickets_are_passed_over_naming_it(
+    sdw: DaemonWorld,
+) -> None:
+    """The poll takes the Spec, not its Ready Tickets: each Ticket runs once, as a Ticket Run
+    of the one Spec run, and is passed over on its own with one Activity line naming the Spec;
+    the Spec is claimed as an issue is (in-progress, one claim comment)."""
+    world = sdw.world
+    spec, (a, b) = _ready_spec(sdw, "Ticket A", "Ticket B")
+    world.sessions.plays["implement"] = _by_ticket({a: _writes("a.txt"), b: _writes("b.txt")})
+
+    assert sdw.daemon.once() == 0, "\n".join(world.lines)
+
+    [spec_run] = [r for r in world.store.list_runs() if r.issue_number == spec]
+    assert (spec_run.kind, spec_run.state) == ("spec", "succeeded")
+    for ticket in (a, b):
+        assert _ticket_runs_by_issue(world.store, ticket) == [(spec_run.id, "succeeded")]
+    passed = [line for line in sdw.lines("pass-over") if "Ticket of Spec" in line]
+    assert (
+        sorted(passed)
+        == [f"passed over: it is a Ticket of Spec #{spec}, whose Spec run runs it"] * 2
+    )
+    assert sdw.lines("end") == [f"Spec run {spec_run.id} ended succeeded"]
+    pickups = sdw.lines("pickup")
+    assert pickups == ["picked up; starting a Spec run"]
+    labels = {label.lower() for label in world.github.issue("acme", "widgets", spec).labels}
+    assert BUSY in labels
+    assert READY not in labels
+    assert len(sdw.claim_comments(spec)) == 1
+    assert f"as Run {spec_run.id}" in sdw.claim_comments(spec)[0]
+    assert spec_run.text_sha256 is not None
+
+    assert sdw.daemon.once() == 0
+    assert len(world.store.list_runs()) == 3  # nothing runs again
+
+
+def test_a_ticket_is_passed_over_while_its_spec_run_holds_it_even_with_a_lower_number(
+    sdw: DaemonWorld,
+) -> None:
+    """A Ticket numbered below its Spec (the Spec was opened last) is still the Spec run's:
+    the poll that takes the Spec passes it over."""
+    world = sdw.world
+    world.github.merges_into_base = True
+    ticket = world.github.add_issue("Ticket first", "Do the first thing.", [])
+    spec = world.github.add_issue("A Spec opened later", "The brief.", [])
+    world.github.add_sub_issue("acme", "widgets", spec, ticket)
+    sdw.label(ticket, READY, MAINTAINER)
+    sdw.label(spec, READY, MAINTAINER)
+    world.sessions.plays["implement"] = _by_ticket({ticket: _writes("t.txt")})
+    world.sessions.plays["spec-review"] = _writes("review.txt")
+
+    assert sdw.daemon.once() == 0, "\n".join(world.lines)
+
+    [spec_run] = [r for r in world.store.list_runs() if r.issue_number == spec]
+    assert _ticket_runs_by_issue(world.store, ticket) == [(spec_run.id, "succeeded")]
+    assert sdw.lines("pass-over") == [
+        f"passed over: it is a Ticket of Spec #{spec}, whose Spec run runs it"
+    ]
+
+
+def _crash(world: RunWorld, run_id: int) -> None:
+    """The Run's process died: recorded running, its Lease long run out."""
+    store = world.store
+    run = store.update_run(run_id, state="running", ended_at=None, cause=None)
+    past = world.clock.now() - timedelta(hours=2)
+    lease = store.acquire_lease(
+        run.repository, run.issue_number, "dead:1", timedelta(minutes=10), now=past
+    )
+    assert lease is not None
+    store.attach_run_to_lease(lease, run.id)
+
+
+def test_a_crashed_spec_run_is_rescued_on_the_next_poll_and_each_ticket_merges_once(
+    sdw: DaemonWorld,
+) -> None:
+    """The Spec run died after A's pull request merged (before its landing was recorded) and in
+    the middle of B: the next poll records both as crashed and Rescues the Spec run, which
+    records A's landing without running A again and Rescues B within it; B's crashed Run is
+    never Rescued as a Run of its own. Each Ticket ends with exactly one merged pull request."""
+    world = sdw.world
+    spec, (a, b) = _ready_spec(sdw, "Ticket A", "Ticket B")
+    plays = {a: _writes("a.txt"), b: _fails}
+    world.sessions.plays["implement"] = _by_ticket(plays)
+    assert sdw.daemon.once() == 1  # A lands, B fails: a Failed spec run
+    [first] = [r for r in world.store.list_runs() if r.issue_number == spec]
+    [a_run] = [r for r in world.store.ticket_runs(first.id) if r.issue_number == a]
+    [b_run] = [r for r in world.store.ticket_runs(first.id) if r.issue_number == b]
+    assert a_run.landed
+    # As a kill -9 would have left it: A merged on GitHub but not recorded as landed, nor
+    # closed; B and the Spec run still "running" under Leases that ran out.
+    world.store.update_run(a_run.id, landed_sha=None, landed_at=None)
+    sdw.close(a)
+    gh = world.github
+    gh.world.set_state(gh.repo_state, gh.repo_state.issue(a), "open", None, MAINTAINER)
+    _crash(world, b_run.id)
+    _crash(world, first.id)
+    sdw.label(b, BUSY, world.github.login)
+    plays[b] = _writes("b.txt")
+
+    assert sdw.daemon.once() == 0, "\n".join(world.lines)
+
+    assert sdw.lines("rescue") == [
+        f"Spec run {first.id} crashed; starting a Rescue that continues its work"
+    ]
+    spec_runs = sorted(
+        (r for r in world.store.list_runs() if r.issue_number == spec), key=lambda r: r.id
+    )
+    assert [(r.kind, r.state) for r in spec_runs] == [("spec", "crashed"), ("spec", "succeeded")]
+    assert _ticket_runs_by_issue(world.store, a) == [(first.id, "succeeded")]
+    assert world.store.get_run(a_run.id).landed  # type: ignore[union-attr]
+    assert _ticket_runs_by_issue(world.store, b) == [
+        (first.id, "crashed"),
+        (spec_runs[1].id, "succeeded"),
+    ]
+    assert f"starting Ticket #{b} into spec-{spec}, rescuing Run {b_run.id}" in "\n".join(
+        world.lines
+    )
+    for ticket in (a, b):
+        merged = [p for p in gh.pull_requests() if p.head_ref.startswith(f"issue-{ticket}")]
+        assert [(p.merged, p.base_ref) for p in merged] == [(True, f"spec-{spec}")]
+        assert gh.issue("acme", "widgets", ticket).state == "closed"
+    [spec_pull] = [p for p in gh.pull_requests() if p.base_ref == "main"]
+    assert (spec_pull.draft, spec_pull.state) == (False, "open")
+    assert sum(CLAIM_MARKER in c for c in gh.comments_on(spec)) == 1
+
+
+def test_a_spec_run_is_announced_once_with_a_line_per_ticket_and_no_ticket_run_is(
+    world: RunWorld,
+) -> None:
+    """A fails, B lands: one message, for the Spec run, naming both Tickets; the rerun that
+    lands A sends the second, and no Ticket Run sends any."""
+    target = world.notify_to()
+    spec, (a, b) = _spec(world, "Ticket A", "Ticket B")
+    plays = {a: _fails, b: _writes("b.txt")}
+    world.sessions.plays["implement"] = _by_ticket(plays)
+    sdw = DaemonWorld(world, start_run=_spec_starter(world))
+    sdw.label(spec, READY, MAINTAINER)
+
+    assert sdw.daemon.once() == 1
+
+    [(failed, _body)] = target.sent
+    assert (failed.kind, failed.state, failed.issue_number) == ("spec", "failed", spec)
+    assert failed.tickets[0].startswith(f"#{a} failed: ")
+    assert failed.tickets[1].startswith(f"#{b} landed (pull request #")
+    plays[a] = _writes("a.txt")
+    sdw.label(spec, READY, MAINTAINER)
+
+    assert sdw.daemon.once() == 0, "\n".join(world.lines)
+
+    assert [(n.kind, n.state) for n, _ in target.sent] == [("spec", "failed"), ("spec", "ready")]
+    ready = target.sent[1][0]
+    assert [line.split(" (")[0] for line in ready.tickets] == [f"#{a} landed", f"#{b} landed"]
