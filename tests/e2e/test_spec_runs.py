@@ -4,6 +4,7 @@ model server."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,9 +30,10 @@ GREEN = {"README.md": "# calculator\n", "calc.py": CALC_FIXED, "test_calc.py": T
 SPEC_BRIEF = "Three notes files: a and b first, then c, which needs both."
 
 
-def ticket_session(name: str, *, needs: tuple[str, ...] = ()) -> dict[str, Any]:
+def ticket_session(name: str, *, needs: tuple[str, ...] = (), delay_ms: int = 0) -> dict[str, Any]:
     """A Ticket's session: checks the files it needs are there (a missing one fails the
-    commit, and with it the Ticket), writes its own, commits, writes its pull request."""
+    commit, and with it the Ticket), writes its own, commits, writes its pull request.
+    ``delay_ms``: the model takes that long over the first turn (a Ticket still running)."""
     check = " && ".join(f"test -f {n}.txt" for n in needs) or "true"
     write = write_file_command(f"{name}.txt", name + "\n")
     return {
@@ -39,13 +41,14 @@ def ticket_session(name: str, *, needs: tuple[str, ...] = ()) -> dict[str, Any]:
         "marker": f"Write the notes file {name}.txt",
         "turns": [
             {
+                "delay_ms": delay_ms,
                 "tool_calls": [
                     bash(
                         f"{check} && {write} && "
                         f"git add {name}.txt && git commit -qm 'Add {name}.txt'",
                         "write and commit",
                     )
-                ]
+                ],
             },
             {"tool_calls": [bash(pull_request_file(f"Add {name}.txt", f"Adds {name}.txt."))]},
             {"text": f"Added {name}.txt and wrote the pull request."},
@@ -103,7 +106,8 @@ def block(world: RunWorld, blocked: int, blocker: int) -> None:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunWorld]:
     """One stand-in, model server and home for the file: Spec 1 (issue 1) and its Tickets
-    a, b, c; the second Spec's Tickets d (failing once), e and f (blocked by d)."""
+    a, b, c; the second Spec's Tickets d (failing once), e and f (blocked by d); the third's x,
+    y and z."""
     made = start_world(
         tmp_path_factory.mktemp("spec-runs"),
         [
@@ -115,6 +119,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunWorld]:
             ticket_session("d"),
             ticket_session("e"),
             ticket_session("f", needs=("d",)),
+            ticket_session("x", delay_ms=4000),
+            ticket_session("y", needs=("z",)),
+            ticket_session("z"),
         ],
         files=GREEN,
         issue_title="Notes files",
@@ -203,3 +210,39 @@ def test_a_failed_ticket_holds_its_dependent_and_a_rerun_lands_the_rest(world: R
     [spec_pull] = [p for p in world.pulls() if p["head"]["ref"] == f"spec-{spec}"]
     assert again.stdout == spec_pull["html_url"] + "\n"
     assert (spec_pull["state"], spec_pull["draft"]) == ("open", False)
+
+
+def test_a_blocker_a_person_adds_mid_run_holds_the_waiting_ticket(world: RunWorld) -> None:
+    """One Ticket at a time: while X runs, a person makes Y blocked by Z. Y, the lower number,
+    would have gone next; it waits for Z to land and then sees Z's change."""
+    spec = int(
+        world.rest(
+            "POST",
+            f"/repos/{OWNER}/{NAME}/issues",
+            {"title": "Notes x, y, z", "body": "Notes x, y and z."},
+        )["number"]
+    )
+    x, _ = ticket(world, "x", spec)
+    y, _ = ticket(world, "y", spec)
+    z, _ = ticket(world, "z", spec)
+    spec_url = world.issue_url.rsplit("/", 1)[0] + f"/{spec}"
+    process = world.start_thirdshift("run", "--parallel", "1", spec_url)
+    deadline = time.monotonic() + 120
+    while not world.model_requests("ticket-x"):
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, "Ticket X never started"
+        time.sleep(0.2)
+
+    block(world, y, z)  # X's first turn is still with the model
+
+    stdout, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr
+    lines = [line.split("] ", 1)[-1] for line in stderr.splitlines()]
+    started = [line for line in lines if line.startswith("starting Ticket #")]
+    assert started == [
+        f"starting Ticket #{x} into spec-{spec}",
+        f"starting Ticket #{z} into spec-{spec}",
+        f"starting Ticket #{y} into spec-{spec}",
+    ]
+    [spec_pull] = [p for p in world.pulls() if p["head"]["ref"] == f"spec-{spec}"]
+    assert stdout == spec_pull["html_url"] + "\n"
