@@ -16,6 +16,7 @@ from thirdshift import bootstrap
 from thirdshift.clock import Clock, ManualClock
 from thirdshift.errors import GitHubError, ThirdshiftError, UsageError
 from thirdshift.issue_url import IssueRef
+from thirdshift.records import CheckRun
 from thirdshift.runs import RunOutcome, SpecRequest
 from thirdshift.runs.spec_text import CHECKLIST_END, CHECKLIST_START, FAILED_SPEC_RUN_MARKER
 from thirdshift.sessions import SessionFailed
@@ -490,3 +491,64 @@ def test_github_failing_at_the_end_still_records_how_the_spec_run_ended(
     assert record.state == "failed"
     assert record.cause is not None
     assert record.ended_at is not None
+
+
+def test_a_red_spec_branch_is_fixed_once_by_a_base_fix_ticket_and_the_tickets_run_again(
+    world: RunWorld,
+) -> None:
+    """lint is red on the Spec branch: A and B both meet it as an Inherited failure. One Base
+    fix issue is opened (not Ready: the Spec run's to run), made a Ticket of the Spec and a
+    blocker of both; it lands in the Spec branch, then A and B run again and land."""
+    world.settings = world.settings.model_copy(update={"base_fix": True})
+    spec, (a, b) = _spec(world, "Ticket A", "Ticket B")
+    branch = f"spec-{spec}"
+
+    def lint(called: str) -> None:
+        """lint fails on every head whose tree lacks lint.txt (what the Base fix adds)."""
+        if called != "check_runs":
+            return
+        for name in (branch, *(f"issue-{n}" for n in range(1, 20))):
+            head = world.github.branch_head(name)
+            if head is None or head in world.github.checks:
+                continue
+            fixed = subprocess.run(
+                ["git", "-C", str(world.origin), "cat-file", "-e", f"{head}:lint.txt"],
+                capture_output=True,
+                check=False,
+            )
+            if fixed.returncode != 0:
+                world.github.checks[head] = [CheckRun(1, "lint", head, "completed", "failure", "u")]
+
+    world.github.on_call = lint
+    tries: dict[int, int] = {}
+
+    def play(worktree: Path, prompt: str) -> str:
+        number = int(worktree.name.rsplit("-issue-", 1)[1].split("-")[0])
+        name = {a: "a.txt", b: "b.txt"}.get(number, "lint.txt")
+        tries[number] = tries.get(number, 0) + 1
+        (worktree / name).write_text(f"{name} try {tries[number]}\n")
+        git(worktree, "add", name)
+        git(worktree, "commit", "-q", "-m", f"Write {name}")
+        (worktree / ".thirdshift-pull-request.md").write_text(f"Write {name}\n\nWrites {name}.")
+        return f"wrote {name}"
+
+    world.sessions.plays["implement"] = play
+
+    outcome = _run_spec(world, spec)
+
+    assert (outcome.state, outcome.exit_code) == ("ready", 0), "\n".join(world.lines)
+    fixes = [i for i in world.github.repo_state.issues.values() if i.title.startswith("Fix lint")]
+    [fix] = [i.number for i in fixes]
+    assert fix in world.github.sub_issues("acme", "widgets", spec)
+    assert READY not in world.github.labels_of(fix)
+    assert world.origin_file(branch, "lint.txt").startswith("lint.txt")
+    [spec_record] = [r for r in world.store.list_runs() if r.kind == "spec"]
+    states = {
+        n: sorted(r.state for r in world.store.ticket_runs(spec_record.id) if r.issue_number == n)
+        for n in (a, b, fix)
+    }
+    assert states == {a: ["failed", "succeeded"], b: ["failed", "succeeded"], fix: ["succeeded"]}
+    for number in (a, b, fix):
+        assert world.github.issue("acme", "widgets", number).state == "closed"
+    [spec_pull] = [p for p in world.github.pull_requests() if p.base_ref == "main"]
+    assert not spec_pull.draft

@@ -72,6 +72,7 @@ class RunRequest:
     # Ticket preamble (what the Spec asks, what its blockers did) its opening prompt starts with.
     spec_run_id: int | None = None
     preamble: str = ""
+    spec_number: int | None = None  # a Ticket Run's Spec (its Base fix becomes a Ticket)
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,8 @@ class _Progress:
     titles: dict[int, str] = field(default_factory=dict)  # every Ticket seen, by number
     graph: dict[int, Ticket] = field(default_factory=dict)  # as last read
     held: set[int] = field(default_factory=set)  # under another process's live Lease
+    # Ticket -> its blockers when its Run started: one found after that may hold it again
+    started_with: dict[int, set[int]] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)  # the loop itself failed
 
 
@@ -410,6 +412,8 @@ class SpecRun:
             cap,
         )
         crashed = self._crashed_ticket_run(pinned, number)
+        seen = progress.graph.get(number)
+        progress.started_with[number] = {b.number for b in seen.blockers} if seen else set()
         ticket = RunRequest(
             issue=IssueRef(spec.host, spec.owner, spec.repo, number),
             merge=True,
@@ -417,6 +421,7 @@ class SpecRun:
             spec_run_id=pinned.record.id,
             preamble=preamble,
             rescue_of=crashed,
+            spec_number=spec.number,
         )
         interrupt = LinkedInterrupt(self._hooks.interrupt, progress.stop)
         # The Spec run is announced once, with a line per Ticket: its Ticket Runs are not.
@@ -462,6 +467,14 @@ class SpecRun:
         run = store.get_run(outcome.run_id) if outcome.run_id is not None else None
         if outcome.state != "merged" or run is None:
             why = self._parts.scrub(outcome.cause or outcome.state)
+            waits = self._new_blockers(pinned, progress, number)
+            if waits:  # its Base fix (or a person's re-plan): it runs again after them
+                listed = ", ".join(f"#{b}" for b in waits)
+                self.say(
+                    f"Ticket #{number} did not land: {why}; it waits for {listed}, now "
+                    "blocking it in the Spec, and runs again after"
+                )
+                return
             progress.failed[number] = why
             self.say(f"Ticket #{number} did not land: {why}")
             return
@@ -471,6 +484,21 @@ class SpecRun:
             pinned.pull.landed(self._texts(pinned, progress))
         except ThirdshiftError as problem:  # the next landing, or the end, writes it again
             self.say(f"warning: updating the Spec PR failed: {problem}")
+
+    def _new_blockers(self, pinned: _Pinned, progress: _Progress, number: int) -> list[int]:
+        """The Tickets of the Spec, not landed, that block Ticket ``number`` now and did not
+        when it started: a Base fix of the Spec branch its Run opened, or a person's re-plan.
+        A Ticket that failed with one waits for it instead of failing the Spec run; each new
+        blocker earns it one more start, no more."""
+        gh, spec = self._parts.github, pinned.pull.spec
+        known = progress.started_with.get(number, set())
+        open_now = {b for b, state in gh.blockers(spec.owner, spec.repo, number) if state == "open"}
+        fresh = open_now - known
+        if not fresh:
+            return []
+        tickets = set(gh.sub_issues(spec.owner, spec.repo, spec.number))
+        landed = self._parts.store.landed_tickets(pinned.repository, pinned.branch)
+        return sorted(b for b in fresh if b in tickets and b not in landed)
 
     def _texts(self, pinned: _Pinned, progress: _Progress) -> tuple[TicketText, ...]:
         schedule = schedule_tickets(self._read_tickets(pinned.pull.spec, pinned, progress), 1)

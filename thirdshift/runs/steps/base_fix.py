@@ -1,6 +1,7 @@
 """The Base fix (adr/0021): checks red on the Base branch are no Run's own failure; thirdshift
 opens one issue to fix them as a Merge run (found again by its marker, never opened twice),
-and makes it a blocker of the issue that met them."""
+and makes it a blocker of the issue that met them. A Ticket Run's Base branch is its Spec
+branch: its Base fix becomes a Ticket of the Spec, which the Spec run runs into it (adr/0032)."""
 
 from __future__ import annotations
 
@@ -29,9 +30,10 @@ class BaseFixStep:
         would not have it: the Failed run still says what to do by hand."""
         base, gh, ref = scope.base, scope.github, scope.ref
         checks = ", ".join(sorted(failure.checks))
-        if base != scope.found.repo.default_branch:
-            # The daemon runs a Base fix against the default branch; another base is a
-            # person's to fix.
+        spec = scope.request.spec_number
+        if base != scope.found.repo.default_branch and spec is None:
+            # The daemon runs a Base fix against the default branch, a Spec run against its
+            # Spec branch; another base is a person's to fix.
             return None
         try:
             issue = self._found_or_opened(scope, failure, checks)
@@ -40,6 +42,14 @@ class BaseFixStep:
             return None
         if issue is None:
             return None
+        if spec is not None:
+            # A Ticket of the Spec: its Spec run runs it into the Spec branch, once, and the
+            # Tickets it blocks after it.
+            try:
+                gh.add_sub_issue(ref.owner, ref.repo, spec, issue.number)
+            except ThirdshiftError as problem:
+                self.say(f"warning: could not make {issue.html_url} a Ticket of #{spec}: {problem}")
+                return None
         try:
             gh.block_issue(ref.owner, ref.repo, ref.number, issue.number)
         except ThirdshiftError as problem:
@@ -68,12 +78,15 @@ class BaseFixStep:
             return issue
         ready, merge = self.settings.ready_label, self.settings.merge_label
         gh.ensure_label(ref.owner, ref.repo, merge, "5319e7", "thirdshift runs this as a Merge run")
+        # A Spec branch's Base fix is its Spec run's to run (Ready, a daemon would run it
+        # into the default branch once the Spec run ended).
+        labels = [merge] if scope.request.spec_number is not None else [ready, merge]
         issue = gh.open_issue(
             ref.owner,
             ref.repo,
             title=defanged_title(f"Fix {checks} on {base}", ref.full_name),
             body=base_fix_body(base, failure, marker, ref.full_name),
-            labels=[ready, merge],
+            labels=labels,
         )
         self.say(f"opened {issue.html_url} to fix {checks} on {base}")
         # Two Runs meeting the same red Base at once may each open one: the lowest

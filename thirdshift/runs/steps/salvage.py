@@ -54,7 +54,8 @@ class SalvageStep:
                 claim_added_label=trail.claim.added_label,
             )
         )
-        if base_fix is not None:  # Ready again, for once its blocker is closed
+        if base_fix is not None and scope.request.spec_number is None:
+            # Ready again, for once its blocker is closed; a Ticket's Spec run runs it again
             ref = scope.ref
             with contextlib.suppress(ThirdshiftError):
                 scope.github.add_label(
@@ -89,9 +90,13 @@ class SalvageStep:
         if base_fix is None:
             return failure, None
         number = scope.ref.number
+        spec = scope.request.spec_number
+        first = (
+            f"a Ticket of Spec #{spec}, into {scope.base}" if spec is not None else "a Merge run"
+        )
         return InheritedFailure(
-            f"{failure}; thirdshift opened {base_fix.html_url} to fix it as a Merge "
-            f"run first, and #{number} waits for it (blocked by it) to run again",
+            f"{failure}; thirdshift opened {base_fix.html_url} to fix it as {first} "
+            f"first, and #{number} waits for it (blocked by it) to run again",
             failure.checks,
             failure.base_sha,
         ), base_fix
