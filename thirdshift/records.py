@@ -5,6 +5,9 @@ GitHub records are converted at the adapter's boundary (``thirdshift.github``), 
 ever holds a PyGithub object that fetches lazily; store records are converted from table rows by
 ``thirdshift.store``, so nothing outside it can touch the database lazily. Harness adapters make
 ``SessionEvent`` values and the store keeps them; neither imports the other.
+
+About 500 lines: plain frozen values and nothing else, kept in one module so that every
+boundary names its records from one place.
 """
 
 from __future__ import annotations

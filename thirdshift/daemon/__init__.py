@@ -11,7 +11,8 @@ which Harness's provider is down, until when.
 from thirdshift.daemon.activity import ActivityLog
 from thirdshift.daemon.daemon import Daemon, RunStarter
 from thirdshift.daemon.pauses import ProviderPauses
-from thirdshift.daemon.poll import Pickup, RepositoryPoll
+from thirdshift.daemon.pickup import Pickup
+from thirdshift.daemon.poll import RepositoryPoll
 from thirdshift.daemon.ready import ReadyRules
 
 __all__ = [

@@ -27,7 +27,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from thirdshift.clock import Clock
 from thirdshift.daemon.activity import ActivityLog
-from thirdshift.daemon.poll import Pickup, RepositoryPoll
+from thirdshift.daemon.pickup import Pickup
+from thirdshift.daemon.poll import RepositoryPoll
 from thirdshift.daemon.state import DaemonState, PauseState, PollState, RunningState
 from thirdshift.errors import ThirdshiftError
 from thirdshift.issue_url import IssueRef

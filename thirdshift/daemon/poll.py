@@ -13,11 +13,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from thirdshift.clock import Clock
 from thirdshift.daemon.activity import ActivityLog
+from thirdshift.daemon.pickup import Pickup
 from thirdshift.daemon.ports import DaemonGitHub
 from thirdshift.daemon.ready import (
     ReadyRules,
@@ -29,6 +29,7 @@ from thirdshift.daemon.ready import (
     pass_over_notification,
     ticket_reason,
 )
+from thirdshift.daemon.specs import SpecPickups
 from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run, TextEdit
 from thirdshift.runs import (
@@ -40,19 +41,6 @@ from thirdshift.runs import (
     text_not_approved,
 )
 from thirdshift.store import Store
-
-
-@dataclass(frozen=True)
-class Pickup:
-    """An issue to run: a Ready one, a Rescue of the issue of a crashed Run (``rescue_of``), or
-    a review Repair of the pull request a Run opened (``review_of``)."""
-
-    number: int
-    rescue_of: int | None = None
-    review_of: int | None = None  # a review Repair: that Run's pull request has feedback
-    merge: bool = False  # a Merge run: the issue carries the merge label (a Base fix)
-    architect: bool = False  # an Architect run its schedule asks for (``number`` is 0: none)
-    spec: bool = False  # a Spec run: the issue has sub-issues (its Tickets), adr/0032
 
 
 class RepositoryPoll:
@@ -168,7 +156,8 @@ class RepositoryPoll:
         now = self._clock.monotonic()
         spent = self._budget_spent()
         paused = self._paused()
-        tickets = self._held_tickets(repository)
+        specs = SpecPickups(self.owner, self.name, self._gh, self._store, self._activity)
+        tickets = specs.held_tickets(repository)
         for issue in lowest_first(ready):
             if issue.number in leased or self._running_here(issue.number):
                 continue
@@ -194,7 +183,7 @@ class RepositoryPoll:
                     )
                 continue
             pickups.append(Pickup(issue.number, merge=self._merges(issue, roles)))
-        pickups = self._specs_and_tickets(repository, pickups, tickets)
+        pickups = specs.taken(repository, pickups, tickets, self._passed)
         listed = {issue.number for issue in ready}
         self._seen = {n: seen for n, seen in self._seen.items() if n in listed}
         # Unlabelled: a new labelling is news again, for the Activity log and the team.
@@ -210,41 +199,6 @@ class RepositoryPoll:
             rescues = []
         taken = {pickup.number for pickup in rescues}
         return rescues + [pickup for pickup in pickups if pickup.number not in taken]
-
-    def _held_tickets(self, repository: Repository) -> dict[int, int]:
-        """Each Ticket of a Spec a Spec run holds (running, or crashed and waiting for its
-        Rescue), with its Spec's number: that Spec run runs it, no Run of its own."""
-        tickets: dict[int, int] = {}
-        for run in self._store.held_specs(repository):
-            for number in self._gh.sub_issues(self.owner, self.name, run.issue_number):
-                tickets.setdefault(number, run.issue_number)
-        return tickets
-
-    def _specs_and_tickets(
-        self, repository: Repository, pickups: list[Pickup], tickets: dict[int, int]
-    ) -> list[Pickup]:
-        """The Ready issues to take, each a Spec run when it has sub-issues; a Ticket of a
-        Spec taken now is passed over (whichever number is lower), as its Spec run runs it."""
-        taken: list[Pickup] = []
-        for pickup in pickups:
-            subs = self._gh.sub_issues(self.owner, self.name, pickup.number)
-            if subs:
-                pickup = replace(pickup, spec=True)
-                for number in subs:
-                    tickets.setdefault(number, pickup.number)
-            taken.append(pickup)
-        kept: list[Pickup] = []
-        for pickup in taken:
-            spec = tickets.get(pickup.number)
-            if spec is not None and spec != pickup.number:
-                reason = ticket_reason(spec)
-                assert reason is not None
-                self._activity.pass_over(repository, pickup.number, reason)
-                self._passed.add(pickup.number)
-                continue
-            self._activity.forget(repository, pickup.number)
-            kept.append(pickup)
-        return kept
 
     def work_paused(self) -> str | None:
         """Why no session may start on this repository now (its daily budget is spent, its

@@ -23,7 +23,8 @@ from thirdshift.runs.ports import NO_NOTIFIER, GitHubPort, Notifier
 from thirdshift.runs.review import read_feedback
 from thirdshift.runs.roles import PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.runs.scope import RunRequest, RunScope
-from thirdshift.runs.spec_run import SpecRequest, SpecRun
+from thirdshift.runs.spec_claim import SpecRequest
+from thirdshift.runs.spec_run import SpecRun
 
 __all__ = [
     "ARCHITECT_ISSUE",

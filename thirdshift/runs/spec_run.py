@@ -26,100 +26,38 @@ announced once, with a line per Ticket; its Ticket Runs are not announced.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import suppress
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import replace
 
-from thirdshift.errors import Interrupted, ThirdshiftError, UsageError
+from thirdshift.errors import ThirdshiftError, UsageError
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import IssueInfo, Lease, RepoInfo, Repository, Run
-from thirdshift.runs.approval import text_sha256
+from thirdshift.records import Run
 from thirdshift.runs.claims import fenced
 from thirdshift.runs.context import RunHooks, RunParts
-from thirdshift.runs.lease import LeaseKeeper
 from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome
 from thirdshift.runs.ports import NO_NOTIFIER
 from thirdshift.runs.post_mortem import RunEnd
 from thirdshift.runs.scope import RunRequest
-from thirdshift.runs.spec_branch import pin_spec_branch
-from thirdshift.runs.spec_brief import IssueSpec, ticket_brief
-from thirdshift.runs.spec_pull import SpecPull
-from thirdshift.runs.spec_review import ReviewPlace, SpecDelivery, review_prompt, review_scope
+from thirdshift.runs.spec_brief import ticket_brief
+from thirdshift.runs.spec_claim import Pinned, SpecClaim, SpecRequest
+from thirdshift.runs.spec_progress import Progress, TicketReads
+from thirdshift.runs.spec_review import SpecDelivery, review_prompt, review_scope
 from thirdshift.runs.spec_rules import (
-    Blocker,
     SpecRunState,
-    Ticket,
     TicketSchedule,
-    TicketState,
     schedule_tickets,
 )
 from thirdshift.runs.spec_text import TicketText, failure_lines, ticket_texts
-from thirdshift.runs.steps.claim import ClaimStep, claim_comment, claim_labels
-from thirdshift.runs.steps.lease import LeaseStep
 from thirdshift.runs.steps.preflight import preflight
 from thirdshift.runs.ticket_threads import LinkedInterrupt, no_record, outcome_of_future, quiet
-from thirdshift.sessions.spec_preamble import SpecBrief
 
 TicketRunner = Callable[[RunRequest, RunHooks], RunOutcome]
 """One Ticket Run to its outcome: the composition root's ``Delivery`` with these hooks."""
 
 WAIT_SECONDS = 1.0  # how often the loop looks at the interrupt while Tickets run
 HELD_SECONDS = 5.0  # how often a Ticket another process still holds is looked at again
-
-
-@dataclass(frozen=True)
-class SpecRequest:
-    """What to run: the Spec, how many Tickets at once, and whether the Spec PR is merged."""
-
-    spec: IssueRef
-    parallel: int = 3
-    merge: bool = False
-    base: str | None = None
-    # A daemon's, checked again under the Spec's Lease as for a Run: the Spec still Ready
-    # (``expect_ready``), or that crashed Spec run still its newest (``rescue_of``).
-    expect_ready: bool = False
-    rescue_of: int | None = None
-
-    def as_run(self) -> RunRequest:
-        """The request as the Run's own checks under the Lease read it."""
-        return RunRequest(
-            issue=self.spec,
-            merge=self.merge,
-            base=self.base,
-            expect_ready=self.expect_ready,
-            rescue_of=self.rescue_of,
-        )
-
-
-@dataclass
-class _Progress:
-    """What this Spec run knows of its Tickets as it goes (the loop's thread alone writes)."""
-
-    running: dict[int, Future[RunOutcome]] = field(default_factory=dict)
-    failed: dict[int, str] = field(default_factory=dict)  # Ticket -> why its Run failed
-    titles: dict[int, str] = field(default_factory=dict)  # every Ticket seen, by number
-    graph: dict[int, Ticket] = field(default_factory=dict)  # as last read
-    held: set[int] = field(default_factory=set)  # under another process's live Lease
-    # Ticket -> its blockers when its Run started: one found after that may hold it again
-    started_with: dict[int, set[int]] = field(default_factory=dict)
-    stop: threading.Event = field(default_factory=threading.Event)  # the loop itself failed
-
-
-@dataclass(frozen=True)
-class _Pinned:
-    """The Spec run as recorded under the Spec's Lease."""
-
-    repository: Repository
-    record: Run
-    branch: str
-    base: str
-    pull: SpecPull
-    spec: IssueSpec
-    place: ReviewPlace
-    continued: bool  # the Spec branch was on origin already (an earlier Spec run's)
 
 
 class SpecRun:
@@ -147,138 +85,20 @@ class SpecRun:
                 f"#{ref.number} has no sub-issues, so it is no Spec; run it without --parallel"
             )
         repository = parts.store.ensure_repository(repo.owner, repo.name)
-        hooks = self._hooks
-        leases = LeaseStep(
-            parts.github, parts.store, parts.settings, parts.clock, hooks.interrupt, hooks.claimant
-        )
-        keeper = leases.keeper(repository, ref.number)
+        claim = SpecClaim(parts, self._hooks)
+        keeper = claim.leases().keeper(repository, ref.number)
         with keeper as lease:
-            # As for a Run: a daemon's Spec is still what its poll saw, and its text approved.
-            issue = leases.still_wanted(request.as_run(), repository, issue)
-            leases.check_approval(request.as_run(), repository, issue)
-            if hooks.interrupt.is_set():  # before the Claim: nothing changed
-                raise Interrupted("interrupted")
-            claim = ClaimStep(
-                parts.github,
-                parts.store,
-                parts.settings,
-                parts.session_source,
-                parts.scrub,
-                self.say,
-                hooks.claimant,
-            )
-            taken = claim.take_ready(ref, issue, keeper.check)
+            pinned, ready_taken = claim.take(request, repo, repository, issue, keeper, lease)
             try:
-                pinned = self._pin(request, repo, repository, lease, keeper, issue)
-            except ThirdshiftError:
-                if taken is not None:  # best effort: the Spec is Ready again, as it was
-                    with suppress(ThirdshiftError):
-                        parts.github.add_label(ref.owner, ref.repo, ref.number, taken)
-                raise
-            try:
-                self._claimed(request, pinned, taken is not None)
-                self._reconcile(pinned)
+                claim.announce(request, pinned, ready_taken)
+                claim.reconcile(pinned)
             except ThirdshiftError as error:  # recorded: its end must be too, saying why
-                return self._stopped(pinned, _Progress(), error)
+                return self._stopped(pinned, Progress(), error)
             return self._tickets(request, pinned)
 
-    def _pin(
-        self,
-        request: SpecRequest,
-        repo: RepoInfo,
-        repository: Repository,
-        lease: Lease,
-        keeper: LeaseKeeper,
-        issue: IssueInfo,
-    ) -> _Pinned:
-        """The Spec branch chosen (and made from the Base branch when new) and the Spec run
-        recorded with it, under the Lease."""
-        parts, ref = self._parts, request.spec
-        base = request.base or repo.default_branch
-        clone = parts.clones(ref, repo)
-        choice = pin_spec_branch(
-            parts.github, clone, ref, repo, base, parts.settings.home, keeper.check
-        )
-        if choice.made:
-            self.say(f"made the Spec branch {choice.branch} from {base}")
-        record = parts.store.start_run_under(
-            lease,
-            repository,
-            ref.number,
-            kind="spec",
-            base_branch=base,
-            issue_branch=choice.branch,
-            harness=parts.session_source.harness_name,
-            model=parts.session_source.model,
-            text_sha256=text_sha256(issue.title, issue.body),
-        )
-        if record is None:
-            raise keeper.lost_error()
-        self._hooks.on_recorded(record.id)
-        self.say(f"Spec run {record.id} on {ref}: {issue.title}, into {choice.branch}")
-        if request.rescue_of is not None:
-            self.say(f"taking over from Spec run {request.rescue_of}, which crashed")
-        gh = fenced(parts.github, keeper.check)
-        pull = SpecPull(gh, ref, parts.scrub(issue.title), choice.branch, base, self.say)
-        brief = SpecBrief(ref.number, issue.title, issue.body)
-        spec = IssueSpec(ref.owner, ref.repo, brief)
-        path = parts.settings.home / "worktrees" / f"{repo.owner}-{repo.name}-{choice.branch}"
-        place = ReviewPlace(ref, repo, issue, clone, choice.branch, base, keeper, path)
-        return _Pinned(repository, record, choice.branch, base, pull, spec, place, not choice.made)
-
-    def _claimed(self, request: SpecRequest, pinned: _Pinned, ready_taken: bool) -> None:
-        """The Spec's Claim on GitHub: in-progress (in place of the Ready label, taken off
-        already when it had it) and the one claim comment saying which Spec run works on it."""
-        parts, ref, place = self._parts, request.spec, pinned.place
-        gh = fenced(parts.github, place.keeper.check)
-        claim_labels(
-            gh,
-            ref,
-            place.issue,
-            ready_label=parts.settings.ready_label,
-            in_progress_label=parts.settings.in_progress_label,
-            say=self.say,
-            ready_taken=ready_taken,
-        )
-        claim_comment(
-            gh,
-            ref,
-            run_id=pinned.record.id,
-            branch=pinned.branch,
-            claimant=parts.scrub(self._hooks.claimant),
-            continuation=pinned.continued,
-            rescue_of=request.rescue_of,
-        )
-
-    def _reconcile(self, pinned: _Pinned) -> None:
-        """The landings a crash kept from the records: a Ticket Run of this Spec branch whose
-        pull request GitHub has merged into it, at a head thirdshift recorded, landed; so a
-        Rescue never runs that Ticket again (one merged pull request per Ticket)."""
-        parts, ref = self._parts, pinned.pull.spec
-        store = parts.store
-        for run in store.unlanded_ticket_runs(pinned.repository, pinned.branch):
-            if run.pull_request_number is None:
-                continue
-            pull = parts.github.pull(ref.owner, ref.repo, run.pull_request_number)
-            if not pull.merged or pull.base_ref != pinned.branch:
-                continue
-            heads = store.recorded_heads(pinned.repository, run.issue_number, pull.head_ref)
-            if pull.head_sha not in heads:
-                self.say(
-                    f"warning: Ticket #{run.issue_number}'s pull request {pull.html_url} was "
-                    f"merged at {pull.head_sha[:7]}, a head thirdshift never recorded; it is "
-                    "not counted as landed"
-                )
-                continue
-            store.record_landing(run.id, pull.head_sha)
-            self.say(
-                f"Ticket #{run.issue_number} landed in {pinned.branch} before Run {run.id} "
-                "could record it; recorded now"
-            )
-
-    def _tickets(self, request: SpecRequest, pinned: _Pinned) -> RunOutcome:
+    def _tickets(self, request: SpecRequest, pinned: Pinned) -> RunOutcome:
         """The Ticket loop, then the end the schedule reached."""
-        progress = _Progress()
+        progress = Progress()
         with ThreadPoolExecutor(request.parallel, thread_name_prefix="thirdshift-ticket") as pool:
             try:
                 while True:
@@ -304,7 +124,7 @@ class SpecRun:
         except ThirdshiftError as error:  # nothing runs now: the record says why it ended
             return self._stopped(pinned, progress, error)
 
-    def _stopped(self, pinned: _Pinned, progress: _Progress, error: ThirdshiftError) -> RunOutcome:
+    def _stopped(self, pinned: Pinned, progress: Progress, error: ThirdshiftError) -> RunOutcome:
         """The loop itself failed (GitHub or the store away past their retries): the running
         Ticket Runs are stopped and salvage their work, what landed meanwhile is recorded, and
         the Spec run ends failed saying why; running it again continues."""
@@ -319,7 +139,7 @@ class SpecRun:
         self._announce(pinned, "failed", cause)
         return RunOutcome("failed", error.exit_code, run_id=pinned.record.id, cause=cause)
 
-    def _announce(self, pinned: _Pinned, state: str, cause: str) -> None:
+    def _announce(self, pinned: Pinned, state: str, cause: str) -> None:
         """The Spec run's one message, when it ends before its Spec review (the review's
         delivery announces the ends after it); never raises."""
         parts = self._parts
@@ -336,7 +156,7 @@ class SpecRun:
         announcer = Announcer(parts.store, self._hooks.notifier, parts.scrub, self.say)
         announcer.announce(pinned.record, end)
 
-    def _record_landing(self, run_id: int, number: int, pinned: _Pinned) -> Run:
+    def _record_landing(self, run_id: int, number: int, pinned: Pinned) -> Run:
         store = self._parts.store
         run = store.get_run(run_id)
         assert run is not None
@@ -344,7 +164,7 @@ class SpecRun:
         self.say(f"Ticket #{number} landed in {pinned.branch}")
         return landed
 
-    def _close(self, pinned: _Pinned, number: int) -> None:
+    def _close(self, pinned: Pinned, number: int) -> None:
         """A landed Ticket closed with its comment; a failure is a warning (the next read of
         the graph finds it still open and tries again)."""
         run = self._parts.store.landed_tickets(pinned.repository, pinned.branch).get(number)
@@ -355,45 +175,18 @@ class SpecRun:
         except ThirdshiftError as problem:
             self.say(f"warning: closing Ticket #{number} failed: {problem}; trying again later")
 
-    def _schedule(
-        self, request: SpecRequest, pinned: _Pinned, progress: _Progress
-    ) -> TicketSchedule:
+    def _schedule(self, request: SpecRequest, pinned: Pinned, progress: Progress) -> TicketSchedule:
         """The Tickets read again from GitHub and the records, and the decision on them."""
-        tickets = self._read_tickets(request.spec, pinned, progress)
+        tickets = self._reads(pinned).tickets(request.spec, progress)
         progress.graph = {ticket.number: ticket for ticket in tickets}
         return schedule_tickets(tickets, request.parallel)
-
-    def _read_tickets(
-        self, ref: IssueRef, pinned: _Pinned, progress: _Progress
-    ) -> tuple[Ticket, ...]:
-        """The Spec's open sub-issues and every Ticket this Spec branch recorded, with their
-        open blockers and what thirdshift recorded of each."""
-        gh, store = self._parts.github, self._parts.store
-        landed = store.landed_tickets(pinned.repository, pinned.branch)
-        leased = {lease.issue_number for lease in store.live_leases(pinned.repository)}
-        progress.held = leased - set(progress.running) - set(landed) - {ref.number}
-        ours = {*landed, *progress.running, *progress.failed, *progress.titles}
-        tickets: list[Ticket] = []
-        for number in sorted({*gh.sub_issues(ref.owner, ref.repo, ref.number), *ours}):
-            issue = gh.issue(ref.owner, ref.repo, number)
-            closed = issue.state != "open"
-            if closed and number not in ours:
-                continue  # closed before this Spec run saw it open: outside the Spec
-            progress.titles[number] = self._parts.scrub(issue.title)
-            blockers = tuple(
-                Blocker(b, closed=state != "open")
-                for b, state in gh.blockers(ref.owner, ref.repo, number)
-            )
-            state, cause = _state_of(number, landed, progress)
-            tickets.append(Ticket(number, closed, blockers, state, cause))
-        return tuple(tickets)
 
     def _start(
         self,
         pool: ThreadPoolExecutor,
         request: SpecRequest,
-        pinned: _Pinned,
-        progress: _Progress,
+        pinned: Pinned,
+        progress: Progress,
         number: int,
     ) -> None:
         """A Ticket Run in a thread of its own, from the Spec branch's head, with its own
@@ -411,7 +204,7 @@ class SpecRun:
             progress.titles,
             cap,
         )
-        crashed = self._crashed_ticket_run(pinned, number)
+        crashed = self._reads(pinned).crashed_ticket_run(number)
         seen = progress.graph.get(number)
         progress.started_with[number] = {b.number for b in seen.blockers} if seen else set()
         ticket = RunRequest(
@@ -438,15 +231,11 @@ class SpecRun:
             self.say(f"starting Ticket #{number} into {pinned.branch}, rescuing Run {crashed}")
         progress.running[number] = pool.submit(self._run_ticket, ticket, hooks)
 
-    def _crashed_ticket_run(self, pinned: _Pinned, number: int) -> int | None:
-        """The Ticket's newest Run, when it is a Ticket Run of this Spec branch that crashed
-        (its process died with a Spec run): the Ticket Run now is its Rescue."""
-        latest = self._parts.store.latest_run(pinned.repository, number)
-        if latest is None or latest.state != "crashed" or latest.parent_run_id is None:
-            return None
-        return latest.id if latest.base_branch == pinned.branch else None
+    def _reads(self, pinned: Pinned) -> TicketReads:
+        parts = self._parts
+        return TicketReads(parts.github, parts.store, parts.scrub, pinned.repository, pinned.branch)
 
-    def _wait(self, pinned: _Pinned, progress: _Progress) -> None:
+    def _wait(self, pinned: Pinned, progress: Progress) -> None:
         """Until a Ticket Run ends, then what its end means: a landing recorded and said, or
         why it failed."""
         while True:
@@ -460,14 +249,12 @@ class SpecRun:
                 del progress.running[number]
                 self._ended(pinned, progress, number, outcome_of_future(future))
 
-    def _ended(
-        self, pinned: _Pinned, progress: _Progress, number: int, outcome: RunOutcome
-    ) -> None:
+    def _ended(self, pinned: Pinned, progress: Progress, number: int, outcome: RunOutcome) -> None:
         store = self._parts.store
         run = store.get_run(outcome.run_id) if outcome.run_id is not None else None
         if outcome.state != "merged" or run is None:
             why = self._parts.scrub(outcome.cause or outcome.state)
-            waits = self._new_blockers(pinned, progress, number)
+            waits = self._reads(pinned).new_blockers(pinned.pull.spec, progress, number)
             if waits:  # its Base fix (or a person's re-plan): it runs again after them
                 listed = ", ".join(f"#{b}" for b in waits)
                 self.say(
@@ -485,23 +272,8 @@ class SpecRun:
         except ThirdshiftError as problem:  # the next landing, or the end, writes it again
             self.say(f"warning: updating the Spec PR failed: {problem}")
 
-    def _new_blockers(self, pinned: _Pinned, progress: _Progress, number: int) -> list[int]:
-        """The Tickets of the Spec, not landed, that block Ticket ``number`` now and did not
-        when it started: a Base fix of the Spec branch its Run opened, or a person's re-plan.
-        A Ticket that failed with one waits for it instead of failing the Spec run; each new
-        blocker earns it one more start, no more."""
-        gh, spec = self._parts.github, pinned.pull.spec
-        known = progress.started_with.get(number, set())
-        open_now = {b for b, state in gh.blockers(spec.owner, spec.repo, number) if state == "open"}
-        fresh = open_now - known
-        if not fresh:
-            return []
-        tickets = set(gh.sub_issues(spec.owner, spec.repo, spec.number))
-        landed = self._parts.store.landed_tickets(pinned.repository, pinned.branch)
-        return sorted(b for b in fresh if b in tickets and b not in landed)
-
-    def _texts(self, pinned: _Pinned, progress: _Progress) -> tuple[TicketText, ...]:
-        schedule = schedule_tickets(self._read_tickets(pinned.pull.spec, pinned, progress), 1)
+    def _texts(self, pinned: Pinned, progress: Progress) -> tuple[TicketText, ...]:
+        schedule = schedule_tickets(self._reads(pinned).tickets(pinned.pull.spec, progress), 1)
         landed = self._parts.store.landed_tickets(pinned.repository, pinned.branch)
         pulls = {n: r.pull_request_number for n, r in landed.items() if r.pull_request_number}
         return ticket_texts(schedule, progress.titles, pulls)
@@ -509,8 +281,8 @@ class SpecRun:
     def _review(
         self,
         request: SpecRequest,
-        pinned: _Pinned,
-        progress: _Progress,
+        pinned: Pinned,
+        progress: Progress,
         texts: tuple[TicketText, ...],
     ) -> RunOutcome:
         """Every Ticket landed: the draft Spec PR brought up to date, then the Spec review
@@ -536,7 +308,7 @@ class SpecRun:
         return outcome
 
     def _end(
-        self, request: SpecRequest, pinned: _Pinned, progress: _Progress, schedule: TicketSchedule
+        self, request: SpecRequest, pinned: Pinned, progress: Progress, schedule: TicketSchedule
     ) -> RunOutcome:
         """Every Ticket landed: the Spec PR ready. Otherwise a Failed spec run."""
         store, record = self._parts.store, pinned.record
@@ -555,18 +327,3 @@ class SpecRun:
         store.finish_run(record.id, "failed", cause=lines[-1])
         self._announce(pinned, "failed", lines[-1])
         return RunOutcome("failed", 1, run_id=record.id, cause=lines[-1])
-
-
-def _state_of(
-    number: int, landed: Mapping[int, Run], progress: _Progress
-) -> tuple[TicketState, str]:
-    """What thirdshift recorded of a Ticket: landed in the Spec branch (by any Spec run),
-    running (in this one, or still held by a Run of another process) or failed in this one, or
-    not started (an earlier Spec run's failure continues)."""
-    if number in landed:
-        return TicketState.LANDED, ""
-    if number in progress.running or number in progress.held:
-        return TicketState.RUNNING, ""
-    if number in progress.failed:
-        return TicketState.FAILED, progress.failed[number]
-    return TicketState.NOT_STARTED, ""

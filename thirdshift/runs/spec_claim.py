@@ -1,0 +1,211 @@
+"""A Spec run's Claim (adr/0032): under the Spec's Lease, the Spec still wanted and its text
+approved (as for a Run), the Ready label taken off, the Spec branch pinned (made from the Base
+branch when new) and the Spec run recorded with it; then in-progress and the one claim comment
+on the Spec, and the landings a crash kept from the records recorded, so a Rescue never runs a
+landed Ticket again."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from dataclasses import dataclass
+
+from thirdshift.errors import Interrupted, ThirdshiftError
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import IssueInfo, Lease, RepoInfo, Repository, Run
+from thirdshift.runs.approval import text_sha256
+from thirdshift.runs.claims import fenced
+from thirdshift.runs.context import RunHooks, RunParts
+from thirdshift.runs.lease import LeaseKeeper
+from thirdshift.runs.scope import RunRequest
+from thirdshift.runs.spec_branch import pin_spec_branch
+from thirdshift.runs.spec_brief import IssueSpec
+from thirdshift.runs.spec_pull import SpecPull
+from thirdshift.runs.spec_review import ReviewPlace
+from thirdshift.runs.steps.claim import ClaimStep, claim_comment, claim_labels
+from thirdshift.runs.steps.lease import LeaseStep
+from thirdshift.sessions.spec_preamble import SpecBrief
+
+
+@dataclass(frozen=True)
+class SpecRequest:
+    """What to run: the Spec, how many Tickets at once, and whether the Spec PR is merged."""
+
+    spec: IssueRef
+    parallel: int = 3
+    merge: bool = False
+    base: str | None = None
+    # A daemon's, checked again under the Spec's Lease as for a Run: the Spec still Ready
+    # (``expect_ready``), or that crashed Spec run still its newest (``rescue_of``).
+    expect_ready: bool = False
+    rescue_of: int | None = None
+
+    def as_run(self) -> RunRequest:
+        """The request as the Run's own checks under the Lease read it."""
+        return RunRequest(
+            issue=self.spec,
+            merge=self.merge,
+            base=self.base,
+            expect_ready=self.expect_ready,
+            rescue_of=self.rescue_of,
+        )
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """The Spec run as recorded under the Spec's Lease."""
+
+    repository: Repository
+    record: Run
+    branch: str
+    base: str
+    pull: SpecPull
+    spec: IssueSpec
+    place: ReviewPlace
+    continued: bool  # the Spec branch was on origin already (an earlier Spec run's)
+
+
+@dataclass(frozen=True)
+class SpecClaim:
+    """Claims a Spec for a Spec run, on GitHub and in the database."""
+
+    parts: RunParts
+    hooks: RunHooks
+
+    def say(self, line: str) -> None:
+        self.hooks.progress(self.parts.scrub(line))
+
+    def leases(self) -> LeaseStep:
+        parts, hooks = self.parts, self.hooks
+        return LeaseStep(
+            parts.github, parts.store, parts.settings, parts.clock, hooks.interrupt, hooks.claimant
+        )
+
+    def take(
+        self,
+        request: SpecRequest,
+        repo: RepoInfo,
+        repository: Repository,
+        issue: IssueInfo,
+        keeper: LeaseKeeper,
+        lease: Lease,
+    ) -> tuple[Pinned, bool]:
+        """Under the Lease: the checks, the Ready label off, the Spec branch pinned and the
+        Spec run recorded; with whether the Ready label was taken. An error before the record
+        gives the label back (best effort) and is raised, having recorded nothing."""
+        parts, ref, leases = self.parts, request.spec, self.leases()
+        # As for a Run: a daemon's Spec is still what its poll saw, and its text approved.
+        issue = leases.still_wanted(request.as_run(), repository, issue)
+        leases.check_approval(request.as_run(), repository, issue)
+        if self.hooks.interrupt.is_set():  # before the Claim: nothing changed
+            raise Interrupted("interrupted")
+        claim = ClaimStep(
+            parts.github,
+            parts.store,
+            parts.settings,
+            parts.session_source,
+            parts.scrub,
+            self.say,
+            self.hooks.claimant,
+        )
+        taken = claim.take_ready(ref, issue, keeper.check)
+        try:
+            return self._pin(request, repo, repository, lease, keeper, issue), taken is not None
+        except ThirdshiftError:
+            if taken is not None:  # the Spec is Ready again, as it was
+                with suppress(ThirdshiftError):
+                    parts.github.add_label(ref.owner, ref.repo, ref.number, taken)
+            raise
+
+    def _pin(
+        self,
+        request: SpecRequest,
+        repo: RepoInfo,
+        repository: Repository,
+        lease: Lease,
+        keeper: LeaseKeeper,
+        issue: IssueInfo,
+    ) -> Pinned:
+        """The Spec branch chosen (and made from the Base branch when new) and the Spec run
+        recorded with it, under the Lease."""
+        parts, ref = self.parts, request.spec
+        base = request.base or repo.default_branch
+        clone = parts.clones(ref, repo)
+        choice = pin_spec_branch(
+            parts.github, clone, ref, repo, base, parts.settings.home, keeper.check
+        )
+        if choice.made:
+            self.say(f"made the Spec branch {choice.branch} from {base}")
+        record = parts.store.start_run_under(
+            lease,
+            repository,
+            ref.number,
+            kind="spec",
+            base_branch=base,
+            issue_branch=choice.branch,
+            harness=parts.session_source.harness_name,
+            model=parts.session_source.model,
+            text_sha256=text_sha256(issue.title, issue.body),
+        )
+        if record is None:
+            raise keeper.lost_error()
+        self.hooks.on_recorded(record.id)
+        self.say(f"Spec run {record.id} on {ref}: {issue.title}, into {choice.branch}")
+        if request.rescue_of is not None:
+            self.say(f"taking over from Spec run {request.rescue_of}, which crashed")
+        gh = fenced(parts.github, keeper.check)
+        pull = SpecPull(gh, ref, parts.scrub(issue.title), choice.branch, base, self.say)
+        brief = SpecBrief(ref.number, issue.title, issue.body)
+        spec = IssueSpec(ref.owner, ref.repo, brief)
+        path = parts.settings.home / "worktrees" / f"{repo.owner}-{repo.name}-{choice.branch}"
+        place = ReviewPlace(ref, repo, issue, clone, choice.branch, base, keeper, path)
+        return Pinned(repository, record, choice.branch, base, pull, spec, place, not choice.made)
+
+    def announce(self, request: SpecRequest, pinned: Pinned, ready_taken: bool) -> None:
+        """The Spec's Claim on GitHub: in-progress (in place of the Ready label, taken off
+        already when it had it) and the one claim comment saying which Spec run works on it."""
+        parts, ref, place = self.parts, request.spec, pinned.place
+        gh = fenced(parts.github, place.keeper.check)
+        claim_labels(
+            gh,
+            ref,
+            place.issue,
+            ready_label=parts.settings.ready_label,
+            in_progress_label=parts.settings.in_progress_label,
+            say=self.say,
+            ready_taken=ready_taken,
+        )
+        claim_comment(
+            gh,
+            ref,
+            run_id=pinned.record.id,
+            branch=pinned.branch,
+            claimant=parts.scrub(self.hooks.claimant),
+            continuation=pinned.continued,
+            rescue_of=request.rescue_of,
+        )
+
+    def reconcile(self, pinned: Pinned) -> None:
+        """The landings a crash kept from the records: a Ticket Run of this Spec branch whose
+        pull request GitHub has merged into it, at a head thirdshift recorded, landed; so a
+        Rescue never runs that Ticket again (one merged pull request per Ticket)."""
+        parts, ref = self.parts, pinned.pull.spec
+        store = parts.store
+        for run in store.unlanded_ticket_runs(pinned.repository, pinned.branch):
+            if run.pull_request_number is None:
+                continue
+            pull = parts.github.pull(ref.owner, ref.repo, run.pull_request_number)
+            if not pull.merged or pull.base_ref != pinned.branch:
+                continue
+            heads = store.recorded_heads(pinned.repository, run.issue_number, pull.head_ref)
+            if pull.head_sha not in heads:
+                self.say(
+                    f"warning: Ticket #{run.issue_number}'s pull request {pull.html_url} was "
+                    f"merged at {pull.head_sha[:7]}, a head thirdshift never recorded; it is "
+                    "not counted as landed"
+                )
+                continue
+            store.record_landing(run.id, pull.head_sha)
+            self.say(
+                f"Ticket #{run.issue_number} landed in {pinned.branch} before Run {run.id} "
+                "could record it; recorded now"
+            )

@@ -1,0 +1,104 @@
+"""What a Spec run knows of its Tickets as it goes, and how it reads them again: GitHub's graph
+(the Spec's sub-issues, their state and blockers) joined with thirdshift's records (landed in
+the Spec branch, running, held by another process's Lease, failed), for ``schedule_tickets``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from thirdshift.issue_url import IssueRef
+from thirdshift.records import Repository, Run
+from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.ports import GitHubPort
+from thirdshift.runs.spec_rules import Blocker, Ticket, TicketState
+from thirdshift.scrub import Scrubber
+from thirdshift.store import Store
+
+
+@dataclass
+class Progress:
+    """What this Spec run knows of its Tickets as it goes (the loop's thread alone writes)."""
+
+    running: dict[int, Future[RunOutcome]] = field(default_factory=dict)
+    failed: dict[int, str] = field(default_factory=dict)  # Ticket -> why its Run failed
+    titles: dict[int, str] = field(default_factory=dict)  # every Ticket seen, by number
+    graph: dict[int, Ticket] = field(default_factory=dict)  # as last read
+    held: set[int] = field(default_factory=set)  # under another process's live Lease
+    # Ticket -> its blockers when its Run started: one found after that may hold it again
+    started_with: dict[int, set[int]] = field(default_factory=dict)
+    stop: threading.Event = field(default_factory=threading.Event)  # the loop itself failed
+
+
+@dataclass(frozen=True)
+class TicketReads:
+    """The Tickets of one Spec run's Spec branch, read again from GitHub and the records."""
+
+    github: GitHubPort
+    store: Store
+    scrub: Scrubber
+    repository: Repository
+    branch: str
+
+    def tickets(self, ref: IssueRef, progress: Progress) -> tuple[Ticket, ...]:
+        """The Spec's open sub-issues and every Ticket this Spec branch recorded, with their
+        open blockers and what thirdshift recorded of each."""
+        gh, store = self.github, self.store
+        landed = store.landed_tickets(self.repository, self.branch)
+        leased = {lease.issue_number for lease in store.live_leases(self.repository)}
+        progress.held = leased - set(progress.running) - set(landed) - {ref.number}
+        ours = {*landed, *progress.running, *progress.failed, *progress.titles}
+        tickets: list[Ticket] = []
+        for number in sorted({*gh.sub_issues(ref.owner, ref.repo, ref.number), *ours}):
+            issue = gh.issue(ref.owner, ref.repo, number)
+            closed = issue.state != "open"
+            if closed and number not in ours:
+                continue  # closed before this Spec run saw it open: outside the Spec
+            progress.titles[number] = self.scrub(issue.title)
+            blockers = tuple(
+                Blocker(b, closed=state != "open")
+                for b, state in gh.blockers(ref.owner, ref.repo, number)
+            )
+            state, cause = _state_of(number, landed, progress)
+            tickets.append(Ticket(number, closed, blockers, state, cause))
+        return tuple(tickets)
+
+    def crashed_ticket_run(self, number: int) -> int | None:
+        """The Ticket's newest Run, when it is a Ticket Run of this Spec branch that crashed
+        (its process died with a Spec run): the Ticket Run now is its Rescue."""
+        latest = self.store.latest_run(self.repository, number)
+        if latest is None or latest.state != "crashed" or latest.parent_run_id is None:
+            return None
+        return latest.id if latest.base_branch == self.branch else None
+
+    def new_blockers(self, ref: IssueRef, progress: Progress, number: int) -> list[int]:
+        """The Tickets of the Spec, not landed, that block Ticket ``number`` now and did not
+        when it started: a Base fix of the Spec branch its Run opened, or a person's re-plan.
+        A Ticket that failed with one waits for it instead of failing the Spec run; each new
+        blocker earns it one more start, no more."""
+        gh = self.github
+        known = progress.started_with.get(number, set())
+        open_now = {b for b, state in gh.blockers(ref.owner, ref.repo, number) if state == "open"}
+        fresh = open_now - known
+        if not fresh:
+            return []
+        tickets = set(gh.sub_issues(ref.owner, ref.repo, ref.number))
+        landed = self.store.landed_tickets(self.repository, self.branch)
+        return sorted(b for b in fresh if b in tickets and b not in landed)
+
+
+def _state_of(
+    number: int, landed: Mapping[int, Run], progress: Progress
+) -> tuple[TicketState, str]:
+    """What thirdshift recorded of a Ticket: landed in the Spec branch (by any Spec run),
+    running (in this one, or still held by a Run of another process) or failed in this one, or
+    not started (an earlier Spec run's failure continues)."""
+    if number in landed:
+        return TicketState.LANDED, ""
+    if number in progress.running or number in progress.held:
+        return TicketState.RUNNING, ""
+    if number in progress.failed:
+        return TicketState.FAILED, progress.failed[number]
+    return TicketState.NOT_STARTED, ""
