@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from thirdshift.errors import StoreError
+from thirdshift.records import Usage
 from thirdshift.store import Store
 
 
@@ -128,3 +129,68 @@ def test_the_spec_migration_goes_down_and_up_again_keeping_the_runs(database_url
     assert kept is not None
     assert kept.issue_branch == "issue-1"
     assert kept.parent_run_id is None
+
+
+def test_unlanded_ticket_runs_are_those_that_may_have_merged_without_a_record(
+    store: Store,
+) -> None:
+    """Succeeded or crashed Ticket Runs of the Spec branch with a pull request and no landing:
+    not a landed one, a failed one, one without a pull request, or another branch's."""
+    repository = store.ensure_repository("octo", "widgets")
+    spec = store.start_run(repository, 10, kind="spec", issue_branch="spec-10")
+
+    def ticket(number: int, state: str, pull: int | None, branch: str = "spec-10") -> int:
+        run = store.start_run(
+            repository, number, kind="merge", base_branch=branch, parent_run_id=spec.id
+        )
+        store.update_run(run.id, state=state, pull_request_number=pull)
+        return run.id
+
+    succeeded = ticket(11, "succeeded", 31)
+    crashed = ticket(12, "crashed", 32)
+    ticket(13, "failed", 33)
+    ticket(14, "crashed", None)
+    ticket(15, "succeeded", 35, branch="spec-99")
+    landed = ticket(16, "succeeded", 36)
+    store.record_landing(landed, "b" * 40)
+
+    found = store.unlanded_ticket_runs(repository, "spec-10")
+
+    assert [run.id for run in found] == [succeeded, crashed]
+
+
+def test_held_specs_are_the_specs_whose_newest_run_is_a_running_or_crashed_spec_run(
+    store: Store,
+) -> None:
+    repository = store.ensure_repository("octo", "widgets")
+    running = store.start_run(repository, 10, kind="spec", issue_branch="spec-10")
+    crashed = store.start_run(repository, 20, kind="spec", issue_branch="spec-20")
+    store.update_run(crashed.id, state="crashed")
+    ended = store.start_run(repository, 30, kind="spec", issue_branch="spec-30")
+    store.finish_run(ended.id, "failed", cause="Tickets not done: #31")
+    superseded = store.start_run(repository, 40, kind="spec", issue_branch="spec-40")
+    store.update_run(superseded.id, state="crashed")
+    store.start_run(repository, 40)  # a plain Run of the issue since: no Spec run holds it
+    store.start_run(repository, 50)  # a plain Run running
+
+    assert [run.id for run in store.held_specs(repository)] == [running.id, crashed.id]
+
+
+def test_a_spec_run_and_its_ticket_runs_share_one_cost_for_the_budget(store: Store) -> None:
+    """Asked of the Spec run or of any of its Ticket Runs, the cost is the whole Spec run's;
+    a plain Run's is its own."""
+    repository = store.ensure_repository("octo", "widgets")
+    spec = store.start_run(repository, 10, kind="spec", issue_branch="spec-10")
+    tickets = [
+        store.start_run(repository, n, kind="merge", base_branch="spec-10", parent_run_id=spec.id)
+        for n in (11, 12)
+    ]
+    plain = store.start_run(repository, 13)
+    for run, cost in ((spec, 0.5), (tickets[0], 1.0), (tickets[1], 2.0), (plain, 4.0)):
+        session = store.start_session(
+            run.id, "implement", harness="claude", log_path="x.jsonl", prompt="do it"
+        )
+        store.end_session(session.id, state="ended", usage=Usage(cost_usd=cost))
+
+    assert [store.run_cost(r.id) for r in (spec, *tickets)] == [3.5, 3.5, 3.5]
+    assert store.run_cost(plain.id) == 4.0
