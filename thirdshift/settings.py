@@ -398,9 +398,9 @@ class Settings(BaseSettings):
     )
     architect_hand_over: bool = Field(
         default=False,
-        description="Label a published plan's Tickets ready-for-agent (in place of "
-        "needs-triage) so the daemon runs them, each once its blockers close. Off: a person "
-        "triages the plan first.",
+        description="Label a published plan's Spec ready-for-agent (in place of "
+        "needs-triage; a plan of one Ticket: that Ticket) so the daemon runs it as one Spec "
+        "run. Off: a person triages the plan first.",
     )
     http_token: SecretStr | None = Field(
         default=None,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, READY, RunWorld
+from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, READY, RunWorld, a_poll
 from tests.support.scripted_sessions import git
 from thirdshift import bootstrap
 from thirdshift.bootstrap import architect_schedules
@@ -277,15 +277,28 @@ def test_a_crash_between_the_spec_and_its_tickets_is_completed_by_the_next_run_w
     assert world.store.run_sessions(latest.id) == []  # no second review: the same plan
 
 
-def test_hand_over_labels_the_tickets_ready_and_leaves_the_spec_for_people(
+def test_hand_over_labels_the_spec_ready_so_it_runs_as_one_spec_run_and_no_ticket(
     world: RunWorld,
 ) -> None:
+    """The Spec alone is Ready (its Tickets leave triage without it), and a daemon's poll
+    then takes the Spec, as a Spec run, labelled by thirdshift itself."""
     world.sessions.plays["architect"] = writes(TWO_TICKETS)
     assert run_architect(world, architect_hand_over=True) == 0
     spec, first, second = issues_labelled(world, PLAN)
-    assert set(world.github.labels_of(spec)) == {PLAN, TRIAGE}
+    assert set(world.github.labels_of(spec)) == {PLAN, READY}
     for number in (first, second):
-        assert set(world.github.labels_of(number)) == {PLAN, READY}
+        assert set(world.github.labels_of(number)) == {PLAN}
+
+    [pickup] = a_poll(world)()
+
+    assert (pickup.number, pickup.spec) == (spec, True)
+
+
+def test_hand_over_of_a_lone_ticket_labels_the_ticket_ready(world: RunWorld) -> None:
+    world.sessions.plays["architect"] = writes({"outcome": "plan", "tickets": [ticket("Lone")]})
+    assert run_architect(world, architect_hand_over=True) == 0
+    [lone] = issues_labelled(world, PLAN)
+    assert set(world.github.labels_of(lone)) == {PLAN, READY}
 
 
 def test_another_architect_run_on_the_repository_is_not_claimed(world: RunWorld) -> None:
@@ -588,9 +601,9 @@ def test_completing_a_plan_with_hand_over_also_hands_over_what_the_first_run_ope
     spec, first = issues_labelled(world, PLAN)
     assert run_architect(world, architect_hand_over=True) == 0
     _, _, second = issues_labelled(world, PLAN)
-    assert set(world.github.labels_of(spec)) == {PLAN, TRIAGE}
+    assert set(world.github.labels_of(spec)) == {PLAN, READY}
     for number in (first, second):
-        assert set(world.github.labels_of(number)) == {PLAN, READY}
+        assert set(world.github.labels_of(number)) == {PLAN}
 
 
 def test_a_plan_published_in_two_runs_counts_once_against_the_weekly_cap(world: RunWorld) -> None:
@@ -653,9 +666,10 @@ def test_completing_with_hand_over_leaves_a_ticket_a_person_triaged_alone(world:
     _, first = issues_labelled(world, PLAN)
     world.github.unlabel_issue(first, TRIAGE)  # triaged: not for an agent yet, says a person
     assert run_architect(world, architect_hand_over=True) == 0
-    _, _, second = issues_labelled(world, PLAN)
+    spec, _, second = issues_labelled(world, PLAN)
     assert set(world.github.labels_of(first)) == {PLAN}
-    assert set(world.github.labels_of(second)) == {PLAN, READY}
+    assert set(world.github.labels_of(second)) == {PLAN}
+    assert set(world.github.labels_of(spec)) == {PLAN, READY}
 
 
 def test_an_interrupted_completion_is_not_counted_as_a_try(world: RunWorld) -> None:

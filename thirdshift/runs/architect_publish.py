@@ -176,18 +176,16 @@ class Publisher:
             # What this run opened, and what an earlier run opened that nobody triaged since
             # (it still waits for triage, not Ready): a person's triage is never undone.
             ready = self.settings.ready_label.lower()
-            self._hand_over(
-                parts,
-                [
-                    t
-                    for t in tickets
-                    if t.number in parts.opened_here
-                    or (
-                        TRIAGE_LABEL in {label.lower() for label in t.labels}
-                        and ready not in {label.lower() for label in t.labels}
-                    )
-                ],
-            )
+            untriaged = [
+                issue
+                for issue in ([spec] if spec else []) + tickets
+                if issue.number in parts.opened_here
+                or (
+                    TRIAGE_LABEL in {label.lower() for label in issue.labels}
+                    and ready not in {label.lower() for label in issue.labels}
+                )
+            ]
+            self._hand_over(parts, untriaged, spec)
         issues = ([spec] if spec else []) + tickets
         return Published(tuple(i.number for i in issues), tuple(i.html_url for i in issues))
 
@@ -231,15 +229,27 @@ class Publisher:
         self.store.update_run(record.id, published=" ".join(str(i.number) for i in found.values()))
         return opened
 
-    def _hand_over(self, parts: _Parts, tickets: Sequence[IssueInfo]) -> None:
-        """``architect_hand_over``: the plan's Tickets are Ready without a person's triage. A
-        blocked Ticket carries the Ready label too and waits, as any blocked issue does, until
-        its blockers close; the Spec stays for people (thirdshift runs Tickets, not Specs)."""
-        if not tickets:
+    def _hand_over(
+        self, parts: _Parts, issues: Sequence[IssueInfo], spec: IssueInfo | None
+    ) -> None:
+        """``architect_hand_over``: the plan is Ready without a person's triage. A plan with a
+        Spec is handed over as the Spec: it alone gets the Ready label, so a daemon runs it as
+        one Spec run (its Tickets in blocker order into one Spec branch, one Spec PR), and its
+        Tickets lose the triage label without getting Ready (a Ready Ticket would be passed
+        over anyway, and run on its own once the Spec run ended). A lone Ticket is Ready
+        itself."""
+        if not issues:
             return
         ready, repo, gh = self.settings.ready_label, parts.repo, parts.gh
-        for ticket in tickets:
-            gh.add_label(repo.owner, repo.name, ticket.number, ready)
-            gh.remove_label(repo.owner, repo.name, ticket.number, TRIAGE_LABEL)
-        listed = ", ".join(f"#{t.number}" for t in tickets)
-        self.say(f"handed over: {listed} labelled {ready} in place of {TRIAGE_LABEL}")
+        for issue in issues:
+            if spec is None or issue.number == spec.number:
+                gh.add_label(repo.owner, repo.name, issue.number, ready)
+            gh.remove_label(repo.owner, repo.name, issue.number, TRIAGE_LABEL)
+        made_ready = [i for i in issues if spec is None or i.number == spec.number]
+        listed = ", ".join(f"#{i.number}" for i in made_ready)
+        if made_ready:
+            self.say(f"handed over: {listed} labelled {ready} in place of {TRIAGE_LABEL}")
+        if spec is not None:
+            rest = ", ".join(f"#{i.number}" for i in issues if i.number != spec.number)
+            if rest:
+                self.say(f"handed over with Spec #{spec.number}: {rest}, no longer {TRIAGE_LABEL}")
