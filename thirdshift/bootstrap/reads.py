@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
@@ -82,6 +82,8 @@ class StatusFacts:
     running: list[Run]
     usage: dict[int, UsageTotal]
     passed_over: list[Activity]
+    tickets: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Each running Spec run's line per Ticket, by its Run id."""
 
 
 def status_facts(environ: Mapping[str, str]) -> StatusFacts:
@@ -89,6 +91,7 @@ def status_facts(environ: Mapping[str, str]) -> StatusFacts:
     # Here, not at the top: the daemon's package imports the Runs and git, which ``config``
     # (in this module too) must not need.
     from thirdshift.daemon.state import read_states
+    from thirdshift.runs import spec_ticket_lines
 
     with open_store(environ) as opened:
         store = opened.store
@@ -101,12 +104,13 @@ def status_facts(environ: Mapping[str, str]) -> StatusFacts:
         ]
         running = store.list_runs(state="running", limit=200)
         usage = reading.usage_by_run(store, running)
+        tickets = {run.id: spec_ticket_lines(run, store) for run in running if run.kind == "spec"}
         latest: dict[tuple[str | None, int | None], Activity] = {}
         for line in store.activity(limit=1000):
             if line.kind == "pass-over" and now - line.created_at < timedelta(days=1):
                 latest[(line.repository, line.issue_number)] = line
     daemons = read_states(opened.settings.home / "daemons")
-    return StatusFacts(now, daemons, leases, running, usage, list(latest.values()))
+    return StatusFacts(now, daemons, leases, running, usage, list(latest.values()), tickets)
 
 
 def recent_runs(

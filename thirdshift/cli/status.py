@@ -3,12 +3,15 @@ database holds now (Leases, Runs running, what was passed over)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import click
 
 from thirdshift.cli.common import guarded, show
 from thirdshift.console import format_duration
+from thirdshift.records import Run
 
 
 @click.command("status")
@@ -42,7 +45,11 @@ def status_command(as_json: bool) -> None:
                         for state in daemons
                     ],
                     "leases": [shapes.lease_shape(lease, name) for name, lease in leases],
-                    "running": [shapes.run_shape(run, usage.get(run.id)) for run in running],
+                    "running": [
+                        shapes.run_shape(run, usage.get(run.id))
+                        | {"tickets": list(facts.tickets.get(run.id, ()))}
+                        for run in running
+                    ],
                     "passed_over": [shapes.activity_shape(line) for line in passed_over],
                 }
             )
@@ -61,13 +68,38 @@ def status_command(as_json: bool) -> None:
             f"{clock_time(lease.expires_at)} (fencing token {lease.fencing_token})"
         )
     show("Runs running:" if running else "Runs running: none")
-    for run in running:
-        took = format_duration((now - run.started_at).total_seconds())
-        show(f"  Run {run.id} on {run.subject}, for {took}")
+    for line in running_lines(running, facts.tickets, now):
+        show(line)
     show("Passed over in the last day:" if passed_over else "Passed over in the last day: none")
     for line in passed_over:
         reason = line.message.removeprefix("passed over: ")
         show(f"  {line.repository}#{line.issue_number}: {reason}")
+
+
+def running_lines(
+    running: Sequence[Run], tickets: Mapping[int, Sequence[str]], now: datetime
+) -> list[str]:
+    """The Runs running, a Spec run's Ticket Runs beneath it with a line per Ticket."""
+    ids = {run.id for run in running}
+    lines: list[str] = []
+
+    def took(run: Run) -> str:
+        return format_duration((now - run.started_at).total_seconds())
+
+    for run in running:
+        if run.parent_run_id in ids:
+            continue  # under its Spec run
+        if run.kind == "spec":
+            lines.append(f"  Spec run {run.id} on {run.subject}, for {took(run)}")
+            lines.extend(f"    Ticket {line}" for line in tickets.get(run.id, ()))
+            lines.extend(
+                f"    Run {child.id} on {child.subject} (its Ticket Run), for {took(child)}"
+                for child in running
+                if child.parent_run_id == run.id
+            )
+            continue
+        lines.append(f"  Run {run.id} on {run.subject}, for {took(run)}")
+    return lines
 
 
 def status_lines(daemons: list[dict[str, Any]], now: Any) -> list[str]:

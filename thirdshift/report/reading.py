@@ -27,6 +27,7 @@ class RunView:
     sessions: tuple[SessionRecord, ...]
     earlier_runs: tuple[Run, ...]
     activity: tuple[Activity, ...]
+    tree: views.SpecTree = views.NO_TREE
 
     def lines(self) -> list[str]:
         return views.show_lines(
@@ -36,9 +37,11 @@ class RunView:
             sessions=self.sessions,
             earlier_runs=self.earlier_runs,
             activity=self.activity,
+            tree=self.tree,
         )
 
     def shape(self) -> shapes.Shape:
+        tree = self.tree
         return shapes.run_view_shape(
             self.run,
             usage=self.usage,
@@ -46,6 +49,10 @@ class RunView:
             sessions=self.sessions,
             earlier_runs=self.earlier_runs,
             activity=self.activity,
+            tickets=tree.tickets,
+            landed=tree.landed,
+            spec_run=tree.spec_run,
+            spec_cost_usd=tree.cost_usd,
         )
 
 
@@ -77,14 +84,32 @@ def find_run(store: Store, run_id: int, database_url: str) -> Run:
     return run
 
 
+def spec_tree(store: Store, run: Run) -> views.SpecTree:
+    """A Spec run's Ticket Runs, the Tickets landed in its Spec branch and its whole cost; a
+    Ticket Run's Spec run; nothing for any other Run."""
+    if run.kind == "spec":
+        landed = store.landed_tickets(run.repository, run.issue_branch) if run.issue_branch else {}
+        return views.SpecTree(
+            tickets=tuple(store.ticket_runs(run.id)),
+            landed=landed,
+            cost_usd=store.run_cost(run.id),
+        )
+    if run.parent_run_id is not None:
+        return views.SpecTree(spec_run=store.get_run(run.parent_run_id))
+    return views.NO_TREE
+
+
 def run_view(store: Store, run_id: int, database_url: str) -> RunView:
     run = find_run(store, run_id, database_url)
     earlier = store.earlier_runs(run, limit=EARLIER_RUNS)
+    tree = spec_tree(store, run)
+    related = [*tree.tickets, *tree.landed.values(), *([tree.spec_run] if tree.spec_run else [])]
     return RunView(
         run=run,
-        usage=usage_by_run(store, [run, *earlier]),
+        usage=usage_by_run(store, [run, *earlier, *related]),
         lease=store.lease_of(run.repository, run.issue_number),
         sessions=tuple(store.run_sessions(run.id)),
         earlier_runs=tuple(earlier),
         activity=tuple(store.activity(run_id=run.id, limit=ACTIVITY_LINES)),
+        tree=tree,
     )

@@ -112,6 +112,9 @@ def run_shape(run: Run, usage: UsageTotal | None) -> Shape:
         "ended_at": iso(run.ended_at),
         "duration_seconds": seconds_between(run.started_at, run.ended_at),
         "usage": None if usage is None else usage_total_shape(usage),
+        "parent_run_id": run.parent_run_id,
+        "landed_sha": run.landed_sha,
+        "landed_at": iso(run.landed_at),
     }
 
 
@@ -185,13 +188,25 @@ def run_view_shape(
     sessions: Sequence[SessionRecord],
     earlier_runs: Sequence[Run],
     activity: Sequence[Activity],
+    tickets: Sequence[Run] = (),
+    landed: Mapping[int, Run] | None = None,
+    spec_run: Run | None = None,
+    spec_cost_usd: float | None = None,
 ) -> Shape:
     """``thirdshift show --json``: one Run whole, each part in its own entity's shape.
-    ``usage`` holds the ledger's total of each Run (by id) that has sessions."""
+    ``usage`` holds the ledger's total of each Run (by id) that has sessions. A Spec run adds
+    its Ticket Runs, the Tickets landed in its Spec branch (by Ticket number) and the whole
+    Spec run's cost; a Ticket Run, its Spec run."""
     return _head("run_view") | {
         "run": run_shape(run, usage.get(run.id)),
         "lease": None if lease is None else lease_shape(lease, run.repository.full_name),
         "sessions": [session_shape(session) for session in sessions],
         "earlier_runs": [run_shape(earlier, usage.get(earlier.id)) for earlier in earlier_runs],
         "activity": [activity_shape(line) for line in activity],
+        "tickets": [run_shape(ticket, usage.get(ticket.id)) for ticket in tickets],
+        "landed_tickets": {
+            str(number): ticket.id for number, ticket in sorted((landed or {}).items())
+        },
+        "spec_run": None if spec_run is None else run_shape(spec_run, usage.get(spec_run.id)),
+        "spec_run_cost_usd": spec_cost_usd,
     }

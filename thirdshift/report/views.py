@@ -4,6 +4,7 @@ Run whole). Pure: records in, text out; ``shapes`` is the same data for scripts.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from thirdshift.console import format_duration
@@ -71,6 +72,13 @@ def duration(start: datetime, end: datetime | None) -> str:
     return "running" if took is None else format_duration(took)
 
 
+def kind(run: Run) -> str:
+    """The Run's kind, a Ticket Run's with its Spec run: ``merge, Ticket of Spec run 12``."""
+    if run.parent_run_id is not None:
+        return f"{run.kind}, Ticket of Spec run {run.parent_run_id}"
+    return run.kind
+
+
 def run_line(run: Run, total: UsageTotal | None) -> str:
     """One Run on one line, as ``thirdshift runs`` prints it."""
     pull = f"PR #{run.pull_request_number}" if run.pull_request_number else "no PR"
@@ -78,7 +86,7 @@ def run_line(run: Run, total: UsageTotal | None) -> str:
         (
             f"Run {run.id}",
             run.subject,
-            run.kind,
+            kind(run),
             run.state,
             cut(ending(run), CAUSE_WIDTH),
             pull,
@@ -95,6 +103,59 @@ def session_name(session: SessionRecord, by_id: Mapping[int, SessionRecord]) -> 
     return session.kind + (f" (resumes session {resumed.id}, {resumed.kind})" if resumed else "")
 
 
+@dataclass(frozen=True)
+class SpecTree:
+    """A Spec run's Tickets for ``show``: its Ticket Runs oldest first, the Tickets landed in
+    its Spec branch (by it or an earlier Spec run), and the whole Spec run's cost (its own
+    sessions and every Ticket Run's). For a Ticket Run: its Spec run."""
+
+    tickets: tuple[Run, ...] = ()
+    landed: Mapping[int, Run] = field(default_factory=dict)
+    cost_usd: float | None = None
+    spec_run: Run | None = None
+
+
+NO_TREE = SpecTree()
+
+
+def tree_head(run: Run, tree: SpecTree) -> list[str]:
+    """A Ticket Run's Spec run and its landing; a Spec run's whole cost."""
+    lines: list[str] = []
+    if tree.spec_run is not None:
+        spec = tree.spec_run
+        lines.append(f"  Spec run: Run {spec.id} on {spec.subject}, {spec.state}")
+    if run.landed_sha:
+        lines.append(f"  landed: {run.landed_sha[:12]} at {stamp(run.landed_at)}")
+    if run.kind == "spec" and tree.cost_usd is not None:
+        lines.append(f"  cost of the whole Spec run (its Tickets too): ${tree.cost_usd:.4f}")
+    return lines
+
+
+def tree_lines(run: Run, tree: SpecTree, usage: Mapping[int, UsageTotal]) -> list[str]:
+    """A Spec run's Tickets, each with how it stands and its Ticket Runs in this Spec run."""
+    if run.kind != "spec":
+        return []
+    lines: list[str] = []
+    numbers = sorted({*tree.landed, *(ticket.issue_number for ticket in tree.tickets)})
+    lines.append(f"Tickets ({len(numbers)}):")
+    for number in numbers:
+        runs = [ticket for ticket in tree.tickets if ticket.issue_number == number]
+        landed = tree.landed.get(number)
+        if landed is not None:
+            pull = f", PR #{landed.pull_request_number}" if landed.pull_request_number else ""
+            where = "" if landed.parent_run_id == run.id else f" (Spec run {landed.parent_run_id})"
+            status = f"landed by Run {landed.id}{where}{pull}"
+        else:
+            status = runs[-1].state + (
+                f": {cut(runs[-1].cause, CAUSE_WIDTH)}" if runs[-1].cause else ""
+            )
+        lines.append(f"  #{number}: {status}")
+        lines.extend(f"    {run_line(ticket, usage.get(ticket.id))}" for ticket in runs)
+    if not numbers:
+        lines.append("  none yet")
+    return lines
+
+
 def show_lines(
     run: Run,
     *,
@@ -104,11 +165,12 @@ def show_lines(
     earlier_runs: Sequence[Run],
     activity: Sequence[Activity],
     prompt_lines: int = PROMPT_LINES,
+    tree: SpecTree = NO_TREE,
 ) -> list[str]:
-    """One Run whole, as ``thirdshift show`` prints it."""
+    """One Run whole, as ``thirdshift show`` prints it (a Spec run with its Tickets)."""
     total = usage.get(run.id)
     lines = [
-        f"Run {run.id}: {run.subject} ({run.kind}), {run.state}",
+        f"Run {run.id}: {run.subject} ({kind(run)}), {run.state}",
         f"  outcome: {outcome(run)}",
         f"  started: {stamp(run.started_at)}",
         f"  ended: {stamp(run.ended_at)} ({duration(run.started_at, run.ended_at)})",
@@ -120,6 +182,7 @@ def show_lines(
         if run.pull_request_number
         else "  pull request: none",
     ]
+    lines.extend(tree_head(run, tree))
     if run.killed_work:
         lines.append(f"  killed work: {cut(run.killed_work, LINE_WIDTH)}")
     if run.published:
@@ -140,6 +203,7 @@ def show_lines(
             f"  cost: {cost(total)}, {total.sessions} session(s), {total.input_tokens} tokens in "
             f"({total.cached_input_tokens} cached), {total.output_tokens} out, {total.turns} turns"
         )
+    lines.extend(tree_lines(run, tree, usage))
     lines.append(f"Sessions ({len(sessions)}):")
     by_id = {session.id: session for session in sessions}
     for number, session in enumerate(sessions, start=1):

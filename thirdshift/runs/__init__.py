@@ -17,6 +17,7 @@ from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
 from thirdshift.runs.claims import IssueText, text_not_approved
 from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.delivery import Delivery
+from thirdshift.runs.notices import spec_ticket_lines
 from thirdshift.runs.outcome import FAILED_STATES, RunOutcome
 from thirdshift.runs.plans import ARCHITECT_ISSUE
 from thirdshift.runs.ports import NO_NOTIFIER, GitHubPort, Notifier
@@ -47,6 +48,7 @@ __all__ = [
     "SpecRequest",
     "SpecRun",
     "read_feedback",
+    "spec_ticket_lines",
     "text_not_approved",
     "token_role",
 ]

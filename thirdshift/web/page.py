@@ -21,6 +21,7 @@ from thirdshift.errors import StoreError, UsageError
 from thirdshift.harnesses import harness_named
 from thirdshift.records import Lease, Run, SessionRecord, UsageTotal
 from thirdshift.report.shapes import lease_shape, run_shape
+from thirdshift.runs import spec_ticket_lines
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 
@@ -44,6 +45,8 @@ class RunView:
     session: str | None
     """The kind of its last session (implement, repair-2, ...)."""
     last_lines: tuple[str, ...]
+    tickets: tuple[str, ...] = ()
+    """A Spec run's line per Ticket (landed, running, failed)."""
 
     @property
     def run_id(self) -> int:
@@ -74,6 +77,14 @@ class RunView:
         return self.run.pull_request_number
 
     @property
+    def parent_run_id(self) -> int | None:
+        return self.run.parent_run_id
+
+    @property
+    def kind(self) -> str:
+        return self.run.kind
+
+    @property
     def cost_usd(self) -> float | None:
         if self.usage is None or self.usage.sessions == self.usage.unpriced_sessions:
             return None
@@ -84,6 +95,7 @@ class RunView:
         return run_shape(self.run, self.usage) | {
             "session": self.session,
             "last_lines": list(self.last_lines),
+            "tickets": list(self.tickets),
         }
 
 
@@ -291,4 +303,5 @@ class StorePageSource:
             duration=format_duration((end - run.started_at).total_seconds()),
             session=last.kind if last else None,
             last_lines=lines,
+            tickets=spec_ticket_lines(run, self._store) if run.kind == "spec" else (),
         )
