@@ -139,20 +139,23 @@ def test_a_browser_reads_the_page_during_the_demo_and_sees_runs_in_flight(demo: 
 def test_the_demo_ends_with_the_summary_and_every_issue_has_its_pull_request(
     demo: Demo,
 ) -> None:
-    """Exit 0 once both issues' Runs succeeded; stdout is the summary table: each issue with
-    its pull request, the CI-fix issue with two sessions (implement and its Repair)."""
+    """Exit 0 once every issue's Run succeeded; stdout is the summary table: each issue with
+    its pull request, the CI-fix issue with two sessions (implement and its Repair), the Spec
+    with its Spec PR and, beneath it, its two Tickets, each landed by its own pull request."""
     status = demo.ended()
 
     assert status == 0, "\n".join(demo.seen)
     header, *rows = demo.stdout.strip().splitlines()
     assert header.split() == ["issue", "outcome", "pull", "request", "sessions", "time", "cost"]
-    cells = [row.split() for row in rows]
-    assert [c[0] for c in cells] == ["#1", "#2"]
-    assert [c[1] for c in cells] == ["succeeded", "succeeded"]
+    cells = [re.split(r"\s{2,}", row) for row in rows]
+    assert [c[0] for c in cells] == ["#1", "#2", "#3", "#4 (Ticket of #3)", "#5 (Ticket of #3)"]
+    assert [c[1] for c in cells] == ["succeeded", "succeeded", "succeeded", "landed", "landed"]
     assert all(
         re.fullmatch(r"http://127\.0\.0\.1:\d+/demo/calculator/pull/\d+", c[2]) for c in cells
     )
-    assert [c[3] for c in cells] == ["1", "2"]
+    assert [c[3] for c in cells] == ["1", "2", "1", "1", "1"]  # the Spec's: its Spec review
+    assert len({c[2] for c in cells}) == 5  # a pull request each: the Spec's is the Spec PR
+    assert any("picked up; starting a Spec run" in line for line in demo.seen)
     assert any("starting Repair 1 of" in line for line in demo.seen)
     token = re.search(STATUS_LINE, _message(demo.seen[0]))
     assert token is not None
@@ -179,8 +182,8 @@ def test_with_another_harness_the_daemon_demo_ends_with_each_pull_request(
         other.kill_if_running()
 
     assert status == 0, "\n".join(other.seen)
-    rows = [row.split() for row in other.stdout.strip().splitlines()[1:]]
-    assert [r[1] for r in rows] == ["succeeded", "succeeded"]
+    rows = [re.split(r"\s{2,}", row) for row in other.stdout.strip().splitlines()[1:]]
+    assert [r[1] for r in rows] == ["succeeded", "succeeded", "succeeded", "landed", "landed"]
     assert all("/demo/calculator/pull/" in r[2] for r in rows)
 
 
@@ -205,7 +208,8 @@ def test_with_keep_the_daemon_goes_on_after_the_summary_until_sigterm_stops_ever
         kept.kill_if_running()
 
     assert status == 0, "\n".join(kept.seen)
-    assert [r.split()[1] for r in kept.stdout.strip().splitlines()[1:]] == ["succeeded"] * 2
+    outcomes = [re.split(r"\s{2,}", r)[1] for r in kept.stdout.strip().splitlines()[1:]]
+    assert outcomes == ["succeeded"] * 3 + ["landed"] * 2
     assert not _port_open(page)
     assert not _port_open(env["THIRDSHIFT_GITHUB_API_URL"])
 
@@ -231,7 +235,7 @@ def test_ctrl_c_during_the_demo_stops_everything_and_summarizes_what_was_done(
     assert status == 1, "\n".join(cut.seen)
     header, *rows = cut.stdout.strip().splitlines()
     assert header.split()[0] == "issue"
-    assert [row.split()[0] for row in rows] == ["#1", "#2"]
+    assert [row.split()[0] for row in rows][:3] == ["#1", "#2", "#3"]
     assert "succeeded" not in [row.split()[1] for row in rows]
     assert not _port_open(page)
     assert not _port_open(api)

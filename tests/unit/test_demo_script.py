@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from thirdshift.harness_registry import HARNESS_NAMES
 from thirdshift.sandbox.demo import model_script
-from thirdshift.sandbox.demo_daemon import DEMO_ISSUES, REPAIR_MARKER, daemon_script
+from thirdshift.sandbox.demo_daemon import DEMO_ISSUES, DEMO_SPECS, REPAIR_MARKER, daemon_script
 from thirdshift.sandbox.model.server import ModelScript
 
 
@@ -15,6 +15,10 @@ def test_each_demo_issue_s_body_carries_the_marker_of_its_own_session() -> None:
     markers = [session["marker"] for session in sessions]
     for issue in DEMO_ISSUES:
         assert [m for m in markers if m in issue.body] == [issue.marker]
+    for spec in DEMO_SPECS:  # the Spec's marker finds its Spec review
+        assert [m for m in markers if m in spec.body] == [spec.marker]
+        for ticket in spec.tickets:
+            assert [m for m in markers if m in ticket.body] == [ticket.marker]
     assert markers[-1] == REPAIR_MARKER
 
 

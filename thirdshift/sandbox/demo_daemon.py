@@ -3,9 +3,11 @@
 It prints the status page's address first, then starts the GitHub stand-in and the scripted
 model server, creates a demo repository whose CI is green on main with a few Ready issues, and
 runs ``thirdshift daemon`` on it with its status page: one issue is a plain fix; the other's
-first attempt leaves CI red, so a CI-fix Repair answers it. When every issue's Run has ended it
-stops the daemon and prints a summary table (issue, outcome, pull request, sessions, time,
-cost) on stdout; with ``--keep`` it serves on until Ctrl-C or SIGTERM.
+first attempt leaves CI red, so a CI-fix Repair answers it; the third is a Spec with two
+Tickets, run as one Spec run (each Ticket merged into the Spec branch, then one Spec PR). When
+every issue's Run has ended it stops the daemon and prints a summary table (issue, outcome,
+pull request, sessions, time, cost; a Spec's Tickets beneath it) on stdout; with ``--keep`` it
+serves on until Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pydantic import SecretStr
 from thirdshift.bootstrap import run_daemon
 from thirdshift.console import format_duration
 from thirdshift.errors import SandboxError
-from thirdshift.records import Run
+from thirdshift.records import Run, UsageTotal
 from thirdshift.report.reading import usage_by_run
 from thirdshift.runs import FAILED_STATES
 from thirdshift.sandbox.client import SandboxClient
@@ -138,8 +140,84 @@ REPAIR_TURNS = (
     ),
     {"text": "mean() divides exactly now; the tests pass."},
 )
-# Spec runs land on another branch: the demo's Spec with two Tickets joins this list then.
 DEMO_ISSUES = (PLAIN_FIX, CI_FIX)
+
+UNITS = (
+    '"""Units of length."""\n\n\ndef km_to_miles(km: float) -> float:\n    return km / 1.609344\n'
+)
+TEST_UNITS = (
+    "import unittest\n\nfrom units import km_to_miles\n\n\n"
+    "class KmTest(unittest.TestCase):\n"
+    "    def test_a_marathon(self) -> None:\n"
+    "        self.assertAlmostEqual(km_to_miles(42.195), 26.2188, places=3)\n"
+)
+MILES = "\n\n\ndef miles_to_km(miles: float) -> float:\n    return miles * 1.609344\n"
+TEST_MILES = (
+    "import unittest\n\nfrom units import km_to_miles, miles_to_km\n\n\n"
+    "class MilesTest(unittest.TestCase):\n"
+    "    def test_there_and_back(self) -> None:\n"
+    "        self.assertAlmostEqual(km_to_miles(miles_to_km(3.0)), 3.0)\n"
+)
+
+
+@dataclass(frozen=True)
+class DemoSpec:
+    """The daemon demo's Spec: a Ready issue whose sub-issues are its Tickets (unlabelled; the
+    second blocked by the first), run as one Spec run: each Ticket merged into the Spec branch,
+    then the Spec review and one Spec PR. The Spec's marker finds the review's session; a
+    Ticket's prompt quotes the Spec's brief too, but its own marker comes later in it."""
+
+    title: str
+    body: str
+    marker: str
+    tickets: tuple[DemoIssue, ...]
+    review_turns: tuple[dict[str, Any], ...]
+
+
+UNITS_SPEC = DemoSpec(
+    title="Units of length",
+    body="A `units` module converting kilometres and miles both ways, with tests; one Ticket "
+    "per direction.\n\n<!-- DEMO-UNITS -->\n",
+    marker="DEMO-UNITS",
+    tickets=(
+        DemoIssue(
+            title="km_to_miles()",
+            body="Add `units.km_to_miles(km)` with a test.\n\n<!-- DEMO-KM -->\n",
+            marker="DEMO-KM",
+            turns=(
+                _bash(
+                    _write("units.py", UNITS)
+                    + _write("test_units.py", TEST_UNITS)
+                    + f"{CHECK_COMMAND} && git add units.py test_units.py "
+                    "&& git commit -qm 'Add km_to_miles()'",
+                    "Write km_to_miles() and its test",
+                ),
+                {"text": "km_to_miles() is in, tested."},
+            ),
+        ),
+        DemoIssue(
+            title="miles_to_km()",
+            body="Add `units.miles_to_km(miles)` beside `km_to_miles`, with a test of both "
+            "ways.\n\n<!-- DEMO-MILES -->\n",
+            marker="DEMO-MILES",
+            turns=(
+                _bash(
+                    f"test -f units.py && cat >> units.py <<'DEMO_EOF'{MILES}DEMO_EOF\n"
+                    + _write("test_miles.py", TEST_MILES)
+                    + f"{CHECK_COMMAND} && git add units.py test_miles.py "
+                    "&& git commit -qm 'Add miles_to_km()'",
+                    "Write miles_to_km() and test both ways",
+                ),
+                {"text": "miles_to_km() is in; both ways are tested."},
+            ),
+        ),
+    ),
+    review_turns=(
+        _bash(f"{CHECK_COMMAND}", "Run the tests of the whole Spec branch"),
+        {"text": "Reviewed the Spec branch: both conversions agree and the tests pass."},
+    ),
+)
+DEMO_SPECS = (UNITS_SPEC,)
 
 
 TURN_DELAY_MS = 1500
@@ -150,6 +228,9 @@ enough for a person to watch them on the status page."""
 def daemon_script(issues: Sequence[DemoIssue] = DEMO_ISSUES) -> dict[str, Any]:
     """The model script of the daemon demo, as Claude Code's tools name things."""
     named = [(f"issue-{i}", issue.marker, issue.turns) for i, issue in enumerate(issues, 1)]
+    for spec in DEMO_SPECS:
+        named.extend((f"ticket-{t.marker}", t.marker, t.turns) for t in spec.tickets)
+        named.append((f"spec-review-{spec.marker}", spec.marker, spec.review_turns))
     named.append(("ci-fix", REPAIR_MARKER, REPAIR_TURNS))
     sessions = [
         {
@@ -302,8 +383,8 @@ def _settings(
         poll_seconds=setup.poll_seconds,
         poll_jitter_seconds=0,
         settle_seconds=0,
-        max_runs=len(DEMO_ISSUES),
-        max_runs_per_repository=len(DEMO_ISSUES),
+        max_runs=len(DEMO_ISSUES) + len(DEMO_SPECS),
+        max_runs_per_repository=len(DEMO_ISSUES) + len(DEMO_SPECS),
         http_token=SecretStr(page),
         harness=setup.harness,
         harness_options=(
@@ -353,6 +434,8 @@ def set_up_repository(
         )
         numbers.append(int(filed["number"]))
         progress(f"issue #{filed['number']} '{issue.title}', labelled {READY_LABEL}")
+    for spec in DEMO_SPECS:
+        numbers.append(_file_spec(api_url, token, spec, progress))
     env_file = root / "demo.env"
     # The sandbox token is throwaway, but it still goes to a private file, not to the screen.
     env_file.write_text(
@@ -361,6 +444,52 @@ def set_up_repository(
     os.chmod(env_file, 0o600)
     progress(f"to look around with the maintainer's token: source {env_file}")
     return token, tuple(numbers)
+
+
+def _file_spec(api_url: str, token: str, spec: DemoSpec, progress: Callable[[str], None]) -> int:
+    """The Spec filed and labelled Ready, its Tickets filed as its sub-issues (unlabelled),
+    each blocked by the one before it; the Spec's number."""
+    full_name = f"{OWNER}/{NAME}"
+
+    def filed(title: str, body: str) -> dict[str, Any]:
+        made = rest(
+            api_url, token, "POST", f"/repos/{full_name}/issues", {"title": title, "body": body}
+        )
+        assert isinstance(made, dict)
+        return made
+
+    number = int(filed(spec.title, spec.body)["number"])
+    tickets: list[dict[str, Any]] = []
+    for ticket in spec.tickets:
+        made = filed(ticket.title, ticket.body)
+        rest(
+            api_url,
+            token,
+            "POST",
+            f"/repos/{full_name}/issues/{number}/sub_issues",
+            {"sub_issue_id": int(made["id"])},
+        )
+        if tickets:
+            rest(
+                api_url,
+                token,
+                "POST",
+                f"/repos/{full_name}/issues/{made['number']}/dependencies/blocked_by",
+                {"issue_id": int(tickets[-1]["id"])},
+            )
+        tickets.append(made)
+    rest(
+        api_url,
+        token,
+        "POST",
+        f"/repos/{full_name}/issues/{number}/labels",
+        {"labels": [READY_LABEL]},
+    )
+    listed = ", ".join(f"#{t['number']}" for t in tickets)
+    progress(
+        f"issue #{number} '{spec.title}', a Spec with the Tickets {listed}, labelled {READY_LABEL}"
+    )
+    return number
 
 
 def _latest_runs(settings: Settings, numbers: Sequence[int]) -> dict[int, Run]:
@@ -372,9 +501,17 @@ def _latest_runs(settings: Settings, numbers: Sequence[int]) -> dict[int, Run]:
         store.close()
     latest: dict[int, Run] = {}
     for run in runs:  # newest first
-        if run.issue_number in numbers and run.kind != "architect":
+        if run.issue_number in numbers and run.kind != "architect" and run.parent_run_id is None:
             latest.setdefault(run.issue_number, run)
     return latest
+
+
+def _ticket_runs(store: Store, spec_run: Run) -> list[Run]:
+    """A Spec run's Tickets, each by the Ticket Run that landed it, else its newest one in
+    this Spec run, lowest Ticket first."""
+    landed = store.landed_tickets(spec_run.repository, spec_run.issue_branch or "")
+    newest = {run.issue_number: run for run in store.ticket_runs(spec_run.id)}
+    return [landed.get(n) or newest[n] for n in sorted({*landed, *newest})]
 
 
 SUMMARY_HEADER = ("issue", "outcome", "pull request", "sessions", "time", "cost")
@@ -384,33 +521,41 @@ def summary_lines(world: _DemoWorld, runs: dict[int, Run]) -> list[str]:
     """The summary table: a row per demo issue, its columns aligned."""
     store = Store.open(world.settings.effective_database_url)
     try:
-        usage = usage_by_run(store, list(runs.values()))
+        tickets = {run.id: _ticket_runs(store, run) for run in runs.values() if run.kind == "spec"}
+        shown = [*runs.values(), *(t for listed in tickets.values() for t in listed)]
+        usage = usage_by_run(store, shown)
     finally:
         store.close()
-    rows = [SUMMARY_HEADER]
+    rows: list[tuple[str, ...]] = [SUMMARY_HEADER]
     for number in world.numbers:
         run = runs.get(number)
         if run is None:
             rows.append((f"#{number}", "not started", "-", "0", "-", "-"))
             continue
-        total = usage.get(run.id)
-        took = (run.ended_at - run.started_at).total_seconds() if run.ended_at else None
-        cost = f"${total.cost_usd:.4f}" if total and total.unpriced_sessions == 0 else "-"
-        rows.append(
-            (
-                f"#{number}",
-                run.state if run.cause is None else f"{run.state} ({run.cause})",
-                _pull_url(world, run.pull_request_number),
-                str(total.sessions if total else 0),
-                format_duration(took) if took is not None else "running",
-                cost,
-            )
-        )
+        rows.append(_row(world, f"#{number}", run, usage.get(run.id)))
+        for ticket in tickets.get(run.id, ()):
+            name = f"#{ticket.issue_number} (Ticket of #{number})"
+            rows.append(_row(world, name, ticket, usage.get(ticket.id)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(SUMMARY_HEADER))]
     return [
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
         for row in rows
     ]
+
+
+def _row(world: _DemoWorld, issue: str, run: Run, total: UsageTotal | None) -> tuple[str, ...]:
+    """A row of the summary: a Ticket Run that landed its Ticket says so."""
+    took = (run.ended_at - run.started_at).total_seconds() if run.ended_at else None
+    cost = f"${total.cost_usd:.4f}" if total and total.unpriced_sessions == 0 else "-"
+    outcome = "landed" if run.landed_sha else run.state
+    return (
+        issue,
+        outcome if run.cause is None else f"{outcome} ({run.cause})",
+        _pull_url(world, run.pull_request_number),
+        str(total.sessions if total else 0),
+        format_duration(took) if took is not None else "running",
+        cost,
+    )
 
 
 def _pull_url(world: _DemoWorld, number: int | None) -> str:
