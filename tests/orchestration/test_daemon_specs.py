@@ -20,7 +20,8 @@ from tests.orchestration.test_spec_runs import (
     _writes,
 )
 from thirdshift import bootstrap
-from thirdshift.runs import RunOutcome, RunRequest
+from thirdshift.issue_url import IssueRef
+from thirdshift.runs import RunOutcome, RunRequest, SpecRequest
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
@@ -236,3 +237,33 @@ def test_a_spec_run_is_announced_once_with_a_line_per_ticket_and_no_ticket_run_i
     assert [(n.kind, n.state) for n, _ in target.sent] == [("spec", "failed"), ("spec", "ready")]
     ready = target.sent[1][0]
     assert [line.split(" (")[0] for line in ready.tickets] == [f"#{a} landed", f"#{b} landed"]
+
+
+def test_a_lease_on_an_issue_outside_the_spec_never_holds_the_spec_run_back(
+    world: RunWorld,
+) -> None:
+    """Another Run holds an issue that is no Ticket: the Spec run does not wait for it; a
+    Failed spec run ends at once."""
+    spec, (a,) = _spec(world, "Ticket A")
+    other = world.github.add_issue("Elsewhere", "Not a Ticket.", [])
+    repository = world.store.ensure_repository("acme", "widgets")
+    held = world.store.acquire_lease(
+        repository, other, "another daemon", timedelta(hours=1), now=world.clock.now()
+    )
+    assert held is not None
+    world.sessions.plays["implement"] = _by_ticket({a: _fails})
+    finished = threading.Event()
+    outcome: list[RunOutcome] = []
+
+    def run() -> None:
+        outcome.append(
+            bootstrap.spec_run(world.parts(), world.hooks(), _ticket_clock(world)).run(
+                SpecRequest(IssueRef("github.test", "acme", "widgets", spec), parallel=1)
+            )
+        )
+        finished.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    # A Spec run that waited for the Lease would not end before it ran out (an hour).
+    assert finished.wait(60), "the Spec run waits for a Lease outside its Spec"
+    assert outcome[0].state == "failed"

@@ -48,10 +48,12 @@ class TicketReads:
         gh, store = self.github, self.store
         landed = store.landed_tickets(self.repository, self.branch)
         leased = {lease.issue_number for lease in store.live_leases(self.repository)}
-        progress.held = leased - set(progress.running) - set(landed) - {ref.number}
         ours = {*landed, *progress.running, *progress.failed, *progress.titles}
+        numbers = sorted({*gh.sub_issues(ref.owner, ref.repo, ref.number), *ours})
+        # Only this Spec's Tickets: a Lease on any other issue is no business of this loop.
+        progress.held = (leased & set(numbers)) - set(progress.running) - set(landed)
         tickets: list[Ticket] = []
-        for number in sorted({*gh.sub_issues(ref.owner, ref.repo, ref.number), *ours}):
+        for number in numbers:
             issue = gh.issue(ref.owner, ref.repo, number)
             closed = issue.state != "open"
             if closed and number not in ours:
