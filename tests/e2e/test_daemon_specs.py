@@ -247,7 +247,7 @@ def test_two_daemons_on_one_database_make_one_spec_run_and_run_each_ticket_once(
     )
     assert tickets == [(2, spec_run.id, "succeeded"), (3, spec_run.id, "succeeded")]
     openings = [
-        r.get("session")
+        str(r.get("session"))
         for r in world.model.requests()
         if r.get("session") in ("shared-2", "shared-3") and r.get("turn") == 0
     ]
