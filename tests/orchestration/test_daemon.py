@@ -44,6 +44,39 @@ MAINTAINER = "maintainer"
 READER = "drive-by"
 
 
+def daemon_starter(
+    world: RunWorld, work: Callable[[RunRequest, RunHooks], RunOutcome]
+) -> Callable[..., RunOutcome]:
+    """The daemon's starter over ``work`` (a Run, or what the composition root chooses): the
+    world's hooks for the daemon's Run, its id recorded as the daemon learns it, an error
+    before its end made its outcome."""
+
+    def start(
+        request: RunRequest,
+        interrupt: threading.Event,
+        stopped_because: Callable[[], str | None],
+        progress: Callable[[str], None],
+        on_recorded: Callable[[int], None] = lambda _run_id: None,
+    ) -> RunOutcome:
+        recorded: list[int] = []
+
+        def recording(run_id: int) -> None:
+            recorded.append(run_id)
+            on_recorded(run_id)
+
+        hooks = world.hooks(
+            progress=progress,
+            interrupt=interrupt,
+            claimant="daemon d1",
+            stopped_because=stopped_because,
+            on_recorded=recording,
+        )
+        scrub = Scrubber([PLANTED_TOKEN])
+        return bootstrap.outcome_of(lambda: work(request, hooks), progress, scrub, recorded)
+
+    return start
+
+
 @dataclass
 class DaemonWorld:
     world: RunWorld
@@ -121,25 +154,11 @@ class DaemonWorld:
         progress: Callable[[str], None],
         on_recorded: Callable[[int], None] = lambda _run_id: None,
     ) -> RunOutcome:
-        recorded: list[int] = []
+        start = daemon_starter(self.world, self._deliver)
+        return start(request, interrupt, stopped_because, progress, on_recorded)
 
-        def recording(run_id: int) -> None:
-            recorded.append(run_id)
-            on_recorded(run_id)
-
-        delivery = bootstrap.delivery(
-            self.world.parts(),
-            RunHooks(
-                progress=progress,
-                interrupt=interrupt,
-                emit_url=self.world.urls.append,
-                claimant="daemon d1",
-                stopped_because=stopped_because,
-                on_recorded=recording,
-            ),
-        )
-        scrub = Scrubber([PLANTED_TOKEN])
-        return bootstrap.outcome_of(lambda: delivery.run(request), progress, scrub, recorded)
+    def _deliver(self, request: RunRequest, hooks: RunHooks) -> RunOutcome:
+        return bootstrap.delivery(self.world.parts(), hooks).run(request)
 
     def ready_issue(self, title: str, labeller: str = MAINTAINER) -> int:
         number = self.world.github.add_issue(title, f"Please do: {title}")

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from tests.orchestration.conftest import BUSY, READY, RunWorld
-from tests.orchestration.test_daemon import MAINTAINER, DaemonWorld
+from tests.orchestration.test_daemon import MAINTAINER, DaemonWorld, daemon_starter
 from tests.orchestration.test_spec_runs import (
     _by_ticket,
     _fails,
@@ -21,9 +21,8 @@ from tests.orchestration.test_spec_runs import (
 )
 from thirdshift import bootstrap
 from thirdshift.issue_url import IssueRef
-from thirdshift.runs import RunOutcome, RunRequest, SpecRequest
+from thirdshift.runs import RunHooks, RunOutcome, RunRequest, SpecRequest
 from thirdshift.runs.claims import CLAIM_MARKER
-from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 
 
@@ -31,36 +30,11 @@ def _spec_starter(world: RunWorld) -> Callable[..., RunOutcome]:
     """The daemon's starter as the composition root builds it: a Spec run when the issue is a
     Spec (or the Rescue of a Spec run), else a Run of the issue."""
 
-    def start(
-        request: RunRequest,
-        interrupt: threading.Event,
-        stopped_because: Callable[[], str | None],
-        progress: Callable[[str], None],
-        on_recorded: Callable[[int], None] = lambda _run_id: None,
-    ) -> RunOutcome:
-        recorded: list[int] = []
+    def work(request: RunRequest, hooks: RunHooks) -> RunOutcome:
+        parts = world.parts(spec_parallel=2)
+        return bootstrap.spec_or_issue(parts, hooks, request, None, _ticket_clock(world))
 
-        def recording(run_id: int) -> None:
-            recorded.append(run_id)
-            on_recorded(run_id)
-
-        hooks = world.hooks(
-            progress=progress,
-            interrupt=interrupt,
-            claimant="daemon d1",
-            stopped_because=stopped_because,
-            on_recorded=recording,
-        )
-        return bootstrap.outcome_of(
-            lambda: bootstrap.spec_or_issue(
-                world.parts(spec_parallel=2), hooks, request, None, _ticket_clock(world)
-            ),
-            progress,
-            Scrubber([]),
-            recorded,
-        )
-
-    return start
+    return daemon_starter(world, work)
 
 
 @pytest.fixture
