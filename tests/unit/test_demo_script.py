@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from thirdshift.harness_registry import HARNESS_NAMES
 from thirdshift.sandbox.demo import model_script
-from thirdshift.sandbox.demo_daemon import DEMO_ISSUES, DEMO_SPECS, REPAIR_MARKER, daemon_script
+from thirdshift.sandbox.demo_issues import DEMO_ISSUES, DEMO_SPECS, REPAIR_MARKER, daemon_script
 from thirdshift.sandbox.model.server import ModelScript
 
 
