@@ -319,14 +319,13 @@ def implement_turns(marker: str, number: int) -> list[dict[str, Any]]:
     return [{"tool_calls": [commit]}, {"tool_calls": [pr]}, {"text": f"#{number} is done."}]
 
 
-def test_a_handed_over_plan_s_tickets_are_run_by_the_daemon_in_blocked_by_order(
-    tmp_path: Path,
-) -> None:
-    """architect_hand_over: the Tickets are labelled Ready in place of needs-triage, the Spec
-    keeps needs-triage. The daemon runs the first Ticket to a pull request and passes over the
-    second, blocked by the first; once the first pull request is merged (closing its Ticket),
-    the next poll runs the second. The Spec is never run."""
+def test_a_handed_over_plan_runs_as_one_spec_run_by_the_daemon(tmp_path: Path) -> None:
+    """architect_hand_over: the Spec is labelled Ready in place of needs-triage, its Tickets only
+    lose needs-triage. One poll of the daemon runs the Spec as a Spec run: the first Ticket, then
+    the second (blocked by it) once it landed, each merged into the Spec branch by its own pull
+    request and closed by thirdshift, then the Spec review and one ready Spec PR into main."""
     # Issue #1 is the world's; the Spec is #2 and its Tickets #3 and #4.
+    review = bash(pull_request_file("The plan", "Both Tickets, reviewed."), "pr")
     world = start_world(
         tmp_path,
         [
@@ -340,6 +339,11 @@ def test_a_handed_over_plan_s_tickets_are_run_by_the_daemon_in_blocked_by_order(
                 "name": "second",
                 "marker": "ARCHITECT-E2E-TICKET-TWO",
                 "turns": implement_turns("ARCHITECT-E2E-TICKET-TWO", 4),
+            },
+            {
+                "name": "review",
+                "marker": "the Spec review of issue #2",
+                "turns": [{"tool_calls": [review]}, {"text": "Reviewed."}],
             },
         ],
         files=GREEN,
@@ -360,45 +364,35 @@ def test_a_handed_over_plan_s_tickets_are_run_by_the_daemon_in_blocked_by_order(
         spec, first, second = plan_numbers(world)
         assert (spec, first, second) == (2, 3, 4)
         assert_a_spec_with_two_tickets(world, spec, first, second)
-        assert labels(issue(world, spec)) == {PLAN, TRIAGE}
+        assert labels(issue(world, spec)) == {PLAN, READY}
         for number in (first, second):
-            assert labels(issue(world, number)) == {PLAN, READY}
+            assert labels(issue(world, number)) == {PLAN}
 
-        poll = world.thirdshift("daemon", "--once", timeout=300)
+        poll = world.thirdshift("daemon", "--once", timeout=600)
 
         assert poll.returncode == 0, poll.stderr
         said = progress(poll.stderr)
-        blocked = f"{REPO}#{second}: passed over: it is blocked by #{first}, still open"
-        assert any(line.startswith(blocked) for line in said), said
-        assert f"{REPO}#{first}: picked up; starting a Run" in said
+        assert f"{REPO}#{spec}: picked up; starting a Spec run" in said
         pulls = {p["head"]["ref"]: p for p in world.pulls()}
-        assert set(pulls) == {f"issue-{first}"}
-        pull = pulls[f"issue-{first}"]
-        assert (pull["state"], pull["draft"]) == ("open", False)
-        assert world.model_requests("second") == []
-
-        world.rest("PUT", f"/repos/{REPO}/pulls/{pull['number']}/merge", {"merge_method": "merge"})
-        if issue(world, first)["state"] != "closed":
-            world.rest("PATCH", f"/repos/{REPO}/issues/{first}", {"state": "closed"})
-
-        poll = world.thirdshift("daemon", "--once", timeout=300)
-
-        assert poll.returncode == 0, poll.stderr
-        assert f"{REPO}#{second}: picked up; starting a Run" in progress(poll.stderr)
-        pulls = {p["head"]["ref"]: p for p in world.pulls()}
-        assert set(pulls) == {f"issue-{first}", f"issue-{second}"}
-        merged = world.rest("GET", f"/repos/{REPO}/pulls/{pulls[f'issue-{first}']['number']}")
-        assert merged["merged"] is True
-        pull = pulls[f"issue-{second}"]
-        assert (pull["state"], pull["draft"]) == ("open", False)
-        assert pull["base"]["ref"] == "main"
+        assert set(pulls) == {f"issue-{first}", f"issue-{second}", f"spec-{spec}"}
+        for number in (first, second):
+            ticket = world.rest("GET", f"/repos/{REPO}/pulls/{pulls[f'issue-{number}']['number']}")
+            assert (ticket["merged"], ticket["base"]["ref"]) == (True, f"spec-{spec}")
+            assert issue(world, number)["state"] == "closed"
+        spec_pull = pulls[f"spec-{spec}"]
+        assert (spec_pull["state"], spec_pull["draft"], spec_pull["base"]["ref"]) == (
+            "open",
+            False,
+            "main",
+        )
         ran = runs(world)
         assert [(r["kind"], r["issue_number"], r["state"]) for r in ran] == [
             ("architect", 0, "succeeded"),
-            ("run", first, "succeeded"),
-            ("run", second, "succeeded"),
+            ("spec", spec, "succeeded"),
+            ("merge", first, "succeeded"),
+            ("merge", second, "succeeded"),
         ]
-        assert issue(world, spec)["state"] == "open"
-        assert labels(issue(world, spec)) == {PLAN, TRIAGE}
+        assert {r["parent_run_id"] for r in ran[2:]} == {ran[1]["id"]}
+        assert issue(world, spec)["state"] == "open"  # until a person merges the Spec PR
     finally:
         stop_world(world)
