@@ -50,6 +50,7 @@ from thirdshift.github.convert import (
     issue_record,
     issue_summary_record,
     log_tail,
+    own_sub_issues,
     pull_record,
     review_comment_record,
     review_record,
@@ -373,12 +374,13 @@ class GitHub:
         return self._calls.call(Request("GET", path, what), send)
 
     def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
-        """Numbers of the issue's sub-issues, in GitHub's order (all pages), asked
-        conditionally. A sub-issue in another repository is listed too, with its own number."""
+        """Numbers of the issue's sub-issues in this repository, in GitHub's order (all
+        pages), asked conditionally. A sub-issue in another repository is left out: its number
+        is that repository's (a Spec's Tickets are its own repository's issues)."""
         path = f"/repos/{owner}/{name}/issues/{number}/sub_issues"
 
         def convert(found: list[Any]) -> tuple[int, ...]:
-            return tuple(int(i["number"]) for i in found)
+            return own_sub_issues(found, owner, name)
 
         def send() -> tuple[int, ...]:
             return self._reads.pages(path, {}, lambda page: list(page), convert)

@@ -121,6 +121,18 @@ def check_run_record(run: GhCheckRun) -> CheckRun:
     )
 
 
+def own_sub_issues(found: list[Any], owner: str, name: str) -> tuple[int, ...]:
+    """The numbers of the sub-issues listed in ``owner/name`` itself, in GitHub's order. A
+    sub-issue in another repository has a number of that repository: taken as this one's, a
+    Spec run would run, land and close an unrelated issue here."""
+    suffix = f"/repos/{owner}/{name}".lower()
+    return tuple(
+        int(item["number"])
+        for item in found
+        if str(item.get("repository_url") or suffix).lower().endswith(suffix)
+    )
+
+
 def log_tail(text: str, max_chars: int) -> str:
     """The last ``max_chars`` characters of ``text``, starting at a whole line when cut."""
     if len(text) <= max_chars:
