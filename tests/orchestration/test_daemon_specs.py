@@ -185,6 +185,41 @@ def test_a_crashed_spec_run_is_rescued_on_the_next_poll_and_each_ticket_merges_o
     assert sum(CLAIM_MARKER in c for c in gh.comments_on(spec)) == 1
 
 
+def test_a_rescue_records_a_ticket_run_whose_lease_ran_out_after_the_poll_and_rescues_it(
+    sdw: DaemonWorld,
+) -> None:
+    """The poll recorded the dead Spec run while B's Lease still lived, so B's dead Run still
+    says running when the Rescue reaches it: the Rescue records it as crashed itself and runs
+    B as its Rescue, so B's work continues rather than starting over beside it."""
+    world = sdw.world
+    spec, (a, b) = _ready_spec(sdw, "Ticket A", "Ticket B")
+    plays = {a: _writes("a.txt"), b: _fails}
+    world.sessions.plays["implement"] = _by_ticket(plays)
+    assert sdw.daemon.once() == 1
+    [first] = [r for r in world.store.list_runs() if r.issue_number == spec]
+    [b_run] = [r for r in world.store.ticket_runs(first.id) if r.issue_number == b]
+    _crash(world, b_run.id)
+    _crash(world, first.id)
+    assert world.store.record_crash(first.id, "its process died")  # the poll saw only this one
+    plays[b] = _writes("b.txt")
+
+    ref = IssueRef("github.test", "acme", "widgets", spec)
+    rescue = bootstrap.spec_run(world.parts(), world.hooks(), _ticket_clock(world))
+    outcome = rescue.run(SpecRequest(ref, parallel=2, rescue_of=first.id))
+
+    assert outcome.exit_code == 0, "\n".join(world.lines)
+    crashed = world.store.get_run(b_run.id)
+    assert crashed is not None
+    assert (crashed.state, "Lease ran out" in (crashed.cause or "")) == ("crashed", True)
+    assert f"starting Ticket #{b} into spec-{spec}, rescuing Run {b_run.id}" in "\n".join(
+        world.lines
+    )
+    assert _ticket_runs_by_issue(world.store, b) == [
+        (first.id, "crashed"),
+        (outcome.run_id, "succeeded"),
+    ]
+
+
 def test_a_spec_run_is_announced_once_with_a_line_per_ticket_and_no_ticket_run_is(
     world: RunWorld,
 ) -> None:

@@ -17,6 +17,11 @@ from thirdshift.runs.spec_rules import Blocker, Ticket, TicketState
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 
+TICKET_RUN_DIED = (
+    "the Ticket Run stopped without recording an ending: its process died (or was paused) "
+    "and its Lease ran out"
+)
+
 
 @dataclass
 class Progress:
@@ -69,11 +74,20 @@ class TicketReads:
 
     def crashed_ticket_run(self, number: int) -> int | None:
         """The Ticket's newest Run, when it is a Ticket Run of this Spec branch that crashed
-        (its process died with a Spec run): the Ticket Run now is its Rescue."""
+        (its process died with a Spec run): the Ticket Run now is its Rescue. One still
+        recorded ``running`` whose Lease ran out is recorded as crashed here: this Spec run
+        holds the Spec, so nothing else runs its Tickets, and a daemon's poll may not have
+        come round to it yet."""
         latest = self.store.latest_run(self.repository, number)
-        if latest is None or latest.state != "crashed" or latest.parent_run_id is None:
+        if latest is None or latest.parent_run_id is None or latest.base_branch != self.branch:
             return None
-        return latest.id if latest.base_branch == self.branch else None
+        if latest.state == "running":
+            dead = {run.id for run in self.store.dead_runs(self.repository)}
+            if latest.id not in dead:
+                return None
+            self.store.record_crash(latest.id, TICKET_RUN_DIED)
+            latest = self.store.get_run(latest.id) or latest
+        return latest.id if latest.state == "crashed" else None
 
     def new_blockers(self, ref: IssueRef, progress: Progress, number: int) -> list[int]:
         """The Tickets of the Spec, not landed, that block Ticket ``number`` now and did not
