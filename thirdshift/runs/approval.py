@@ -48,6 +48,7 @@ def approval_reason(
     text_now: str,
     earlier: EarlierText = NO_EARLIER,
     own_login: str | None = None,
+    spec: int | None = None,
 ) -> str | None:
     """Why the issue's text is not approved, or None.
 
@@ -55,7 +56,10 @@ def approval_reason(
     ``edits``: the title and body edits GitHub shows. ``text_now``: the digest of the text now;
     ``earlier``: the one the issue's latest Run recorded, if any. ``own_login``: thirdshift's;
     a label it put back (a hand-back after a crash, a released Claim) is no one's fresh
-    approval of changed text."""
+    approval of changed text. ``spec``: for a Ticket, the Spec whose Ready label approves it
+    (``labelling`` is the Spec's, and the fix is to label the Spec again)."""
+    where = f" to Spec #{spec}" if spec is not None else ""
+    again = f"add {ready_label} to Spec #{spec} again" if spec is not None else ""
     earlier_text, earlier_run, earlier_started_at = earlier.text, earlier.run, earlier.started_at
     if labelling is not None:
         # GitHub's stamps count whole seconds: an edit in the label's own second cannot be
@@ -65,7 +69,8 @@ def approval_reason(
             last = max(late, key=lambda e: e.at)
             return (
                 f"edited by {last.editor or 'a deleted account'} after "
-                f"{labelling.login or 'a deleted account'} added {ready_label}; add the label again"
+                f"{labelling.login or 'a deleted account'} added {ready_label}{where}; "
+                f"{again or 'add the label again'}"
             )
     if earlier_text is None or earlier_text == text_now or earlier_started_at is None:
         return None
@@ -82,13 +87,13 @@ def approval_reason(
         last = max(strangers, key=lambda e: e.at)
         return (
             f"edited by {last.editor or 'a deleted account'} after Run {earlier_run} started on "
-            f"it; add {ready_label} again to have it run"
+            f"it; {again or f'add {ready_label} again'} to have it run"
         )
     if since:
         return None  # the change is one made by someone who may label
     return (
         f"its title or body changed since Run {earlier_run} started on it, and GitHub shows "
-        f"no edit by someone who may label; add {ready_label} again to have it run"
+        f"no edit by someone who may label; {again or f'add {ready_label} again'} to have it run"
     )
 
 

@@ -99,12 +99,15 @@ def text_not_approved(
     may_label: Callable[[str], bool],
     read_edits: Callable[[], tuple[TextEdit, ...]] | None = None,
     own_login: str | None = None,
+    spec: int | None = None,
 ) -> str | None:
     """Why the issue's title and body are not approved by the Ready label (``approval``), or
     None. ``earlier``: the issue's latest Run, whose recorded text a changed one must be
-    approved over. ``read_edits``: how the edits are read (a daemon keeps them a while)."""
+    approved over. ``read_edits``: how the edits are read (a daemon keeps them a while).
+    ``spec``: a Ticket's Spec, whose Ready label approves the Ticket's text."""
     owner, name, number = issue.owner, issue.name, issue.number
-    labelling = github.labelling(owner, name, number, ready_label)
+    labelled = spec if spec is not None else number
+    labelling = github.labelling(owner, name, labelled, ready_label)
     edits = read_edits() if read_edits else github.text_edits(owner, name, number)
     return approval_reason(
         ready_label=ready_label,
@@ -118,4 +121,5 @@ def text_not_approved(
             else NO_EARLIER
         ),
         own_login=own_login,
+        spec=spec,
     )

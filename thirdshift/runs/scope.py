@@ -73,6 +73,9 @@ class RunRequest:
     spec_run_id: int | None = None
     preamble: str = ""
     spec_number: int | None = None  # a Ticket Run's Spec (its Base fix becomes a Ticket)
+    # The Spec's Ready label approves the Ticket's text (the Spec run was a daemon's, or its
+    # Spec carried the label): an edit since by someone who may not label voids it.
+    spec_approved: bool = False
 
 
 @dataclass(frozen=True)

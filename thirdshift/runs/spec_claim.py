@@ -62,6 +62,7 @@ class Pinned:
     spec: IssueSpec
     place: ReviewPlace
     continued: bool  # the Spec branch was on origin already (an earlier Spec run's)
+    approved: bool  # by the Spec's Ready label (a daemon's Spec run, or the Spec carried it)
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,9 @@ class SpecClaim:
         )
         taken = claim.take_ready(ref, issue, keeper.check)
         try:
-            return self._pin(request, repo, repository, lease, keeper, issue), taken is not None
+            approved = request.expect_ready or request.rescue_of is not None or taken is not None
+            pinned = self._pin(request, repo, repository, lease, keeper, issue, approved=approved)
+            return pinned, taken is not None
         except ThirdshiftError:
             if taken is not None:  # the Spec is Ready again, as it was
                 with suppress(ThirdshiftError):
@@ -124,6 +127,8 @@ class SpecClaim:
         lease: Lease,
         keeper: LeaseKeeper,
         issue: IssueInfo,
+        *,
+        approved: bool,
     ) -> Pinned:
         """The Spec branch chosen (and made from the Base branch when new) and the Spec run
         recorded with it, under the Lease."""
@@ -158,7 +163,9 @@ class SpecClaim:
         spec = IssueSpec(ref.owner, ref.repo, brief)
         path = parts.settings.home / "worktrees" / f"{repo.owner}-{repo.name}-{choice.branch}"
         place = ReviewPlace(ref, repo, issue, clone, choice.branch, base, keeper, path)
-        return Pinned(repository, record, choice.branch, base, pull, spec, place, not choice.made)
+        return Pinned(
+            repository, record, choice.branch, base, pull, spec, place, not choice.made, approved
+        )
 
     def announce(self, request: SpecRequest, pinned: Pinned, ready_taken: bool) -> None:
         """The Spec's Claim on GitHub: in-progress (in place of the Ready label, taken off

@@ -215,6 +215,7 @@ class SpecRun:
             preamble=preamble,
             rescue_of=crashed,
             spec_number=spec.number,
+            spec_approved=pinned.approved,
         )
         interrupt = LinkedInterrupt(self._hooks.interrupt, progress.stop)
         # The Spec run is announced once, with a line per Ticket: its Ticket Runs are not.

@@ -74,12 +74,19 @@ class LeaseStep:
     def check_approval(self, request: RunRequest, repository: Repository, issue: IssueInfo) -> None:
         """Under the Lease, before the Claim: ``NotClaimed`` when the issue's text is no longer
         what a person who may label approved. A Run by hand of an issue without the Ready label
-        is approved by whoever started it."""
+        is approved by whoever started it; a Ticket Run is approved by its Spec's Ready label
+        (a stranger's edit of a Ticket after it voids the approval of that Ticket)."""
         ready = self.settings.ready_label
-        labelled = ready.lower() in {label.lower() for label in issue.labels}
-        asked = request.expect_ready or request.rescue_of is not None
-        if not (asked or request.review_of is not None or labelled):
-            return
+        spec = request.spec_number
+        if spec is not None:
+            # A Ticket Run: the Spec's Ready label approved its Tickets' text as it then read.
+            if not request.spec_approved:
+                return  # a Spec run by hand: whoever started it approves its Tickets
+        else:
+            labelled = ready.lower() in {label.lower() for label in issue.labels}
+            asked = request.expect_ready or request.rescue_of is not None
+            if not (asked or request.review_of is not None or labelled):
+                return
         ref = request.issue
         me = self.github.authenticated_login().lower()
         role_of = Roles(self.github, ref.owner, ref.repo)
@@ -96,6 +103,7 @@ class LeaseStep:
             earlier=self.store.latest_run(repository, ref.number),
             may_label=may_label,
             own_login=me,
+            spec=spec,
         )
         if reason is not None:
             raise NotClaimed(f"{ref}{PASSED_OVER}{reason}")
