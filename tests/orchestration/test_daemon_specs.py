@@ -276,3 +276,49 @@ def test_a_lease_on_an_issue_outside_the_spec_never_holds_the_spec_run_back(
     # A Spec run that waited for the Lease would not end before it ran out (an hour).
     assert finished.wait(60), "the Spec run waits for a Lease outside its Spec"
     assert outcome[0].state == "failed"
+
+
+def test_a_ticket_another_run_holds_is_waited_for_saying_so_once_and_runs_when_it_is_free(
+    world: RunWorld,
+) -> None:
+    """Ticket B's Lease is another process's: A runs, the Spec run says once that B is held and
+    waits (never failing B); once the Lease is given up, B runs and the Spec run succeeds."""
+    spec, (a, b) = _spec(world, "Ticket A", "Ticket B")
+    repository = world.store.ensure_repository("acme", "widgets")
+    held = world.store.acquire_lease(
+        repository, b, "another daemon", timedelta(hours=1), now=world.clock.now()
+    )
+    assert held is not None
+    world.sessions.plays["implement"] = _by_ticket({a: _writes("a.txt"), b: _writes("b.txt")})
+    outcome: list[RunOutcome] = []
+    ref = IssueRef("github.test", "acme", "widgets", spec)
+    thread = threading.Thread(
+        target=lambda: outcome.append(
+            bootstrap.spec_run(world.parts(), world.hooks(), _ticket_clock(world)).run(
+                SpecRequest(ref, parallel=2)
+            )
+        ),
+        daemon=True,
+    )
+    thread.start()
+    waiting = f"Ticket #{b} is held by another Run's Lease; waiting until it ends"
+    lines = world.lines
+
+    def a_landed_and_b_waits() -> bool:
+        return any(waiting in line for line in lines) and any(
+            f"Ticket #{a} landed" in line for line in lines
+        )
+
+    pause = threading.Event()  # never set: a sleep of 0.1 s
+    for _ in range(600):
+        if a_landed_and_b_waits() or pause.wait(0.1):
+            break
+    assert a_landed_and_b_waits(), "\n".join(lines)
+    assert outcome == []
+    assert world.store.release_lease(held)
+
+    thread.join(120)
+    assert [o.state for o in outcome] == ["ready"], "\n".join(lines)
+    assert sum(waiting in line for line in lines) == 1
+    [(_parent, state)] = _ticket_runs_by_issue(world.store, b)
+    assert state == "succeeded"

@@ -32,6 +32,7 @@ class Progress:
     titles: dict[int, str] = field(default_factory=dict)  # every Ticket seen, by number
     graph: dict[int, Ticket] = field(default_factory=dict)  # as last read
     held: set[int] = field(default_factory=set)  # under another process's live Lease
+    said_held: set[int] = field(default_factory=set)  # held Tickets the run has said it waits on
     # Ticket -> its blockers when its Run started: one found after that may hold it again
     started_with: dict[int, set[int]] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)  # the loop itself failed

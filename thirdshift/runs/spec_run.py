@@ -179,6 +179,9 @@ class SpecRun:
         """The Tickets read again from GitHub and the records, and the decision on them."""
         tickets = self._reads(pinned).tickets(request.spec, progress)
         progress.graph = {ticket.number: ticket for ticket in tickets}
+        for number in sorted(progress.held - progress.said_held):  # said once, not each look
+            progress.said_held.add(number)
+            self.say(f"Ticket #{number} is held by another Run's Lease; waiting until it ends")
         return schedule_tickets(tickets, request.parallel)
 
     def _start(
