@@ -65,6 +65,17 @@ class IssueSummary:
 
 
 @dataclass(frozen=True)
+class BlockingIssue:
+    """An issue blocking another (GitHub's blocked-by dependency) and its state. ``elsewhere``:
+    the other repository's OWNER/NAME when it is not the blocked issue's (its number is that
+    repository's, never to be taken for an issue here); empty when it is the same."""
+
+    number: int
+    state: str
+    elsewhere: str = ""
+
+
+@dataclass(frozen=True)
 class Labelling:
     """The last time a label was added to an issue, and by whom (None: a deleted account)."""
 

@@ -29,7 +29,7 @@ from tests.support.fake_github import FakeGitHub
 from thirdshift.clock import SystemClock
 from thirdshift.errors import GitHubError, Interrupted, MergeRefused, NotFound, RateLimited
 from thirdshift.github import GitHub, RequestCounts
-from thirdshift.records import CheckRun, PullRequestInfo
+from thirdshift.records import BlockingIssue, CheckRun, PullRequestInfo
 from thirdshift.sandbox.github.limits import Faults
 from thirdshift.sandbox.github.state import Pull
 from thirdshift.scrub import Scrubber
@@ -736,7 +736,10 @@ def test_blockers_lists_every_blocker_with_its_state_a_closed_one_too(sandbox: S
     block(sandbox, blocked, early)
     block(sandbox, blocked, late)
     sandbox.github("ada").get_repo(FULL_NAME).get_issue(late).edit(state="closed")
-    assert github.blockers(OWNER, NAME, blocked) == ((late, "closed"), (early, "open"))
+    assert github.blockers(OWNER, NAME, blocked) == (
+        BlockingIssue(late, "closed"),
+        BlockingIssue(early, "open"),
+    )
 
 
 def test_a_sub_issue_added_twice_is_listed_once_and_another_parent_is_refused(

@@ -16,7 +16,7 @@ from thirdshift import bootstrap
 from thirdshift.clock import Clock, ManualClock
 from thirdshift.errors import GitHubError, ThirdshiftError, UsageError
 from thirdshift.issue_url import IssueRef
-from thirdshift.records import CheckRun
+from thirdshift.records import BlockingIssue, CheckRun
 from thirdshift.runs import RunOutcome, SpecRequest
 from thirdshift.runs.spec_text import CHECKLIST_END, CHECKLIST_START, FAILED_SPEC_RUN_MARKER
 from thirdshift.sessions import SessionFailed
@@ -552,3 +552,20 @@ def test_a_red_spec_branch_is_fixed_once_by_a_base_fix_ticket_and_the_tickets_ru
         assert world.github.issue("acme", "widgets", number).state == "closed"
     [spec_pull] = [p for p in world.github.pull_requests() if p.base_ref == "main"]
     assert not spec_pull.draft
+
+
+def test_an_open_blocker_in_another_repository_holds_its_ticket_whatever_its_number(
+    world: RunWorld,
+) -> None:
+    """Ticket B is blocked by issue #A of another repository, still open: B is not started
+    (though Ticket #A lands) and is named as blocked by it; the Spec run fails."""
+    spec, (a, b) = _spec(world, "Ticket A", "Ticket B")
+    world.github.elsewhere[b] = (BlockingIssue(a, "open", elsewhere="acme/gadgets"),)
+    world.sessions.plays["implement"] = _by_ticket({a: _writes("a.txt"), b: _writes("b.txt")})
+
+    outcome = _run_spec(world, spec)
+
+    assert outcome.exit_code == 1
+    assert [r.issue_number for r in world.store.list_runs() if r.kind == "merge"] == [a]
+    said = "\n".join(world.lines)
+    assert f"#{b} Ticket B: not done: blocked by acme/gadgets#{a}, open outside the Spec" in said

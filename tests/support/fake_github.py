@@ -26,6 +26,7 @@ from typing import Any
 from tests.support.scripted_sessions import git
 from thirdshift.errors import GitHubError, MergeRefused, NotFound
 from thirdshift.records import (
+    BlockingIssue,
     CheckRun,
     Comment,
     CommitStatus,
@@ -74,6 +75,8 @@ class FakeGitHub:
     review_comments: dict[int, list[ReviewComment]] = field(
         default_factory=lambda: defaultdict(list)
     )
+    elsewhere: dict[int, tuple[BlockingIssue, ...]] = field(default_factory=dict)
+    """Blockers in other repositories, by the issue of this one they block."""
 
     def __post_init__(self) -> None:
         self.world.add_user(self.login, "unused", {f"{self.owner}/{self.name}": self.role})
@@ -362,12 +365,14 @@ class FakeGitHub:
         blockers = self.world.blocked_by(self.repo_state, issue)
         return tuple(sorted(b.number for b in blockers if b.state == "open"))
 
-    def blockers(self, owner: str, name: str, number: int) -> tuple[tuple[int, str], ...]:
+    def blockers(self, owner: str, name: str, number: int) -> tuple[BlockingIssue, ...]:
         self._enter("blockers", number)
         issue = self._api(lambda: self.repo_state.issue(number))
-        return tuple(
-            sorted((b.number, b.state) for b in self.world.blocked_by(self.repo_state, issue))
+        found = self.world.blocked_by(self.repo_state, issue)
+        here = tuple(
+            BlockingIssue(b.number, b.state) for b in sorted(found, key=lambda b: b.number)
         )
+        return here + self.elsewhere.get(number, ())
 
     def sub_issues(self, owner: str, name: str, number: int) -> tuple[int, ...]:
         self._enter("sub_issues", number)

@@ -161,6 +161,29 @@ def test_a_blocker_outside_the_spec_counts_once_closed() -> None:
     assert still_open.state is SpecRunState.WAITING_ON_RUNNING
 
 
+def test_an_open_blocker_elsewhere_holds_a_ticket_though_a_landed_ticket_has_its_number() -> None:
+    """Issue #1 of another repository is not Ticket #1: open, it holds Ticket 2 back (named
+    with its repository); closed, Ticket 2 starts, even with Ticket 1 not landed."""
+    elsewhere = Blocker(1, False, elsewhere="acme/gadgets")
+    held = schedule_tickets([ticket(1, state=LANDED), Ticket(2, False, (elsewhere,))], 3)
+    assert held.start == ()
+    [not_done] = held.not_done
+    assert not_done == NotDone(2, Hold.OPEN_BLOCKER, ("acme/gadgets#1",))
+    assert not_done.why == "blocked by acme/gadgets#1, open outside the Spec"
+
+    closed = replace(elsewhere, closed=True)
+    free = schedule_tickets([ticket(1, state=RUNNING), Ticket(2, False, (closed,))], 3)
+    assert free.start == (2,)
+
+
+def test_open_blockers_here_and_elsewhere_are_named_here_first() -> None:
+    blockers = (Blocker(40, False), Blocker(7, False, elsewhere="acme/gadgets"), Blocker(9, False))
+    schedule = schedule_tickets([Ticket(2, False, blockers)], 3)
+    assert (
+        schedule.not_done[0].why == "blocked by #9, #40 and acme/gadgets#7, open outside the Spec"
+    )
+
+
 def test_a_blocker_listed_twice_is_open_if_either_says_so() -> None:
     both = Ticket(2, False, (Blocker(40, True), Blocker(40, False)))
     assert schedule_tickets([both], parallel=1).start == ()

@@ -45,6 +45,7 @@ from thirdshift.github.conditional import (
     fixed,
 )
 from thirdshift.github.convert import (
+    blocking_issues,
     check_run_record,
     comment_record,
     issue_record,
@@ -68,6 +69,7 @@ from thirdshift.github.requests import (
     Request,
 )
 from thirdshift.records import (
+    BlockingIssue,
     CheckRun,
     Comment,
     CommitStatus,
@@ -360,14 +362,15 @@ class GitHub:
         what = f"the issues blocking issue #{number} of {owner}/{name}"
         return self._calls.call(Request("GET", path, what), send)
 
-    def blockers(self, owner: str, name: str, number: int) -> tuple[tuple[int, str], ...]:
-        """Every issue blocking this one, open or closed, as (number, state), ascending."""
+    def blockers(self, owner: str, name: str, number: int) -> tuple[BlockingIssue, ...]:
+        """Every issue blocking this one, open or closed, this repository's first, ascending;
+        one of another repository says which."""
         path = f"/repos/{owner}/{name}/issues/{number}/dependencies/blocked_by"
 
-        def convert(found: list[Any]) -> tuple[tuple[int, str], ...]:
-            return tuple(sorted((int(i["number"]), str(i.get("state", "open"))) for i in found))
+        def convert(found: list[Any]) -> tuple[BlockingIssue, ...]:
+            return blocking_issues(found, owner, name)
 
-        def send() -> tuple[tuple[int, str], ...]:
+        def send() -> tuple[BlockingIssue, ...]:
             return self._reads.pages(path, {}, lambda page: list(page), convert)
 
         what = f"the issues blocking issue #{number} of {owner}/{name}"

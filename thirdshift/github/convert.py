@@ -14,6 +14,7 @@ from github.IssueComment import IssueComment
 from github.PullRequest import PullRequest
 
 from thirdshift.records import (
+    BlockingIssue,
     CheckRun,
     Comment,
     CommitStatus,
@@ -131,6 +132,21 @@ def own_sub_issues(found: list[Any], owner: str, name: str) -> tuple[int, ...]:
         for item in found
         if str(item.get("repository_url") or suffix).lower().endswith(suffix)
     )
+
+
+def blocking_issues(found: list[Any], owner: str, name: str) -> tuple[BlockingIssue, ...]:
+    """Each blocker GitHub lists, with its state; one of another repository says which (its
+    number is that repository's). This repository's first, ascending, then the others."""
+    suffix = f"/repos/{owner}/{name}".lower()
+    blockers = []
+    for item in found:
+        url = str(item.get("repository_url") or suffix)
+        here = url.lower().endswith(suffix)
+        elsewhere = "" if here else "/".join(url.rstrip("/").split("/")[-2:])
+        blockers.append(
+            BlockingIssue(int(item["number"]), str(item.get("state", "open")), elsewhere)
+        )
+    return tuple(sorted(blockers, key=lambda b: (b.elsewhere, b.number)))
 
 
 def log_tail(text: str, max_chars: int) -> str:

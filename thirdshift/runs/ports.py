@@ -27,6 +27,7 @@ from typing import Protocol
 from thirdshift.git import ManagedClone
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import (
+    BlockingIssue,
     CheckRun,
     Comment,
     CommitStatus,
@@ -325,9 +326,10 @@ class SpecGraph(Protocol):
         """Numbers of the issue's sub-issues, in GitHub's order."""
         ...
 
-    def blockers(self, owner: str, name: str, number: int) -> tuple[tuple[int, str], ...]:
-        """Every issue blocking this one, open or closed, as (number, state), ascending: a
-        Ticket a person closed without a landing still holds back what it blocks."""
+    def blockers(self, owner: str, name: str, number: int) -> tuple[BlockingIssue, ...]:
+        """Every issue blocking this one, open or closed, this repository's first, ascending
+        (a Ticket a person closed without a landing still holds back what it blocks); one of
+        another repository says which, its number being that repository's."""
         ...
 
 

@@ -31,12 +31,16 @@ class IssueSpec:
 def blockers_of(graph: Mapping[int, Ticket], number: int) -> tuple[list[int], list[int]]:
     """The Tickets ``number`` is blocked by directly, and those further back (its blockers'
     blockers, and so on), nearest first; a cycle ends the walk (a visited set)."""
-    direct = sorted((b.number for b in graph[number].blockers if b.number in graph), reverse=True)
+    direct = sorted(
+        (b.number for b in graph[number].blockers if not b.elsewhere and b.number in graph),
+        reverse=True,
+    )
     seen, further, frontier = {number, *direct}, [], direct
     while frontier:
         following: list[int] = []
         for ticket in frontier:
-            for blocker in sorted((b.number for b in graph[ticket].blockers), reverse=True):
+            here = (b.number for b in graph[ticket].blockers if not b.elsewhere)
+            for blocker in sorted(here, reverse=True):
                 if blocker in graph and blocker not in seen:
                     seen.add(blocker)
                     further.append(blocker)

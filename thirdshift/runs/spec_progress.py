@@ -66,8 +66,8 @@ class TicketReads:
                 continue  # closed before this Spec run saw it open: outside the Spec
             progress.titles[number] = self.scrub(issue.title)
             blockers = tuple(
-                Blocker(b, closed=state != "open")
-                for b, state in gh.blockers(ref.owner, ref.repo, number)
+                Blocker(b.number, closed=b.state != "open", elsewhere=b.elsewhere)
+                for b in gh.blockers(ref.owner, ref.repo, number)
             )
             state, cause = _state_of(number, landed, progress)
             tickets.append(Ticket(number, closed, blockers, state, cause))
@@ -97,7 +97,11 @@ class TicketReads:
         blocker earns it one more start, no more."""
         gh = self.github
         known = progress.started_with.get(number, set())
-        open_now = {b for b, state in gh.blockers(ref.owner, ref.repo, number) if state == "open"}
+        open_now = {
+            b.number
+            for b in gh.blockers(ref.owner, ref.repo, number)
+            if b.state == "open" and not b.elsewhere  # one elsewhere is never a Ticket
+        }
         fresh = open_now - known
         if not fresh:
             return []

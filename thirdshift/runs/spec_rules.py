@@ -56,12 +56,22 @@ class TicketState(Enum):
     FAILED = "failed"
 
 
+BlockerKey = int | str
+
+
 @dataclass(frozen=True)
 class Blocker:
-    """An issue blocking a Ticket, and whether GitHub has it closed."""
+    """An issue blocking a Ticket, and whether GitHub has it closed. ``elsewhere``: another
+    repository's OWNER/NAME; such a blocker is outside the Spec whatever its number."""
 
     number: int
     closed: bool
+    elsewhere: str = ""
+
+    @property
+    def key(self) -> BlockerKey:
+        """The number of an issue here (maybe a Ticket); ``OWNER/NAME#n`` of one elsewhere."""
+        return f"{self.elsewhere}#{self.number}" if self.elsewhere else self.number
 
 
 @dataclass(frozen=True)
@@ -97,7 +107,7 @@ class NotDone:
 
     number: int
     hold: Hold
-    by: tuple[int, ...] = ()
+    by: tuple[BlockerKey, ...] = ()
     cause: str = ""
 
     @property
@@ -188,19 +198,24 @@ def _numbers(graph: Mapping[int, Ticket], state: TicketState) -> tuple[int, ...]
     return tuple(sorted(n for n, t in graph.items() if t.state is state))
 
 
-def _blockers(ticket: Ticket) -> dict[int, bool]:
-    """Each blocker's number and whether it is closed; one listed twice is open if either says
+def _blockers(ticket: Ticket) -> dict[BlockerKey, bool]:
+    """Each blocker's key and whether it is closed; one listed twice is open if either says
     so (a blocker read while it was reopened)."""
-    closed: dict[int, bool] = {}
+    closed: dict[BlockerKey, bool] = {}
     for blocker in ticket.blockers:
-        closed[blocker.number] = closed.get(blocker.number, True) and blocker.closed
+        closed[blocker.key] = closed.get(blocker.key, True) and blocker.closed
     return closed
+
+
+def _ticket(graph: Mapping[int, Ticket], key: BlockerKey) -> Ticket | None:
+    """The Ticket a blocker is, or None: an issue outside the Spec (here, or elsewhere)."""
+    return graph.get(key) if isinstance(key, int) else None
 
 
 def _unblocked(graph: Mapping[int, Ticket], ticket: Ticket) -> bool:
     """Every blocker done: a Ticket once landed, an issue outside the Spec once closed."""
     return all(
-        graph[b].state is TicketState.LANDED if b in graph else closed
+        found.state is TicketState.LANDED if (found := _ticket(graph, b)) is not None else closed
         for b, closed in _blockers(ticket).items()
     )
 
@@ -221,7 +236,7 @@ def _reach(graph: Mapping[int, Ticket], pending: Set[int], number: int) -> froze
     todo = [number]
     while todo:
         for blocker in _blockers(graph[todo.pop()]):
-            if blocker in pending and blocker not in seen:
+            if isinstance(blocker, int) and blocker in pending and blocker not in seen:
                 seen.add(blocker)
                 todo.append(blocker)
     return frozenset(seen)
@@ -249,17 +264,24 @@ def _held(
     closed Ticket comes first, then a cycle, then an open issue outside the Spec."""
     chain = reach[number] | {number}
     blockers = [item for n in chain for item in _blockers(graph[n]).items()]
-    roots = {b for b, _ in blockers if b in graph and _own_hold(graph[b]) is not None}
+    roots = {
+        b for b, _ in blockers if (t := _ticket(graph, b)) is not None and _own_hold(t) is not None
+    }
     if roots:
-        return NotDone(number, Hold.BLOCKED, tuple(sorted(roots)))
+        return NotDone(number, Hold.BLOCKED, _ordered(roots))
     if chain & cyclic:
         return NotDone(number, Hold.CYCLE, tuple(sorted(chain & cyclic)))
-    outside = {b for b, closed in blockers if b not in graph and not closed}
+    outside = {b for b, closed in blockers if _ticket(graph, b) is None and not closed}
     if outside:
-        return NotDone(number, Hold.OPEN_BLOCKER, tuple(sorted(outside)))
+        return NotDone(number, Hold.OPEN_BLOCKER, _ordered(outside))
     return None
 
 
-def _listed(numbers: Sequence[int]) -> str:
-    named = [f"#{n}" for n in numbers]
+def _ordered(keys: Iterable[BlockerKey]) -> tuple[BlockerKey, ...]:
+    """This repository's issues by number, then those elsewhere by name."""
+    return tuple(sorted(keys, key=lambda k: (0, k, "") if isinstance(k, int) else (1, 0, k)))
+
+
+def _listed(numbers: Sequence[BlockerKey]) -> str:
+    named = [f"#{n}" if isinstance(n, int) else n for n in numbers]
     return " and ".join(named) if len(named) <= 2 else ", ".join(named[:-1]) + " and " + named[-1]

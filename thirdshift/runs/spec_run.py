@@ -209,7 +209,9 @@ class SpecRun:
         )
         crashed = self._reads(pinned).crashed_ticket_run(number)
         seen = progress.graph.get(number)
-        progress.started_with[number] = {b.number for b in seen.blockers} if seen else set()
+        progress.started_with[number] = (
+            {b.number for b in seen.blockers if not b.elsewhere} if seen else set()
+        )
         ticket = RunRequest(
             issue=IssueRef(spec.host, spec.owner, spec.repo, number),
             merge=True,
