@@ -25,7 +25,7 @@ import pytest
 from github import GithubException
 
 from tests.contract.conftest import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
-from tests.support.fake_github import FakeGitHub
+from tests.support.fake_github import FakeGitHub, open_here
 from thirdshift.clock import SystemClock
 from thirdshift.errors import GitHubError, Interrupted, MergeRefused, NotFound, RateLimited
 from thirdshift.github import GitHub, RequestCounts
@@ -713,19 +713,6 @@ def test_labelled_by_names_who_added_the_label_last(sandbox: Sandbox) -> None:
     assert github.labelled_by(OWNER, NAME, number, "wontfix") is None
 
 
-def test_open_blockers_lists_open_blockers_and_drops_a_closed_one(sandbox: Sandbox) -> None:
-    """The blocked-by dependencies that are open, ascending; closing one takes it off."""
-    blocked = open_issue(sandbox, "Blocked")
-    late, early = open_issue(sandbox, "Blocker one"), open_issue(sandbox, "Blocker two")
-    github, _ = adapter(sandbox)
-    assert github.open_blockers(OWNER, NAME, blocked) == ()
-    block(sandbox, blocked, early)
-    block(sandbox, blocked, late)
-    assert github.open_blockers(OWNER, NAME, blocked) == (late, early)
-    sandbox.github("ada").get_repo(FULL_NAME).get_issue(late).edit(state="closed")
-    assert github.open_blockers(OWNER, NAME, blocked) == (early,)
-
-
 def test_blockers_lists_every_blocker_with_its_state_a_closed_one_too(sandbox: Sandbox) -> None:
     """A Spec run's read: each blocked-by dependency, ascending, with its state; a closed
     blocker stays listed, closed (a Ticket closed without landing still holds its dependent)."""
@@ -828,9 +815,9 @@ def test_the_fake_answers_the_daemons_reads_as_the_adapter_does(tmp_path: Path) 
     ]
     assert fake.labelled_by("acme", "widgets", ready, "READY-FOR-AGENT") == "bob"
     assert fake.labelled_by("acme", "widgets", other, "ready-for-agent") is None
-    assert fake.open_blockers("acme", "widgets", ready) == (other, blocker)
+    assert open_here(fake.blockers("acme", "widgets", ready)) == (other, blocker)
     fake.close_issue("acme", "widgets", other)
-    assert fake.open_blockers("acme", "widgets", ready) == (blocker,)
+    assert open_here(fake.blockers("acme", "widgets", ready)) == (blocker,)
 
 
 # -- conditional requests -------------------------------------------------------------------
@@ -884,7 +871,7 @@ def test_every_repeated_read_is_conditional(sandbox: Sandbox) -> None:
         lambda: github.check_runs(OWNER, NAME, sha),
         lambda: github.commit_statuses(OWNER, NAME, sha),
         lambda: github.labelled_by(OWNER, NAME, number, "ready-for-agent"),
-        lambda: github.open_blockers(OWNER, NAME, number),
+        lambda: github.blockers(OWNER, NAME, number),
         lambda: github.sub_issues(OWNER, NAME, number),
         lambda: github.recent_issues(OWNER, NAME, "open", 5),
         lambda: github.branch_exists(OWNER, NAME, "issue-42"),

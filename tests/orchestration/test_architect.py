@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, READY, RunWorld, a_poll
+from tests.support.fake_github import open_here
 from tests.support.scripted_sessions import git
 from thirdshift import bootstrap
 from thirdshift.bootstrap import architect_schedules
@@ -95,8 +96,8 @@ def test_a_two_ticket_plan_is_published_as_a_spec_with_two_sub_issues_the_second
     gh = world.github
     assert gh.issue("acme", "widgets", spec).title == "One parser"
     assert gh.sub_issues("acme", "widgets", spec) == (first, second)
-    assert gh.open_blockers("acme", "widgets", second) == (first,)
-    assert gh.open_blockers("acme", "widgets", first) == ()
+    assert open_here(gh.blockers("acme", "widgets", second)) == (first,)
+    assert open_here(gh.blockers("acme", "widgets", first)) == ()
     for number in (spec, first, second):
         assert set(gh.labels_of(number)) == {PLAN, TRIAGE}
     body = gh.issue("acme", "widgets", second).body

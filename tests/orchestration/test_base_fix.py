@@ -6,6 +6,7 @@ the Base fix first, as a Merge run, while the issue waits."""
 from __future__ import annotations
 
 from tests.orchestration.conftest import PR_TEXT, READY, RunWorld, a_poll
+from tests.support.fake_github import open_here
 from tests.support.scripted_sessions import commit_file
 from thirdshift.records import CheckRun
 from thirdshift.runs.base_fixes import base_fix_marker
@@ -69,7 +70,7 @@ def test_with_base_fix_on_the_run_opens_one_merge_run_issue_that_blocks_its_own(
     assert f"fail on `main` at `{base[:7]}`" in fix.body
     assert base_fix_marker("main", ["lint"]) in fix.body
     assert sorted(world.github.labels_of(fix.number)) == sorted([READY, MERGE])
-    assert world.github.open_blockers("acme", "widgets", number) == (fix.number,)
+    assert open_here(world.github.blockers("acme", "widgets", number)) == (fix.number,)
     assert READY in world.github.labels_of(number)
     [run] = world.store.list_runs()
     assert run.cause is not None
@@ -134,5 +135,5 @@ def test_a_base_fix_that_stays_red_opens_no_base_fix_of_its_own(world: RunWorld)
         if i.title.startswith("Fix") and i.pull is None
     ]
     assert [i.number for i in fixes] == [fix]
-    assert world.github.open_blockers("acme", "widgets", fix) == ()
+    assert open_here(world.github.blockers("acme", "widgets", fix)) == ()
     assert READY not in world.github.labels_of(fix)

@@ -45,6 +45,11 @@ from thirdshift.sandbox.github.state import ApiError, Issue, Pull, Repo, World, 
 _MERGES = threading.Lock()
 
 
+def open_here(blockers: Sequence[BlockingIssue]) -> tuple[int, ...]:
+    """The numbers of the open blockers in the blocked issue's own repository."""
+    return tuple(b.number for b in blockers if b.state == "open" and not b.elsewhere)
+
+
 @dataclass(frozen=True)
 class Call:
     method: str
@@ -233,7 +238,7 @@ class FakeGitHub:
 
     def block_issue(self, owner: str, name: str, number: int, blocker: int) -> None:
         self._enter("block_issue", number, blocker)
-        if blocker not in self.open_blockers(owner, name, number):
+        if blocker not in open_here(self.blockers(owner, name, number)):
             self.block(number, blocker, by=self.login)
 
     def add_sub_issue(self, owner: str, name: str, number: int, sub_issue: int) -> None:
@@ -358,12 +363,6 @@ class FakeGitHub:
         # The first version GitHub lists is the opening, no edit (as the adapter reads it).
         bodies = [TextEdit("body", e.editor, e.edited_at) for e in issue.content_edits[1:]]
         return tuple(sorted([*titles, *bodies], key=lambda edit: edit.at))
-
-    def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
-        self._enter("open_blockers", number)
-        issue = self._api(lambda: self.repo_state.issue(number))
-        blockers = self.world.blocked_by(self.repo_state, issue)
-        return tuple(sorted(b.number for b in blockers if b.state == "open"))
 
     def blockers(self, owner: str, name: str, number: int) -> tuple[BlockingIssue, ...]:
         self._enter("blockers", number)

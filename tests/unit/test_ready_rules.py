@@ -14,7 +14,7 @@ from thirdshift.daemon.ready import (
     labeller_reason,
     lowest_first,
 )
-from thirdshift.records import IssueSummary
+from thirdshift.records import BlockingIssue, IssueSummary
 
 NOW = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 SETTLED = timedelta(minutes=5)
@@ -96,9 +96,16 @@ def test_a_label_nobody_is_shown_adding_is_passed_over() -> None:
 
 def test_an_issue_with_open_blockers_waits_naming_them() -> None:
     assert blocker_reason(()) is None
+    assert blocker_reason((BlockingIssue(4, "closed"),)) is None
+    listed = (
+        BlockingIssue(12, "open"),
+        BlockingIssue(2, "open", elsewhere="acme/gadgets"),
+        BlockingIssue(3, "open"),
+        BlockingIssue(5, "closed"),
+    )
     assert (
-        blocker_reason((12, 3))
-        == "it is blocked by #3, #12, still open; it is taken once they close"
+        blocker_reason(listed)
+        == "it is blocked by #3, #12, acme/gadgets#2, still open; it is taken once they close"
     )
 
 

@@ -115,7 +115,7 @@ def _held_back(settings: Settings, github: GitHub, decision: EventDecision) -> s
     )
     if excluded:
         return f"#{number} carries {', '.join(excluded)}; remove that label to run it"
-    return blocker_reason(github.open_blockers(owner, name, number))
+    return blocker_reason(github.blockers(owner, name, number))
 
 
 def _run(

@@ -246,7 +246,7 @@ class RepositoryPoll:
         reason = self._text_reason(repository, issue, roles)
         if reason is not None:
             return reason
-        return blocker_reason(self._gh.open_blockers(self.owner, self.name, issue.number))
+        return blocker_reason(self._gh.blockers(self.owner, self.name, issue.number))
 
     def _text_reason(
         self,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from thirdshift.records import (
+    BlockingIssue,
     Comment,
     IssueSummary,
     Labelling,
@@ -29,8 +30,9 @@ class DaemonGitHub(Protocol):
         """Who added ``label`` to the issue last, from its events; None if nobody did."""
         ...
 
-    def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
-        """The open issues that block this one (GitHub's blocked-by dependencies)."""
+    def blockers(self, owner: str, name: str, number: int) -> tuple[BlockingIssue, ...]:
+        """The issues that block this one (GitHub's blocked-by dependencies), open or closed;
+        one of another repository says which."""
         ...
 
     def labelling(self, owner: str, name: str, number: int, label: str) -> Labelling | None:

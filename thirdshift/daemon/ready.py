@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from thirdshift.records import IssueSummary, Notification
+from thirdshift.records import BlockingIssue, IssueSummary, Notification
 from thirdshift.runs.approval import ROLES_THAT_LABEL as ROLES_THAT_LABEL
 
 
@@ -105,12 +105,17 @@ def labeller_reason(labeller: str | None, role: str | None, rules: ReadyRules) -
     return None
 
 
-def blocker_reason(open_blockers: Sequence[int]) -> str | None:
-    """Why a blocked issue waits, or None."""
-    if not open_blockers:
+def blocker_reason(blockers: Sequence[BlockingIssue]) -> str | None:
+    """Why a blocked issue waits (an open blocker, here or in another repository), or None."""
+    still_open = sorted((b for b in blockers if b.state == "open"), key=_blocker_order)
+    if not still_open:
         return None
-    listed = ", ".join(f"#{number}" for number in sorted(open_blockers))
+    listed = ", ".join(f"{b.elsewhere}#{b.number}" for b in still_open)
     return f"it is blocked by {listed}, still open; it is taken once they close"
+
+
+def _blocker_order(blocker: BlockingIssue) -> tuple[str, int]:
+    return blocker.elsewhere, blocker.number
 
 
 def lowest_first(issues: Sequence[IssueSummary]) -> list[IssueSummary]:

@@ -348,20 +348,6 @@ class GitHub:
         found = self._calls.call(request, bodies, repeatable=True)  # a query changes nothing
         return tuple(sorted((*titles, *found), key=lambda edit: edit.at))
 
-    def open_blockers(self, owner: str, name: str, number: int) -> tuple[int, ...]:
-        """Numbers of the open issues that block this one (GitHub's issue dependencies),
-        ascending. A blocker in another repository counts too, with its own number."""
-        path = f"/repos/{owner}/{name}/issues/{number}/dependencies/blocked_by"
-
-        def convert(found: list[Any]) -> tuple[int, ...]:
-            return tuple(sorted(int(i["number"]) for i in found if i.get("state") == "open"))
-
-        def send() -> tuple[int, ...]:
-            return self._reads.pages(path, {}, lambda page: list(page), convert)
-
-        what = f"the issues blocking issue #{number} of {owner}/{name}"
-        return self._calls.call(Request("GET", path, what), send)
-
     def blockers(self, owner: str, name: str, number: int) -> tuple[BlockingIssue, ...]:
         """Every issue blocking this one, open or closed, this repository's first, ascending;
         one of another repository says which."""
@@ -523,7 +509,8 @@ class GitHub:
             return True
 
         def happened() -> bool | None:
-            return True if blocker in self.open_blockers(owner, name, number) else None
+            found = self.blockers(owner, name, number)
+            return True if any(b.number == blocker and not b.elsewhere for b in found) else None
 
         self._link(
             Request("POST", path, f"the blockers of issue #{number} of {owner}/{name}"),
