@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from thirdshift.records import RepoInfo
+from thirdshift.runs.label_looks import IN_PROGRESS_LOOK, MERGE_LOOK, READY_LOOK
 from thirdshift.runs.plans import IDEA_LABEL, LABEL_COLORS, LABEL_WORDS, PLAN_LABEL, TRIAGE_LABEL
 from thirdshift.settings import Settings
 
@@ -49,13 +50,11 @@ class LabelWrites(Protocol):
 def thirdshift_labels(settings: Settings) -> tuple[LabelSpec, ...]:
     """Every label thirdshift reads or writes on issues, as ``settings`` names them, each once
     (GitHub's label names ignore case). The colours and words are those the Claim, the Base fix
-    and the Architect run give the labels they make themselves."""
+    and the Architect run give the labels they make themselves (``runs.label_looks``)."""
     labels = (
-        LabelSpec(settings.ready_label, "0e8a16", "Ready for thirdshift: a Run takes it"),
-        # As the Claim makes it (runs.steps.claim).
-        LabelSpec(settings.in_progress_label, "fbca04", "thirdshift is working on this issue"),
-        # As the Base fix makes it (runs.steps.base_fix).
-        LabelSpec(settings.merge_label, "5319e7", "thirdshift runs this as a Merge run"),
+        LabelSpec(settings.ready_label, READY_LOOK.color, READY_LOOK.description),
+        LabelSpec(settings.in_progress_label, IN_PROGRESS_LOOK.color, IN_PROGRESS_LOOK.description),
+        LabelSpec(settings.merge_label, MERGE_LOOK.color, MERGE_LOOK.description),
         *(
             LabelSpec(label, LABEL_COLORS[label], LABEL_WORDS[label])
             for label in (PLAN_LABEL, IDEA_LABEL, TRIAGE_LABEL)

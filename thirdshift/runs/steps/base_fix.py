@@ -11,6 +11,7 @@ from thirdshift.defang import defanged_title
 from thirdshift.errors import ThirdshiftError
 from thirdshift.records import IssueInfo
 from thirdshift.runs.base_fixes import base_fix_body, base_fix_marker
+from thirdshift.runs.label_looks import MERGE_LOOK
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.repair_loop import InheritedFailure
 from thirdshift.runs.roles import same_login
@@ -77,7 +78,7 @@ class BaseFixStep:
         if issue is not None:
             return issue
         ready, merge = self.settings.ready_label, self.settings.merge_label
-        gh.ensure_label(ref.owner, ref.repo, merge, "5319e7", "thirdshift runs this as a Merge run")
+        gh.ensure_label(ref.owner, ref.repo, merge, MERGE_LOOK.color, MERGE_LOOK.description)
         # A Spec branch's Base fix is its Spec run's to run (Ready, a daemon would run it
         # into the default branch once the Spec run ended).
         labels = [merge] if scope.request.spec_number is not None else [ready, merge]

@@ -13,6 +13,7 @@ from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, Lease, Repository, Run
 from thirdshift.runs.approval import text_sha256
 from thirdshift.runs.claims import CLAIM_MARKER, Claim
+from thirdshift.runs.label_looks import IN_PROGRESS_LOOK
 from thirdshift.runs.ports import IssueLabels, MarkedComments, SessionSource
 from thirdshift.runs.scope import Found, RunRequest, RunScope, Say
 from thirdshift.scrub import Scrubber
@@ -134,7 +135,8 @@ class ClaimStep:
 
 def add_in_progress(github: IssueLabels, ref: IssueRef, label: str) -> None:
     """Put the in-progress ``label`` on the issue, making the repository's label first."""
-    github.ensure_label(ref.owner, ref.repo, label, "fbca04", "thirdshift is working on this issue")
+    look = IN_PROGRESS_LOOK
+    github.ensure_label(ref.owner, ref.repo, label, look.color, look.description)
     github.add_label(ref.owner, ref.repo, ref.number, label)
 
 
