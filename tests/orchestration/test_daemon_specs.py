@@ -301,7 +301,9 @@ def test_a_ticket_another_run_holds_is_waited_for_saying_so_once_and_runs_when_i
         daemon=True,
     )
     thread.start()
-    waiting = f"Ticket #{b} is held by another Run's Lease; waiting until it ends"
+    waiting = (
+        f"Ticket #{b} is held by another Run's Lease; waiting until it is given up or runs out"
+    )
     lines = world.lines
 
     def a_landed_and_b_waits() -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from thirdshift.records import Labelling, TextEdit
-from thirdshift.runs.approval import EarlierText, approval_reason, text_sha256
+from thirdshift.runs.approval import NO_EARLIER, EarlierText, approval_reason, text_sha256
 
 LABELLED = datetime(2026, 12, 10, 9, 0, tzinfo=UTC)
 LABEL = Labelling("maintainer", LABELLED)
@@ -135,4 +135,53 @@ def test_a_label_thirdshift_put_back_is_no_fresh_approval_of_a_strangers_edit() 
     )
     assert found == (
         "edited by stranger after Run 7 started on it; add ready-for-agent again to have it run"
+    )
+
+
+# A Ticket: its Spec's Ready label approves it
+
+
+def ticket_reason(
+    edits: tuple[TextEdit, ...],
+    labelling: Labelling | None = LABEL,
+    *,
+    earlier: EarlierText = NO_EARLIER,
+) -> str | None:
+    return approval_reason(
+        ready_label="ready-for-agent",
+        labelling=labelling,
+        edits=edits,
+        may_label=lambda login: login in {*MAINTAINERS, "thirdshift-bot"},
+        text_now=TEXT,
+        earlier=earlier,
+        own_login="thirdshift-bot",
+        spec=12,
+    )
+
+
+def test_a_strangers_ticket_edit_after_the_specs_label_names_the_spec_to_label_again() -> None:
+    assert ticket_reason((TextEdit("body", "stranger", at(5)),)) == (
+        f"edited by stranger after {LABEL.login} added ready-for-agent to Spec #12; "
+        "add ready-for-agent to Spec #12 again"
+    )
+    assert ticket_reason((TextEdit("body", "stranger", at(-5)),)) is None
+
+
+def test_a_spec_label_thirdshift_put_back_approves_no_strangers_ticket_edit_however_old() -> None:
+    """A maintainer labelled the Spec, a stranger edited a Ticket, then thirdshift put the
+    Spec's label back (a failed Claim, a hand-back): the edit still voids the Ticket."""
+    put_back = Labelling("thirdshift-bot", at(10))
+    assert ticket_reason((TextEdit("title", "stranger", at(5)),), put_back) == (
+        "edited by stranger, and ready-for-agent on Spec #12 was put there by thirdshift, "
+        "which approves no one's text; add ready-for-agent to Spec #12 again"
+    )
+    maintainer_edit = (TextEdit("body", sorted(MAINTAINERS)[0], at(5)),)
+    assert ticket_reason(maintainer_edit, put_back) is None
+
+
+def test_a_tickets_text_changed_since_its_run_without_an_edit_shown_names_the_spec() -> None:
+    changed = EarlierText(text_sha256("Old", "text"), 7, at(20))
+    assert ticket_reason((), earlier=changed) == (
+        "its title or body changed since Run 7 started on it, and GitHub shows no edit by "
+        "someone who may label; add ready-for-agent to Spec #12 again to have it run"
     )

@@ -58,27 +58,15 @@ def approval_reason(
     a label it put back (a hand-back after a crash, a released Claim) is no one's fresh
     approval of changed text. ``spec``: for a Ticket, the Spec whose Ready label approves it
     (``labelling`` is the Spec's, and the fix is to label the Spec again)."""
-    where = f" to Spec #{spec}" if spec is not None else ""
     again = f"add {ready_label} to Spec #{spec} again" if spec is not None else ""
     earlier_text, earlier_run, earlier_started_at = earlier.text, earlier.run, earlier.started_at
     if labelling is not None:
-        # GitHub's stamps count whole seconds: an edit in the label's own second cannot be
-        # shown to precede it, so it counts as after.
-        late = [e for e in edits if e.at >= labelling.at and not _trusted(e, may_label)]
-        if late:
-            last = max(late, key=lambda e: e.at)
-            return (
-                f"edited by {last.editor or 'a deleted account'} after "
-                f"{labelling.login or 'a deleted account'} added {ready_label}{where}; "
-                f"{again or 'add the label again'}"
-            )
+        late = _after_label(ready_label, labelling, edits, may_label, own_login, spec)
+        if late is not None:
+            return late
     if earlier_text is None or earlier_text == text_now or earlier_started_at is None:
         return None
-    ours = (
-        labelling is not None
-        and own_login is not None
-        and (labelling.login or "").lower() == own_login.lower()
-    )
+    ours = labelling is not None and _by(labelling, own_login)
     if labelling is not None and labelling.at > earlier_started_at and not ours:
         return None  # labelled again since that Run began: a fresh approval, checked above
     since = [e for e in edits if e.at >= earlier_started_at]
@@ -95,6 +83,42 @@ def approval_reason(
         f"its title or body changed since Run {earlier_run} started on it, and GitHub shows "
         f"no edit by someone who may label; {again or f'add {ready_label} again'} to have it run"
     )
+
+
+def _after_label(
+    ready_label: str,
+    labelling: Labelling,
+    edits: Sequence[TextEdit],
+    may_label: Callable[[str], bool],
+    own_login: str | None,
+    spec: int | None,
+) -> str | None:
+    """Why an edit by someone who may not label voids the label's approval, or None."""
+    # A Spec's label thirdshift put back itself (after a failed Claim, a hand-back) approves
+    # no Ticket's text: for a Ticket, every edit by someone who may not label counts, however
+    # old.
+    put_back = spec is not None and _by(labelling, own_login)
+    # GitHub's stamps count whole seconds: an edit in the label's own second cannot be shown
+    # to precede it, so it counts as after.
+    late = [e for e in edits if (put_back or e.at >= labelling.at) and not _trusted(e, may_label)]
+    if not late:
+        return None
+    editor = max(late, key=lambda e: e.at).editor or "a deleted account"
+    if spec is None:
+        labeller = labelling.login or "a deleted account"
+        return f"edited by {editor} after {labeller} added {ready_label}; add the label again"
+    again = f"add {ready_label} to Spec #{spec} again"
+    if put_back:
+        return (
+            f"edited by {editor}, and {ready_label} on Spec #{spec} was put there by "
+            f"thirdshift, which approves no one's text; {again}"
+        )
+    labeller = labelling.login or "a deleted account"
+    return f"edited by {editor} after {labeller} added {ready_label} to Spec #{spec}; {again}"
+
+
+def _by(labelling: Labelling, login: str | None) -> bool:
+    return login is not None and (labelling.login or "").lower() == login.lower()
 
 
 def _trusted(edit: TextEdit, may_label: Callable[[str], bool]) -> bool:

@@ -181,7 +181,10 @@ class SpecRun:
         progress.graph = {ticket.number: ticket for ticket in tickets}
         for number in sorted(progress.held - progress.said_held):  # said once, not each look
             progress.said_held.add(number)
-            self.say(f"Ticket #{number} is held by another Run's Lease; waiting until it ends")
+            self.say(
+                f"Ticket #{number} is held by another Run's Lease; "
+                "waiting until it is given up or runs out"
+            )
         return schedule_tickets(tickets, request.parallel)
 
     def _start(

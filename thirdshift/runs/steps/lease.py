@@ -77,12 +77,10 @@ class LeaseStep:
         is approved by whoever started it; a Ticket Run is approved by its Spec's Ready label
         (a stranger's edit of a Ticket after it voids the approval of that Ticket)."""
         ready = self.settings.ready_label
-        spec = request.spec_number
-        if spec is not None:
-            # A Ticket Run: the Spec's Ready label approved its Tickets' text as it then read.
-            if not request.spec_approved:
-                return  # a Spec run by hand: whoever started it approves its Tickets
-        else:
+        # A Ticket Run of an approved Spec: the Spec's Ready label approved its Tickets' text
+        # as it then read. Otherwise (a Spec run by hand) the Ticket is judged as any issue.
+        spec = request.spec_number if request.spec_approved else None
+        if spec is None:
             labelled = ready.lower() in {label.lower() for label in issue.labels}
             asked = request.expect_ready or request.rescue_of is not None
             if not (asked or request.review_of is not None or labelled):
