@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import Repository, Run
+from thirdshift.runs.approval import text_sha256
 from thirdshift.runs.outcome import RunOutcome
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.spec_rules import Blocker, Ticket, TicketState
@@ -30,6 +31,9 @@ class Progress:
     running: dict[int, Future[RunOutcome]] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)  # Ticket -> why its Run failed
     titles: dict[int, str] = field(default_factory=dict)  # every Ticket seen, by number
+    # The titles a prompt may carry: a Ticket's, while its text is still what its latest Run
+    # of this Spec branch was approved on (a stranger's retitle since reaches no session).
+    prompt_titles: dict[int, str] = field(default_factory=dict)
     graph: dict[int, Ticket] = field(default_factory=dict)  # as last read
     held: set[int] = field(default_factory=set)  # under another process's live Lease
     said_held: set[int] = field(default_factory=set)  # held Tickets the run has said it waits on
@@ -65,6 +69,7 @@ class TicketReads:
             if closed and number not in ours:
                 continue  # closed before this Spec run saw it open: outside the Spec
             progress.titles[number] = self.scrub(issue.title)
+            self._approved_title(progress, number, issue.title, issue.body)
             blockers = tuple(
                 Blocker(b.number, closed=b.state != "open", elsewhere=b.elsewhere)
                 for b in gh.blockers(ref.owner, ref.repo, number)
@@ -72,6 +77,18 @@ class TicketReads:
             state, cause = _state_of(number, landed, progress)
             tickets.append(Ticket(number, closed, blockers, state, cause))
         return tuple(tickets)
+
+    def _approved_title(self, progress: Progress, number: int, title: str, body: str) -> None:
+        latest = self.store.latest_run(self.repository, number)
+        approved = (
+            latest is not None
+            and latest.base_branch == self.branch
+            and latest.text_sha256 == text_sha256(title, body)
+        )
+        if approved:
+            progress.prompt_titles[number] = self.scrub(title)
+        else:
+            progress.prompt_titles.pop(number, None)
 
     def crashed_ticket_run(self, number: int) -> int | None:
         """The Ticket's newest Run, when it is a Ticket Run of this Spec branch that crashed

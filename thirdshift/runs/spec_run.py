@@ -207,7 +207,7 @@ class SpecRun:
             progress.graph,
             number,
             landed,
-            progress.titles,
+            progress.prompt_titles,
             cap,
         )
         crashed = self._reads(pinned).crashed_ticket_run(number)
@@ -303,7 +303,13 @@ class SpecRun:
         landed = parts.store.landed_tickets(pinned.repository, pinned.branch)
         cap = parts.settings.follow_up_preamble_tokens
         prompt = review_prompt(
-            parts.store, parts.github, pinned.spec, pinned.place, landed, progress.titles, cap
+            parts.store,
+            parts.github,
+            pinned.spec,
+            pinned.place,
+            landed,
+            progress.prompt_titles,
+            cap,
         )
         scope = review_scope(pinned.place, pinned.record, gh, prompt, draft, merge=request.merge)
         outcome = self._deliver(scope, self._hooks)
