@@ -493,14 +493,19 @@ def test_github_failing_at_the_end_still_records_how_the_spec_run_ended(
     assert record.ended_at is not None
 
 
+@pytest.mark.parametrize("labelled", [False, True], ids=["by-hand", "spec-labelled"])
 def test_a_red_spec_branch_is_fixed_once_by_a_base_fix_ticket_and_the_tickets_run_again(
-    world: RunWorld,
+    world: RunWorld, labelled: bool
 ) -> None:
     """lint is red on the Spec branch: A and B both meet it as an Inherited failure. One Base
     fix issue is opened (not Ready: the Spec run's to run), made a Ticket of the Spec and a
-    blocker of both; it lands in the Spec branch, then A and B run again and land."""
+    blocker of both; it lands in the Spec branch, then A and B run again and land. Under the
+    Spec's Approval (the Spec labelled Ready) the Base fix, thirdshift's own text opened after
+    the label, is approved too."""
     world.settings = world.settings.model_copy(update={"base_fix": True})
     spec, (a, b) = _spec(world, "Ticket A", "Ticket B")
+    if labelled:
+        world.github.label_issue(spec, READY, by="maintainer")
     branch = f"spec-{spec}"
 
     def lint(called: str) -> None:
