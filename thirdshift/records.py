@@ -74,6 +74,11 @@ class BlockingIssue:
     state: str
     elsewhere: str = ""
 
+    @property
+    def order(self) -> tuple[str, int]:
+        """Sorts this repository's blockers first, by number, then those elsewhere by name."""
+        return self.elsewhere, self.number
+
 
 @dataclass(frozen=True)
 class Labelling:

@@ -107,15 +107,11 @@ def labeller_reason(labeller: str | None, role: str | None, rules: ReadyRules) -
 
 def blocker_reason(blockers: Sequence[BlockingIssue]) -> str | None:
     """Why a blocked issue waits (an open blocker, here or in another repository), or None."""
-    still_open = sorted((b for b in blockers if b.state == "open"), key=_blocker_order)
+    still_open = sorted((b for b in blockers if b.state == "open"), key=lambda b: b.order)
     if not still_open:
         return None
     listed = ", ".join(f"{b.elsewhere}#{b.number}" for b in still_open)
     return f"it is blocked by {listed}, still open; it is taken once they close"
-
-
-def _blocker_order(blocker: BlockingIssue) -> tuple[str, int]:
-    return blocker.elsewhere, blocker.number
 
 
 def lowest_first(issues: Sequence[IssueSummary]) -> list[IssueSummary]:

@@ -146,7 +146,7 @@ def blocking_issues(found: list[Any], owner: str, name: str) -> tuple[BlockingIs
         blockers.append(
             BlockingIssue(int(item["number"]), str(item.get("state", "open")), elsewhere)
         )
-    return tuple(sorted(blockers, key=lambda b: (b.elsewhere, b.number)))
+    return tuple(sorted(blockers, key=lambda b: b.order))
 
 
 def log_tail(text: str, max_chars: int) -> str:

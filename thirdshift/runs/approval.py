@@ -58,7 +58,7 @@ def approval_reason(
     a label it put back (a hand-back after a crash, a released Claim) is no one's fresh
     approval of changed text. ``spec``: for a Ticket, the Spec whose Ready label approves it
     (``labelling`` is the Spec's, and the fix is to label the Spec again)."""
-    again = f"add {ready_label} to Spec #{spec} again" if spec is not None else ""
+    again = _label_again(ready_label, spec)
     earlier_text, earlier_run, earlier_started_at = earlier.text, earlier.run, earlier.started_at
     if labelling is not None:
         late = _after_label(ready_label, labelling, edits, may_label, own_login, spec)
@@ -75,13 +75,13 @@ def approval_reason(
         last = max(strangers, key=lambda e: e.at)
         return (
             f"edited by {last.editor or 'a deleted account'} after Run {earlier_run} started on "
-            f"it; {again or f'add {ready_label} again'} to have it run"
+            f"it; {again} to have it run"
         )
     if since:
         return None  # the change is one made by someone who may label
     return (
         f"its title or body changed since Run {earlier_run} started on it, and GitHub shows "
-        f"no edit by someone who may label; {again or f'add {ready_label} again'} to have it run"
+        f"no edit by someone who may label; {again} to have it run"
     )
 
 
@@ -104,17 +104,23 @@ def _after_label(
     if not late:
         return None
     editor = max(late, key=lambda e: e.at).editor or "a deleted account"
+    labeller = labelling.login or "a deleted account"
     if spec is None:
-        labeller = labelling.login or "a deleted account"
         return f"edited by {editor} after {labeller} added {ready_label}; add the label again"
-    again = f"add {ready_label} to Spec #{spec} again"
+    again = _label_again(ready_label, spec)
     if put_back:
         return (
             f"edited by {editor}, and {ready_label} on Spec #{spec} was put there by "
             f"thirdshift, which approves no one's text; {again}"
         )
-    labeller = labelling.login or "a deleted account"
     return f"edited by {editor} after {labeller} added {ready_label} to Spec #{spec}; {again}"
+
+
+def _label_again(ready_label: str, spec: int | None) -> str:
+    """The fix: the Ready label added again, to the Spec when a Ticket's approval is its."""
+    return (
+        f"add {ready_label} again" if spec is None else f"add {ready_label} to Spec #{spec} again"
+    )
 
 
 def _by(labelling: Labelling, login: str | None) -> bool:
