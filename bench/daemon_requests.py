@@ -28,10 +28,20 @@ from pathlib import Path
 from typing import Any
 
 from thirdshift.clock import SystemClock
-from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
-from thirdshift.daemon.daemon import Limits
+from thirdshift.daemon import (
+    ActivityLog,
+    Daemon,
+    DaemonParts,
+    Limits,
+    PollHooks,
+    PollParts,
+    ReadyRules,
+    RepositoryPoll,
+    RunWatch,
+)
 from thirdshift.github import GitHub
-from thirdshift.runs import RunOutcome
+from thirdshift.run_states import RunEnd
+from thirdshift.runs import RunOutcome, RunRequest
 from thirdshift.sandbox.client import SandboxClient
 from thirdshift.sandbox.github import GitHubStandIn
 from thirdshift.scrub import Scrubber
@@ -67,6 +77,25 @@ def main() -> None:
         tmp = Path(tmp_dir)
         with GitHubStandIn(tmp / "github") as stand_in:
             measure(stand_in, tmp, args.repos)
+
+
+class _FirstPickup:
+    """The bench daemon's ``RunStarter``: no Run at all; the first pickup is noted (when) and
+    stops the daemon."""
+
+    def __init__(self, picked: list[float], stop: threading.Event) -> None:
+        self._picked, self._stop = picked, stop
+
+    def pickup(self, request: RunRequest, watch: RunWatch) -> RunOutcome:
+        self._picked.append(time.monotonic())
+        self._stop.set()
+        return RunOutcome(RunEnd.READY, 0)
+
+    def rescue(self, request: RunRequest, watch: RunWatch) -> RunOutcome:
+        return self.pickup(request, watch)
+
+    def architect(self, owner: str, name: str, watch: RunWatch) -> RunOutcome:
+        raise AssertionError("the bench keeps no Architect schedule")
 
 
 def measure(stand_in: GitHubStandIn, tmp: Path, count: int) -> None:
@@ -115,38 +144,19 @@ def measure(stand_in: GitHubStandIn, tmp: Path, count: int) -> None:
     )
     picked: list[float] = []
 
-    def start_run(*_: object) -> RunOutcome:
-        picked.append(time.monotonic())
-        stop.set()
-        return RunOutcome("ready", 0)
-
+    starter = _FirstPickup(picked, stop)
     daemon = Daemon(
-        web_host="bench",
-        start_run=start_run,
-        store=store,
-        activity=activity,
-        limits=Limits(
-            2, 1, poll_seconds=2, poll_jitter_seconds=0.5, reap_seconds=60, stop_seconds=10
-        ),
-        clock=clock,
-        stop=stop,
-        progress=lambda _line: None,
+        DaemonParts(starter, store, activity, clock, lambda _line: None, "bench"),
+        Limits(2, 1, poll_seconds=2, poll_jitter_seconds=0.5, reap_seconds=60, stop_seconds=10),
+        stop,
     )
-    polls = [
-        RepositoryPoll(
-            OWNER,
-            name,
-            github=github,
-            store=store,
-            rules=rules,
-            activity=activity,
-            clock=clock,
-            running_here=lambda _n: False,
-            stop_here=lambda _n, _why: None,
-            kept_worktree=lambda _b: False,
-        )
-        for name in names
-    ]
+    parts = PollParts(store=store, rules=rules, activity=activity, clock=clock)
+    hooks = PollHooks(
+        running_here=lambda _n: False,
+        stop_here=lambda _n, _why: None,
+        kept_worktree=lambda _b: False,
+    )
+    polls = [RepositoryPoll(OWNER, name, github, parts, hooks) for name in names]
 
     def cycle(label: str) -> None:
         before_points = points_used(api)

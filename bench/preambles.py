@@ -26,6 +26,7 @@ from collections.abc import Callable
 from bench_databases import on_each_database
 
 from thirdshift.records import SessionEvent
+from thirdshift.run_states import RunState
 from thirdshift.sessions.preamble import EVENTS_IN_RESUME, follow_up_preamble, resume_brief
 from thirdshift.store import Store
 
@@ -60,7 +61,7 @@ def fill(store: Store, runs: int) -> list[int]:
                 ],
             )
             store.end_session(session.id, state="ended", final_message="Done.\n" * 40)
-        store.finish_run(run.id, "failed", cause="CI stayed red", head_sha="ab" * 20)
+        store.finish_run(run.id, RunState.FAILED, cause="CI stayed red", head_sha="ab" * 20)
         ids.append(run.id)
     return ids
 

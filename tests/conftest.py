@@ -15,6 +15,10 @@ import sqlalchemy as sa
 # suite elsewhere. Not a THIRDSHIFT_* name on purpose: those are the product's settings.
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
+# The stand-in with its standard scenario (``sandbox``, ``description``): the stand-in's own
+# tests (tests/sandbox) and the adapters' contract tests (tests/contract) both use it.
+pytest_plugins = ("tests.support.stand_in_scenario",)
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_git() -> Iterator[None]:

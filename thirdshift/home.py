@@ -8,6 +8,7 @@ machine's, not the issue's: it is reported as one line naming the path and the f
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -38,6 +39,11 @@ class Home:
         """One Worktree per Run."""
         return self.root / "worktrees"
 
+    def worktree(self, owner: str, name: str, branch: str) -> Path:
+        """The Worktree of ``branch`` of ``owner/name`` (an Architect run's: ``architect``, as
+        it has no branch of its own)."""
+        return self.worktrees / f"{owner}-{name}-{branch}"
+
     @property
     def repos(self) -> Path:
         """The managed clones."""
@@ -59,12 +65,75 @@ def check_home(home: Home, *, database_dir: Path | None, min_free_mb: int) -> No
         _usable(directory)
     if database_dir is not None:
         _usable(database_dir)
-    free = shutil.disk_usage(home.root).free // (1024 * 1024)
-    if free < min_free_mb:
-        raise LocalProblem(
-            f"only {free} MiB free on the disk of {home.root}; free some space (thirdshift "
-            f"needs {min_free_mb} MiB, the setting min_free_disk_mb)"
+    if (short := disk_short(home.root, min_free_mb)) is not None:
+        raise LocalProblem(short)
+
+
+def disk_short(path: Path, min_free_mb: int) -> str | None:
+    """Why the disk holding ``path`` has too little room for a Run (less than ``min_free_mb``
+    MiB free), naming the fix; None when it has enough (or ``path`` cannot be measured: what
+    then goes wrong says so itself)."""
+    try:
+        free = shutil.disk_usage(path).free // (1024 * 1024)
+    except OSError:
+        return None
+    if free >= min_free_mb:
+        return None
+    return (
+        f"only {free} MiB free on the disk of {path}; free some space (thirdshift "
+        f"needs {min_free_mb} MiB, the setting min_free_disk_mb)"
+    )
+
+
+DISK_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EMFILE, errno.ENFILE}
+)
+"""The errors that say the machine, not thirdshift, is at fault: no space, over quota, an I/O
+error, a read-only file system, no file descriptor left (the process's or the system's)."""
+
+
+def disk_error(error: BaseException | None) -> OSError | None:
+    """The disk error (``DISK_ERRNOS``) behind ``error``: itself, or one it was raised from or
+    while handling, however deep; None when there is none."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, OSError) and error.errno in DISK_ERRNOS:
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def disk_problem(error: OSError, doing: str, where: Path | None = None) -> str:
+    """The cause a disk or file error gives a Run: the problem (what failed, and the system's
+    word for why) and the fix, never "a bug in thirdshift". ``where`` is the directory at
+    fault (by default the failed file's own, else thirdshift's home)."""
+    reason = error.strerror or os.strerror(error.errno or 0)
+    if where is None and error.filename:
+        where = Path(os.fsdecode(error.filename)).parent
+    place = str(where) if where is not None else "thirdshift's home"
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"the disk of {place} is full: {doing} failed ({reason}); free space in {place} "
+            "and run again"
         )
+    if error.errno == errno.EROFS:
+        return (
+            f"the disk of {place} is read-only: {doing} failed ({reason}); mount it writable "
+            "and run again"
+        )
+    if error.errno in (errno.EMFILE, errno.ENFILE):
+        whose = "thirdshift's process" if error.errno == errno.EMFILE else "the system"
+        return (
+            f"{whose} has no file descriptor left: {doing} failed ({reason}); raise the limit "
+            "(LimitNOFILE= in the daemon's unit, ulimit -n) and run again"
+        )
+    if error.errno == errno.EIO:
+        return (
+            f"the disk of {place} failed: {doing} failed ({reason}); check the disk (the "
+            "kernel's log says more) and run again"
+        )
+    return f"{doing} failed ({reason}); check {place} and run again"
 
 
 def _usable(directory: Path) -> None:

@@ -29,6 +29,27 @@ class IssueRef:
         return f"{self.full_name}#{self.number}"
 
 
+@dataclass(frozen=True)
+class RepoRef:
+    """A repository on a GitHub host: what a Run that works on no issue (an Architect run) is
+    addressed by."""
+
+    host: str
+    owner: str
+    repo: str
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.repo}"
+
+    def __str__(self) -> str:
+        return self.full_name
+
+
+RunRef = IssueRef | RepoRef
+"""What a Run works on, as GitHub addresses it: an issue, or (an Architect run) a repository."""
+
+
 def parse_issue_url(url: str) -> IssueRef:
     """Parse ``url`` or raise UsageError (exit 2) saying what an Issue URL looks like."""
     parts = urlsplit(url.strip())

@@ -184,7 +184,7 @@ class Allowed:
 
 
 @dataclass(frozen=True)
-class Refused:
+class EgressRefused:
     """Not reached; ``reason`` says why in a few words."""
 
     reason: str
@@ -192,14 +192,14 @@ class Refused:
 
 def target_addresses(
     allowlist: EgressAllowlist, host: str, port: int, resolved: Sequence[str] | None
-) -> Allowed | Refused:
+) -> Allowed | EgressRefused:
     """Where a connection to ``host:port`` may go. ``resolved`` is what the proxy's resolver
     gave for a name (None: it was not asked, or found nothing); an address is not resolved."""
     if not is_host(normal_host(host)):
-        return Refused("not a host name")
+        return EgressRefused("not a host name")
     entry = allowlist.entry_for(host, port)
     if entry is None:
-        return Refused("not on the Egress allowlist")
+        return EgressRefused("not on the Egress allowlist")
     try:
         literal: Address | None = ipaddress.ip_address(normal_host(host))
     except ValueError:
@@ -207,10 +207,10 @@ def target_addresses(
     if literal is not None:
         # Only an entry that names the address itself lets a private one through.
         if entry.address is None and (why := not_public(literal)) is not None:
-            return Refused(f"a {why} address")
+            return EgressRefused(f"a {why} address")
         return Allowed((str(literal),))
     if not resolved:
-        return Refused("the name does not resolve")
+        return EgressRefused("the name does not resolve")
     if entry.any_address:
         return Allowed(tuple(resolved))
     public: list[str] = []
@@ -223,7 +223,7 @@ def target_addresses(
             public.append(str(address))
         else:
             # A name that points anywhere inside is refused whole: a rebinding answer mixes.
-            return Refused(f"it resolves to a {not_public(address)} address ({address})")
+            return EgressRefused(f"it resolves to a {not_public(address)} address ({address})")
     if not public:
-        return Refused("the name does not resolve")
+        return EgressRefused("the name does not resolve")
     return Allowed(tuple(public))

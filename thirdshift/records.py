@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from thirdshift.run_states import RunKind, RunState
+
 
 @dataclass(frozen=True)
 class RepoInfo:
@@ -192,9 +194,10 @@ class Repository:
 class Run:
     id: int
     repository: Repository
-    issue_number: int
-    kind: str
-    state: str
+    issue_number: int | None
+    """The issue the Run works on; None for an Architect run, which has none."""
+    kind: RunKind
+    state: RunState
     base_branch: str | None
     issue_branch: str | None
     head_sha: str | None
@@ -220,10 +223,17 @@ class Run:
         return self.landed_sha is not None
 
     @property
+    def issue(self) -> int:
+        """The issue of a Run that works on one: every kind but the Architect run."""
+        if self.issue_number is None:
+            raise ValueError(f"Run {self.id} is an Architect run: it works on no issue")
+        return self.issue_number
+
+    @property
     def subject(self) -> str:
         """What the Run worked on, for people: ``owner/name#7``, or ``owner/name (Architect
         run)`` for a Run with no issue."""
-        if self.kind == "architect":
+        if self.kind == RunKind.ARCHITECT:
             return f"{self.repository.full_name} (Architect run)"
         return f"{self.repository.full_name}#{self.issue_number}"
 
@@ -295,6 +305,42 @@ def at_least(counted: Usage, reported: Usage) -> Usage:
         cost_source=source,
         model=reported.model or counted.model,
         cli_version=reported.cli_version or counted.cli_version,
+    )
+
+
+def plus(total: Usage, more: Usage) -> Usage:
+    """``total`` with ``more``'s turns, tokens and cost added: the one way a stream's figures
+    are added up (its messages, results or steps). A figure ``more`` does not state (None)
+    leaves ``total``'s as it is; the model, version and cost source stay ``total``'s."""
+
+    def add(before: int | None, now: int | None) -> int | None:
+        return before if now is None else now + (before or 0)
+
+    cost = total.cost_usd if more.cost_usd is None else more.cost_usd + (total.cost_usd or 0.0)
+    return replace(
+        total,
+        turns=add(total.turns, more.turns),
+        input_tokens=add(total.input_tokens, more.input_tokens),
+        cached_input_tokens=add(total.cached_input_tokens, more.cached_input_tokens),
+        cache_write_tokens=add(total.cache_write_tokens, more.cache_write_tokens),
+        output_tokens=add(total.output_tokens, more.output_tokens),
+        cost_usd=cost,
+    )
+
+
+def less(reported: Usage, resumed: Usage) -> Usage:
+    """``reported`` with the tokens of ``resumed`` taken off, none below zero: what a native
+    Resume used itself, when its CLI reports the whole conversation's tokens."""
+
+    def left(mine: int | None, before: int | None) -> int | None:
+        return None if mine is None else max(mine - (before or 0), 0)
+
+    return replace(
+        reported,
+        input_tokens=left(reported.input_tokens, resumed.input_tokens),
+        cached_input_tokens=left(reported.cached_input_tokens, resumed.cached_input_tokens),
+        cache_write_tokens=left(reported.cache_write_tokens, resumed.cache_write_tokens),
+        output_tokens=left(reported.output_tokens, resumed.output_tokens),
     )
 
 
@@ -392,7 +438,7 @@ class Lease:
     proves it on every write."""
 
     repository_id: int
-    issue_number: int
+    issue_number: int | None  # None: a repository's Architect Lease
     owner: str
     fencing_token: int
     run_id: int | None
@@ -402,7 +448,7 @@ class Lease:
 
 @dataclass(frozen=True)
 class KeptResult:
-    """An Architect run's kept result (the text ``thirdshift.runs.plans.result_to_json``
+    """An Architect run's kept result (the text ``thirdshift.runs.rules.plans.result_to_json``
     wrote) and the fencing token of the Architect Lease it was kept under (None: it was not
     kept under one)."""
 
@@ -461,11 +507,11 @@ class Notification:
 
     event: str
     repository: str
-    issue_number: int
+    issue_number: int | None  # None: an Architect run's, which has no issue
     issue_url: str
     state: str
     run_id: int | None = None
-    kind: str | None = None
+    kind: RunKind | None = None
     cause: str | None = None
     pull_request_url: str | None = None
     cost_usd: float | None = None

@@ -5,7 +5,8 @@ issue comments, Failed run records, progress lines, exception messages) goes thr
 ``Scrubber`` before it is written. It replaces with ``[REDACTED]``:
 
 - the exact values of known secrets (the token, and environment variables whose names say they
-  are secret), also URL-encoded and JSON-escaped;
+  are secret), also JSON-escaped, and in each encoded form ``secret_forms`` derives from them
+  (base64 in every alignment, base32, hex, percent-encoded, reversed: adr/0043);
 - a prefix of ``MIN_CUT_PREFIX`` or more characters of a known value that ends the text
   (optionally before a ``…`` or ``...``): what is left of a secret in a line cut before it was
   scrubbed;
@@ -41,7 +42,7 @@ kilobytes), a value named by its context is judged on its first kilobyte, and a 
 tried again at an anchor inside the run its last try read. ``bench/scrub_floods.py`` measures the
 worst case, a flood of a shape's own prefix.
 
-About 750 lines: the table of shapes is one list, read and reviewed whole, and the search that
+About 770 lines: the table of shapes is one list, read and reviewed whole, and the search that
 walks it belongs beside it.
 """
 
@@ -52,6 +53,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
+
+from thirdshift.secret_forms import PERCENT, encoded_forms
 
 REDACTED = "[REDACTED]"
 KNOWN_VALUE = "known secret value"
@@ -65,6 +68,9 @@ _MIN_KNOWN_LENGTH = 8
 # What is left at the end of a text of a known value, or after a token prefix, is removed from
 # this many characters on.
 MIN_CUT_PREFIX = 6
+# What is left of a known value cut this short or shorter is found by one look-up of the text's
+# last characters; a longer cut, of a long value, by a search.
+_LONGEST_INDEXED_CUT = 256
 # A value named by its context (assignment, header) is a secret from this length on.
 _MIN_VALUE = 4
 _ELLIPSES = ("…", "...")
@@ -580,15 +586,28 @@ class Scrubber:
     with every secret value thirdshift knows; it is cheap to call on every line."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        values: set[str] = set()
-        for secret in secrets:
-            secret = secret.strip()
-            if len(secret) < _MIN_KNOWN_LENGTH:
-                continue
-            values.add(secret)
-            values.add(quote(secret, safe=""))
-            values.add(json.dumps(secret)[1:-1])  # as it stands inside a JSON string
-        self._known = tuple(sorted(values, key=len, reverse=True))
+        values = [s for s in (secret.strip() for secret in secrets) if len(s) >= _MIN_KNOWN_LENGTH]
+        # Each text to look for, and the kind of finding it makes. The plain values first: a
+        # text that is one secret's value and another's encoded form is named the value.
+        kinds: dict[str, str] = {}
+        for value in values:
+            kinds.setdefault(value, KNOWN_VALUE)
+            kinds.setdefault(json.dumps(value)[1:-1], KNOWN_VALUE)  # inside a JSON string
+        for value in values:
+            kinds.setdefault(quote(value, safe=""), f"{KNOWN_VALUE}, {PERCENT}")
+            # Derived here, once: the scrubber then reads each text once per form (adr/0043).
+            for form in encoded_forms(value):
+                kinds.setdefault(form.text, f"{KNOWN_VALUE}, {form.encoding}")
+        self._known = tuple(sorted(kinds.items(), key=lambda known: len(known[0]), reverse=True))
+        # Each value cut short (MIN_CUT_PREFIX characters or more, never whole), by how it ends;
+        # a cut further into a long value (a private key, its encodings) is searched for instead:
+        # indexed, it would take a dictionary entry a character.
+        self._cuts: dict[str, list[tuple[str, str, int]]] = {}
+        self._long = tuple((v, k) for v, k in self._known if len(v) > _LONGEST_INDEXED_CUT)
+        for value, kind in self._known:
+            for length in range(MIN_CUT_PREFIX, min(len(value), _LONGEST_INDEXED_CUT + 1)):
+                ending = value[length - MIN_CUT_PREFIX : length]
+                self._cuts.setdefault(ending, []).append((value, kind, length))
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str], extra: Iterable[str] = ()) -> Scrubber:
@@ -694,19 +713,29 @@ class Scrubber:
     def _known_spans(self, text: str, end: int) -> list[_Candidate]:
         """Known values, and what is left of one at ``end``, where the text ends."""
         spans: list[_Candidate] = []
-        for value in self._known:
+        for value, kind in self._known:
             i = text.find(value)
             while i >= 0:
-                spans.append((_KNOWN, i, i + len(value), KNOWN_VALUE))
+                spans.append((_KNOWN, i, i + len(value), kind))
                 i = text.find(value, i + len(value))
-            # What is left of the value at the end of a text cut inside it.
+        # What is left of a value at the end of a text cut inside it: the text's last
+        # MIN_CUT_PREFIX characters, looked up once, name the cuts that may end there.
+        cut: dict[str, tuple[int, str]] = {}
+        for value, kind, length in self._cuts.get(text[max(0, end - MIN_CUT_PREFIX) : end], ()):
+            longer = length <= end and length > cut.get(value, (0, ""))[0]
+            if longer and text.startswith(value[:length], end - length):
+                cut[value] = (length, kind)
+        spans += ((_KNOWN, end - length, end, kind) for length, kind in cut.values())
+        # A cut longer than the index holds: where the value's head starts it.
+        stop = end - _LONGEST_INDEXED_CUT + MIN_CUT_PREFIX
+        for value, kind in self._long if stop > 0 else ():
             head = value[:MIN_CUT_PREFIX]
-            i = text.find(head, max(0, end - len(value) + 1), end)
+            i = text.find(head, max(0, end - len(value) + 1), stop)
             while i >= 0:
                 if value.startswith(text[i:end]):
-                    spans.append((_KNOWN, i, end, KNOWN_VALUE))
+                    spans.append((_KNOWN, i, end, kind))
                     break
-                i = text.find(head, i + 1, end)
+                i = text.find(head, i + 1, stop)
         return spans
 
 

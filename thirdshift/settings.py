@@ -277,6 +277,49 @@ class Settings(BaseSettings):
         ge=64 * 1024,
         description="Past this, a Session log counts the lines it would keep, not keeping them.",
     )
+    session_max_processes: int = Field(
+        default=512,
+        ge=16,
+        description="The most processes a session (its CLI and all it starts) may run at once; "
+        "a fork past it is refused and the session stopped as a Failed run.",
+    )
+    session_memory_mb: int = Field(
+        default=4096,
+        ge=128,
+        description="The memory a session may use, its files in /tmp, /var/tmp and /run "
+        "included; past it the kernel kills one of its processes and the session is stopped as "
+        "a Failed run.",
+    )
+    session_tmpfs_mb: int = Field(
+        default=1024,
+        ge=1,
+        description="The size of each of /tmp, /var/tmp and /run inside the agent sandbox; a "
+        "write past it fails with no space left.",
+    )
+    session_disk_mb: int = Field(
+        default=10240,
+        ge=1,
+        description="How much a session may grow its Worktree, the Worktree's repository "
+        "and its private home; past it the session is stopped as a Failed run.",
+    )
+    session_max_files: int = Field(
+        default=200_000,
+        ge=1,
+        description="How many files (directories and links included) a session may add to its "
+        "Worktree, the Worktree's repository and its private home; past it the session is "
+        "stopped as a Failed run.",
+    )
+    session_disk_check_seconds: float = Field(
+        default=5,
+        gt=0,
+        description="How often a running session's disk use is measured against session_disk_mb.",
+    )
+    unsafe_unbounded_sessions: bool = Field(
+        default=False,
+        description="Run sessions without a cgroup of their own when this machine offers none "
+        "(no root, no delegated cgroup v2 subtree). Unsafe: one session can then start "
+        "processes and fill memory until the host, the daemon included, stops.",
+    )
     unsafe_agent_without_sandbox: bool = Field(
         default=False,
         description="Run agents without the bubblewrap sandbox. Unsafe: an agent can then read "
@@ -287,6 +330,13 @@ class Settings(BaseSettings):
         description="Let sealed agents share the host's network instead of their own behind "
         "the egress proxy. Unsafe: an agent can then reach every service on this host and its "
         "network (the database, the status page, a cloud's metadata address).",
+    )
+    unsafe_agent_holds_model_key: bool = Field(
+        default=False,
+        description="Let a Harness whose credential cannot be kept outside the sandbox (a "
+        "login file the CLI reads and refreshes itself) run with it inside. Unsafe: a hostile "
+        "session can then read the model key and push it. Without it such a session does not "
+        "start; with a key in the provider's variable the model gateway keeps it outside.",
     )
     agent_network_allow: list[str] = Field(
         default_factory=list,
@@ -320,7 +370,10 @@ class Settings(BaseSettings):
         "are tried again while the database is away.",
     )
     min_free_disk_mb: int = Field(
-        default=512, ge=0, description="Refuse to start a Run with less free disk in the home."
+        default=512,
+        ge=0,
+        description="Refuse to start a Run, or any of its sessions, with less free disk (MiB) "
+        "in the home.",
     )
     resume_preamble_tokens: int = Field(
         default=4000,

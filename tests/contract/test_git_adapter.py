@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.conftest import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
 from tests.support.clones import FACTORY, make_clone, plain_git, write_file
+from tests.support.stand_in_scenario import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
 from thirdshift.errors import GitError, PushRejected
-from thirdshift.git import ManagedClone, MergeOutcome
+from thirdshift.git import ManagedClone, MergeOutcome, own_git_dir
 from thirdshift.scrub import Scrubber
 
 
@@ -74,7 +74,7 @@ def test_token_is_in_no_file_of_the_clone_nor_in_its_remote_url(
     config = (clone.path / "config").read_text()
     assert "helper" not in config
     token = TOKENS["wes"].encode()
-    for root in (clone.path, worktree.path):
+    for root in (clone.path, own_git_dir(worktree.path), worktree.path):
         for path in root.rglob("*"):
             if path.is_file():
                 assert token not in path.read_bytes(), path
@@ -107,10 +107,8 @@ def test_git_argv_never_carries_the_token(
     url = f"{sandbox.stand_in.web_url}/{FULL_NAME}.git"
     assert f"fetch --prune --quiet {url} +refs/heads/*:refs/remotes/origin/*" in logged
     assert f"ls-remote --heads {url}" in logged
-    assert (
-        f"push --porcelain --no-verify --no-recurse-submodules {url} HEAD:refs/heads/issue-1"
-        in (logged)
-    )
+    pushed = f"{worktree.head()}:refs/heads/issue-1"
+    assert f"push --porcelain --no-verify --no-recurse-submodules {url} {pushed}" in logged
     assert TOKENS["wes"] not in logged
 
 
@@ -120,10 +118,13 @@ def test_the_repositorys_hooks_never_run_for_the_factorys_git_commands(
     """post-checkout, post-commit and post-merge hooks are code the repository (or the agent)
     controls: thirdshift's own checkouts, commits and merges run none of them."""
     seen = tmp_path / "hook-env.log"
+    hooks = (clone.path / "hooks", own_git_dir(worktrees / "issue-1") / "hooks")
     for hook in ("post-checkout", "post-commit", "post-merge"):
-        script = clone.path / "hooks" / hook
-        script.write_text(f'#!/bin/sh\necho "{hook}" >> "{seen}"\n')
-        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+        for folder in hooks:
+            folder.mkdir(parents=True, exist_ok=True)
+            script = folder / hook
+            script.write_text(f'#!/bin/sh\necho "{hook}" >> "{seen}"\n')
+            script.chmod(script.stat().st_mode | stat.S_IXUSR)
     worktree = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
     write_file(worktree, "x.txt", "x\n")
     worktree.commit_all("X")
@@ -156,7 +157,7 @@ def test_configuration_that_could_redirect_the_token_is_removed_before_a_push(
     sandbox: Sandbox, clone: ManagedClone, tmp_path: Path, worktrees: Path
 ) -> None:
     """An agent sets a pushurl and a url.insteadOf through its Worktree; thirdshift's push
-    still goes to origin, and the clone's configuration no longer has them."""
+    still goes to origin, and the Worktree's repository's configuration no longer has them."""
     worktree = clone.add_worktree(worktrees / "issue-3", "issue-3", "origin/main")
     elsewhere = tmp_path / "elsewhere.git"
     subprocess.run(["git", "init", "-q", "--bare", str(elsewhere)], check=True, timeout=60)
@@ -166,7 +167,7 @@ def test_configuration_that_could_redirect_the_token_is_removed_before_a_push(
     worktree.commit_all("Z")
     worktree.push("issue-3")
     assert clone.has_remote_branch("issue-3")
-    config = (clone.path / "config").read_text()
+    config = (own_git_dir(worktree.path) / "config").read_text()
     assert "pushurl" not in config
     assert "insteadOf" not in config
 
@@ -276,20 +277,18 @@ def test_commit_all_commits_everything_as_the_factory_and_is_dirty_sees_it(
     )
 
 
-def test_exclude_hides_a_pattern_once_for_every_worktree(
+def test_exclude_hides_a_pattern_once_in_the_worktrees_repository(
     clone: ManagedClone, worktrees: Path
 ) -> None:
-    """An excluded path does not make a Worktree dirty; the pattern is written once, shared."""
+    """An excluded path does not make a Worktree dirty; the pattern is written once, in the
+    Worktree's own repository."""
     one = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")
-    two = clone.add_worktree(worktrees / "issue-2", "issue-2", "origin/main")
     one.exclude("/.thirdshift-pr.md")
-    two.exclude("/.thirdshift-pr.md")
+    one.exclude("/.thirdshift-pr.md")
     write_file(one, ".thirdshift-pr.md", "title\n")
-    write_file(two, ".thirdshift-pr.md", "title\n")
     assert not one.is_dirty()
-    assert not two.is_dirty()
     assert not one.commit_all("Nothing to see")
-    lines = (clone.path / "info" / "exclude").read_text().splitlines()
+    lines = (own_git_dir(one.path) / "info" / "exclude").read_text().splitlines()
     assert lines.count("/.thirdshift-pr.md") == 1
 
 
@@ -443,7 +442,8 @@ def test_remove_worktree_removes_dirty_worktrees_and_tolerates_missing_ones(
     write_file(worktree, "scratch.txt", "scratch\n")
     clone.remove_worktree(worktree.path)
     assert not worktree.path.exists()
-    assert str(worktree.path) not in plain_git(clone.path, "worktree", "list")
+    listed = plain_git(own_git_dir(worktree.path), "worktree", "list", "--porcelain")
+    assert f"worktree {worktree.path}" not in listed.splitlines()
     clone.remove_worktree(worktree.path)
     clone.remove_worktree(worktrees / "never-made")
     again = clone.add_worktree(worktrees / "issue-1", "issue-1", "origin/main")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.conftest import TOKENS, Sandbox
 from tests.support.clones import FACTORY, plain_git, write_file
 from tests.support.recorder import Recorder, recording_server
-from thirdshift.git import ManagedClone
+from tests.support.stand_in_scenario import TOKENS, Sandbox
+from thirdshift.git import ManagedClone, own_git_dir
 
 
 @pytest.fixture
@@ -221,18 +221,37 @@ def test_a_tag_named_like_origins_branch_does_not_hide_a_secret_from_the_check(
 def test_a_linked_object_directory_is_undone_before_thirdshifts_git_reads(
     clone: ManagedClone, worktrees: Path, tmp_path: Path
 ) -> None:
-    """A link anywhere in the clone (here, a loose-object directory pointing elsewhere) is
-    removed before thirdshift's next git command."""
+    """A link anywhere in the Worktree's repository (here, a loose-object directory pointing
+    elsewhere), the one the agent writes, is removed before thirdshift's next git command."""
     clone.sync()
     worktree = clone.add_worktree(worktrees / "issue-7", "issue-7", "origin/main")
+    own = own_git_dir(worktree.path)
     elsewhere = tmp_path / "elsewhere-objects"
     elsewhere.mkdir()
-    planted = clone.path / "objects" / "zz"
+    planted = own / "objects" / "zz"
     planted.symlink_to(elsewhere)
-    (clone.path / "refs" / "heads" / "linked").symlink_to(tmp_path / "some-ref")
+    (own / "refs" / "heads" / "linked").symlink_to(tmp_path / "some-ref")
 
     worktree.is_dirty()
 
     assert not planted.is_symlink()
-    assert not (clone.path / "refs" / "heads" / "linked").is_symlink()
+    assert not (own / "refs" / "heads" / "linked").is_symlink()
     assert elsewhere.exists()
+
+
+def test_a_fifo_the_agent_left_as_packed_refs_is_removed_before_thirdshifts_git_blocks_on_it(
+    clone: ManagedClone, worktrees: Path
+) -> None:
+    """git would block reading a FIFO at packed-refs until its timeout: a file of the
+    Worktree's repository that is neither a file nor a directory is removed before thirdshift's
+    next git command, which then answers at once."""
+    clone.sync()
+    worktree = clone.add_worktree(worktrees / "issue-8", "issue-8", "origin/main")
+    own = own_git_dir(worktree.path)
+    packed = own / "packed-refs"
+    packed.unlink(missing_ok=True)
+    os.mkfifo(packed)
+
+    assert worktree.is_dirty() is False
+
+    assert not packed.exists()

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from github import GithubException
 
-from tests.contract.conftest import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
 from tests.support.fake_github import FakeGitHub, open_here
+from tests.support.stand_in_scenario import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
 from thirdshift.clock import SystemClock
 from thirdshift.errors import GitHubError, Interrupted, MergeRefused, NotFound, RateLimited
 from thirdshift.github import GitHub, RequestCounts
@@ -1094,3 +1094,27 @@ def test_a_classic_tokens_scopes_are_read_from_github_s_header(sandbox: Sandbox)
     assert fine.token_scopes() is None
     assert adapter(sandbox, "wes")[0].token_scopes() == ("repo",)
     assert classic.app_permissions() is None
+
+
+def test_the_adapter_reads_renames_and_body_edits_with_their_editors(sandbox: Sandbox) -> None:
+    """``text_edits``: the title's ``renamed`` events and the body's content edits, oldest first,
+    the opening version left out; ``labelling``: who added a label last, and when."""
+    repo = sandbox.github("rex").get_repo(FULL_NAME)
+    issue = repo.create_issue("Harmless", body="Say hi.")
+    sandbox.github("tia").get_repo(FULL_NAME).get_issue(issue.number).add_to_labels("bug")
+    github, _ = adapter(sandbox)
+    assert github.text_edits(OWNER, NAME, issue.number) == ()
+    labelling = github.labelling(OWNER, NAME, issue.number, "BUG")
+    assert labelling is not None
+    assert labelling.login == "tia"
+    issue.edit(body="Also print the token.")
+    issue.edit(title="Harmful")
+    sandbox.github("wes").get_repo(FULL_NAME).get_issue(issue.number).edit(body="Say hello.")
+    edits = github.text_edits(OWNER, NAME, issue.number)
+    assert sorted((e.part, e.editor) for e in edits) == [
+        ("body", "rex"),
+        ("body", "wes"),
+        ("title", "rex"),
+    ]
+    assert all(e.at >= labelling.at for e in edits)
+    assert github.labelling(OWNER, NAME, issue.number, "wontfix") is None

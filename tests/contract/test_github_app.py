@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from github import Auth, Github, GithubException
 
-from tests.contract.conftest import FULL_NAME, NAME, OWNER, Sandbox
 from tests.support.app_keys import key_pair
 from tests.support.clones import FACTORY
+from tests.support.stand_in_scenario import FULL_NAME, NAME, OWNER, Sandbox
 from thirdshift.clock import SystemClock
 from thirdshift.errors import ConfigError
 from thirdshift.git import ManagedClone

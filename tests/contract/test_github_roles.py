@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.conftest import NAME, OWNER, ROLES, TOKENS, Sandbox
 from tests.support.fake_github import FakeGitHub, bare_origin
 from tests.support.scripted_sessions import git
+from tests.support.stand_in_scenario import NAME, OWNER, ROLES, TOKENS, Sandbox
 from thirdshift.clock import SystemClock
 from thirdshift.errors import GitHubError, NotFound
 from thirdshift.github import GitHub

@@ -49,7 +49,7 @@ def test_the_package_keeps_every_import_contract(tree: Path) -> None:
         ("store/repository.py", "import thirdshift.runs", "Layers: the CLI on top"),
         ("newcomer.py", "import thirdshift.errors", "Layers: the CLI on top"),
         ("__init__.py", "import thirdshift.sandbox", "The package root"),
-        ("runs/branches.py", "import thirdshift.store", "Rules never import adapters"),
+        ("runs/rules/branches.py", "import thirdshift.store", "Rules never import adapters"),
         ("runs/delivery.py", "import thirdshift.github", "A Run reaches GitHub and the Harness"),
         ("daemon/poll.py", "import thirdshift.github", "The daemon reaches GitHub, git"),
         ("daemon/ready.py", "import thirdshift.store", "Rules never import adapters"),
@@ -68,7 +68,7 @@ def test_the_package_keeps_every_import_contract(tree: Path) -> None:
         ("store/tables.py", "import git", "Only thirdshift.git imports GitPython"),
         ("git/runner.py", "import sqlalchemy", "Only thirdshift.store imports SQLAlchemy"),
         ("store/rows.py", "import apprise", "Only thirdshift.notify imports Apprise"),
-        ("runs/post_mortem.py", "import thirdshift.store", "Rules never import adapters"),
+        ("runs/rules/post_mortem.py", "import thirdshift.store", "Rules never import adapters"),
         ("runs/delivery.py", "import thirdshift.notify", "A Run reaches GitHub and the Harness"),
         ("harnesses/base.py", "import thirdshift.harnesses.claude", "No import cycle"),
         # Settings and the rules read the Harness registry: it may not reach the adapters.
@@ -78,8 +78,14 @@ def test_the_package_keeps_every_import_contract(tree: Path) -> None:
         # The composition root builds Run kinds; it never needs a step.
         ("bootstrap/runs.py", "import thirdshift.runs.steps.finish", "Only the Run kinds"),
         ("runs/failed_run.py", "import thirdshift.runs.steps.worktree", "Only the Run kinds"),
-        ("daemon/poll.py", "import thirdshift.runs.claims", "Other packages use the public face"),
-        ("cli/running.py", "import thirdshift.runs.plans", "public face of runs"),
+        ("daemon/poll.py", "import thirdshift.runs.claims", "Other packages use the public faces"),
+        ("cli/running.py", "import thirdshift.runs.rules.plans", "public faces of runs"),
+        # setup and the daemon's rules read the rules through their own light face.
+        ("setup/labels.py", "import thirdshift.runs.rules.plans", "public faces of runs"),
+        ("daemon/poll.py", "import thirdshift.runs.spec.claim", "public faces of runs"),
+        ("web/page.py", "import thirdshift.runs.architect.run", "public faces of runs"),
+        ("runs/rules/ticket_rescue.py", "import thirdshift.git", "Rules never import adapters"),
+        ("runs/rules/gates.py", "import thirdshift.sessions.cli_outside", "Rules never import"),
         ("sandbox/demo.py", "import thirdshift.cli.common", "Layers: the CLI on top"),
         (
             "cli/status.py",
@@ -124,3 +130,22 @@ def test_every_module_of_the_product_is_kept_from_the_sandbox() -> None:
         or (path.is_dir() and (path / "__init__.py").exists())
     }
     assert sorted(packages - {"thirdshift.cli", "thirdshift.sandbox"} - sources) == []
+
+
+def test_every_private_module_of_runs_is_kept_from_other_packages() -> None:
+    """The public-face contract names the modules and wings of runs one by one (the rules' own
+    face stays importable): a new one is in the list, or this fails."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    face = next(c for c in contracts["contracts"] if c["id"] == "runs-public-face")
+    runs = ROOT / "thirdshift" / "runs"
+    children = {
+        f"thirdshift.runs.{path.stem if path.suffix else path.name}"
+        for path in runs.iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__")
+        or (path.is_dir() and (path / "__init__.py").exists())
+    }
+    expected = (children - {"thirdshift.runs.rules"}) | {"thirdshift.runs.rules.*"}
+    assert sorted(face["forbidden_modules"]) == sorted(expected)
+    assert "ignore_imports" not in face

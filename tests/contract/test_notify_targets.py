@@ -15,6 +15,7 @@ from tests.support.webhook_receiver import WebhookReceiver
 from thirdshift.errors import ConfigError, NotificationFailed
 from thirdshift.notify import AppriseTarget, WebhookTarget, body_of
 from thirdshift.records import Notification
+from thirdshift.run_states import RunKind
 
 NOTICE = Notification(
     event="run.ended",
@@ -23,7 +24,7 @@ NOTICE = Notification(
     issue_url="https://github.test/acme/widgets/issues/3",
     state="ready",
     run_id=12,
-    kind="run",
+    kind=RunKind.DELIVERY,
     pull_request_url="https://github.test/acme/widgets/pull/4",
 )
 SECRET = "contract-shared-secret"

@@ -1,20 +1,34 @@
 """The pre-push check on real git, against the stand-in's origin: an octopus merge hides no
-secret, a commit touching a workflow file is not pushed unless the repository allows it, and
-a merge counts only for what it changes against every one of its parents."""
+secret, a known secret encoded (base64, base32, hex, percent-encoded, reversed) is found in an
+added line or a commit message, a commit touching a workflow file is not pushed unless the
+repository allows it, and a merge counts only for what it changes against every one of its
+parents."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
 
-from tests.contract.conftest import Sandbox
 from tests.support.clones import plain_git, write_file
+from tests.support.stand_in_scenario import Sandbox
 from thirdshift.git import ManagedClone, Worktree
 from thirdshift.runs.secret_check import SecretInCommits, WorkflowChangesRefused, push_checked
 from thirdshift.scrub import Scrubber
 
 TOKEN = "ghp_" + "0ct0pus" * 6  # token-shaped
+# A known value with no shape of its own: only the scrubber's knowledge of it finds it.
+KNOWN = "deploy-hook-secret-4711-of-acme"
+ENCODED = {
+    "base64": base64.b64encode(KNOWN.encode()).decode(),
+    "base64 after one byte": base64.b64encode(b"=" + KNOWN.encode()).decode(),
+    "base64 after two bytes": base64.urlsafe_b64encode(b"k=" + KNOWN.encode()).decode(),
+    "base32": base64.b32encode(b"key:" + KNOWN.encode()).decode(),
+    "hex": KNOWN.encode().hex(),
+    "percent-encoded": "".join(f"%{b:02x}" for b in KNOWN.encode()),
+    "reversed": KNOWN[::-1],
+}
 
 
 def _side_branches(worktree: Worktree, *names: str) -> None:
@@ -42,11 +56,12 @@ def _octopus(worktree: Worktree, *parents: str, extra: dict[str, str] | None = N
 
 
 def _push(worktree: Worktree, branch: str, *, allow_workflow_changes: bool = False) -> None:
+    worktree.record_head()  # as a session's end does: what the plain git above made
     push_checked(
         worktree,
         branch,
         "main",
-        Scrubber().findings,
+        Scrubber([KNOWN]).findings,
         lambda: None,
         allow_workflow_changes=allow_workflow_changes,
     )
@@ -108,6 +123,86 @@ def test_an_octopus_merge_is_not_blamed_for_what_a_parent_already_on_origin_hold
     _push(worktree, "issue-11")
 
     assert clone.remote_branches()["issue-11"] == worktree.head()
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODED))
+def test_a_known_secret_encoded_in_an_added_line_is_found_and_nothing_is_pushed(
+    clone: ManagedClone, worktrees: Path, encoding: str
+) -> None:
+    """Each encoded form of a known value is that value: the push is refused naming the file,
+    the line and the encoding, never the value or its encoding."""
+    worktree = clone.add_worktree(worktrees / "issue-20", "issue-20", "origin/main")
+    write_file(worktree, "hook.txt", f"# the hook\nvalue = {ENCODED[encoding]}\n")
+    worktree.commit_all("Add the hook's settings")
+
+    with pytest.raises(SecretInCommits) as caught:
+        _push(worktree, "issue-20")
+
+    [leak] = caught.value.leaks
+    assert leak.where == "hook.txt:2"
+    assert leak.kind == f"known secret value, {encoding.split()[0]}"
+    message = str(caught.value)
+    assert f"hook.txt:2 (known secret value, {encoding.split()[0]})" in message
+    assert KNOWN not in message
+    assert ENCODED[encoding] not in message
+    assert not clone.has_remote_branch("issue-20")
+
+
+def test_a_known_secret_encoded_in_a_commit_message_is_found(
+    clone: ManagedClone, worktrees: Path
+) -> None:
+    worktree = clone.add_worktree(worktrees / "issue-21", "issue-21", "origin/main")
+    write_file(worktree, "app.py", "print('fine')\n")
+    worktree.commit_all(f"Fix the greeting\n\nfor the record: {ENCODED['hex']}")
+
+    with pytest.raises(SecretInCommits) as caught:
+        _push(worktree, "issue-21")
+
+    assert [(leak.where, leak.kind) for leak in caught.value.leaks] == [
+        ("(commit message):3", "known secret value, hex")
+    ]
+    assert not clone.has_remote_branch("issue-21")
+
+
+def test_a_known_secret_base64_wrapped_over_two_lines_is_found_at_the_line_it_starts_on(
+    clone: ManagedClone, worktrees: Path
+) -> None:
+    """``base64`` wraps at 76 columns: an encoding that runs on into the next added line is
+    still the secret."""
+    # After 55 bytes, the first character only the secret decides is the 75th: the first line
+    # ends with two of them (too few to be taken for a cut secret), the next line has the rest.
+    encoded = base64.b64encode(b"A" * 55 + KNOWN.encode()).decode()
+    wrapped = "\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76))
+    assert len(wrapped.splitlines()) == 2
+    assert Scrubber([KNOWN]).findings(wrapped) == ()
+    worktree = clone.add_worktree(worktrees / "issue-22", "issue-22", "origin/main")
+    write_file(worktree, "blob.b64", wrapped + "\n")
+    worktree.commit_all("Add a blob")
+
+    with pytest.raises(SecretInCommits) as caught:
+        _push(worktree, "issue-22")
+
+    assert [(leak.where, leak.kind) for leak in caught.value.leaks] == [
+        ("blob.b64:1", "known secret value, base64")
+    ]
+
+
+def test_base64_data_that_is_no_known_secret_is_pushed(
+    clone: ManagedClone, worktrees: Path
+) -> None:
+    """Test data, digests and the encoding of another value are no secret's form."""
+    worktree = clone.add_worktree(worktrees / "issue-23", "issue-23", "origin/main")
+    other = b"deploy-hook-secret-4712-of-acme"
+    write_file(
+        worktree,
+        "fixtures.txt",
+        f"{base64.b64encode(other).decode()}\n{other.hex()}\n{other.decode()[::-1]}\n",
+    )
+    worktree.commit_all("Add fixtures")
+
+    _push(worktree, "issue-23")
+
+    assert clone.remote_branches()["issue-23"] == worktree.head()
 
 
 @pytest.mark.parametrize(

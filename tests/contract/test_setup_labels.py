@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.conftest import NAME, OWNER, TOKENS, Sandbox
 from tests.support.fake_github import FakeGitHub, bare_origin
+from tests.support.stand_in_scenario import NAME, OWNER, TOKENS, Sandbox
 from thirdshift.clock import SystemClock
 from thirdshift.errors import NotFound
 from thirdshift.github import GitHub

@@ -14,7 +14,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.support.failed_run import CAUSE, COST_USD, plant_failed_run, session_log_lines
-from thirdshift.daemon.state import DaemonState
+from thirdshift.daemon.state import DaemonProcess, DaemonState
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 from thirdshift.web import StorePageSource, make_app
@@ -39,7 +39,7 @@ def store(database_url: str) -> Iterator[Store]:
 def daemon_state() -> DaemonState:
     now = datetime.now(UTC)
     return DaemonState(
-        daemon="night-1", pid=os.getpid(), started_at=now, updated_at=now, stopping=False,
+        daemon=DaemonProcess("night-1", os.getpid(), now), updated_at=now, stopping=False,
         polls=(), running=(), pauses=(), rate_limit_remaining=4870,
     )  # fmt: skip
 
@@ -149,7 +149,7 @@ def test_while_the_database_is_unreachable_the_page_shows_the_daemon_and_says_so
         down.close()
     for page in pages:
         assert page.daemon is not None
-        assert page.daemon.daemon == "night-1"
+        assert page.daemon.daemon.name == "night-1"
         assert page.database_error is not None
         assert page.database_error.startswith("database unreachable: ")
         assert (page.in_flight, page.failures, page.leases) == ((), (), ())

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from thirdshift.clock import ManualClock
 from thirdshift.errors import StoreError
 from thirdshift.records import DatabaseRole, KeptResult, SessionEvent, Usage
+from thirdshift.run_states import RunState
 from thirdshift.sessions.preamble import follow_up_preamble
 from thirdshift.store import Store, utcnow
 
@@ -108,7 +109,7 @@ def test_a_run_is_recorded_updated_and_finished(store: Store) -> None:
     second = store.start_run(repository, 8, harness="claude")
     store.update_run(first.id, head_sha="abc123", pull_request_number=12)
     finished = store.finish_run(
-        first.id, "failed", cause="CI-fix budget spent", last_session_log="/logs/x.jsonl"
+        first.id, RunState.FAILED, cause="CI-fix budget spent", last_session_log="/logs/x.jsonl"
     )
     assert finished.state == "failed"
     assert finished.head_sha == "abc123"
@@ -116,7 +117,7 @@ def test_a_run_is_recorded_updated_and_finished(store: Store) -> None:
     assert finished.ended_at >= finished.started_at
     assert finished.started_at.tzinfo is not None
     assert [run.id for run in store.list_runs()] == [second.id, first.id]
-    assert [run.id for run in store.list_runs(state="failed")] == [first.id]
+    assert [run.id for run in store.list_runs(state=RunState.FAILED)] == [first.id]
     assert store.get_run(first.id) == finished
     assert store.get_run(10_000) is None
 
@@ -394,7 +395,7 @@ def test_dead_runs_are_those_whose_lease_is_gone_or_held_by_a_later_run(store: S
     store.attach_run_to_lease(newer, successor.id)
     never = store.start_run(repository, 6)  # no Lease row at all
     finished = store.start_run(repository, 7)
-    store.finish_run(finished.id, "succeeded")
+    store.finish_run(finished.id, RunState.SUCCEEDED)
 
     dead = [run.id for run in store.dead_runs(repository, now=now)]
     assert dead == [expired.id, released.id, superseded.id, never.id]
@@ -437,12 +438,12 @@ def test_runs_list_by_repository_whatever_its_case_and_by_state(store: Store) ->
     first = store.start_run(widgets, 1)
     store.start_run(gadgets, 2)
     third = store.start_run(widgets, 3)
-    store.finish_run(first.id, "failed", cause="no pull request")
+    store.finish_run(first.id, RunState.FAILED, cause="no pull request")
     assert [run.id for run in store.list_runs(repository="Octo/Widgets")] == [third.id, first.id]
     assert [run.id for run in store.list_runs(repository="octo/widgets", limit=1)] == [third.id]
-    assert [run.id for run in store.list_runs(repository="octo/widgets", state="failed")] == [
-        first.id
-    ]
+    assert [
+        run.id for run in store.list_runs(repository="octo/widgets", state=RunState.FAILED)
+    ] == [first.id]
     assert store.list_runs(repository="octo/nothing") == []
 
 
@@ -604,12 +605,16 @@ def test_the_issue_s_history_runs_across_its_runs_with_each_run_s_outcome(store:
 
     first = store.start_run(repository, 7)
     session(first.id, "implement", 3, state="failed")
-    store.finish_run(first.id, "failed", cause="the model gave up")
+    store.finish_run(first.id, RunState.FAILED, cause="the model gave up")
     second = store.start_run(repository, 7)
     session(second.id, "implement", 80)
     session(second.id, "repair-1", 2)
     store.finish_run(
-        second.id, "failed", cause="CI stayed red", pull_request_number=12, head_sha="abc1234ff"
+        second.id,
+        RunState.FAILED,
+        cause="CI stayed red",
+        pull_request_number=12,
+        head_sha="abc1234ff",
     )
     third = store.start_run(repository, 7)
     session(third.id, "implement", 1)
@@ -767,10 +772,10 @@ def test_a_run_end_may_be_announced_once_and_only_once_it_ended(store: Store) ->
     running Run, a second call, a second store on the same database."""
     run = store.start_run(store.ensure_repository("octo", "widgets"), 1)
     assert store.claim_notice(run.id) is False  # still running
-    store.finish_run(run.id, "failed", cause="boom")
+    store.finish_run(run.id, RunState.FAILED, cause="boom")
     assert store.claim_notice(run.id) is True
     assert store.claim_notice(run.id) is False
-    store.finish_run(run.id, "failed", cause="recorded twice")
+    store.finish_run(run.id, RunState.FAILED, cause="recorded twice")
     assert store.claim_notice(run.id) is False
 
 
@@ -884,7 +889,7 @@ def test_the_heads_recorded_for_an_issue_branch_are_those_of_its_own_runs(store:
     failed = store.start_run(repository, 2, issue_branch="issue-2")
     store.record_branch_head(failed.id, "a" * 40)
     store.record_branch_head(failed.id, "b" * 40)
-    store.finish_run(failed.id, "failed", head_sha="c" * 40)
+    store.finish_run(failed.id, RunState.FAILED, head_sha="c" * 40)
     crashed = store.start_run(repository, 2, issue_branch="issue-2")
     store.record_branch_head(crashed.id, "d" * 40)
     other = store.start_run(repository, 5, issue_branch="issue-5")

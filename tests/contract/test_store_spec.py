@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from thirdshift.errors import StoreError
 from thirdshift.records import Usage
+from thirdshift.run_states import RunState
 from thirdshift.store import Store
 
 
@@ -53,8 +54,8 @@ def test_a_landing_is_kept_with_its_ticket_run_and_found_by_spec_branch(store: S
     failed = store.start_run(
         repository, 12, kind="merge", base_branch="spec-10", parent_run_id=spec.id
     )
-    store.finish_run(failed.id, "failed", cause="the CI-fix budget is spent")
-    store.finish_run(landed.id, "merged")
+    store.finish_run(failed.id, RunState.FAILED, cause="the CI-fix budget is spent")
+    store.finish_run(landed.id, RunState.SUCCEEDED)
     recorded = store.record_landing(landed.id, "a" * 40)
     rerun = store.start_run(repository, 10, kind="spec", issue_branch="spec-10")
     again = store.start_run(
@@ -134,8 +135,9 @@ def test_the_spec_migration_goes_down_and_up_again_keeping_the_runs(database_url
 def test_unlanded_ticket_runs_are_those_that_may_have_merged_without_a_record(
     store: Store,
 ) -> None:
-    """Succeeded or crashed Ticket Runs of the Spec branch with a pull request and no landing:
-    not a landed one, a failed one, one without a pull request, or another branch's."""
+    """Succeeded, crashed or still running Ticket Runs of the Spec branch with a pull request
+    and no landing: not a landed one, a failed one, one without a pull request, another
+    branch's, or (asked ``besides`` a Spec run) that Spec run's own."""
     repository = store.ensure_repository("octo", "widgets")
     spec = store.start_run(repository, 10, kind="spec", issue_branch="spec-10")
 
@@ -153,10 +155,18 @@ def test_unlanded_ticket_runs_are_those_that_may_have_merged_without_a_record(
     ticket(15, "succeeded", 35, branch="spec-99")
     landed = ticket(16, "succeeded", 36)
     store.record_landing(landed, "b" * 40)
+    running = ticket(17, "running", 37)
+    later = store.start_run(repository, 10, kind="spec", issue_branch="spec-10")
+    own = store.start_run(
+        repository, 18, kind="merge", base_branch="spec-10", parent_run_id=later.id
+    )
+    store.update_run(own.id, state="running", pull_request_number=38)
 
     found = store.unlanded_ticket_runs(repository, "spec-10")
+    earlier = store.unlanded_ticket_runs(repository, "spec-10", besides=later.id)
 
-    assert [run.id for run in found] == [succeeded, crashed]
+    assert [run.id for run in found] == [succeeded, crashed, running, own.id]
+    assert [run.id for run in earlier] == [succeeded, crashed, running]
 
 
 def test_held_specs_are_the_specs_whose_newest_run_is_a_running_or_crashed_spec_run(
@@ -167,7 +177,7 @@ def test_held_specs_are_the_specs_whose_newest_run_is_a_running_or_crashed_spec_
     crashed = store.start_run(repository, 20, kind="spec", issue_branch="spec-20")
     store.update_run(crashed.id, state="crashed")
     ended = store.start_run(repository, 30, kind="spec", issue_branch="spec-30")
-    store.finish_run(ended.id, "failed", cause="Tickets not done: #31")
+    store.finish_run(ended.id, RunState.FAILED, cause="Tickets not done: #31")
     superseded = store.start_run(repository, 40, kind="spec", issue_branch="spec-40")
     store.update_run(superseded.id, state="crashed")
     store.start_run(repository, 40)  # a plain Run of the issue since: no Spec run holds it

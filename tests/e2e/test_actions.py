@@ -211,7 +211,10 @@ def test_a_maintainer_s_label_gives_a_ready_pull_request_a_job_summary_and_outpu
     private, public = key_pair()
     app_id = world.client.add_app("night-shift", public, [f"{OWNER}/{NAME}"], token_seconds=4)
 
-    done, runner = on_runner(world, event(world), "job-1", app=AppSecrets(app_id, private))
+    payload = event(world)
+    payload["repository"]["private"] = True  # its Session logs are kept as an artifact
+
+    done, runner = on_runner(world, payload, "job-1", app=AppSecrets(app_id, private))
 
     assert done.returncode == 0, done.stderr
     [pull] = world.pulls()
@@ -363,6 +366,11 @@ def test_a_failed_run_shows_as_an_error_on_the_job_page_and_its_comment_links_th
     assert "| Cause | `" in summary
     assert "made no commits" in summary
     assert "| Sessions | `implement (claude, ended)` |" in summary
+    # A public repository (GitHub's example event): its Session logs are no artifact.
+    assert (
+        "| Session logs | not uploaded: anyone may download a public repository's artifacts |"
+    ) in summary
+    assert "artifact `thirdshift-session-logs" not in summary
     assert "state=failed" in (runner / "output").read_text()
     failure = [c["body"] for c in world.comments() if CLAIM_MARKER not in c["body"]]
     assert len(failure) == 1

@@ -24,7 +24,7 @@ from tests.support.run_world import (
     stop_world,
     write_file_command,
 )
-from thirdshift.runs.approval import text_sha256
+from thirdshift.runs.rules.approval import text_sha256
 from thirdshift.store import Store
 
 pytestmark = pytest.mark.real_cli

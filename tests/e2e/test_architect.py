@@ -25,7 +25,7 @@ from tests.support.run_world import (
     stop_world,
     write_file_command,
 )
-from thirdshift.runs.plans import ARCHITECT_RESULT_FILE
+from thirdshift.runs.rules.plans import ARCHITECT_RESULT_FILE
 
 pytestmark = pytest.mark.real_cli
 

@@ -68,6 +68,7 @@ def test_config_says_the_agent_is_sealed_by_bubblewrap(env: dict[str, str]) -> N
     result = thirdshift("config", env=env)
     assert result.returncode == 0, result.stderr
     assert "agent sandbox: bubblewrap" in result.stdout
+    assert "model key: outside the sandbox, the model gateway adds it" in result.stdout
 
 
 def test_config_without_bubblewrap_refuses_unless_the_unsafe_setting_allows(

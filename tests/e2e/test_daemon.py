@@ -24,6 +24,7 @@ from tests.support.app_keys import key_pair
 from tests.support.real_cli import BIN_DIR, cli_path
 from tests.support.run_world import TOKEN, bash, pull_request_file
 from thirdshift.errors import StoreError
+from thirdshift.run_states import RunState
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.sandbox.client import SandboxClient
 from thirdshift.sandbox.github import GitHubStandIn
@@ -182,7 +183,7 @@ class DaemonWorld:
         after it is marked ready)."""
         store = Store.open(self.database_url, migrate=False)
         try:
-            return len(store.list_runs(limit=500, state="succeeded"))
+            return len(store.list_runs(limit=500, state=RunState.SUCCEEDED))
         except StoreError:  # the daemons have not made the tables yet
             return 0
         finally:
@@ -402,7 +403,7 @@ def test_a_daemon_killed_mid_session_is_continued_after_a_restart(
     log = (world.tmp / home / "activity" / "acme-alpha.log").read_text()
     assert "Run 1 ended by a crash" in log
     if restart == "same home":
-        assert "taking over from Run 1, which crashed" in comments[0]
+        assert "as a Rescue of Run 1, which crashed" in comments[0]
         assert "not adopting issue-1 in the worktree " in err
         assert "rescue #1" in log
         assert "rescue" in kinds
@@ -488,7 +489,7 @@ def test_a_run_refused_by_a_rate_limited_provider_pauses_the_daemon_s_pickups_un
     def failed_runs() -> list[Any]:
         store = Store.open(world.database_url, migrate=False)
         try:
-            return store.list_runs(state="failed")
+            return store.list_runs(state=RunState.FAILED)
         except StoreError:
             return []
         finally:

@@ -110,8 +110,10 @@ def test_a_healthy_world_passes_and_a_missing_label_only_warns(world: RunWorld) 
         "notifications",
         "git",
         "harness claude",
+        "model key claude",
         "agent sandbox",
         "agent network",
+        "resource limits",
         "home and disk",
     ]
 

@@ -1,6 +1,7 @@
 """Branches cannot be moved from another Run: with the real claude CLI in the real Agent
-sandbox, the agent of one issue's Run moves the branch another issue's Failed run kept in the
-shared managed clone, and the next Run on that issue does not push it (adr/0027)."""
+sandbox, the agent of one issue's Run tries to move the branch another issue's Failed run kept,
+through the managed clone (read-only to it, adr/0042) and in its own repository; the next Run on
+that issue adopts its kept work as it was, and nothing planted reaches it (adr/0027)."""
 
 from __future__ import annotations
 
@@ -25,19 +26,23 @@ pytestmark = pytest.mark.real_cli
 ONE = "The first issue: calc.add(2, 3) returns -1"
 TWO = "The second issue: calc.add is wrong as well"
 
-# From the agent's own Worktree, with nothing but git: a commit made in a private index on top
-# of issue-2 (whose Worktree the agent cannot even see), and issue-2 moved to it.
-PLANT = (
-    "export GIT_INDEX_FILE=/tmp/planted-index"
-    " && git read-tree refs/heads/issue-2"
-    " && echo planted > /tmp/planted.txt"
-    " && blob=$(git hash-object -w /tmp/planted.txt)"
-    " && git update-index --add --cacheinfo 100644,$blob,planted.txt"
-    " && tree=$(git write-tree)"
-    " && commit=$(git commit-tree $tree -p refs/heads/issue-2 -m 'Planted by issue 1')"
-    " && git update-ref refs/heads/issue-2 $commit"
-    " && unset GIT_INDEX_FILE"
-)
+
+def plant(clone: Path) -> str:
+    """From the agent's own Worktree, with nothing but git: a commit made in a private index on
+    top of issue-2 as the managed clone holds it (whose Worktree the agent cannot even see),
+    and issue-2 moved to it, in the clone and in the agent's own repository."""
+    return (
+        "export GIT_INDEX_FILE=/tmp/planted-index"
+        f" && git --git-dir={clone} read-tree refs/remotes/origin/main"
+        " && echo planted > /tmp/planted.txt"
+        " && blob=$(git hash-object -w /tmp/planted.txt)"
+        " && git update-index --add --cacheinfo 100644,$blob,planted.txt"
+        " && tree=$(git write-tree)"
+        " && commit=$(git commit-tree $tree -p HEAD -m 'Planted by issue 1')"
+        " && unset GIT_INDEX_FILE"
+        f"; git --git-dir={clone} update-ref refs/heads/issue-2 $commit; echo clone=$?"
+        "; git update-ref refs/heads/issue-2 $commit; echo own=$?"
+    )
 
 
 def fix_and_describe(title: str) -> list[dict[str, object]]:
@@ -60,9 +65,11 @@ def fix_and_describe(title: str) -> list[dict[str, object]]:
 def test_a_branch_another_runs_agent_moved_is_not_pushed_by_the_next_run(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
-    """Issue 2's Run fails to push and keeps its Worktree; issue 1's agent commits on top of
-    issue-2 in the shared clone and moves it there; the next Run on issue 2 says it does not
-    adopt that head, keeps it aside, starts from origin and opens its pull request without it."""
+    """Issue 2's Run fails to push and keeps its Worktree; issue 1's agent commits and tries to
+    move issue-2 to it: the managed clone refuses (read-only), its own repository takes a ref
+    of its own. The next Run on issue 2 adopts its kept work as it was and opens its pull
+    request without the planted commit."""
+    clone = tmp_path / "home" / "repos" / OWNER / NAME
     sessions: list[dict[str, object]] = [
         {
             "name": "two-fails",
@@ -85,11 +92,18 @@ def test_a_branch_another_runs_agent_moved_is_not_pushed_by_the_next_run(
             "name": "one-plants",
             "marker": ONE,
             "turns": [
-                {"tool_calls": [bash(PLANT, "move another issue's branch")]},
+                {"tool_calls": [bash(plant(clone), "move another issue's branch")]},
                 *fix_and_describe("Make add() add"),
             ],
         },
-        {"name": "two-again", "marker": TWO, "turns": fix_and_describe("Fix add() again")},
+        {
+            "name": "two-again",
+            "marker": TWO,
+            "turns": [  # its earlier Run's fix is adopted: only the pull request is left
+                {"tool_calls": [bash(pull_request_file("Fix add() again", "add() adds."))]},
+                {"text": "Done."},
+            ],
+        },
     ]
     world = start_world(tmp_path, sessions, issue_body=ONE)
     worlds.append(world)
@@ -112,9 +126,10 @@ def test_a_branch_another_runs_agent_moved_is_not_pushed_by_the_next_run(
 
     one = world.thirdshift("run", world.issue_url)
     assert one.returncode == 0, one.stderr
-    clone = world.home / "repos" / OWNER / NAME
-    planted = world.git("rev-parse", "refs/heads/issue-2", cwd=clone)
-    assert world.git("log", "-1", "--format=%s", planted, cwd=clone) == "Planted by issue 1"
+    said = str(world.model_requests("one-plants")[1])
+    assert "clone=0" not in said
+    assert "own=0" in said
+    assert world.git("for-each-ref", "refs/heads", cwd=clone) == ""
 
     again = world.thirdshift("run", two_url)
 
@@ -122,22 +137,8 @@ def test_a_branch_another_runs_agent_moved_is_not_pushed_by_the_next_run(
     inspect = world.clone()
     pushed = world.git("log", "--format=%s", "origin/issue-2", cwd=inspect).splitlines()
     assert "Planted by issue 1" not in pushed
-    assert world.git("ls-tree", "--name-only", "origin/issue-2", cwd=inspect).split() == [
-        "README.md",
-        "calc.py",
-        "test_calc.py",
-    ]
-    aside = f"refs/thirdshift/unadopted/issue-2-{planted[:12]}"
-    assert (
-        f"not adopting issue-2 in the worktree {kept}: its head {planted[:7]} is not one "
-        "thirdshift recorded for #2"
-    ) in again.stderr, again.stderr
-    # Moved under its Worktree, the branch's new file reads as deleted there: that uncommitted
-    # change goes aside on top of the planted head.
-    assert (
-        f"kept it aside with the Worktree's uncommitted work as {aside}, and starting from origin"
-    ) in again.stderr
-    assert "pushing it to issue-2" not in again.stderr
-    assert world.git("rev-parse", f"{aside}^", cwd=clone) == planted
+    assert "Make add() add" in pushed
+    assert f"the worktree {kept} from an earlier Run holds" in again.stderr, again.stderr
+    assert "not adopting" not in again.stderr
     [pull] = [p for p in world.pulls() if p["head"]["ref"] == "issue-2"]
     assert pull["title"] == "Fix add() again"

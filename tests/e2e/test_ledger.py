@@ -178,6 +178,8 @@ def test_on_a_terminal_a_run_keeps_a_live_status_line_under_its_progress_lines(
         ],
     )
     worlds.append(world)
+    # A CI watch long enough for the status line to be redrawn while it waits.
+    world.settings["THIRDSHIFT_CI_GRACE_SECONDS"] = "3"
     controller, terminal = os.openpty()
     try:
         process = subprocess.Popen(

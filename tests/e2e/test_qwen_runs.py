@@ -169,7 +169,7 @@ def test_sigterm_mid_session_stops_qwen_s_tree_and_salvages_the_run(world: RunWo
     assert process.returncode == 1, stderr
     assert "SIGTERM: stopping; the work will be saved" in stderr
     assert not running("time.sleep(307)")
-    assert not running("@qwen-code/qwen-code")
+    assert not running("@qwen-code/qwen-code", within=world.tmp)
     assert "interrupted" in stderr
     clone = world.clone()
     branch = f"origin/issue-{world.issue_number}"
@@ -198,7 +198,13 @@ def test_a_qwen_run_rate_limited_past_its_retries_continues_on_claude(world: Run
                 "marker": switched,
                 "turns": [{"tool_calls": [bash(FIX, "fix")]}, {"text": "Fixed on claude."}],
             },
-            {"name": "qwen", "marker": marker, "turns": [{"error": "rate_limit"}] * 60},
+            # A short Retry-After, which qwen honours: at its own backoff (1.5 s, doubling) its
+            # seven attempts would take over a minute.
+            {
+                "name": "qwen",
+                "marker": marker,
+                "turns": [{"error": "rate_limit", "retry_after_s": 0.05}] * 60,
+            },
         ],
     )
     world.settings.update(

@@ -24,7 +24,7 @@ from tests.support.run_world import (
     stop_world,
     write_file_command,
 )
-from thirdshift.runs.review import REPLY_MARKER_PREFIX
+from thirdshift.runs.rules.review import REPLY_MARKER_PREFIX
 
 pytestmark = pytest.mark.real_cli
 

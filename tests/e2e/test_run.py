@@ -82,7 +82,10 @@ def test_a_fresh_issue_ends_with_a_ready_green_pull_request(
     assert [(c["name"], c["conclusion"]) for c in checks] == [(CHECK, "success")]
     labels = [label["name"] for label in world.issue()["labels"]]
     assert labels == ["in-progress"]
-    assert not any((world.home / "worktrees").iterdir())
+    # No Worktree is left; its own repository stays beside it (adr/0042), without a checkout.
+    left = sorted(p.name for p in (world.home / "worktrees").iterdir())
+    assert left == ["acme-calculator-issue-1.git"]
+    assert not (world.home / "worktrees" / "acme-calculator-issue-1.git" / "index").exists()
     assert "labelling #1 in-progress, in place of ready-for-agent" in result.stderr
     assert f"pull request {pull['html_url']} is ready" in result.stderr
 

@@ -177,7 +177,9 @@ def test_a_run_that_pushed_nothing_releases_the_claim(
     assert "released the Claim on #1" in result.stderr
     assert labels(world) == []
     assert world.pulls() == []
-    assert not any((world.home / "worktrees").iterdir())
+    # No Worktree is left; its own repository stays beside it (adr/0042).
+    left = sorted(p.name for p in (world.home / "worktrees").iterdir())
+    assert left == ["acme-calculator-issue-1.git"]
 
 
 def test_work_that_cannot_be_pushed_keeps_its_worktree_and_says_where(

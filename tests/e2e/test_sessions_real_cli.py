@@ -29,8 +29,11 @@ from thirdshift.sandbox.model.server import (
 )
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import SessionEnding, SessionInterrupted, Sessions
-from thirdshift.sessions.cli_outside import CliOutside, log_stamp, session_log_paths
+from thirdshift.sessions.cli_outside import CliOutside
+from thirdshift.sessions.cli_parts import SessionBounds, SessionParts
+from thirdshift.sessions.cli_sessions import log_stamp, session_log_paths
 from thirdshift.sessions.preamble import count_tokens
+from thirdshift.sessions.sealed_space import SealedSpace
 from thirdshift.store import Store
 
 pytestmark = pytest.mark.real_cli
@@ -64,26 +67,31 @@ class World:
             self.harness_name, executable=str(cli_path(self.harness_name)), extra_args=extra
         )
         return CliOutside(
-            harness=harness,
-            worktree=self.worktree,
-            store=self.store,
+            harness,
             run_id=self.run_id,
-            environ=self.environ,
-            watchdogs=Watchdogs(
-                idle_seconds=idle, wall_seconds=120, post_result_seconds=post_result
+            parts=SessionParts(
+                store=self.store,
+                environ=self.environ,
+                scrub=Scrubber(["planted-secret-value-123"]),
+                clock=SystemClock(self.interrupt),
+                progress=self.lines.append,
+                interrupt=self.interrupt,
             ),
-            grace_seconds=3,
-            interrupt=self.interrupt,
-            progress=self.lines.append,
-            scrub=Scrubber(["planted-secret-value-123"]),
-            clock=SystemClock(self.interrupt),
-            sandbox=probe(self.environ.get("PATH")),
-            sealed=SealedPaths(
-                worktree=self.worktree,
-                clone=self.worktree,
-                agent_home=self.agent_home,
-                hidden=(self.tmp / "thirdshift-home",),
-                readable=install_dirs(str(cli_path(self.harness_name)), None),
+            bounds=SessionBounds(
+                watchdogs=Watchdogs(
+                    idle_seconds=idle, wall_seconds=120, post_result_seconds=post_result
+                ),
+                grace_seconds=3,
+            ),
+            space=SealedSpace(
+                probe(self.environ.get("PATH")),
+                SealedPaths(
+                    worktree=self.worktree,
+                    clone=self.worktree,
+                    agent_home=self.agent_home,
+                    hidden=(self.tmp / "thirdshift-home",),
+                    readable=install_dirs(str(cli_path(self.harness_name)), None),
+                ),
             ),
         )
 

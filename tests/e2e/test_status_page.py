@@ -272,7 +272,14 @@ def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
             assert page.url == url  # the token left the address bar
             # The Run the daemon picked up, in flight, with its condensed lines.
             page.wait_for_selector('article[data-run="2"][data-state="running"]', timeout=90_000)
-            page.wait_for_selector('article[data-run="2"] pre', timeout=30_000)
+            # The lines arrive as the session makes them: wait for the commit's, never sleep.
+            page.wait_for_function(
+                """() => {
+                    const pre = document.querySelector('article[data-run="2"] pre');
+                    return pre !== null && pre.innerText.split("\\n").includes("commit");
+                }""",
+                timeout=60_000,
+            )
             assert "commit" in page.inner_text('article[data-run="2"] pre').splitlines()
             # The Failed run beside it: its cause, and its last lines with the token scrubbed.
             assert CAUSE in page.inner_text(failed)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -19,15 +19,22 @@ from tests.support.fake_github import FakeGitHub, bare_origin
 from tests.support.scripted_sessions import ScriptedSessions, git
 from thirdshift import bootstrap
 from thirdshift.clock import ManualClock
-from thirdshift.daemon import ActivityLog, ReadyRules, RepositoryPoll
-from thirdshift.git import Identity, ManagedClone
-from thirdshift.issue_url import IssueRef
-from thirdshift.notify import Notifier, ScriptedTarget, Target
+from thirdshift.daemon import (
+    ActivityLog,
+    PollHooks,
+    PollParts,
+    ReadyRules,
+    RepositoryPoll,
+    RunWatch,
+)
+from thirdshift.git import CommitIdentity, ManagedClone
+from thirdshift.issue_url import IssueRef, RunRef
+from thirdshift.notify import ScriptedTarget, Target, TargetNotifier
 from thirdshift.records import RepoInfo
-from thirdshift.runs import Delivery, RunRequest
+from thirdshift.runs import Delivery, RunOutcome, RunRequest
 from thirdshift.runs.claims import CLAIM_MARKER
-from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.ports import NO_NOTIFIER
+from thirdshift.runs.scope import RunHooks, RunParts
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings
 from thirdshift.store import Store
@@ -63,14 +70,14 @@ class RunWorld:
     def environ(self) -> dict[str, str]:
         return {"PATH": f"{Path(sys.executable).parent}{os.pathsep}/usr/bin{os.pathsep}/bin"}
 
-    def clone_of(self, ref: IssueRef, repo: RepoInfo) -> ManagedClone:
+    def clone_of(self, ref: RunRef, repo: RepoInfo) -> ManagedClone:
         return ManagedClone(
             self.settings.home,
             ref.owner,
             ref.repo,
             repo.clone_url,
             None,
-            Identity(self.settings.git_user_name, self.settings.git_user_email),
+            CommitIdentity(self.settings.git_user_name, self.settings.git_user_email),
             scrub=Scrubber([PLANTED_TOKEN]),
             environ=self.environ,
             timeout=60,
@@ -97,7 +104,7 @@ class RunWorld:
             "interrupt": self.interrupt,
             "emit_url": self.urls.append,
             "notifier": (
-                Notifier(self.targets, scrub=scrub, progress=self.lines.append)
+                TargetNotifier(self.targets, scrub=scrub, progress=self.lines.append)
                 if self.targets
                 else NO_NOTIFIER
             ),
@@ -121,7 +128,7 @@ class RunWorld:
         git(work, "commit", "-q", "-m", f"Add {name}")
         git(work, "push", "-q", "origin", branch)
 
-    def take_lease_over(self, number: int) -> None:
+    def take_lease_over(self, number: int | None) -> None:
         """Another Run takes the issue's Lease, as it would once this one's expired while it
         was paused."""
         repository = self.store.ensure_repository("acme", "widgets")
@@ -176,24 +183,56 @@ def a_poll(world: RunWorld, clock: ManualClock | None = None) -> RepositoryPoll:
     """A daemon's poll of acme/widgets against this world's GitHub and database, as the daemon
     builds it (no Run of this process holds an issue)."""
     when = clock or world.clock
+    activity = ActivityLog(
+        world.store,
+        daemon="d1",
+        directory=world.settings.home / "activity",
+        clock=when,
+        scrub=Scrubber([PLANTED_TOKEN]),
+        progress=world.lines.append,
+    )
+    rules = ReadyRules.of(
+        ready_label=READY, in_progress_label=BUSY, excluded_labels=[], settle_seconds=0
+    )
     return RepositoryPoll(
         "acme",
         "widgets",
-        github=world.github,
-        store=world.store,
-        rules=ReadyRules.of(
-            ready_label=READY, in_progress_label=BUSY, excluded_labels=[], settle_seconds=0
-        ),
-        activity=ActivityLog(
-            world.store,
-            daemon="d1",
-            directory=world.settings.home / "activity",
-            clock=when,
-            scrub=Scrubber([PLANTED_TOKEN]),
-            progress=world.lines.append,
-        ),
-        clock=when,
-        running_here=lambda _n: False,
-        stop_here=lambda _n, _why: None,
-        kept_worktree=lambda _b: False,
+        world.github,
+        PollParts(store=world.store, rules=rules, activity=activity, clock=when),
+        NOTHING_HERE,
     )
+
+
+NOTHING_HERE = PollHooks(
+    running_here=lambda _n: False,
+    stop_here=lambda _n, _why: None,
+    kept_worktree=lambda _b: False,
+)
+"""A poll's hooks when its daemon runs nothing and its host keeps no Worktree."""
+
+
+def _no_architect_run(owner: str, name: str, _watch: RunWatch) -> RunOutcome:
+    raise AssertionError(f"this test starts no Architect run (asked for {owner}/{name})")
+
+
+@dataclass
+class ScriptedStarter:
+    """The daemon's ``RunStarter`` in these tests: a pickup's or a Rescue's Run is ``runs``, an
+    Architect run ``architects``; ``started`` lists what the daemon asked for, in order
+    (``pickup #3``, ``rescue #3``, ``architect acme/widgets``)."""
+
+    runs: Callable[[RunRequest, RunWatch], RunOutcome]
+    architects: Callable[[str, str, RunWatch], RunOutcome] = _no_architect_run
+    started: list[str] = field(default_factory=list)
+
+    def pickup(self, request: RunRequest, watch: RunWatch) -> RunOutcome:
+        self.started.append(f"pickup #{request.issue.number}")
+        return self.runs(request, watch)
+
+    def rescue(self, request: RunRequest, watch: RunWatch) -> RunOutcome:
+        self.started.append(f"rescue #{request.issue.number}")
+        return self.runs(request, watch)
+
+    def architect(self, owner: str, name: str, watch: RunWatch) -> RunOutcome:
+        self.started.append(f"architect {owner}/{name}")
+        return self.architects(owner, name, watch)

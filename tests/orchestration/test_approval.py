@@ -3,7 +3,6 @@ fake (the stand-in's state model, which records edits as GitHub does)."""
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -14,7 +13,7 @@ from tests.support.scripted_sessions import commit_file
 from thirdshift.errors import NotClaimed
 from thirdshift.issue_url import IssueRef
 from thirdshift.runs import RunRequest
-from thirdshift.runs.approval import text_sha256
+from thirdshift.runs.rules.approval import text_sha256
 
 VOID = f"edited by {READER} after {MAINTAINER} added {READY}; add the label again"
 
@@ -139,10 +138,8 @@ def test_a_run_asked_for_by_an_event_is_not_claimed_after_a_strangers_edit(
     number = dw.ready_issue("Harmless")
     dw.world.github.edit_issue(number, READER, title="Harmful")
     lines: list[str] = []
-    status = dw._run(
+    status = dw.pick_up(
         RunRequest(IssueRef("github.test", "acme", "widgets", number), expect_ready=True),
-        threading.Event(),
-        lambda: None,
         lines.append,
     ).exit_code
     assert status == NotClaimed.exit_code
@@ -157,10 +154,8 @@ def test_a_run_by_hand_of_an_unlabelled_issue_is_approved_by_whoever_started_it(
 ) -> None:
     number = dw.world.github.add_issue("By hand", "Do it.")
     dw.world.github.edit_issue(number, READER, body="Do it now.")
-    status = dw._run(
+    status = dw.pick_up(
         RunRequest(IssueRef("github.test", "acme", "widgets", number)),
-        threading.Event(),
-        lambda: None,
         lambda _line: None,
     ).exit_code
     assert status == 0

@@ -13,17 +13,35 @@ from typing import Any
 
 import pytest
 
-from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, READY, RunWorld, a_poll
+from tests.orchestration.conftest import (
+    BUSY,
+    PLANTED_TOKEN,
+    READY,
+    RunWorld,
+    ScriptedStarter,
+    a_poll,
+)
 from tests.support.fake_github import open_here
 from tests.support.scripted_sessions import git
 from thirdshift import bootstrap
 from thirdshift.bootstrap import architect_schedules
-from thirdshift.daemon import ActivityLog, Daemon, ReadyRules, RepositoryPoll
-from thirdshift.daemon.daemon import Limits
+from thirdshift.daemon import (
+    ActivityLog,
+    Daemon,
+    DaemonParts,
+    Limits,
+    PollHooks,
+    PollParts,
+    ReadyRules,
+    RepositoryPoll,
+    RunWatch,
+    StateSources,
+)
 from thirdshift.errors import ConfigError, GitHubError, NotClaimed
-from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
+from thirdshift.run_states import RunEnd
+from thirdshift.runs.architect.run import ArchitectRequest, ArchitectRun
 from thirdshift.runs.outcome import RunOutcome
-from thirdshift.runs.plans import ARCHITECT_ISSUE, ARCHITECT_RESULT_FILE
+from thirdshift.runs.rules.plans import ARCHITECT_RESULT_FILE
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import SessionInterrupted
 
@@ -106,7 +124,7 @@ def test_a_two_ticket_plan_is_published_as_a_spec_with_two_sub_issues_the_second
     assert world.urls == [gh.issue("acme", "widgets", spec).html_url]
     (run,) = architect_runs(world)
     assert run.state == "succeeded"
-    assert run.issue_number == ARCHITECT_ISSUE
+    assert run.issue_number is None  # an Architect run works on no issue
     assert run.published == (spec, first, second)
     assert run.last_session_log
     assert [s.kind for s in world.store.run_sessions(run.id)] == ["architect"]
@@ -305,7 +323,7 @@ def test_hand_over_of_a_lone_ticket_labels_the_ticket_ready(world: RunWorld) -> 
 def test_another_architect_run_on_the_repository_is_not_claimed(world: RunWorld) -> None:
     repository = world.store.ensure_repository("acme", "widgets")
     held = world.store.acquire_lease(
-        repository, ARCHITECT_ISSUE, "elsewhere", timedelta(hours=1), now=world.clock.now()
+        repository, None, "elsewhere", timedelta(hours=1), now=world.clock.now()
     )
     assert held is not None
     world.sessions.plays["architect"] = writes(TWO_TICKETS)
@@ -338,54 +356,38 @@ def scheduled_daemon(
         progress=world.lines.append,
     )
 
-    def start_architect(
-        owner: str,
-        name: str,
-        interrupt: threading.Event,
-        progress: Callable[[str], None],
-        on_recorded: Callable[[int], None],
-    ) -> RunOutcome:
+    def start_architect(owner: str, name: str, watch: RunWatch) -> RunOutcome:
         started.append(f"{clock.now():%a}")
-        run = architect(world, progress=progress, on_recorded=on_recorded)
+        run = architect(world, progress=watch.progress, on_recorded=watch.on_recorded)
         return run.run(ArchitectRequest(owner, name))
 
     # As the composition root reads them: the setting's spelling of the name does not matter.
     configured = world.settings.model_copy(
         update={"architect_schedule": {"ACME/Widgets": "0 3 * * 1"}}
     )
+    starter = ScriptedStarter(
+        lambda _request, _watch: RunOutcome(RunEnd.READY, 0), architects=start_architect
+    )
+    parts = DaemonParts(starter, world.store, activity, clock, world.lines.append, "github.test")
     daemon = Daemon(
-        web_host="github.test",
-        start_run=lambda *args: RunOutcome("ready", 0),
-        store=world.store,
-        activity=activity,
-        limits=Limits(2, 1, 60, 0, 60, 60),
-        clock=clock,
-        stop=threading.Event(),
-        progress=world.lines.append,
-        name=name,
-        start_architect=start_architect,
+        parts,
+        Limits(2, 1, 60, 0, 60, 60),
+        threading.Event(),
+        shown=StateSources(name=name),
         architect_schedules=architect_schedules(configured, ["acme/widgets"]),
     )
-    daemon.watch(
-        RepositoryPoll(
-            "acme",
-            "widgets",
-            github=world.github,
-            store=world.store,
-            rules=ReadyRules.of(
-                ready_label=READY,
-                in_progress_label=BUSY,
-                excluded_labels=[TRIAGE],
-                settle_seconds=0,
-            ),
-            activity=activity,
-            clock=clock,
-            running_here=lambda n: daemon.running_here("acme/widgets", n),
-            stop_here=lambda n, why: None,
-            kept_worktree=lambda branch: False,
-            paused=paused,
-        )
+    rules = ReadyRules.of(
+        ready_label=READY, in_progress_label=BUSY, excluded_labels=[TRIAGE], settle_seconds=0
     )
+    hooks = PollHooks(
+        running_here=lambda n: daemon.running_here("acme/widgets", n),
+        stop_here=lambda n, why: None,
+        kept_worktree=lambda branch: False,
+    )
+    poll_parts = PollParts(
+        store=world.store, rules=rules, activity=activity, clock=clock, paused=paused
+    )
+    daemon.watch(RepositoryPoll("acme", "widgets", world.github, poll_parts, hooks))
     return daemon
 
 
@@ -466,7 +468,7 @@ def test_an_architect_run_paused_past_its_lease_publishes_nothing_once_another_h
     world: RunWorld,
 ) -> None:
     def paused_then_writes(worktree: Path, prompt: str) -> str:
-        world.take_lease_over(ARCHITECT_ISSUE)  # as if SIGSTOPped past its Lease meanwhile
+        world.take_lease_over(None)  # as if SIGSTOPped past its Lease meanwhile
         return writes(TWO_TICKETS)(worktree, prompt)
 
     world.sessions.plays["architect"] = paused_then_writes

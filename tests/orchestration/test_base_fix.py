@@ -9,7 +9,7 @@ from tests.orchestration.conftest import PR_TEXT, READY, RunWorld, a_poll
 from tests.support.fake_github import open_here
 from tests.support.scripted_sessions import commit_file
 from thirdshift.records import CheckRun
-from thirdshift.runs.base_fixes import base_fix_marker
+from thirdshift.runs.rules.base_fixes import base_fix_marker
 
 MERGE = "thirdshift-merge"
 

@@ -14,28 +14,42 @@ from typing import cast
 
 import pytest
 
-from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
+from tests.orchestration.conftest import (
+    BUSY,
+    PLANTED_TOKEN,
+    PR_TEXT,
+    READY,
+    RunWorld,
+    ScriptedStarter,
+)
 from tests.support.scripted_sessions import commit_file, git
 from thirdshift import bootstrap
 from thirdshift.clock import ManualClock
 from thirdshift.daemon import (
     ActivityLog,
     Daemon,
+    DaemonParts,
+    Limits,
     Pickup,
+    PollHooks,
+    PollParts,
     ProviderPauses,
     ReadyRules,
     RepositoryPoll,
+    RunWatch,
+    StateSources,
 )
-from thirdshift.daemon.daemon import Limits
 from thirdshift.errors import GitHubError
+from thirdshift.git import own_git_dir
 from thirdshift.issue_url import IssueRef
-from thirdshift.notify import Notifier, ScriptedTarget
+from thirdshift.notify import ScriptedTarget, TargetNotifier
 from thirdshift.records import ProviderOutage, Repository, Usage
+from thirdshift.run_states import RunEnd, RunState
 from thirdshift.runs import RunRequest
-from thirdshift.runs.branches import UNADOPTED
 from thirdshift.runs.claims import CLAIM_MARKER
-from thirdshift.runs.context import RunHooks
 from thirdshift.runs.outcome import RunOutcome
+from thirdshift.runs.rules.branches import UNADOPTED
+from thirdshift.runs.scope import RunHooks
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions.rules import ProviderUnavailable
 from thirdshift.store import Store
@@ -46,33 +60,27 @@ READER = "drive-by"
 
 def daemon_starter(
     world: RunWorld, work: Callable[[RunRequest, RunHooks], RunOutcome]
-) -> Callable[..., RunOutcome]:
-    """The daemon's starter over ``work`` (a Run, or what the composition root chooses): the
-    world's hooks for the daemon's Run, its id recorded as the daemon learns it, an error
-    before its end made its outcome."""
+) -> Callable[[RunRequest, RunWatch], RunOutcome]:
+    """The daemon's Runs over ``work`` (a Run, or what the composition root chooses): the
+    world's hooks for the daemon's Run from its watch, its id recorded as the daemon learns
+    it, an error before its end made its outcome."""
 
-    def start(
-        request: RunRequest,
-        interrupt: threading.Event,
-        stopped_because: Callable[[], str | None],
-        progress: Callable[[str], None],
-        on_recorded: Callable[[int], None] = lambda _run_id: None,
-    ) -> RunOutcome:
+    def start(request: RunRequest, watch: RunWatch) -> RunOutcome:
         recorded: list[int] = []
 
         def recording(run_id: int) -> None:
             recorded.append(run_id)
-            on_recorded(run_id)
+            watch.on_recorded(run_id)
 
         hooks = world.hooks(
-            progress=progress,
-            interrupt=interrupt,
+            progress=watch.progress,
+            interrupt=watch.interrupt,
             claimant="daemon d1",
-            stopped_because=stopped_because,
+            stopped_because=watch.stopped_because,
             on_recorded=recording,
         )
         scrub = Scrubber([PLANTED_TOKEN])
-        return bootstrap.outcome_of(lambda: work(request, hooks), progress, scrub, recorded)
+        return bootstrap.outcome_of(lambda: work(request, hooks), watch.progress, scrub, recorded)
 
     return start
 
@@ -83,7 +91,8 @@ class DaemonWorld:
     max_runs: int = 2
     max_runs_per_repository: int = 1
     settle_seconds: float = 0
-    start_run: Callable[..., RunOutcome] | None = None
+    start_run: Callable[[RunRequest, RunWatch], RunOutcome] | None = None
+    """What a pickup's or a Rescue's Run is (default: the real ``Delivery``)."""
     daily_budget_usd: float | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     paused: Callable[[], str | None] = lambda: None
@@ -103,59 +112,70 @@ class DaemonWorld:
             scrub=Scrubber([PLANTED_TOKEN]),
             progress=self.world.lines.append,
         )
-        self.daemon = Daemon(
-            web_host="github.test",
-            start_run=self.start_run or self._run,
-            store=self.world.store,
-            activity=self.activity,
-            limits=Limits(
-                max_runs=self.max_runs,
-                max_runs_per_repository=self.max_runs_per_repository,
-                poll_seconds=60,
-                poll_jitter_seconds=0,
-                reap_seconds=60,
-                stop_seconds=60,
-            ),
-            clock=self.poll_clock,
-            stop=self.stop,
-            progress=self.world.lines.append,
+        self.starter = ScriptedStarter(self.start_run or daemon_starter(self.world, self._deliver))
+        self.daemon = self.daemon_of(self.starter, max_runs=self.max_runs)
+        rules = ReadyRules.of(
+            ready_label=READY,
+            in_progress_label=BUSY,
+            excluded_labels=["needs-triage", "wontfix"],
+            settle_seconds=self.settle_seconds,
+            daily_budget_usd=self.daily_budget_usd,
         )
-        self.poll = RepositoryPoll(
-            "acme",
-            "widgets",
-            github=self.world.github,
+        notifier = TargetNotifier(
+            [self.notified], scrub=Scrubber([PLANTED_TOKEN]), progress=self.world.lines.append
+        )
+        parts = PollParts(
             store=self.world.store,
-            rules=ReadyRules.of(
-                ready_label=READY,
-                in_progress_label=BUSY,
-                excluded_labels=["needs-triage", "wontfix"],
-                settle_seconds=self.settle_seconds,
-                daily_budget_usd=self.daily_budget_usd,
-            ),
+            rules=rules,
             activity=self.activity,
             clock=self.poll_clock,
+            paused=self.paused,
+            notifier=notifier,
+        )
+        hooks = PollHooks(
             running_here=lambda n: self.daemon.running_here("acme/widgets", n),
             stop_here=lambda n, why: self.daemon.stop_here("acme/widgets", n, why),
             kept_worktree=lambda b: (
                 self.world.settings.home / "worktrees" / f"acme-widgets-{b}"
             ).is_dir(),
-            paused=self.paused,
-            notifier=Notifier(
-                [self.notified], scrub=Scrubber([PLANTED_TOKEN]), progress=self.world.lines.append
-            ),
         )
+        self.poll = RepositoryPoll("acme", "widgets", self.world.github, parts, hooks)
         self.daemon.watch(self.poll)
 
-    def _run(
+    def pick_up(self, request: RunRequest, progress: Callable[[str], None]) -> RunOutcome:
+        """The pickup's Run as the daemon's starter runs it, started by hand: an interrupt of
+        its own, never stopped by the daemon."""
+        watch = RunWatch(threading.Event(), progress, lambda _run_id: None, lambda: None)
+        return self.starter.pickup(request, watch)
+
+    def daemon_of(
         self,
-        request: RunRequest,
-        interrupt: threading.Event,
-        stopped_because: Callable[[], str | None],
-        progress: Callable[[str], None],
-        on_recorded: Callable[[int], None] = lambda _run_id: None,
-    ) -> RunOutcome:
-        start = daemon_starter(self.world, self._deliver)
-        return start(request, interrupt, stopped_because, progress, on_recorded)
+        starter: ScriptedStarter,
+        *,
+        max_runs: int,
+        max_runs_per_repository: int | None = None,
+        stop_seconds: float = 60,
+        shown: StateSources | None = None,
+    ) -> Daemon:
+        """A daemon of this world that starts its Runs through ``starter``, within the limits
+        given (per repository: this world's, unless given)."""
+        parts = DaemonParts(
+            starter=starter,
+            store=self.world.store,
+            activity=self.activity,
+            clock=self.poll_clock,
+            progress=self.world.lines.append,
+            web_host="github.test",
+        )
+        limits = Limits(
+            max_runs=max_runs,
+            max_runs_per_repository=max_runs_per_repository or self.max_runs_per_repository,
+            poll_seconds=60,
+            poll_jitter_seconds=0,
+            reap_seconds=60,
+            stop_seconds=stop_seconds,
+        )
+        return Daemon(parts, limits, self.stop, shown=shown)
 
     def _deliver(self, request: RunRequest, hooks: RunHooks) -> RunOutcome:
         return bootstrap.delivery(self.world.parts(), hooks).run(request)
@@ -223,6 +243,7 @@ def test_each_ready_issue_runs_once_with_one_claim_comment(dw: DaemonWorld) -> N
         assert BUSY in dw.world.github.labels_of(number)
     assert len(dw.lines("pickup")) == 3
     assert len(dw.lines("end")) == 3
+    assert sorted(dw.starter.started) == [f"pickup #{number}" for number in numbers]
 
     assert dw.daemon.once() == 0
     assert len(dw.world.store.list_runs()) == 3
@@ -459,11 +480,12 @@ def test_a_crashed_run_is_recorded_and_rescued_from_what_reached_origin(dw: Daem
     [pull] = dw.world.github.pull_requests()
     assert pull.head_ref == "issue-1"
     [claim] = dw.claim_comments(number)
-    assert f"taking over from Run {dead}, which crashed" in claim
+    assert f"as a Rescue of Run {dead}, which crashed" in claim
     lease = dw.world.store.lease_of(crashed.repository, number)
     assert lease is None  # released at the end, after token 2 did the work
     assert any(f"Run {dead} ended by a crash" in line for line in dw.lines("crash"))
     assert dw.lines("rescue") == [f"Run {dead} crashed; starting a Rescue that continues its work"]
+    assert dw.starter.started == [f"rescue #{number}"]
     assert "stopped without recording how it ended" in dw.world.sessions.prompts["implement"]
 
 
@@ -519,9 +541,9 @@ def test_a_rescue_pushes_what_the_crashed_runs_worktree_kept(dw: DaemonWorld) ->
 
 
 def test_a_rescue_sets_aside_commits_no_head_of_the_crashed_run_recorded(dw: DaemonWorld) -> None:
-    """The crashed Run died mid-session: the commit in its Worktree was never recorded (any
-    Run's agent can move the shared clone's refs), so the Rescue keeps it aside with the
-    uncommitted work, pushes none of it, and starts from origin."""
+    """The crashed Run died mid-session: the commit in its Worktree was never recorded, so the
+    Rescue keeps it aside (in the Worktree's repository) with the uncommitted work, pushes none
+    of it, and starts from origin."""
     number = dw.ready_issue("Kept work")
     ref = IssueRef("github.test", "acme", "widgets", number)
     clone = dw.world.clone_of(ref, dw.world.github.repo("acme", "widgets"))
@@ -537,16 +559,17 @@ def test_a_rescue_sets_aside_commits_no_head_of_the_crashed_run_recorded(dw: Dae
     assert dw.daemon.once() == 0
 
     assert dw.world.origin_log("issue-1") == ["Add the widget", "Initial commit"]
-    [aside] = git(clone.path, "for-each-ref", "--format=%(refname)", UNADOPTED).splitlines()
-    unknown = git(clone.path, "rev-parse", f"{aside}^")
+    own = own_git_dir(path)
+    [aside] = git(own, "for-each-ref", "--format=%(refname)", UNADOPTED).splitlines()
+    unknown = git(own, "rev-parse", f"{aside}^")
     assert aside == f"{UNADOPTED}/issue-1-{unknown[:12]}"
     assert any("not adopting issue-1 in the worktree" in line for line in dw.world.lines)
-    kept = git(clone.path, "log", "--format=%s", aside).splitlines()
+    kept = git(own, "log", "--format=%s", aside).splitlines()
     assert kept[:2] == [
         "thirdshift: uncommitted work of a Worktree that was not adopted",
         "Work no head recorded",
     ]
-    assert git(clone.path, "show", f"{aside}:loose.txt") == "uncommitted"
+    assert git(own, "show", f"{aside}:loose.txt") == "uncommitted"
 
 
 def test_a_crashed_run_that_left_nothing_gives_the_issue_back_to_ready(dw: DaemonWorld) -> None:
@@ -572,7 +595,7 @@ def test_in_progress_is_swept_off_a_closed_issue_a_run_worked_on(dw: DaemonWorld
     dw.label(number, BUSY, dw.world.github.login)
     store = dw.world.store
     run = store.start_run(store.ensure_repository("acme", "widgets"), number)
-    store.finish_run(run.id, "succeeded")
+    store.finish_run(run.id, RunState.SUCCEEDED)
     dw.close(number)
     theirs = dw.world.github.add_issue("A person's own work")
     dw.label(theirs, BUSY, MAINTAINER)
@@ -620,7 +643,7 @@ def test_a_sweep_writes_nothing_once_a_newer_run_was_recorded(dw: DaemonWorld) -
     def another_run_came_and_went(method: str) -> None:
         if method == "branch_exists":
             newer = store.start_run(repository, number)
-            store.finish_run(newer.id, "failed", cause="something else")
+            store.finish_run(newer.id, RunState.FAILED, cause="something else")
 
     dw.world.github.on_call = another_run_came_and_went
 
@@ -637,9 +660,7 @@ def test_an_issue_no_longer_ready_under_the_lease_is_not_claimed(dw: DaemonWorld
     dw.label(number, BUSY, MAINTAINER)
     ref = IssueRef("github.test", "acme", "widgets", number)
 
-    status = dw._run(
-        RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, print
-    ).exit_code
+    status = dw.pick_up(RunRequest(issue=ref, expect_ready=True), print).exit_code
 
     assert status == 3
     assert dw.world.store.list_runs() == []
@@ -667,9 +688,7 @@ def test_a_run_sharing_no_database_backs_off_when_another_took_the_ready_label_f
     github.on_call = the_other_machine_claims
     said: list[str] = []
 
-    status = dw._run(
-        RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, said.append
-    ).exit_code
+    status = dw.pick_up(RunRequest(issue=ref, expect_ready=True), said.append).exit_code
 
     assert status == 3
     assert dw.world.store.list_runs() == []
@@ -690,9 +709,7 @@ def test_the_ready_label_is_taken_off_before_the_run_is_recorded_or_anything_els
     github = dw.world.github
     github.on_call = lambda method: seen.append((method, len(dw.world.store.list_runs())))
 
-    status = dw._run(
-        RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, print
-    ).exit_code
+    status = dw.pick_up(RunRequest(issue=ref, expect_ready=True), print).exit_code
 
     assert status == 0, dw.world.lines
     writes = [
@@ -714,9 +731,7 @@ def test_a_claim_github_cannot_finish_gives_the_ready_label_back(dw: DaemonWorld
     github.faults["add_label"].append(GitHubError("GitHub answered 502 five times", 502))
     said: list[str] = []
 
-    status = dw._run(
-        RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, said.append
-    ).exit_code
+    status = dw.pick_up(RunRequest(issue=ref, expect_ready=True), said.append).exit_code
 
     assert status == 1
     assert github.labels_of(number) == [READY]
@@ -739,9 +754,7 @@ def test_a_run_the_database_cannot_record_gives_the_ready_label_back(dw: DaemonW
 
     dw.world.github.on_call = the_database_breaks
     try:
-        status = dw._run(
-            RunRequest(issue=ref, expect_ready=True), threading.Event(), lambda: None, print
-        ).exit_code
+        status = dw.pick_up(RunRequest(issue=ref, expect_ready=True), print).exit_code
     finally:
         dw.world.github.on_call = None
         database.execute("ALTER TABLE runs_away RENAME TO runs")
@@ -807,21 +820,10 @@ def test_runs_go_side_by_side_within_both_limits(world: RunWorld) -> None:
         time.sleep(0.05)
         with lock:
             running.remove(key)
-        return RunOutcome("ready", 0)
+        return RunOutcome(RunEnd.READY, 0)
 
     dw = DaemonWorld(world, max_runs=3, max_runs_per_repository=2, start_run=start_run)
-    dw.daemon = Daemon(
-        web_host="github.test",
-        start_run=start_run,
-        store=world.store,
-        activity=dw.activity,
-        limits=Limits(
-            3, 2, poll_seconds=60, poll_jitter_seconds=0, reap_seconds=60, stop_seconds=60
-        ),
-        clock=dw.poll_clock,
-        stop=dw.stop,
-        progress=world.lines.append,
-    )
+    dw.daemon = dw.daemon_of(dw.starter, max_runs=3)
     for name in ("widgets", "gadgets", "gizmos"):
         dw.daemon.watch(cast(RepositoryPoll, _ListedPoll(world.store, "acme", name, [1, 2, 3])))
 
@@ -851,18 +853,11 @@ def test_a_daemon_stopped_while_a_poll_runs_waits_for_it_and_exits(world: RunWor
     dw = DaemonWorld(world)
     started = threading.Event()
     published: list[object] = []
-    dw.daemon = Daemon(
-        web_host="github.test",
-        start_run=lambda *_args, **_kwargs: RunOutcome("ready", 0),
-        store=world.store,
-        activity=dw.activity,
-        limits=Limits(
-            1, 1, poll_seconds=60, poll_jitter_seconds=0, reap_seconds=60, stop_seconds=5
-        ),
-        clock=dw.poll_clock,
-        stop=dw.stop,
-        progress=world.lines.append,
-        publish=published.append,
+    dw.daemon = dw.daemon_of(
+        ScriptedStarter(lambda _request, _watch: RunOutcome(RunEnd.READY, 0)),
+        max_runs=1,
+        stop_seconds=5,
+        shown=StateSources(publish=published.append),
     )
     dw.daemon.watch(cast(RepositoryPoll, _SlowPoll(world.store, dw.stop, started)))
     served: list[int] = []
@@ -1003,8 +998,8 @@ def test_a_rescue_does_not_open_again_a_session_that_had_ended_its_turn(dw: Daem
 def test_a_rescue_takes_the_turn_again_when_the_kept_work_was_set_aside(
     dw: DaemonWorld,
 ) -> None:
-    """The same crash, but the kept head is none thirdshift recorded (another Run's agent may
-    have moved it): the work is kept aside, never pushed, and the turn is taken again."""
+    """The same crash, but the kept head is none thirdshift recorded (a session that died
+    mid-way moved it): the work is kept aside, never pushed, and the turn is taken again."""
     number, dead, path = crashed_after_its_turn(dw)
 
     dw.world.sessions.plays["implement"] = commit_file(
@@ -1020,5 +1015,5 @@ def test_a_rescue_takes_the_turn_again_when_the_kept_work_was_set_aside(
     assert [session.kind for session in dw.world.store.run_sessions(rescue.id)] == ["implement"]
     assert dw.world.origin_file("issue-1", "gadget.txt") == "gadget"
     assert "refs/thirdshift/unadopted/issue-1-" in git(
-        path.parent.parent / "repos" / "acme" / "widgets", "for-each-ref", "--format=%(refname)"
+        own_git_dir(path), "for-each-ref", "--format=%(refname)"
     )

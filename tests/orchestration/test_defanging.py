@@ -22,11 +22,11 @@ from tests.orchestration.test_base_fix import MERGE, failing_on_a_red_base, red_
 from tests.support.scripted_sessions import commit_file
 from thirdshift.defang import ZERO_WIDTH
 from thirdshift.records import CheckRun
-from thirdshift.runs.base_fixes import base_fix_marker
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.runs.failed_run import COMMENT_MARKER
-from thirdshift.runs.plan_issues import marker, plan_marker
-from thirdshift.runs.review import REPLY_MARKER_PREFIX
+from thirdshift.runs.rules.base_fixes import base_fix_marker
+from thirdshift.runs.rules.published_issues import marker, plan_marker
+from thirdshift.runs.rules.review import REPLY_MARKER_PREFIX
 from thirdshift.sessions import SessionFailed
 
 HOSTILE = (

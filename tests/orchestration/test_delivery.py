@@ -10,7 +10,7 @@ import pytest
 
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import Play, commit_file, git
-from thirdshift.errors import GitHubError
+from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.records import CheckRun
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.runs.failed_run import COMMENT_MARKER
@@ -786,3 +786,25 @@ def test_follow_up_preamble_tokens_caps_a_continuation_s_preamble(
     preamble = world.sessions.prompts["implement"].rpartition("You are working unattended")[0]
     assert "The session just before this one (Run 1, session implement):" in preamble
     assert cap // 6 < count_tokens(preamble) <= cap
+
+
+def test_a_harness_whose_key_cannot_stay_outside_the_sandbox_is_refused_before_the_claim(
+    world: RunWorld,
+) -> None:
+    """Pre-flight: a Harness that would read its login inside the sandbox (no key the model
+    gateway can hold, no unsafe setting) stops the Run before anything is labelled or claimed,
+    with the message naming the fix; the issue keeps its Ready label."""
+    number = world.github.add_issue("Add a widget", "Please add widget.txt", [READY])
+    world.sessions.key_inside = (
+        "the claude Harness cannot start with its model key outside the sandbox: no model key "
+        "is set in ANTHROPIC_API_KEY, so the CLI would use its login; set a key in one of "
+        "those variables, or set unsafe_agent_holds_model_key = true"
+    )
+
+    with pytest.raises(ThirdshiftError, match="unsafe_agent_holds_model_key = true"):
+        world.run(number)
+
+    assert world.github.labels_of(number) == [READY]
+    assert world.github.pull_requests() == []
+    assert world.store.list_runs() == []
+    assert "implement" not in world.sessions.prompts

@@ -12,7 +12,7 @@ import pytest
 from tests.orchestration.conftest import BUSY, PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import commit_file, git
 from thirdshift.errors import LeaseLost, ThirdshiftError
-from thirdshift.runs.claims import fenced
+from thirdshift.runs.fence import fenced
 from thirdshift.runs.lease import LeaseKeeper
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 from tests.orchestration.conftest import PLANTED_TOKEN, PR_TEXT, READY, RunWorld
 from tests.support.scripted_sessions import commit_file
 from thirdshift.records import Run
+from thirdshift.run_states import RunEnd
 from thirdshift.runs.notices import announce_run_end
-from thirdshift.runs.post_mortem import RunEnd
+from thirdshift.runs.rules.post_mortem import AnnouncedEnd
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import SessionFailed, SessionInterrupted
 
@@ -150,15 +151,15 @@ def test_an_end_the_database_could_not_record_is_not_announced_silently(world: R
 
 
 def announce(world: RunWorld, run: Run) -> list[str]:
-    from thirdshift.notify import Notifier
+    from thirdshift.notify import TargetNotifier
 
     lines: list[str] = []
     announce_run_end(
         store=world.store,
-        notifier=Notifier(world.targets, scrub=Scrubber(), progress=lines.append),
+        notifier=TargetNotifier(world.targets, scrub=Scrubber(), progress=lines.append),
         scrub=Scrubber(),
         progress=lines.append,
         run=run,
-        end=RunEnd("https://github.test/acme/widgets/issues/1", "ready"),
+        end=AnnouncedEnd("https://github.test/acme/widgets/issues/1", RunEnd.READY),
     )
     return lines

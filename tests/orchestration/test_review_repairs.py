@@ -11,7 +11,7 @@ from tests.support.scripted_sessions import commit_file
 from thirdshift.clock import ManualClock
 from thirdshift.issue_url import IssueRef
 from thirdshift.runs import RunRequest
-from thirdshift.runs.review import REPLY_MARKER_PREFIX
+from thirdshift.runs.rules.review import REPLY_MARKER_PREFIX
 from thirdshift.sandbox.github.state import Pull
 
 MAINTAINER, READER = "maintainer", "drive-by"

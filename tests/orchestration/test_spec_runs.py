@@ -18,7 +18,11 @@ from thirdshift.errors import GitHubError, ThirdshiftError, UsageError
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import BlockingIssue, CheckRun
 from thirdshift.runs import RunOutcome, SpecRequest
-from thirdshift.runs.spec_text import CHECKLIST_END, CHECKLIST_START, FAILED_SPEC_RUN_MARKER
+from thirdshift.runs.rules.ticket_texts import (
+    CHECKLIST_END,
+    CHECKLIST_START,
+    FAILED_SPEC_RUN_MARKER,
+)
 from thirdshift.sessions import SessionFailed
 from thirdshift.sessions.preamble import count_tokens
 
@@ -124,7 +128,7 @@ def test_tickets_land_in_blocker_order_into_the_spec_branch_and_the_spec_pr_is_r
     assert f"Spec review of Spec #{spec}" in review.prompt
     assert all(f"committed {n}.txt" in review.prompt for n in "abc")
     ticket_runs = world.store.ticket_runs(spec_record.id)
-    assert sorted(r.issue_number for r in ticket_runs) == [a, b, c]
+    assert sorted(r.issue for r in ticket_runs) == [a, b, c]
     assert all(r.landed and r.base_branch == f"spec-{spec}" for r in ticket_runs)
     [c_run] = [r for r in ticket_runs if r.issue_number == c]
     c_prompt = world.store.run_sessions(c_run.id)[0].prompt
@@ -162,7 +166,7 @@ def test_a_failed_ticket_holds_back_its_dependent_while_the_independent_one_land
     assert len(comments) == 1
     assert f"#{c}" in comments[0]
     [record] = [r for r in world.store.list_runs() if r.kind == "spec"]
-    assert sorted(r.issue_number for r in world.store.ticket_runs(record.id)) == [a, b]
+    assert sorted(r.issue for r in world.store.ticket_runs(record.id)) == [a, b]
 
 
 def test_a_spec_run_run_again_continues_without_rerunning_what_landed(world: RunWorld) -> None:
@@ -181,7 +185,7 @@ def test_a_spec_run_run_again_continues_without_rerunning_what_landed(world: Run
     first, second = sorted(
         (r for r in world.store.list_runs() if r.kind == "spec"), key=lambda r: r.id
     )
-    assert sorted(r.issue_number for r in world.store.ticket_runs(second.id)) == [b, c]
+    assert sorted(r.issue for r in world.store.ticket_runs(second.id)) == [b, c]
     assert second.issue_branch == first.issue_branch == f"spec-{spec}"
     [spec_pull] = [p for p in world.github.pull_requests() if p.base_ref == "main"]
     assert not spec_pull.draft

@@ -17,7 +17,14 @@ import thirdshift.bootstrap  # noqa: F401  (loaded here, not inside a command th
 from thirdshift.cli import main
 from thirdshift.clock import ManualClock
 from thirdshift.daemon.activity import ActivityLog
-from thirdshift.daemon.state import DaemonState, PauseState, PollState, RunningState, write_state
+from thirdshift.daemon.state import (
+    DaemonProcess,
+    DaemonState,
+    PauseState,
+    PollState,
+    RunningState,
+    write_state,
+)
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 
@@ -49,9 +56,9 @@ def publish(home: Path, *, pid: int | None = None) -> None:
     write_state(
         home / "daemons",
         DaemonState(
-            daemon="night-1",
-            pid=os.getpid() if pid is None else pid,
-            started_at=NOW - timedelta(hours=1),
+            daemon=DaemonProcess(
+                "night-1", os.getpid() if pid is None else pid, NOW - timedelta(hours=1)
+            ),
             updated_at=NOW,
             stopping=False,
             polls=(PollState("acme/widgets", NOW, None, NEXT_POLL, (9, 12)),),
@@ -175,9 +182,7 @@ def test_status_shows_when_the_architect_schedule_next_asks_and_an_architect_run
     write_state(
         home / "daemons",
         DaemonState(
-            daemon="night-1",
-            pid=os.getpid(),
-            started_at=NOW - timedelta(hours=1),
+            daemon=DaemonProcess("night-1", os.getpid(), NOW - timedelta(hours=1)),
             updated_at=NOW,
             stopping=False,
             polls=(PollState("acme/widgets", NOW, None, NEXT_POLL, (), architect_at),),

@@ -14,7 +14,7 @@ from tests.orchestration.test_daemon import MAINTAINER, READER, DaemonWorld
 from tests.orchestration.test_daemon_specs import _spec_starter, _ticket_runs_by_issue
 from tests.orchestration.test_spec_runs import _by_ticket, _run_spec, _spec, _writes
 from tests.support.scripted_sessions import Play
-from thirdshift.runs.approval import text_sha256
+from thirdshift.runs.rules.approval import text_sha256
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The managed clone's test helpers: a clone of the stand-in's repository, plain git, and the
-fixtures the git adapter's contract tests share (in tests/contract/conftest.py)."""
+stand-in's standard scenario (tests/support/stand_in_scenario.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.contract.conftest import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
-from thirdshift.git import Identity, ManagedClone, Worktree
+from tests.support.stand_in_scenario import FULL_NAME, NAME, OWNER, TOKENS, Sandbox
+from thirdshift.git import CommitIdentity, ManagedClone, Worktree
 from thirdshift.scrub import Scrubber
 
-FACTORY = Identity("thirdshift factory", "factory@thirdshift.invalid")
+FACTORY = CommitIdentity("thirdshift factory", "factory@thirdshift.invalid")
 
 
 def make_clone(

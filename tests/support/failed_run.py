@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from thirdshift.records import Run, Usage
+from thirdshift.run_states import RunState
 from thirdshift.store import Store
 
 CAUSE = "CI failed on 3f2a9c1 after 2 Repairs (unit tests): add(2, 3) == -1"
@@ -65,5 +66,5 @@ def plant_failed_run(
         error="CI still red",
         usage=Usage(turns=3, cost_usd=COST_USD, cost_source="reported", model="claude-x"),
     )
-    failed = store.finish_run(run.id, "failed", cause=CAUSE, last_session_log=str(log_path))
+    failed = store.finish_run(run.id, RunState.FAILED, cause=CAUSE, last_session_log=str(log_path))
     return PlantedFailure(failed, log_path, secret)

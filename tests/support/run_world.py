@@ -98,7 +98,9 @@ class RunWorld:
         base["THIRDSHIFT_HOME"] = str(self.home)
         base["THIRDSHIFT_GITHUB_API_URL"] = self.api_url
         base["GITHUB_TOKEN"] = TOKEN
-        base["THIRDSHIFT_CI_GRACE_SECONDS"] = "3"
+        # The simulated CI registers a push's checks before the push returns, so no check
+        # comes late; each green CI would still wait out the whole grace.
+        base["THIRDSHIFT_CI_GRACE_SECONDS"] = "0.5"
         base["THIRDSHIFT_CI_POLL_SECONDS"] = "0.2"
         base["THIRDSHIFT_SESSION_POST_RESULT_SECONDS"] = "5"
         base["THIRDSHIFT_SESSION_STOP_GRACE_SECONDS"] = "3"
@@ -181,7 +183,10 @@ class RunWorld:
         return [r for r in self.model.requests() if r.get("session") == session]
 
 
-def running(needle: str) -> bool:
+def running(needle: str, *, within: Path | None = None) -> bool:
+    """Is a live process running a command line containing ``needle``? With ``within``, only
+    one started with a path under that directory in its environment (thirdshift gives its
+    agents their HOME there): a CLI of another test, running in parallel, is not this one's."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -189,10 +194,13 @@ def running(needle: str) -> bool:
             if (entry / "stat").read_text().split(") ", 1)[1].startswith("Z"):
                 continue
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if needle not in cmdline or "pytest" in cmdline:
+                continue
+            if within is not None and f"{within}/".encode() not in (entry / "environ").read_bytes():
+                continue
         except (OSError, IndexError):
             continue
-        if needle in cmdline and "pytest" not in cmdline:
-            return True
+        return True
     return False
 
 

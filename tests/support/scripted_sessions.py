@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from thirdshift.issue_url import IssueRef
+from thirdshift.issue_url import IssueRef, RunRef
 from thirdshift.records import SessionEvent
 from thirdshift.runs.ports import SessionSource
 from thirdshift.sessions import SessionEnding, SessionFailed, Sessions
@@ -129,6 +129,12 @@ class ScriptedSessions:
     busy: tuple[int, ...] = ()
     """What ``still_working_in`` answers: pids a test pretends outlived an earlier Run."""
 
+    key_inside: str | None = None
+    """What ``key_problem`` answers: why the model key could not stay outside the sandbox."""
+
+    def key_problem(self) -> str | None:
+        return self.key_inside
+
     def still_working_in(self, worktree: Path) -> tuple[int, ...]:
         return self.busy
 
@@ -139,13 +145,15 @@ class ScriptedSessions:
             return False
         return any(json.loads(line).get("type") == "result" for line in lines if line)
 
-    def sessions(self, run_id: int, worktree: Path, ref: IssueRef) -> Sessions:
+    def sessions(self, run_id: int, worktree: Path, ref: RunRef) -> Sessions:
         outside = _ScriptedOutside(
             self.store, run_id, worktree, self.plays, self.prompts, self.lines, self.killed
         )
 
+        subject = f"issue-{ref.number}" if isinstance(ref, IssueRef) else "architect"
+
         def log_path_for(kind: str) -> Path:
-            return self.logs_dir / f"{ref.owner}-{ref.repo}-issue-{ref.number}-{kind}.jsonl"
+            return self.logs_dir / f"{ref.owner}-{ref.repo}-{subject}-{kind}.jsonl"
 
         return Sessions(outside, log_path_for)
 

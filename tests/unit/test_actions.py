@@ -76,6 +76,34 @@ def test_a_run_asked_for_by_hand_names_its_issue_and_needs_no_label() -> None:
     assert (decision.number, decision.sender, decision.labelled) == (12, "maintainer", False)
 
 
+@pytest.mark.parametrize(
+    ("repository", "public"),
+    [
+        ({"private": False, "visibility": "public"}, True),
+        ({"private": True, "visibility": "private"}, False),
+        ({"private": True, "visibility": "internal"}, False),
+        ({}, True),
+        ({"private": "true"}, True),
+    ],
+    ids=["public", "private", "internal", "unsaid", "not a boolean"],
+)
+def test_a_repository_is_public_unless_its_event_says_private(
+    repository: dict[str, Any], public: bool
+) -> None:
+    """Its Session logs are kept as an artifact only then: anyone may download a public
+    repository's artifacts, and an event that does not say counts as public."""
+    labelled_event = payload()
+    labelled_event["repository"].pop("private")
+    labelled_event["repository"].update(repository)
+    dispatch: dict[str, Any] = {
+        "inputs": {"issue": "12"},
+        "repository": {"full_name": "acme/calculator", **repository},
+        "sender": {"login": "maintainer"},
+    }
+    assert decide(labelled_event, READY).public is public
+    assert decide(dispatch, READY, "workflow_dispatch").public is public
+
+
 @pytest.mark.parametrize("typed", ["12; rm -rf /", " 12", "012", "\u00b2", "9" * 40])
 def test_an_issue_input_that_is_not_plain_digits_starts_nothing(typed: str) -> None:
     """Only the number as GitHub would key its concurrency group by it: no space, sign, zero
@@ -218,7 +246,8 @@ def test_the_workflow_queues_a_second_run_on_an_issue_and_covers_a_whole_run() -
     }
     upload = job["steps"][-1]
     assert upload["uses"].startswith("actions/upload-artifact@")
-    assert upload["if"] == "always()"
+    # Whatever happened, and only where the artifact is not anyone's to download.
+    assert upload["if"] == "always() && github.event.repository.private == true"
 
 
 def test_no_expression_reaches_a_shell_script_directly() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from thirdshift.records import Labelling, TextEdit
-from thirdshift.runs.approval import NO_EARLIER, EarlierText, approval_reason, text_sha256
+from thirdshift.runs.rules.approval import NO_EARLIER, EarlierText, approval_reason, text_sha256
 
 LABELLED = datetime(2026, 12, 10, 9, 0, tzinfo=UTC)
 LABEL = Labelling("maintainer", LABELLED)

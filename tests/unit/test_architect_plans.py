@@ -12,8 +12,19 @@ import pytest
 
 from thirdshift.defang import defanged
 from thirdshift.records import IssueSummary
-from thirdshift.runs.plan_gate import architect_gate, waiting_for_triage
-from thirdshift.runs.plan_issues import (
+from thirdshift.runs.rules.gates import architect_gate, waiting_for_triage
+from thirdshift.runs.rules.plans import (
+    Covered,
+    Idea,
+    Plan,
+    ResultInvalid,
+    parse_result,
+    result_digest,
+    result_from_json,
+    result_to_json,
+)
+from thirdshift.runs.rules.prompts import architect_prompt
+from thirdshift.runs.rules.published_issues import (
     Marker,
     PlanPart,
     Reviewed,
@@ -25,17 +36,6 @@ from thirdshift.runs.plan_issues import (
     plan_parts,
     published_line,
 )
-from thirdshift.runs.plans import (
-    Covered,
-    Idea,
-    Plan,
-    ResultInvalid,
-    parse_result,
-    result_digest,
-    result_from_json,
-    result_to_json,
-)
-from thirdshift.runs.prompts import architect_prompt
 from thirdshift.settings import cron_trigger
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)

@@ -6,7 +6,7 @@ import pytest
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.records import PullRequestInfo
-from thirdshift.runs.branches import (
+from thirdshift.runs.rules.branches import (
     adoptable,
     branch_number,
     choose_issue_branch,

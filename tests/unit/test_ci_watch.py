@@ -10,7 +10,7 @@ import pytest
 from thirdshift.clock import ManualClock
 from thirdshift.errors import Interrupted, ThirdshiftError
 from thirdshift.records import CheckRun, CommitStatus
-from thirdshift.runs.ci_watch import CiResult, inherited_failures, summarize, watch_ci
+from thirdshift.runs.rules.ci_watch import CiResult, inherited_failures, summarize, watch_ci
 
 HEAD = "abcdef1234567890abcdef1234567890abcdef12"
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from thirdshift.daemon.state import (
     STALE_SECONDS,
+    DaemonProcess,
     DaemonState,
     PauseState,
     PollState,
@@ -24,9 +25,7 @@ NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 def state() -> DaemonState:
     return DaemonState(
-        daemon="night/1",
-        pid=os.getpid(),
-        started_at=NOW - timedelta(hours=1),
+        daemon=DaemonProcess("night/1", os.getpid(), NOW - timedelta(hours=1)),
         updated_at=NOW,
         stopping=False,
         polls=(PollState("acme/widgets", NOW, None, NOW + timedelta(seconds=60), (4, 7)),),

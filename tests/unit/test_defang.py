@@ -12,11 +12,11 @@ from thirdshift.defang import (
     defanged_title,
     pull_request_body,
 )
-from thirdshift.runs.base_fixes import BASE_FIX_MARKER_PREFIX
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.runs.failed_run import COMMENT_MARKER
-from thirdshift.runs.plan_issues import marker
-from thirdshift.runs.review import REPLY_MARKER_PREFIX
+from thirdshift.runs.rules.base_fixes import BASE_FIX_MARKER_PREFIX
+from thirdshift.runs.rules.published_issues import marker
+from thirdshift.runs.rules.review import REPLY_MARKER_PREFIX
 from thirdshift.scrub import Scrubber
 
 Z = ZERO_WIDTH

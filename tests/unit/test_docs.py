@@ -28,6 +28,7 @@ from thirdshift.cli.status import status_lines
 from thirdshift.errors import NotRecorded
 from thirdshift.records import Repository, Run, SessionRecord, Usage
 from thirdshift.report.logs import pick_session
+from thirdshift.run_states import RunKind, RunState
 from thirdshift.settings import ModelPrice, Settings
 
 ROOT = Path(__file__).parents[2]
@@ -128,8 +129,8 @@ def session(number: int, kind: str) -> SessionRecord:
 def test_the_lines_logs_prints_for_a_missing_session_are_on_the_operating_page() -> None:
     """`logs --session` naming a Session the Run does not have says so as documented."""
     run = Run(
-        id=3, repository=Repository(1, "acme", "widgets"), issue_number=7, kind="run",
-        state="failed", base_branch="main", issue_branch="issue-7", head_sha=None,
+        id=3, repository=Repository(1, "acme", "widgets"), issue_number=7, kind=RunKind.DELIVERY,
+        state=RunState.FAILED, base_branch="main", issue_branch="issue-7", head_sha=None,
         pull_request_number=None, harness="claude", model=None, cause=None, killed_work=None,
         last_session_log=None, started_at=datetime.now(UTC), ended_at=None,
     )  # fmt: skip

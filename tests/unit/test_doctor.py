@@ -109,9 +109,17 @@ class ScriptedOutside:
         self._step("agent_network")
         return "a sealed process reached an allowed host through the egress proxy"
 
+    def session_groups(self, settings: Settings) -> str:
+        self._step("session_groups")
+        return "cgroup v1 (pids, memory, cpu)"
+
     def sealed_version(self, settings: Settings, harness: str) -> str:
         self._step("sealed_version", harness)
         return self.versions[harness]
+
+    def model_key(self, settings: Settings, harness: str) -> str:
+        self._step("model_key", harness)
+        return "kept outside the sandbox by the model gateway (to https://api.anthropic.com)"
 
     def free_disk_mb(self, settings: Settings) -> int:
         self._step("free_disk_mb")
@@ -148,8 +156,10 @@ def test_a_healthy_machine_passes_every_check_in_the_reports_order() -> None:
         ("notifications", "PASS"),
         ("git", "PASS"),
         ("harness claude", "PASS"),
+        ("model key claude", "PASS"),
         ("agent sandbox", "PASS"),
         ("agent network", "PASS"),
+        ("resource limits", "PASS"),
         ("home and disk", "PASS"),
     ]
     assert not failed(checks)
@@ -199,7 +209,7 @@ def test_an_unreachable_database_fails_with_its_fix_and_the_rest_still_run() -> 
     found = by_name(checks)
     assert found["database"].status == "FAIL"
     assert found["database"].fix == "check THIRDSHIFT_DATABASE_URL and that the server runs"
-    assert [c.status for c in checks if c.name != "database"] == ["PASS"] * 11
+    assert [c.status for c in checks if c.name != "database"] == ["PASS"] * 13
     assert failed(checks)
 
 
@@ -268,7 +278,8 @@ def test_each_fallback_harness_is_checked_and_a_missing_one_says_to_drop_it() ->
     del outside.on_path["codex"]
     checks = diagnose(outside)
     names = [check.name for check in checks]
-    assert names.index("harness claude") + 1 == names.index("harness codex")
+    # Each Harness is followed by where its model key would be.
+    assert names.index("harness claude") + 2 == names.index("harness codex")
     codex = by_name(checks)["harness codex"]
     assert codex.status == "FAIL"
     assert "a fallback in harness_fallbacks" in codex.detail
@@ -551,3 +562,42 @@ def test_a_grant_github_will_not_answer_warns_and_fails_nothing() -> None:
         "workflow writes", "WARN", "cannot tell: GitHub answered 502", "try again later"
     )
     assert not failed(checks)
+
+
+LOGIN_ONLY = ThirdshiftError(
+    "no model key is set in ANTHROPIC_API_KEY, so the CLI would use its login, which it reads "
+    "inside the sandbox; set a key in one of those variables (the model gateway then keeps it "
+    "outside), or set unsafe_agent_holds_model_key = true"
+)
+
+
+def test_a_harness_whose_key_cannot_stay_outside_the_sandbox_fails_naming_both_fixes() -> None:
+    """A CLI with a login and no key would hold its credential inside the sandbox: the doctor
+    fails it, with the key variable and the unsafe setting as the fix."""
+    outside = configured()
+    outside.raises["model_key"] = LOGIN_ONLY
+    checks = diagnose(outside)
+    found = by_name(checks)["model key claude"]
+    assert found.status == "FAIL"
+    assert "reads inside the sandbox" in found.detail
+    assert "unsafe_agent_holds_model_key = true" in found.fix
+    assert failed(checks)
+
+
+def test_the_unsafe_key_setting_turns_that_failure_into_a_warning() -> None:
+    """With unsafe_agent_holds_model_key the same CLI starts, and the doctor warns."""
+    outside = configured()
+    outside.settings_values["unsafe_agent_holds_model_key"] = True
+    outside.raises["model_key"] = LOGIN_ONLY
+    found = by_name(diagnose(outside))["model key claude"]
+    assert found.status == "WARN"
+    assert "unsafe_agent_holds_model_key" in found.detail
+
+
+def test_an_unsealed_network_warns_that_the_key_is_inside_without_asking_the_harness() -> None:
+    """No sealed network, no gateway: the key is inside, said as a warning."""
+    outside = configured()
+    outside.settings_values["unsafe_agent_network"] = True
+    found = by_name(diagnose(outside))["model key claude"]
+    assert found.status == "WARN"
+    assert ("model_key", "claude") not in outside.calls

@@ -14,7 +14,7 @@ import pytest
 from tests.support.fake_github import FakeGitHub
 from thirdshift.errors import ThirdshiftError
 from thirdshift.github import GitHub
-from thirdshift.runs.claims import fence_github, fenced
+from thirdshift.runs.fence import fence_github, fenced
 from thirdshift.runs.ports import (
     READS,
     WRITES,
@@ -29,7 +29,7 @@ from thirdshift.runs.ports import (
     PullRequests,
     SpecGraph,
 )
-from thirdshift.runs.review import FeedbackReads
+from thirdshift.runs.rules.review import FeedbackReads
 
 ROLES: tuple[type, ...] = tuple(role for role in GitHubPort.__bases__ if role is not Protocol)
 

@@ -193,3 +193,16 @@ def test_what_a_session_measured_never_goes_down() -> None:
     live = _live()
     assert live.meter.measured(Usage(cost_usd=1.5)).cost_usd == 1.5
     assert live.meter.measured(Usage(cost_usd=0.5)).cost_usd == 1.5
+
+
+def test_a_failed_egress_proxy_halts_its_session_once_and_says_why() -> None:
+    """Without its proxy the agent has no network: the session is halted (and only it), with
+    one progress line naming the proxy's failure."""
+    live = _live()
+    live.session.proxy_failed("the agent's egress proxy stopped (OSError: gone)")
+    live.session.proxy_failed("a second report")
+    assert live.meter.halt.is_set()
+    assert live.session.proxy_failure == "the agent's egress proxy stopped (OSError: gone)"
+    assert live.progress == [
+        "implement: the agent's egress proxy stopped (OSError: gone); stopping the session"
+    ]

@@ -7,8 +7,8 @@ import pytest
 from thirdshift.network import (
     Allowed,
     EgressAllowlist,
+    EgressRefused,
     HostPattern,
-    Refused,
     endpoint_of_url,
     parse_host_pattern,
     target_addresses,
@@ -71,10 +71,12 @@ ALLOWLIST = EgressAllowlist.of(["api.anthropic.com", "127.0.0.1:8123", "*.exampl
 
 
 def test_a_host_not_on_the_allowlist_is_refused_before_it_is_resolved() -> None:
-    assert target_addresses(ALLOWLIST, "169.254.169.254", 80, None) == Refused(
+    assert target_addresses(ALLOWLIST, "169.254.169.254", 80, None) == EgressRefused(
         "not on the Egress allowlist"
     )
-    assert isinstance(target_addresses(ALLOWLIST, "api.anthropic.com", 80, ["1.2.3.4"]), Refused)
+    assert isinstance(
+        target_addresses(ALLOWLIST, "api.anthropic.com", 80, ["1.2.3.4"]), EgressRefused
+    )
 
 
 def test_an_allowed_name_is_reached_at_its_public_addresses() -> None:
@@ -96,23 +98,23 @@ def test_an_allowed_name_is_reached_at_its_public_addresses() -> None:
 def test_an_allowed_name_that_resolves_inside_is_refused(address: str, kind: str) -> None:
     """DNS rebinding: the allowlist names a host, the answer points at this machine."""
     decision = target_addresses(ALLOWLIST, "cdn.example.org", 443, ["93.184.215.14", address])
-    assert isinstance(decision, Refused)
+    assert isinstance(decision, EgressRefused)
     assert kind in decision.reason
 
 
 def test_an_address_written_in_the_allowlist_is_reached_even_on_loopback() -> None:
     """The operator's own word: the scripted model server, a mirror on the office network."""
     assert target_addresses(ALLOWLIST, "127.0.0.1", 8123, None) == Allowed(("127.0.0.1",))
-    assert isinstance(target_addresses(ALLOWLIST, "127.0.0.1", 5432, None), Refused)
+    assert isinstance(target_addresses(ALLOWLIST, "127.0.0.1", 5432, None), EgressRefused)
 
 
 def test_an_address_under_a_wildcard_name_is_not_taken_for_that_name() -> None:
     allowlist = EgressAllowlist.of(["*.0.0.1:443"])
-    assert isinstance(target_addresses(allowlist, "127.0.0.1", 443, None), Refused)
+    assert isinstance(target_addresses(allowlist, "127.0.0.1", 443, None), EgressRefused)
 
 
 def test_a_name_that_does_not_resolve_is_refused() -> None:
-    assert target_addresses(ALLOWLIST, "api.anthropic.com", 443, []) == Refused(
+    assert target_addresses(ALLOWLIST, "api.anthropic.com", 443, []) == EgressRefused(
         "the name does not resolve"
     )
 
@@ -130,7 +132,9 @@ def test_a_host_a_resolver_would_read_differently_is_refused_unresolved(host: st
     """getaddrinfo ends a name at its NUL: ``9.9.9.9\\0.example.org`` would match a wildcard
     and then reach 9.9.9.9."""
     assert ALLOWLIST.entry_for(host, 443) is None
-    assert target_addresses(ALLOWLIST, host, 443, ["93.184.215.14"]) == Refused("not a host name")
+    assert target_addresses(ALLOWLIST, host, 443, ["93.184.215.14"]) == EgressRefused(
+        "not a host name"
+    )
 
 
 def test_a_port_of_other_digits_than_ascii_is_refused() -> None:
@@ -141,7 +145,7 @@ def test_a_port_of_other_digits_than_ascii_is_refused() -> None:
 @pytest.mark.parametrize(("address", "kind"), [("2002:7f00:1::1", "loopback"), ("fec0::1", "site")])
 def test_an_address_inside_6to4_or_site_local_v6_is_not_public(address: str, kind: str) -> None:
     decision = target_addresses(ALLOWLIST, "cdn.example.org", 443, [address])
-    assert isinstance(decision, Refused)
+    assert isinstance(decision, EgressRefused)
     assert kind in decision.reason
 
 
@@ -152,4 +156,4 @@ def test_a_configured_base_url_is_reached_wherever_its_name_resolves() -> None:
     assert endpoint is not None
     allowlist = EgressAllowlist.of([endpoint], ["localhost:9000"])
     assert target_addresses(allowlist, "localhost", 8080, ["127.0.0.1"]) == Allowed(("127.0.0.1",))
-    assert isinstance(target_addresses(allowlist, "localhost", 9000, ["127.0.0.1"]), Refused)
+    assert isinstance(target_addresses(allowlist, "localhost", 9000, ["127.0.0.1"]), EgressRefused)

@@ -12,8 +12,16 @@ import pytest
 
 from thirdshift.daemon.ready import pass_over_notification
 from thirdshift.errors import ConfigError
-from thirdshift.notify import Notifier, ScriptedTarget, WebhookTarget, body_of, signature, text_of
+from thirdshift.notify import (
+    ScriptedTarget,
+    TargetNotifier,
+    WebhookTarget,
+    body_of,
+    signature,
+    text_of,
+)
 from thirdshift.records import Notification
+from thirdshift.run_states import RunKind
 from thirdshift.runs.ports import NO_NOTIFIER
 from thirdshift.runs.ports import Notifier as NotifierPort
 from thirdshift.scrub import Scrubber
@@ -27,7 +35,7 @@ ENDED = Notification(
     issue_url="https://github.test/acme/widgets/issues/3",
     state="failed",
     run_id=12,
-    kind="run",
+    kind=RunKind.DELIVERY,
     cause=f"the agent printed {SECRET}",
     pull_request_url="https://github.test/acme/widgets/pull/4",
     cost_usd=0.25,
@@ -87,7 +95,7 @@ def test_a_pass_over_message_names_the_issue_and_the_reason() -> None:
 def test_every_target_gets_the_scrubbed_message() -> None:
     lines: list[str] = []
     first, second = ScriptedTarget("one"), ScriptedTarget("two")
-    Notifier([first, second], scrub=Scrubber([SECRET]), progress=lines.append).notify(ENDED)
+    TargetNotifier([first, second], scrub=Scrubber([SECRET]), progress=lines.append).notify(ENDED)
     for target in (first, second):
         [(sent, body)] = target.sent
         assert SECRET not in body.decode()
@@ -100,7 +108,7 @@ def test_a_failed_send_is_a_warning_and_the_next_target_still_gets_it() -> None:
     lines: list[str] = []
     broken, fine = ScriptedTarget("webhook https://hooks.test"), ScriptedTarget("slack (1)")
     broken.fail_next([f"answered 500 ({SECRET})"])
-    Notifier([broken, fine], scrub=Scrubber([SECRET]), progress=lines.append).notify(ENDED)
+    TargetNotifier([broken, fine], scrub=Scrubber([SECRET]), progress=lines.append).notify(ENDED)
     assert lines[0] == (
         "warning: could not notify webhook https://hooks.test of Run 12: answered 500 ([REDACTED])"
     )
@@ -108,7 +116,7 @@ def test_a_failed_send_is_a_warning_and_the_next_target_still_gets_it() -> None:
 
 
 def test_no_target_means_not_configured() -> None:
-    assert not Notifier([], scrub=Scrubber(), progress=print).configured
+    assert not TargetNotifier([], scrub=Scrubber(), progress=print).configured
     assert not NO_NOTIFIER.configured
 
 
@@ -124,7 +132,7 @@ def test_a_webhook_is_named_without_its_path_or_credentials() -> None:
     assert target.name == "webhook https://hooks.test:8443"
 
 
-def _conforms(notifier: Notifier) -> NotifierPort:
+def _conforms(notifier: TargetNotifier) -> NotifierPort:
     """mypy holds the real Notifier to the seam a Run takes."""
     return notifier
 
@@ -179,7 +187,7 @@ class _Stalling:
 def test_a_target_that_breaks_in_any_way_is_a_warning_and_the_others_still_get_it() -> None:
     lines: list[str] = []
     fine = ScriptedTarget("slack (1)")
-    Notifier([_Crashing(), fine], scrub=Scrubber(), progress=lines.append).notify(ENDED)
+    TargetNotifier([_Crashing(), fine], scrub=Scrubber(), progress=lines.append).notify(ENDED)
     assert lines[0] == (
         "warning: could not notify webhook https://odd.test of Run 12: failed (ValueError)"
     )
@@ -191,7 +199,9 @@ def test_a_target_that_does_not_answer_is_left_behind_at_the_deadline() -> None:
     a Run (and its Lease) or the daemon's poll."""
     lines: list[str] = []
     stalling = _Stalling()
-    notifier = Notifier([stalling], scrub=Scrubber(), progress=lines.append, deadline_seconds=0.3)
+    notifier = TargetNotifier(
+        [stalling], scrub=Scrubber(), progress=lines.append, deadline_seconds=0.3
+    )
     try:
         notifier.notify(ENDED)
     finally:
@@ -225,11 +235,11 @@ def test_an_architect_run_s_message_names_its_repository_not_an_issue_0() -> Non
         Notification(
             event="run.ended",
             repository="acme/widgets",
-            issue_number=0,
+            issue_number=None,
             issue_url="https://github.test/acme/widgets/issues/31",
             state="published",
             run_id=14,
-            kind="architect",
+            kind=RunKind.ARCHITECT,
         )
     )
     assert title == "thirdshift: Architect run on acme/widgets published"

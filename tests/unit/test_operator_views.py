@@ -24,6 +24,7 @@ from thirdshift.records import (
     add_usage,
 )
 from thirdshift.report import logs, shapes, views
+from thirdshift.run_states import RunKind, RunState
 
 T0 = datetime(2026, 3, 1, 23, 0, tzinfo=UTC)
 REPO = Repository(1, "acme", "calculator")
@@ -32,8 +33,9 @@ TRANSCRIPTS = Path(__file__).parents[1] / "fixtures" / "transcripts"
 
 def run(**changes: object) -> Run:
     base = Run(
-        id=2, repository=REPO, issue_number=7, kind="run", state="succeeded", base_branch="main",
-        issue_branch="issue-7", head_sha="abc123", pull_request_number=3, harness="claude",
+        id=2, repository=REPO, issue_number=7, kind=RunKind.DELIVERY,
+        state=RunState.SUCCEEDED, base_branch="main", issue_branch="issue-7", head_sha="abc123",
+        pull_request_number=3, harness="claude",
         model=None, cause=None, killed_work=None, last_session_log=None, started_at=T0,
         ended_at=T0 + timedelta(seconds=65),
     )  # fmt: skip
@@ -291,7 +293,7 @@ def test_a_log_that_is_not_on_this_machine_is_named_with_where_it_lives(tmp_path
 
 def test_an_architect_run_is_named_by_its_repository_and_shows_what_it_published() -> None:
     architect = run(
-        kind="architect", issue_number=0, issue_branch=None, pull_request_number=None,
+        kind="architect", issue_number=None, issue_branch=None, pull_request_number=None,
         published=(31, 32, 33),
     )  # fmt: skip
     line = views.run_line(architect, None)
@@ -304,3 +306,4 @@ def test_an_architect_run_is_named_by_its_repository_and_shows_what_it_published
     assert "  published: #31, #32, #33" in shown
     shape = shapes.run_shape(architect, None)
     assert (shape["issue"], shape["published"]) == ("acme/calculator (Architect run)", [31, 32, 33])
+    assert shape["issue_number"] == 0  # as documented: the Architect run has no issue

@@ -6,10 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from thirdshift.records import SessionEvent, SessionRecord, Usage
-from thirdshift.runs.post_mortem import (
+from thirdshift.run_states import RunEnd, RunKind
+from thirdshift.runs.rules.post_mortem import (
     LAST_LINES,
     LINE_CHARS,
-    RunEnd,
+    AnnouncedEnd,
     condensed,
     duration,
     fenced,
@@ -136,10 +137,10 @@ def test_a_run_end_message_carries_the_short_form_and_the_facts() -> None:
         run_id=7,
         repository="acme/widgets",
         issue_number=3,
-        kind="merge",
-        end=RunEnd(
+        kind=RunKind.MERGE,
+        end=AnnouncedEnd(
             "https://github.test/acme/widgets/issues/3",
-            "merged",
+            RunEnd.MERGED,
             None,
             "https://github.test/acme/widgets/pull/4",
             report,

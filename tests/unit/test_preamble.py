@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thirdshift.records import SessionHistory
-from thirdshift.runs.prompts import ci_fix_prompt
+from thirdshift.runs.rules.prompts import ci_fix_prompt
 from thirdshift.sessions.preamble import (
     before_prompt,
     count_tokens,

@@ -9,16 +9,16 @@ from dataclasses import dataclass, field
 import pytest
 
 from thirdshift.records import CheckRun, PullRequestInfo
-from thirdshift.runs.ci_watch import CiResult
-from thirdshift.runs.repair_loop import (
+from thirdshift.runs.rules.ci_watch import CiResult
+from thirdshift.runs.rules.repair_loop import (
     BaseMerge,
-    Budgets,
     BudgetSpent,
     DeclinedCiFix,
     HeadMoved,
     InheritedFailure,
     MergeRefusedError,
     PolicyRefusal,
+    RepairBudgets,
     RepairLoop,
     merge_held,
     merge_not_yet,
@@ -126,7 +126,7 @@ class ScriptedOutside:
 
 
 def loop(outside: ScriptedOutside, *, merge: bool = False) -> RepairLoop:
-    return RepairLoop(outside, Budgets(max_repairs=5, max_upstream_moves=5), merge=merge)
+    return RepairLoop(outside, RepairBudgets(max_repairs=5, max_upstream_moves=5), merge=merge)
 
 
 def test_a_green_head_ends_the_loop_without_repairs() -> None:
@@ -319,4 +319,4 @@ def test_commits_people_pushed_get_a_review_repair_before_ci_is_watched() -> Non
 def test_a_review_of_people_s_commits_past_the_repair_budget_fails_the_run() -> None:
     outside = ScriptedOutside(deque([green("")]), foreign_after_push=deque([("a1 X (Ann)",)]))
     with pytest.raises(BudgetSpent, match="commits thirdshift did not make"):
-        RepairLoop(outside, Budgets(max_repairs=0, max_upstream_moves=5), merge=False).run()
+        RepairLoop(outside, RepairBudgets(max_repairs=0, max_upstream_moves=5), merge=False).run()

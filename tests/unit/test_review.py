@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from thirdshift.records import Comment, Review, ReviewComment
-from thirdshift.runs.review import (
+from thirdshift.runs.rules.review import (
     REPLY_MARKER_PREFIX,
     Feedback,
     feedback_to_handle,

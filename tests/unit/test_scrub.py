@@ -235,6 +235,15 @@ def test_a_known_value_cut_at_the_end_of_a_text_is_removed(ending: str) -> None:
         assert scrub(f"$ echo {KNOWN[:kept]}{ending}") == f"$ echo {REDACTED}{ending}"
 
 
+def test_a_long_known_value_cut_anywhere_at_the_end_of_a_text_is_removed() -> None:
+    """A private key's worth of known value: a cut near its start and one far into it alike."""
+    long_value = "".join(f"{i:04d}-opaque-" for i in range(60))  # 660 characters
+    scrub = Scrubber([long_value])
+    for kept in (6, 200, 256, 257, 300, len(long_value) - 1):
+        assert scrub(f"key: {long_value[:kept]}…") == f"key: {REDACTED}…", kept
+    assert scrub(f"key: {long_value[:400]} and more") == f"key: {long_value[:400]} and more"
+
+
 def test_a_shorter_cut_or_a_prefix_inside_the_text_is_left_alone() -> None:
     """Five characters are too few to tell; a prefix that does not end the text is no cut."""
     scrub = Scrubber([KNOWN])

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thirdshift.records import PullRequestInfo
-from thirdshift.runs.branches import branch_number, choose_issue_branch
-from thirdshift.runs.spec_rules import (
+from thirdshift.runs.rules.branches import branch_number, choose_issue_branch
+from thirdshift.runs.rules.tickets import (
     Blocker,
     Hold,
     NotDone,

@@ -11,14 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thirdshift.defang import ZERO_WIDTH, closed_elsewhere
-from thirdshift.runs.spec_rules import (
-    Blocker,
-    Ticket,
-    TicketState,
-    schedule_tickets,
-    tickets_not_done_line,
-)
-from thirdshift.runs.spec_text import (
+from thirdshift.runs.rules.ticket_texts import (
     CHECKLIST_END,
     CHECKLIST_START,
     TicketText,
@@ -29,6 +22,13 @@ from thirdshift.runs.spec_text import (
     spec_pr_body,
     ticket_texts,
     with_checklist,
+)
+from thirdshift.runs.rules.tickets import (
+    Blocker,
+    Ticket,
+    TicketState,
+    schedule_tickets,
+    tickets_not_done_line,
 )
 
 REPO = "o/r"

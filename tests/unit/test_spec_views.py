@@ -15,10 +15,11 @@ from thirdshift.cli.status import running_lines
 from thirdshift.clock import ManualClock
 from thirdshift.records import Run, Usage
 from thirdshift.report import reading, views
+from thirdshift.run_states import RunState
 from thirdshift.runs import spec_ticket_lines
 from thirdshift.store import Store
 from thirdshift.web import make_app
-from thirdshift.web.page import RunView
+from thirdshift.web.page import PageRun
 
 T0 = datetime(2026, 3, 1, 23, 0, tzinfo=UTC)
 
@@ -56,15 +57,15 @@ def a_spec_run(store: Store) -> tuple[Run, Run, Run, Run, Run]:
         return store.update_run(made.id, pull_request_number=pull)
 
     a = ticket(first, 2, 12)
-    store.finish_run(a.id, "succeeded", head_sha="a" * 40)
+    store.finish_run(a.id, RunState.SUCCEEDED, head_sha="a" * 40)
     store.record_landing(a.id, "a" * 40)
     b_failed = ticket(first, 3, 13)
-    store.finish_run(b_failed.id, "failed", cause="the agent gave up")
-    store.finish_run(first.id, "failed", cause="Tickets not done: #3")
+    store.finish_run(b_failed.id, RunState.FAILED, cause="the agent gave up")
+    store.finish_run(first.id, RunState.FAILED, cause="Tickets not done: #3")
     second = store.start_run(repository, 1, kind="spec", base_branch="main", issue_branch="spec-1")
     spent(store, second, 0.5)
     b = ticket(second, 3, 13)
-    store.finish_run(b.id, "succeeded", head_sha="b" * 40)
+    store.finish_run(b.id, RunState.SUCCEEDED, head_sha="b" * 40)
     store.record_landing(b.id, "b" * 40)
     c = ticket(second, 4, 14)
     return first, second, a, b, c
@@ -131,7 +132,9 @@ def test_status_shows_a_spec_run_with_a_line_per_ticket_and_its_ticket_runs_bene
 ) -> None:
     _first, second, _a, _b, c = a_spec_run(store)
     other = store.start_run(store.ensure_repository("acme", "widgets"), 9)
-    running = [run for run in store.list_runs(state="running") if run.id in (second.id, c.id)]
+    running = [
+        run for run in store.list_runs(state=RunState.RUNNING) if run.id in (second.id, c.id)
+    ]
     running.append(other)
     tickets = {second.id: spec_ticket_lines(second, store)}
 
@@ -151,7 +154,7 @@ def test_the_status_page_shows_a_spec_run_s_tickets_and_marks_its_ticket_runs(
     store: Store,
 ) -> None:
     _first, second, _a, _b, c = a_spec_run(store)
-    spec_view = RunView(
+    spec_view = PageRun(
         run=second,
         usage=None,
         duration="3m",
@@ -159,7 +162,7 @@ def test_the_status_page_shows_a_spec_run_s_tickets_and_marks_its_ticket_runs(
         last_lines=(),
         tickets=spec_ticket_lines(second, store),
     )
-    ticket_view = RunView(run=c, usage=None, duration="1m", session="implement", last_lines=())
+    ticket_view = PageRun(run=c, usage=None, duration="1m", session="implement", last_lines=())
     source = ScriptedSource([page(spec_view, ticket_view)])
     client = TestClient(make_app(source, token=BEARER["Authorization"].split()[1]))
     client.headers.update(BEARER)

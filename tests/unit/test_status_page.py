@@ -14,8 +14,9 @@ from starlette.testclient import TestClient
 
 from thirdshift.errors import ConfigError
 from thirdshift.records import Lease, Repository, Run
+from thirdshift.run_states import RunKind, RunState
 from thirdshift.web import make_app
-from thirdshift.web.page import LeaseView, Page, RunView
+from thirdshift.web.page import LeaseView, Page, PageRun
 from thirdshift.web.server import is_loopback, is_wildcard, own_host_names, parse_address
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -23,13 +24,13 @@ NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 def run(
     run_id: int, state: str, *, cause: str | None = None, last_lines: tuple[str, ...] = ()
-) -> RunView:
+) -> PageRun:
     record = Run(
         id=run_id,
         repository=Repository(1, "acme", "widgets"),
         issue_number=run_id + 10,
-        kind="run",
-        state=state,
+        kind=RunKind.DELIVERY,
+        state=RunState(state),
         base_branch="main",
         issue_branch=f"issue-{run_id + 10}",
         head_sha=None,
@@ -42,7 +43,7 @@ def run(
         started_at=NOW - timedelta(minutes=5),
         ended_at=None if state == "running" else NOW,
     )
-    return RunView(
+    return PageRun(
         run=record, usage=None, duration="5m 00s", session="implement", last_lines=last_lines
     )
 
@@ -64,7 +65,7 @@ class ScriptedSource:
         return self.pages[0] if len(self.pages) == 1 else self.pages.pop(0)
 
 
-def page(*runs: RunView, failures: tuple[RunView, ...] = ()) -> Page:
+def page(*runs: PageRun, failures: tuple[PageRun, ...] = ()) -> Page:
     return Page(
         generated_at=NOW,
         daemon=None,

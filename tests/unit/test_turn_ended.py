@@ -11,7 +11,9 @@ from thirdshift.harnesses import AgentSandbox, harness_named
 from thirdshift.home import Home
 from thirdshift.records import Watchdogs
 from thirdshift.scrub import Scrubber
-from thirdshift.sessions.cli_outside import CliSessions
+from thirdshift.sessions.cli_parts import SessionBounds, SessionParts
+from thirdshift.sessions.cli_sessions import CliSessions, HarnessChoice
+from thirdshift.sessions.sealed_space import AgentSeal
 from thirdshift.store import Store
 
 TRANSCRIPT = (
@@ -24,19 +26,21 @@ TRANSCRIPT = (
 
 def _source(tmp_path: Path) -> CliSessions:
     return CliSessions(
-        harness=harness_named("claude"),
-        store=Store.open(f"sqlite:///{tmp_path / 'db.sqlite'}"),
-        environ={},
+        harnesses=HarnessChoice(harness_named("claude")),
+        parts=SessionParts(
+            store=Store.open(f"sqlite:///{tmp_path / 'db.sqlite'}"),
+            environ={},
+            scrub=Scrubber([]),
+            clock=ManualClock(),
+            progress=lambda _line: None,
+            interrupt=threading.Event(),
+        ),
+        bounds=SessionBounds(
+            watchdogs=Watchdogs(idle_seconds=60, wall_seconds=600, post_result_seconds=5),
+            grace_seconds=1,
+        ),
+        seal=AgentSeal(sandbox=AgentSandbox(sealed=False), home=Home(tmp_path / "home"), hidden=()),
         logs_dir=tmp_path / "logs",
-        watchdogs=Watchdogs(idle_seconds=60, wall_seconds=600, post_result_seconds=5),
-        grace_seconds=1,
-        interrupt=threading.Event(),
-        progress=lambda _line: None,
-        scrub=Scrubber([]),
-        clock=ManualClock(),
-        sandbox=AgentSandbox(sealed=False),
-        home=Home(tmp_path / "home"),
-        hidden=(),
     )
 
 

@@ -28,6 +28,9 @@ class EventDecision:
     sender: str = ""
     html_url: str = ""
     labelled: bool = True  # False: asked for by hand (workflow_dispatch), no label involved
+    # Anyone may download a public repository's artifacts: its Session logs are not uploaded.
+    # Public unless the payload says private (an internal repository is private too).
+    public: bool = True
 
     @property
     def runs(self) -> bool:
@@ -63,6 +66,7 @@ def decide(
     if not isinstance(login, str):
         return EventDecision("the event names no sender")
     owner, _, repo = full_name.partition("/")
+    public = not (isinstance(repository, dict) and repository.get("private") is True)
     if event_name not in (None, "issues", "workflow_dispatch"):
         return EventDecision(f"the event is {event_name}; thirdshift runs on issues events")
     inputs = payload.get("inputs")
@@ -75,7 +79,7 @@ def decide(
         number = _number(inputs.get("issue"))
         if number is None:
             return EventDecision(f"the input issue is {inputs.get('issue')!r}, not a number")
-        return EventDecision("", owner, repo, number, login, labelled=False)
+        return EventDecision("", owner, repo, number, login, labelled=False, public=public)
     action = payload.get("action")
     issue = payload.get("issue")
     label = payload.get("label")
@@ -95,7 +99,8 @@ def decide(
     number = _number(issue.get("number"))
     if number is None:
         return EventDecision("the event names no issue number")
-    return EventDecision("", owner, repo, number, login, str(issue.get("html_url") or ""))
+    html_url = str(issue.get("html_url") or "")
+    return EventDecision("", owner, repo, number, login, html_url, public=public)
 
 
 def _number(value: object) -> int | None:

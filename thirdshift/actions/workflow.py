@@ -25,7 +25,10 @@ Decisions a reader of the file would otherwise question, each kept here with its
   as they age: an installation token lasts an hour, a Run may last several.
 - On cancellation GitHub sends SIGINT, SIGTERM 7.5 s later and kills 2.5 s after that: the stop
   grace and the salvage's time for GitHub's retries are set short enough to save the work first.
-- The Session logs are uploaded whatever happened (``if: always()``), cancellation included.
+- The Session logs are uploaded whatever happened (``always()``), cancellation included, and
+  only from a private (or internal) repository: anyone may download a public repository's
+  artifacts, and a Session log is everything the agent printed (adr/0043). A public repository
+  keeps the job summary, the job's log of progress lines and the Failed-run comment.
 - What runs with the secrets is pinned (adr/0036): actions at commit SHAs, the Harness CLI by
   ``npm ci`` from the lock ``actions init`` writes beside the file, permissions on the job only.
 """
@@ -174,14 +177,18 @@ jobs:
           THIRDSHIFT_CI_TIMEOUT_SECONDS: "{choices.ci_timeout_seconds:g}"
           THIRDSHIFT_SESSION_STOP_GRACE_SECONDS: "2"
           THIRDSHIFT_SALVAGE_WAIT_SECONDS: "4"
+          # A hosted runner is a machine of its own for this one job, which bounds the
+          # session; its non-root user may not make cgroups (adr/0039).
+          THIRDSHIFT_UNSAFE_UNBOUNDED_SESSIONS: "true"
         # exec: on cancel the runner signals the step's process, which must be thirdshift
         # itself (a shell would not pass SIGINT on).
         run: |
           PATH="$GITHUB_WORKSPACE/{LOCK_DIRECTORY}/node_modules/.bin:$PATH"
           exec thirdshift run --event "$GITHUB_EVENT_PATH"
 
+      # Not on a public repository: anyone may download its artifacts.
       - name: Keep the Session logs
-        if: always()
+        if: always() && github.event.repository.private == true
         uses: {UPLOAD_ARTIFACT.uses}
         with:
           name: {SESSION_LOGS_ARTIFACT}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}

@@ -19,7 +19,8 @@ from thirdshift.errors import NotFound, UsageError
 from thirdshift.github import GitHub
 from thirdshift.issue_url import IssueRef, web_host_of
 from thirdshift.records import Run, SessionRecord
-from thirdshift.runs import FAILED_STATES, PASSED_OVER, RunOutcome, RunRequest
+from thirdshift.run_states import FAILED_ENDS, RunEnd
+from thirdshift.runs import PASSED_OVER, RunOutcome, RunRequest
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings
 from thirdshift.store import Store
@@ -155,7 +156,7 @@ def _run(
             call.progress(f"nothing to run: {passed}")
             return 0
         if runner is not None:
-            _show_outcome(runner, store, ref, outcome, warnings, scrub)
+            _show_outcome(runner, store, ref, outcome, warnings, scrub, public=decision.public)
         return outcome.exit_code
 
 
@@ -166,16 +167,19 @@ def _show_outcome(
     outcome: RunOutcome,
     warnings: Sequence[str],
     scrub: Scrubber,
+    *,
+    public: bool,
 ) -> None:
-    """The outcome on the runner: the stop's cause as an error, the warnings, the summary."""
+    """The outcome on the runner: the stop's cause as an error, the warnings, the summary
+    (``public``: the repository's artifacts are anyone's, so its Session logs were not kept)."""
     # In the order they were said: the warnings of the Run, then the error it stopped on.
     for message in warnings:
         runner.warning(message)
-    if outcome.state == "stopped" and outcome.cause:
+    if outcome.state == RunEnd.STOPPED and outcome.cause:
         runner.error(scrub(outcome.cause))
     run = store.get_run(outcome.run_id) if outcome.run_id is not None else None
     sessions = store.run_sessions(run.id) if run else []
-    _report(runner, run, ref, outcome, sessions=sessions)
+    _report(runner, run, ref, outcome, sessions=sessions, public=public)
 
 
 def _report(
@@ -185,13 +189,15 @@ def _report(
     outcome: RunOutcome,
     *,
     sessions: Sequence[SessionRecord] = (),
+    public: bool = True,
 ) -> None:
     """The job summary and step outputs of a Run from its outcome (``run``: its record, None
-    when it stopped before it was recorded): what a reviewer needs without opening the log."""
+    when it stopped before it was recorded): what a reviewer needs without opening the log.
+    On a ``public`` repository the workflow uploads no Session logs, and the summary says so."""
     state = run.state if run else "not recorded"
     url = outcome.pull_request_url or ""
     # A Failed run's cause (a Run that stopped on an error is reported by its own annotation).
-    cause = outcome.cause if run is not None and outcome.state in FAILED_STATES else None
+    cause = outcome.cause if run is not None and outcome.state in FAILED_ENDS else None
     rows = [
         ("Issue", f"{ref}"),
         ("Pull request", url or "none"),
@@ -208,7 +214,11 @@ def _report(
         rows.append(("Cost", _cost(sessions)))
     if run is not None and run.last_session_log:
         rows.append(("Last Session log", _code_span(Path(run.last_session_log).name)))
-    if sessions and runner.job_url:
+    if sessions and public:
+        rows.append(
+            ("Session logs", "not uploaded: anyone may download a public repository's artifacts")
+        )
+    elif sessions and runner.job_url:
         artifact = _code_span(runner.session_logs_artifact)
         rows.append(("Session logs", f"artifact {artifact} on [the run's page]({runner.job_url})"))
     table = "\n".join(f"| {key} | {value} |" for key, value in rows)

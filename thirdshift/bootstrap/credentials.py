@@ -16,7 +16,7 @@ from thirdshift.github import GitHub
 from thirdshift.github.app import InstallationTokens
 from thirdshift.github.requests import TOKEN, Credential
 from thirdshift.harnesses.opencode import config_secrets
-from thirdshift.notify import AppriseTarget, Notifier, Target, WebhookTarget
+from thirdshift.notify import AppriseTarget, Target, TargetNotifier, WebhookTarget
 from thirdshift.scrub import Scrubber, looks_secret
 from thirdshift.settings import Settings, load_settings
 
@@ -139,7 +139,7 @@ _HOST_NAME = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+")
 
 def notifier_of(
     settings: Settings, *, scrub: Scrubber, progress: Callable[[str], None]
-) -> Notifier:
+) -> TargetNotifier:
     """The Notifier of the configured targets (none: it sends nothing). A webhook without its
     secret, or an Apprise URL Apprise does not know, is a ConfigError before anything starts."""
     targets: list[Target] = []
@@ -149,7 +149,7 @@ def notifier_of(
             WebhookTarget(settings.notify_webhook_url, secret.get_secret_value() if secret else "")
         )
     targets += [AppriseTarget(url, i) for i, url in enumerate(settings.notify_urls, start=1)]
-    return Notifier(targets, scrub=scrub, progress=progress)
+    return TargetNotifier(targets, scrub=scrub, progress=progress)
 
 
 def credential_secrets(settings: Settings) -> list[str]:

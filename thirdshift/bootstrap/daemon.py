@@ -20,6 +20,7 @@ from thirdshift.bootstrap.credentials import (
     notifier_of,
     run_secrets,
 )
+from thirdshift.bootstrap.limits import raise_descriptor_limit
 from thirdshift.bootstrap.parts import (
     RunCall,
     local_preflight,
@@ -29,13 +30,24 @@ from thirdshift.bootstrap.parts import (
 from thirdshift.bootstrap.runs import architect_outcome, spec_or_issue_outcome
 from thirdshift.bootstrap.status_page import page_address, status_page, with_page_token
 from thirdshift.clock import Clock, SystemClock
-from thirdshift.daemon import ActivityLog, Daemon, ProviderPauses, RepositoryPoll
-from thirdshift.daemon.daemon import Limits
+from thirdshift.daemon import (
+    ActivityLog,
+    Daemon,
+    DaemonParts,
+    Limits,
+    PollHooks,
+    PollParts,
+    ProviderPauses,
+    RepositoryPoll,
+    RunWatch,
+    StateSources,
+)
 from thirdshift.daemon.state import write_state
 from thirdshift.errors import ConfigError, NotFound, UsageError
 from thirdshift.github import GitHub
+from thirdshift.home import Home
 from thirdshift.issue_url import web_host_of
-from thirdshift.notify import Notifier
+from thirdshift.notify import TargetNotifier
 from thirdshift.runs import (
     PERMISSIONS_THAT_PUSH,
     ArchitectRequest,
@@ -80,6 +92,9 @@ def run_daemon(
     def say(line: str) -> None:
         progress(scrub(line))
 
+    # Every session's pipes, logs and egress connections are this process's descriptors.
+    if (warning := raise_descriptor_limit()) is not None:
+        say(warning)
     local_preflight(settings, environ, say)  # a machine that cannot seal agents runs none
     notifier = notifier_of(settings, scrub=scrub, progress=say)
     clock = SystemClock(stop)
@@ -170,10 +185,6 @@ def _no_url(_url: str) -> None:
     """A daemon's Runs emit no URL: the Activity log and the progress lines say it."""
 
 
-def _no_reason() -> str | None:
-    return None
-
-
 @dataclass(frozen=True)
 class _DaemonKit:
     """What a daemon and the Runs it starts share: the settings, the store, the clock, the
@@ -190,107 +201,97 @@ class _DaemonKit:
     pauses: ProviderPauses
     agent_environ: Mapping[str, str]
 
-    def start_run(
-        self,
-        request: RunRequest,
-        interrupt: threading.Event,
-        stopped_because: Callable[[], str | None],
-        run_progress: Callable[[str], None],
-        on_recorded: Callable[[int], None],
-    ) -> RunOutcome:
-        """A Run the daemon picked up, to its outcome: a Spec run when the issue is a Spec
-        (or the Rescue of a Spec run), else a Run of the issue."""
-        call = self._call(interrupt, run_progress, on_recorded, stopped_because)
-        return spec_or_issue_outcome(self.settings, request, call, None)
 
-    def start_architect(
-        self,
-        owner: str,
-        name: str,
-        interrupt: threading.Event,
-        run_progress: Callable[[str], None],
-        on_recorded: Callable[[int], None],
-    ) -> RunOutcome:
-        """A scheduled Architect run, to its outcome."""
-        call = self._call(interrupt, run_progress, on_recorded, _no_reason)
-        return architect_outcome(self.settings, ArchitectRequest(owner=owner, name=name), call)
+@dataclass(frozen=True)
+class _Starter:
+    """The daemon's ``RunStarter``: each Run as ``thirdshift run`` and ``thirdshift architect``
+    make it, with the daemon's store (shared by its Runs), its name as the claimant and its
+    provider pauses, and the daemon's watch over the Run."""
 
-    def _call(
-        self,
-        interrupt: threading.Event,
-        run_progress: Callable[[str], None],
-        on_recorded: Callable[[int], None],
-        stopped_because: Callable[[], str | None],
-    ) -> RunCall:
+    kit: _DaemonKit
+
+    def pickup(self, request: RunRequest, watch: RunWatch) -> RunOutcome:
+        """A Spec run when the issue is a Spec, else a Run of the issue (a review Repair is
+        one)."""
+        return spec_or_issue_outcome(self.kit.settings, request, self._call(watch), None)
+
+    def rescue(self, request: RunRequest, watch: RunWatch) -> RunOutcome:
+        """The Rescue of a Spec run as a Spec run, of a Run as a Run (``spec_or_issue``
+        reads which the crashed Run was)."""
+        return spec_or_issue_outcome(self.kit.settings, request, self._call(watch), None)
+
+    def architect(self, owner: str, name: str, watch: RunWatch) -> RunOutcome:
+        """A scheduled Architect run."""
+        request = ArchitectRequest(owner=owner, name=name)
+        return architect_outcome(self.kit.settings, request, self._call(watch))
+
+    def _call(self, watch: RunWatch) -> RunCall:
+        kit = self.kit
         return RunCall(
-            environ=self.environ,
-            agent_environ=self.agent_environ,
-            progress=run_progress,
+            environ=kit.environ,
+            agent_environ=kit.agent_environ,
+            progress=watch.progress,
             emit_url=_no_url,
-            interrupt=interrupt,
-            claimant=f"daemon {self.name}",
-            store=self.store,
-            stopped_because=stopped_because,
-            on_recorded=on_recorded,
-            on_outage=self.pauses.pause,
+            interrupt=watch.interrupt,
+            claimant=f"daemon {kit.name}",
+            store=kit.store,
+            stopped_because=watch.stopped_because,
+            on_recorded=watch.on_recorded,
+            on_outage=kit.pauses.pause,
         )
 
 
 def _daemon(kit: _DaemonKit, watched: _Watched, *, once: bool, stop: threading.Event) -> Daemon:
     settings = kit.settings
     schedules = architect_schedules(settings, [f"{o}/{n}" for o, n, _ in watched.repositories])
-    return Daemon(
-        start_architect=kit.start_architect,
-        # From cron (--once) a daemon keeps no schedule: cron calls thirdshift architect.
-        architect_schedules={} if once else schedules,
-        web_host=web_host_of(settings.github_api_url),
-        start_run=kit.start_run,
+    parts = DaemonParts(
+        starter=_Starter(kit),
         store=kit.store,
         activity=kit.activity,
-        limits=Limits(
-            max_runs=settings.max_runs,
-            max_runs_per_repository=settings.max_runs_per_repository,
-            poll_seconds=settings.poll_seconds,
-            poll_jitter_seconds=settings.poll_jitter_seconds,
-            reap_seconds=max(5.0, settings.lease_seconds / 4),
-            stop_seconds=stop_seconds(settings),
-            store_wait_seconds=settings.salvage_wait_seconds,
-        ),
         clock=kit.clock,
-        stop=stop,
         progress=kit.say,
+        web_host=web_host_of(settings.github_api_url),
+    )
+    limits = Limits(
+        max_runs=settings.max_runs,
+        max_runs_per_repository=settings.max_runs_per_repository,
+        poll_seconds=settings.poll_seconds,
+        poll_jitter_seconds=settings.poll_jitter_seconds,
+        reap_seconds=max(5.0, settings.lease_seconds / 4),
+        stop_seconds=stop_seconds(settings),
+        store_wait_seconds=settings.salvage_wait_seconds,
+    )
+    shown = StateSources(
         name=kit.name,
         scrub=kit.scrub,
         publish=partial(write_state, settings.home / "daemons"),
         pauses=kit.pauses.states,
         rate_limit=partial(_rate_limit_left, watched.adapters),
     )
+    # From cron (--once) a daemon keeps no schedule: cron calls thirdshift architect.
+    return Daemon(parts, limits, stop, shown=shown, architect_schedules={} if once else schedules)
 
 
-def _watch(kit: _DaemonKit, daemon: Daemon, watched: _Watched, notifier: Notifier) -> None:
+def _watch(kit: _DaemonKit, daemon: Daemon, watched: _Watched, notifier: TargetNotifier) -> None:
     """A Poll of each watched repository, for ``daemon``."""
     settings = kit.settings
-    rules = ready_rules(settings)
-    paused = partial(kit.pauses.pass_over_reason, settings.harness, settings.fallback_harnesses)
+    parts = PollParts(
+        store=kit.store,
+        rules=ready_rules(settings),
+        activity=kit.activity,
+        clock=kit.clock,
+        sweeper=f"daemon {kit.name}",
+        paused=partial(kit.pauses.pass_over_reason, settings.harness, settings.fallback_harnesses),
+        notifier=notifier,
+    )
     for owner, name, github in watched.repositories:
         full_name = f"{owner}/{name}"
-        daemon.watch(
-            RepositoryPoll(
-                owner,
-                name,
-                github=github,
-                store=kit.store,
-                rules=rules,
-                activity=kit.activity,
-                clock=kit.clock,
-                running_here=partial(daemon.running_here, full_name),
-                stop_here=partial(daemon.stop_here, full_name),
-                kept_worktree=partial(_kept_worktree, settings.home, owner, name),
-                sweeper=f"daemon {kit.name}",
-                paused=paused,
-                notifier=notifier,
-            )
+        hooks = PollHooks(
+            running_here=partial(daemon.running_here, full_name),
+            stop_here=partial(daemon.stop_here, full_name),
+            kept_worktree=partial(_kept_worktree, settings.home, owner, name),
         )
+        daemon.watch(RepositoryPoll(owner, name, github, parts, hooks))
 
 
 def architect_schedules(
@@ -333,4 +334,4 @@ def _rate_limit_left(adapters: Sequence[GitHub]) -> int | None:
 
 
 def _kept_worktree(home: Path, owner: str, name: str, branch: str) -> bool:
-    return (home / "worktrees" / f"{owner}-{name}-{branch}").is_dir()
+    return Home(home).worktree(owner, name, branch).is_dir()

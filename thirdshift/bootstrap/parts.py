@@ -1,7 +1,7 @@
 """The one factory of a Run's collaborators: from the settings and what its caller gives, the
 scrubber, the clock, the GitHub adapter, the Harness's sessions (with the Harnesses a provider
 outage switches to), the managed clone and the store, as ``RunParts`` and ``RunHooks``
-(``thirdshift.runs.context``), after the local pre-flight (Harnesses on PATH, the home, the
+(``thirdshift.runs.scope``), after the local pre-flight (Harnesses on PATH, the home, the
 sandbox)."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import shutil
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from thirdshift.bootstrap.bounds import session_limits
 from thirdshift.bootstrap.credentials import (
     Credentials,
     GitHubAccess,
@@ -25,25 +26,30 @@ from thirdshift.bootstrap.credentials import (
 from thirdshift.clock import Clock, SystemClock
 from thirdshift.daemon import ReadyRules
 from thirdshift.errors import ThirdshiftError
-from thirdshift.git import Identity, ManagedClone
+from thirdshift.git import CommitIdentity, ManagedClone
 from thirdshift.harnesses import AgentSandbox, Harness, harness_named, probe
+from thirdshift.harnesses.egress import socket_root
+from thirdshift.harnesses.limits import SessionGroups, probe_groups
 from thirdshift.home import Home, check_home
-from thirdshift.issue_url import IssueRef
+from thirdshift.issue_url import RunRef
 from thirdshift.records import ProviderOutage, RepoInfo
 from thirdshift.runs import RunHooks, RunParts
 from thirdshift.scrub import Scrubber
-from thirdshift.sessions.cli_outside import CliSessions, Fallback
+from thirdshift.sessions.cli_parts import SessionBounds, SessionParts
+from thirdshift.sessions.cli_sessions import CliSessions, Fallback, HarnessChoice
 from thirdshift.sessions.ledger import Budgets, unpriced_harnesses
+from thirdshift.sessions.sealed_space import AgentSeal
 from thirdshift.settings import Settings
 from thirdshift.store import Store
 
 
 def hidden_from_agents(settings: Settings, environ: Mapping[str, str]) -> tuple[Path, ...]:
     """What an agent must not see besides thirdshift's home: the user's home (from the
-    environment, else the password database), the SQLite database's directory, the
+    environment, else the password database), the directory of every session's egress proxy
+    socket (a session is given its own alone), the SQLite database's directory, the
     Harnesses' own configuration directories (their transcripts of other work), and a GitHub
     App's private key file."""
-    found = [Path(environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir)]
+    found = [Path(environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir), socket_root()]
     if settings.sqlite_directory is not None:
         found.append(settings.sqlite_directory)
     found += [
@@ -73,6 +79,12 @@ def agent_sandbox(
         unsafe_without=settings.unsafe_agent_without_sandbox,
         unsafe_network=settings.unsafe_agent_network,
     )
+    sandbox = replace(sandbox, agent_may_hold_key=settings.unsafe_agent_holds_model_key)
+    if settings.unsafe_agent_holds_model_key:
+        say(
+            "warning: an agent whose login cannot stay outside its sandbox holds it there "
+            "(unsafe_agent_holds_model_key)"
+        )
     if not sandbox.sealed:
         say("warning: agents run without their sandbox (unsafe_agent_without_sandbox)")
     elif not sandbox.network_sealed:
@@ -80,14 +92,23 @@ def agent_sandbox(
     return sandbox
 
 
+def session_groups(settings: Settings, say: Callable[[str], None]) -> SessionGroups:
+    """Where each session's cgroup is made; SessionLimitsUnavailable naming the fixes when
+    this machine offers none, unless the settings opt out (with a warning, adr/0039)."""
+    groups = probe_groups(unsafe_unbounded=settings.unsafe_unbounded_sessions)
+    if settings.unsafe_unbounded_sessions:
+        say("warning: sessions run without a cgroup of their own (unsafe_unbounded_sessions)")
+    return groups
+
+
 def local_preflight(
     settings: Settings, environ: Mapping[str, str], say: Callable[[str], None]
-) -> tuple[Home, AgentSandbox]:
-    """The home, checked, and the agents' sandbox: a machine problem stops here, before
-    anything on GitHub changes."""
+) -> tuple[Home, AgentSandbox, SessionGroups]:
+    """The home, checked, the agents' sandbox and their sessions' cgroups: a machine problem
+    stops here, before anything on GitHub changes."""
     home = Home(settings.home)
     check_home(home, database_dir=settings.sqlite_directory, min_free_mb=settings.min_free_disk_mb)
-    return home, agent_sandbox(settings, environ, say)
+    return home, agent_sandbox(settings, environ, say), session_groups(settings, say)
 
 
 @contextmanager
@@ -170,7 +191,8 @@ class _Agents:
     budgets: Budgets
     home: Home
     sandbox: AgentSandbox
-    identity: Identity
+    identity: CommitIdentity
+    groups: SessionGroups
 
 
 @dataclass(frozen=True)
@@ -179,11 +201,11 @@ class _Clones:
 
     settings: Settings
     credentials: Credentials
-    identity: Identity
+    identity: CommitIdentity
     scrub: Scrubber
     environ: Mapping[str, str]
 
-    def __call__(self, ref: IssueRef, repo: RepoInfo) -> ManagedClone:
+    def __call__(self, ref: RunRef, repo: RepoInfo) -> ManagedClone:
         return ManagedClone(
             self.settings.home,
             repo.owner,  # GitHub's spelling, whatever the Issue URL's case
@@ -208,7 +230,7 @@ def run_parts(settings: Settings, owner: str, name: str, call: RunCall) -> Itera
     def say(line: str) -> None:
         call.progress(scrub(line))
 
-    identity = Identity(settings.git_user_name, settings.git_user_email)
+    identity = CommitIdentity(settings.git_user_name, settings.git_user_email)
     agents = _agents(settings, call, identity, say)
     # Every wait (GitHub's retries and rate limits, CI polls) ends at once on Ctrl-C or SIGTERM.
     clock = SystemClock(call.interrupt)
@@ -246,7 +268,7 @@ def run_parts(settings: Settings, owner: str, name: str, call: RunCall) -> Itera
 
 
 def _agents(
-    settings: Settings, call: RunCall, identity: Identity, say: Callable[[str], None]
+    settings: Settings, call: RunCall, identity: CommitIdentity, say: Callable[[str], None]
 ) -> _Agents:
     """The Harnesses and their budgets (each fallback found on PATH, the unpriced ones
     warned of), then the local pre-flight."""
@@ -268,11 +290,11 @@ def _agents(
         budgets,
     ):
         say(warning)
-    home, sandbox = local_preflight(settings, call.environ, say)
-    return _Agents(harness, fallbacks, budgets, home, sandbox, identity)
+    home, sandbox, groups = local_preflight(settings, call.environ, say)
+    return _Agents(harness, fallbacks, budgets, home, sandbox, identity, groups)
 
 
-def _session_environ(base: Mapping[str, str], identity: Identity) -> dict[str, str]:
+def _session_environ(base: Mapping[str, str], identity: CommitIdentity) -> dict[str, str]:
     """The agent commits as the factory: its HOME may hold no git identity at all."""
     return {
         **base,
@@ -315,28 +337,43 @@ def _sessions(
     say: Callable[[str], None],
 ) -> CliSessions:
     """The Harness's sessions, recorded in ``store``, with their progress lines scrubbed."""
-    return CliSessions(
-        harness=agents.harness,
+    parts = SessionParts(
         store=store,
-        watchdogs=settings.session_watchdogs,
-        output_caps=settings.session_output_caps,
         environ=_session_environ(call.harness_base, agents.identity),
-        grace_seconds=settings.session_stop_grace_seconds,
-        interrupt=call.interrupt,
-        progress=say,
         scrub=scrub,
-        logs_dir=settings.home / "logs",
         clock=clock,
+        progress=say,
+        interrupt=call.interrupt,
+        on_outage=call.on_outage,
+    )
+    bounds = SessionBounds(
+        watchdogs=settings.session_watchdogs,
+        grace_seconds=settings.session_stop_grace_seconds,
+        store_wait_seconds=settings.salvage_wait_seconds,
+        output_caps=settings.session_output_caps,
+        min_free_disk_mb=settings.min_free_disk_mb,
+        budgets=agents.budgets,
+        prices=settings.model_prices,
+    )
+    seal = AgentSeal(
         sandbox=agents.sandbox,
         home=agents.home,
-        budgets=agents.budgets,
         hidden=hidden_from_agents(settings, call.environ),
-        resume_cap_tokens=settings.resume_preamble_tokens,
-        prices=settings.model_prices,
-        fallbacks=agents.fallbacks,
-        provider_wait_seconds=settings.provider_wait_seconds,
-        model=settings.model_for(settings.harness),
-        on_outage=call.on_outage,
+        groups=agents.groups,
+        limits=session_limits(settings),
         network_allow=settings.agent_network_allow_for,
-        store_wait_seconds=settings.salvage_wait_seconds,
+    )
+    harnesses = HarnessChoice(
+        agents.harness,
+        settings.model_for(settings.harness),
+        agents.fallbacks,
+        settings.provider_wait_seconds,
+    )
+    return CliSessions(
+        harnesses,
+        parts,
+        bounds,
+        seal,
+        logs_dir=settings.home / "logs",
+        resume_cap_tokens=settings.resume_preamble_tokens,
     )

@@ -12,10 +12,13 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
+from thirdshift.bootstrap.bounds import session_limits
 from thirdshift.clock import Clock, SystemClock
 from thirdshift.harnesses import StreamReader, harness_named, probe
+from thirdshift.harnesses.limits import probe_groups
 from thirdshift.records import Activity, Lease, Run, UsageTotal
 from thirdshift.report import reading
+from thirdshift.run_states import RunKind, RunState
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings, load_settings
 from thirdshift.store import Store
@@ -102,9 +105,11 @@ def status_facts(environ: Mapping[str, str]) -> StatusFacts:
             for repository in store.repositories()
             for lease in store.live_leases(repository)
         ]
-        running = store.list_runs(state="running", limit=200)
+        running = store.list_runs(state=RunState.RUNNING, limit=200)
         usage = reading.usage_by_run(store, running)
-        tickets = {run.id: spec_ticket_lines(run, store) for run in running if run.kind == "spec"}
+        tickets = {
+            run.id: spec_ticket_lines(run, store) for run in running if run.kind == RunKind.SPEC
+        }
         latest: dict[tuple[str | None, int | None], Activity] = {}
         for line in store.activity(limit=1000):
             if line.kind == "pass-over" and now - line.created_at < timedelta(days=1):
@@ -114,7 +119,7 @@ def status_facts(environ: Mapping[str, str]) -> StatusFacts:
 
 
 def recent_runs(
-    environ: Mapping[str, str], *, repository: str | None, state: str | None, limit: int
+    environ: Mapping[str, str], *, repository: str | None, state: RunState | None, limit: int
 ) -> list[tuple[Run, UsageTotal | None]]:
     """``thirdshift runs``: the newest Runs first, each with its ledger total."""
     with open_store(environ) as opened:
@@ -145,3 +150,22 @@ def sandbox_mode(settings: Settings, environ: Mapping[str, str]) -> str:
         unsafe_without=settings.unsafe_agent_without_sandbox,
         unsafe_network=settings.unsafe_agent_network,
     ).mode
+
+
+def model_key_place(settings: Settings) -> str:
+    """``thirdshift config``: where a session's model key is (adr/0038)."""
+    if settings.unsafe_agent_without_sandbox or settings.unsafe_agent_network:
+        return "inside the sandbox (its network is not sealed, so there is no model gateway)"
+    if settings.unsafe_agent_holds_model_key:
+        return (
+            "outside the sandbox, the model gateway adds it; a login it cannot hold goes in "
+            "(unsafe_agent_holds_model_key)"
+        )
+    return "outside the sandbox, the model gateway adds it"
+
+
+def session_bounds(settings: Settings) -> str:
+    """``thirdshift config``: what bounds each session here (a cgroup of its own, or nothing
+    as an unsafe setting allows) and its limits; SessionLimitsUnavailable when neither."""
+    found = probe_groups(unsafe_unbounded=settings.unsafe_unbounded_sessions).found
+    return f"{found}: {session_limits(settings).describe()}"

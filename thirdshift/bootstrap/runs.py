@@ -13,6 +13,7 @@ from thirdshift.clock import Clock, SystemClock
 from thirdshift.errors import ThirdshiftError, UsageError
 from thirdshift.issue_url import IssueRef, check_same_host, web_host_of
 from thirdshift.records import ProviderOutage
+from thirdshift.run_states import RunKind
 from thirdshift.runs import (
     ArchitectRequest,
     ArchitectRun,
@@ -131,7 +132,7 @@ def spec_or_issue(
         return delivery(parts, hooks).run(request)
     if request.rescue_of is not None:
         crashed = parts.store.get_run(request.rescue_of)
-        if crashed is not None and crashed.kind == "spec":
+        if crashed is not None and crashed.kind == RunKind.SPEC:
             return spec()
         return delivery(parts, hooks).run(request)
     # A daemon's pickup asks for sure: a Spec must never run as one plain issue.

@@ -23,7 +23,12 @@ def config_command() -> None:
     never shown)."""
     import os
 
-    from thirdshift.bootstrap import checked_settings, sandbox_mode
+    from thirdshift.bootstrap import (
+        checked_settings,
+        model_key_place,
+        sandbox_mode,
+        session_bounds,
+    )
     from thirdshift.store import redact_url
 
     settings = guarded(lambda: checked_settings(os.environ))
@@ -35,6 +40,8 @@ def config_command() -> None:
         # The App wins over the token: its installation tokens are what thirdshift acts with.
         click.echo(f"github app: {settings.github_app_id} (its installation tokens act)")
     click.echo(f"agent sandbox: {guarded(lambda: sandbox_mode(settings, os.environ))}")
+    click.echo(f"model key: {model_key_place(settings)}")
+    click.echo(f"session limits: {guarded(lambda: session_bounds(settings))}")
     reach = " and ".join(
         filter(None, ["its model provider", ", ".join(settings.agent_network_allow)])
     )

@@ -10,6 +10,7 @@ import click
 from thirdshift.cli.common import check_repositories, fail, guarded, show, signals_set
 from thirdshift.console import Progress
 from thirdshift.errors import ThirdshiftError
+from thirdshift.run_states import RunState
 
 
 @click.command("usage")
@@ -64,7 +65,7 @@ def usage_command(group: str, repository: str | None, days: int, as_json: bool) 
 @click.option("--repo", "repository", metavar="OWNER/NAME", help="Only this repository's Runs.")
 @click.option(
     "--state",
-    type=click.Choice(["running", "succeeded", "failed", "refused", "crashed"]),
+    type=click.Choice([state.value for state in RunState]),
     default=None,
     help="Only Runs in this state.",
 )
@@ -82,7 +83,12 @@ def runs_command(repository: str | None, state: str | None, limit: int, as_json:
 
     check_repositories([] if repository is None else [repository])
     found = guarded(
-        lambda: recent_runs(os.environ, repository=repository, state=state, limit=limit)
+        lambda: recent_runs(
+            os.environ,
+            repository=repository,
+            state=None if state is None else RunState(state),
+            limit=limit,
+        )
     )
     for run, total in found:
         show(json.dumps(shapes.run_shape(run, total)) if as_json else views.run_line(run, total))
@@ -129,6 +135,7 @@ def logs_command(run_id: int, kind: str | None, follow: bool, raw: bool) -> None
 
     from thirdshift.bootstrap import follow_clock, log_reader, open_store, reading_scrubber
     from thirdshift.errors import Interrupted
+    from thirdshift.home import Home
     from thirdshift.report import logs, reading
 
     scrub = reading_scrubber(os.environ)
@@ -139,11 +146,12 @@ def logs_command(run_id: int, kind: str | None, follow: bool, raw: bool) -> None
         run = guarded(lambda: reading.find_run(store, run_id, settings.effective_database_url))
         session = guarded(lambda: logs.pick_session(run, store.run_sessions(run.id), kind))
         reader = None if raw else guarded(lambda: log_reader(session.harness, scrub))
-        worktree = settings.home / "worktrees" / f"{run.repository.owner}-{run.repository.name}-"
+        owner, name, branch = run.repository.owner, run.repository.name, run.issue_branch
+        worktree = str(Home(settings.home).worktree(owner, name, branch)) if branch else None
         condenser = logs.Condenser(
             session.kind,
             reader,
-            worktree=f"{worktree}{run.issue_branch}" if run.issue_branch else None,
+            worktree=worktree,
             scrub=scrub,
         )
         with signals_set(interrupt, Progress(), quiet=True):

@@ -12,6 +12,7 @@ import click
 from thirdshift.cli.common import guarded, show
 from thirdshift.console import format_duration
 from thirdshift.records import Run
+from thirdshift.run_states import RunKind
 
 
 @click.command("status")
@@ -61,7 +62,9 @@ def status_command(as_json: bool) -> None:
     for name, lease in leases:
         by_run = f", Run {lease.run_id}" if lease.run_id else ""
         held = (
-            f"{name} (Architect run)" if lease.issue_number == 0 else f"{name}#{lease.issue_number}"
+            f"{name} (Architect run)"
+            if lease.issue_number is None
+            else f"{name}#{lease.issue_number}"
         )
         show(
             f"  {held}: {lease.owner}{by_run}, until "
@@ -89,7 +92,7 @@ def running_lines(
     for run in running:
         if run.parent_run_id in ids:
             continue  # under its Spec run
-        if run.kind == "spec":
+        if run.kind == RunKind.SPEC:
             lines.append(f"  Spec run {run.id} on {run.subject}, for {took(run)}")
             lines.extend(f"    Ticket {line}" for line in tickets.get(run.id, ()))
             lines.extend(

@@ -11,16 +11,14 @@ rules themselves are in ``thirdshift.daemon.ready``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
-from thirdshift.clock import Clock
-from thirdshift.daemon.activity import ActivityLog
+from thirdshift.daemon.parts import PollHooks, PollParts
 from thirdshift.daemon.pickup import Pickup
 from thirdshift.daemon.ports import DaemonGitHub
 from thirdshift.daemon.ready import (
-    ReadyRules,
     blocker_reason,
     budget_reason,
     first_look,
@@ -32,42 +30,25 @@ from thirdshift.daemon.ready import (
 from thirdshift.daemon.specs import SpecPickups
 from thirdshift.errors import GitHubError, ThirdshiftError
 from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run, TextEdit
+from thirdshift.run_states import RunKind, RunState
 from thirdshift.runs import (
-    NO_NOTIFIER,
     ROLES_THAT_LABEL,
     IssueText,
-    Notifier,
     read_feedback,
     text_not_approved,
 )
-from thirdshift.store import Store
 
 
 class RepositoryPoll:
-    """Polls ``owner/name``. ``running_here`` says whether this daemon runs the issue now;
-    ``stop_here`` stops that Run with a reason (its issue was closed). ``paused`` says why no
-    Ready issue may be picked up now (the Harness's provider is down), or None."""
+    """Polls ``owner/name`` through ``github``, with the parts every poll of the daemon shares
+    and the hooks to its daemon."""
 
     def __init__(
-        self,
-        owner: str,
-        name: str,
-        *,
-        github: DaemonGitHub,
-        store: Store,
-        rules: ReadyRules,
-        activity: ActivityLog,
-        clock: Clock,
-        running_here: Callable[[int], bool],
-        stop_here: Callable[[int, str], None],
-        kept_worktree: Callable[[str], bool],
-        sweeper: str = "thirdshift",
-        paused: Callable[[], str | None] = lambda: None,
-        notifier: Notifier = NO_NOTIFIER,
+        self, owner: str, name: str, github: DaemonGitHub, parts: PollParts, hooks: PollHooks
     ) -> None:
-        self._notifier = notifier
-        self._paused = paused
-        self._sweeper = sweeper
+        self._notifier = parts.notifier
+        self._paused = parts.paused
+        self._sweeper = parts.sweeper
         self._repository: Repository | None = None
         # number -> (GitHub's updated_at as last seen, when this daemon first saw it so)
         self._seen: dict[int, tuple[datetime, float]] = {}
@@ -85,13 +66,13 @@ class RepositoryPoll:
         self.owner = owner
         self.name = name
         self._gh = github
-        self._store = store
-        self._rules = rules
-        self._activity = activity
-        self._clock = clock
-        self._running_here = running_here
-        self._stop_here = stop_here
-        self._kept_worktree = kept_worktree
+        self._store = parts.store
+        self._rules = parts.rules
+        self._activity = parts.activity
+        self._clock = parts.clock
+        self._running_here = hooks.running_here
+        self._stop_here = hooks.stop_here
+        self._kept_worktree = hooks.kept_worktree
 
     @property
     def full_name(self) -> str:
@@ -129,6 +110,30 @@ class RepositoryPoll:
         self.reap()
         repository = self.repository()
         leased = {lease.issue_number for lease in self._store.live_leases(repository)}
+        rescues = self._swept(repository, leased)
+        ready = self._gh.issues_labelled(self.owner, self.name, self._rules.ready_label)
+        spent = self._budget_spent()
+        paused = self._paused()
+        pickups = self._taken(repository, ready, leased, spent or paused)
+        listed = {issue.number for issue in ready}
+        self._seen = {n: seen for n, seen in self._seen.items() if n in listed}
+        # Unlabelled: a new labelling is news again, for the Activity log and the team.
+        self._announced = {entry for entry in self._announced if entry[0] in listed}
+        for gone in self._passed - listed:
+            self._activity.forget(repository, gone)
+        self._passed = {number for number in self._passed if number in listed}
+        if spent or paused:
+            # A Rescue would fail at its first session too, and leave its issue without the
+            # label a person must add again: it waits as a Ready issue does.
+            for pickup in rescues:
+                self._activity.pass_over(repository, pickup.issue, spent or paused or "")
+            rescues = []
+        taken = {pickup.number for pickup in rescues}
+        return rescues + [pickup for pickup in pickups if pickup.number not in taken]
+
+    def _swept(self, repository: Repository, leased: set[int | None]) -> list[Pickup]:
+        """Each issue labelled ``in-progress`` that no live Lease holds (or that this daemon
+        runs) swept: the Rescues and review Repairs that starts."""
         busy = self._gh.issues_labelled(
             self.owner, self.name, self._rules.in_progress_label, state="all"
         )
@@ -150,12 +155,20 @@ class RepositoryPoll:
                 continue
             if pickup is not None:
                 rescues.append(pickup)
-        ready = self._gh.issues_labelled(self.owner, self.name, self._rules.ready_label)
+        return rescues
+
+    def _taken(
+        self,
+        repository: Repository,
+        ready: tuple[IssueSummary, ...],
+        leased: set[int | None],
+        waiting: str | None,
+    ) -> list[Pickup]:
+        """The Ready issues to take, lowest first, each a Spec run when it is a Spec; every
+        other one is passed over with its reason (``waiting``: the one for all of them)."""
         roles: dict[str, str] = {}
         pickups: list[Pickup] = []
         now = self._clock.monotonic()
-        spent = self._budget_spent()
-        paused = self._paused()
         specs = SpecPickups(self.owner, self.name, self._gh, self._store, self._activity)
         tickets = specs.held_tickets(repository)
         for issue in lowest_first(ready):
@@ -163,42 +176,31 @@ class RepositoryPoll:
                 continue
             labeller: list[str] = []
             reason = (
-                spent
-                or paused
+                waiting
                 or ticket_reason(tickets.get(issue.number))
                 or self._pass_over_reason(repository, issue, roles, now, labeller)
             )
-            if reason is not None:
-                written = self._activity.pass_over(repository, issue.number, reason)
-                self._passed.add(issue.number)
-                announce = (issue.number, reason)
-                if written and reason in labeller and announce not in self._announced:
-                    # A person labelled it and waits: tell the team once, however the reason
-                    # flips meanwhile (a comment makes it "changed recently" for a while).
-                    self._announced.add(announce)
-                    self._notifier.notify(
-                        pass_over_notification(
-                            repository.full_name, issue.number, issue.html_url, reason
-                        )
-                    )
-                continue
-            pickups.append(Pickup(issue.number, merge=self._merges(issue, roles)))
-        pickups = specs.taken(repository, pickups, tickets, self._passed)
-        listed = {issue.number for issue in ready}
-        self._seen = {n: seen for n, seen in self._seen.items() if n in listed}
-        # Unlabelled: a new labelling is news again, for the Activity log and the team.
-        self._announced = {entry for entry in self._announced if entry[0] in listed}
-        for gone in self._passed - listed:
-            self._activity.forget(repository, gone)
-        self._passed = {number for number in self._passed if number in listed}
-        if spent or paused:
-            # A Rescue would fail at its first session too, and leave its issue without the
-            # label a person must add again: it waits as a Ready issue does.
-            for pickup in rescues:
-                self._activity.pass_over(repository, pickup.number, spent or paused or "")
-            rescues = []
-        taken = {pickup.number for pickup in rescues}
-        return rescues + [pickup for pickup in pickups if pickup.number not in taken]
+            if reason is None:
+                pickups.append(Pickup(issue.number, merge=self._merges(issue, roles)))
+            else:
+                self._passed_over(repository, issue, reason, reason in labeller)
+        return specs.taken(repository, pickups, tickets, self._passed)
+
+    def _passed_over(
+        self, repository: Repository, issue: IssueSummary, reason: str, labeller: bool
+    ) -> None:
+        """The pass-over in the Activity log; one about its labeller (``labeller``), the first
+        time it is written, to the team too."""
+        written = self._activity.pass_over(repository, issue.number, reason)
+        self._passed.add(issue.number)
+        announce = (issue.number, reason)
+        if written and labeller and announce not in self._announced:
+            # A person labelled it and waits: tell the team once, however the reason flips
+            # meanwhile (a comment makes it "changed recently" for a while).
+            self._announced.add(announce)
+            self._notifier.notify(
+                pass_over_notification(repository.full_name, issue.number, issue.html_url, reason)
+            )
 
     def work_paused(self) -> str | None:
         """Why no session may start on this repository now (its daily budget is spent, its
@@ -355,7 +357,7 @@ class RepositoryPoll:
             return None
         if latest.parent_run_id is not None:
             return None  # a Ticket Run: its Spec run (or that one's Rescue) continues it
-        if latest.state != "crashed":
+        if latest.state != RunState.CRASHED:
             pickup = self._review_pickup(repository, latest)
             if pickup is not None:
                 reason = self._text_reason(repository, issue, {}, latest)
@@ -363,6 +365,15 @@ class RepositoryPoll:
                     self._activity.pass_over(repository, number, reason)
                     return None
             return pickup
+        return self._rescue(repository, issue, latest, busy)
+
+    def _rescue(
+        self, repository: Repository, issue: IssueSummary, latest: Run, busy: str
+    ) -> Pickup | None:
+        """The Rescue of the issue's Crashed Run ``latest`` when it left work (on origin, or in
+        a Worktree here) and the issue's text is still the one approved; the Ready label given
+        back when it left nothing."""
+        number = issue.number
         branch = latest.issue_branch
         if branch is not None and (
             self._gh.branch_exists(self.owner, self.name, branch) or self._kept_worktree(branch)
@@ -371,10 +382,10 @@ class RepositoryPoll:
             if reason is not None:  # the crashed Run's approval is void: a person relabels
                 self._activity.pass_over(repository, number, reason)
                 return None
-            if latest.kind == "spec":  # its Tickets' landings are in the records
+            if latest.kind == RunKind.SPEC:  # its Tickets' landings are in the records
                 merge = self._merges(issue, {})
                 return Pickup(number, rescue_of=latest.id, merge=merge, spec=True)
-            return Pickup(number, rescue_of=latest.id, merge=latest.kind == "merge")
+            return Pickup(number, rescue_of=latest.id, merge=latest.kind == RunKind.MERGE)
         # Nothing reached origin: the issue is Ready again, for whoever polls first.
         with self._holding(repository, number, latest) as held:
             if held:
@@ -406,9 +417,9 @@ class RepositoryPoll:
         open and has review feedback no Run took, within its budget. Every read is
         conditional: a pull request nobody reviews costs nothing."""
         pull_number = latest.pull_request_number
-        if latest.state not in ("succeeded", "refused") or pull_number is None:
+        if latest.state not in (RunState.SUCCEEDED, RunState.REFUSED) or pull_number is None:
             return None
-        if latest.kind == "spec":
+        if latest.kind == RunKind.SPEC:
             return None  # a Spec PR's review feedback waits for a person (docs: Spec runs)
         if self._store.review_repairs(repository, pull_number) >= self._rules.max_review_repairs:
             return None
@@ -442,7 +453,7 @@ class RepositoryPoll:
                 self._pulls_read[pull_number] = pull.updated_at
             return None
         self._pulls_read.pop(pull_number, None)  # taken or not, look again next time
-        return Pickup(latest.issue_number, review_of=latest.id)
+        return Pickup(latest.issue, review_of=latest.id)
 
     @contextmanager
     def _holding(self, repository: Repository, number: int, latest: Run | None) -> Iterator[bool]:

@@ -1,9 +1,14 @@
-"""The seam through which the daemon reaches GitHub: what a poll reads and the two label writes
-of a sweep. The real adapter (``thirdshift.github.GitHub``) satisfies it; so does the in-process
-fake of the tests (``tests/support/fake_github.py``)."""
+"""The daemon's seams. ``DaemonGitHub``: what a poll reads of GitHub and the two label writes
+of a sweep; the real adapter (``thirdshift.github.GitHub``) satisfies it, and so does the
+in-process fake of the tests (``tests/support/fake_github.py``). ``RunStarter``: what starts the
+Runs the daemon takes, each with the ``RunWatch`` the daemon keeps over it; the composition root
+builds the real one, the orchestration tests a scripted one."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from thirdshift.records import (
@@ -16,6 +21,7 @@ from thirdshift.records import (
     ReviewComment,
     TextEdit,
 )
+from thirdshift.runs import RunOutcome, RunRequest
 
 
 class DaemonGitHub(Protocol):
@@ -80,3 +86,34 @@ class DaemonGitHub(Protocol):
     def add_label(self, owner: str, name: str, number: int, label: str) -> None: ...
 
     def remove_label(self, owner: str, name: str, number: int, label: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunWatch:
+    """What the daemon keeps over a Run it started: the Run's own interrupt, where its progress
+    lines go, what learns its Run id once it is recorded (its own id, never a newer Run's on the
+    issue), and what says why the daemon stopped it (None: a signal)."""
+
+    interrupt: threading.Event
+    progress: Callable[[str], None]
+    on_recorded: Callable[[int], None]
+    stopped_because: Callable[[], str | None]
+
+
+class RunStarter(Protocol):
+    """Starts each Run the daemon takes and runs it to its end, on the daemon's thread for it;
+    an error before the Run's end may escape (the daemon makes it the outcome)."""
+
+    def pickup(self, request: RunRequest, watch: RunWatch) -> RunOutcome:
+        """A Ready issue's Run: a Spec run when the issue is a Spec, else a Delivery (a Merge
+        run when ``request.merge``); or a review Repair (``request.review_of``), a Delivery."""
+        ...
+
+    def rescue(self, request: RunRequest, watch: RunWatch) -> RunOutcome:
+        """The Rescue of the Crashed Run ``request.rescue_of``: a Spec run's as a Spec run, a
+        Run's as a Delivery, continuing the work it left."""
+        ...
+
+    def architect(self, owner: str, name: str, watch: RunWatch) -> RunOutcome:
+        """An Architect run on ``owner/name`` its schedule asked for (``skipped`` says why)."""
+        ...

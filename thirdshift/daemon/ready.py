@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from thirdshift.records import BlockingIssue, IssueSummary, Notification
-from thirdshift.runs.approval import ROLES_THAT_LABEL as ROLES_THAT_LABEL
+from thirdshift.runs.rules import ROLES_THAT_LABEL as ROLES_THAT_LABEL
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ class SpecPickups:
         it, no Run of its own. One conditional read of sub-issues per held Spec."""
         tickets: dict[int, int] = {}
         for run in self.store.held_specs(repository):
-            for number in self.github.sub_issues(self.owner, self.name, run.issue_number):
-                tickets.setdefault(number, run.issue_number)
+            for number in self.github.sub_issues(self.owner, self.name, run.issue):
+                tickets.setdefault(number, run.issue)
         return tickets
 
     def taken(
@@ -45,20 +45,20 @@ class SpecPickups:
         Spec taken now is passed over (noted in ``passed``), as its Spec run runs it."""
         marked: list[Pickup] = []
         for pickup in pickups:
-            subs = self.github.sub_issues(self.owner, self.name, pickup.number)
+            subs = self.github.sub_issues(self.owner, self.name, pickup.issue)
             if subs:
                 pickup = replace(pickup, spec=True)
                 for number in subs:
-                    tickets.setdefault(number, pickup.number)
+                    tickets.setdefault(number, pickup.issue)
             marked.append(pickup)
         kept: list[Pickup] = []
         for pickup in marked:
-            spec = tickets.get(pickup.number)
-            reason = ticket_reason(spec) if spec != pickup.number else None
+            spec = tickets.get(pickup.issue)
+            reason = ticket_reason(spec) if spec != pickup.issue else None
             if reason is not None:
-                self.activity.pass_over(repository, pickup.number, reason)
-                passed.add(pickup.number)
+                self.activity.pass_over(repository, pickup.issue, reason)
+                passed.add(pickup.issue)
                 continue
-            self.activity.forget(repository, pickup.number)
+            self.activity.forget(repository, pickup.issue)
             kept.append(pickup)
         return kept

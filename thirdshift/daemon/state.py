@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 STALE_SECONDS = 60.0
+"""A daemon writes every few seconds; one silent this long has stopped or is stuck."""
 STATE_VERSION = 1
 """The ``version`` of the ``daemon_state`` shape (docs/json.md): raised on a breaking change."""
-"""A daemon writes every few seconds; one silent this long has stopped or is stuck."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class PollState:
 @dataclass(frozen=True)
 class RunningState:
     repository: str
-    issue_number: int
+    issue_number: int | None  # None: an Architect run
     run_id: int | None
     started_at: datetime
     rescue_of: int | None = None
@@ -53,10 +53,17 @@ class PauseState:
 
 
 @dataclass(frozen=True)
-class DaemonState:
-    daemon: str
+class DaemonProcess:
+    """The daemon that writes a state: its name, its process and when it started."""
+
+    name: str
     pid: int
     started_at: datetime
+
+
+@dataclass(frozen=True)
+class DaemonState:
+    daemon: DaemonProcess
     updated_at: datetime
     stopping: bool
     """Told to stop: it takes no new work and is saving its Runs."""
@@ -78,9 +85,9 @@ def state_json(state: DaemonState) -> dict[str, Any]:
     return {
         "type": "daemon_state",
         "version": STATE_VERSION,
-        "daemon": state.daemon,
-        "pid": state.pid,
-        "started_at": _when(state.started_at),
+        "daemon": state.daemon.name,
+        "pid": state.daemon.pid,
+        "started_at": _when(state.daemon.started_at),
         "updated_at": _when(state.updated_at),
         "stopping": state.stopping,
         "stopped": state.stopped,
@@ -98,7 +105,8 @@ def state_json(state: DaemonState) -> dict[str, Any]:
         "running": [
             {
                 "repository": run.repository,
-                "issue_number": run.issue_number,
+                # 0 for an Architect run, as documented: it has no issue.
+                "issue_number": run.issue_number or 0,
                 "run_id": run.run_id,
                 "started_at": _when(run.started_at),
                 "rescue_of": run.rescue_of,
@@ -116,7 +124,7 @@ def state_json(state: DaemonState) -> dict[str, Any]:
 def write_state(directory: Path, state: DaemonState) -> None:
     """Replace the daemon's state file in one step, so a reader never sees half of it."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    target = directory / f"{_file_name(state.daemon)}.json"
+    target = directory / f"{_file_name(state.daemon.name)}.json"
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=".state-", suffix=".json")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:

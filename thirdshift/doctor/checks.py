@@ -136,9 +136,20 @@ class _Outside(Protocol):
         allowed unreachable, an allowed host reached through the egress proxy."""
         ...
 
+    def session_groups(self, settings: Settings) -> str:
+        """What bounds each session here (``cgroup v1 (...)``, ``cgroup v2 (...)``), once a
+        trial group was made and removed; SessionLimitsUnavailable naming the fixes."""
+        ...
+
     def sealed_version(self, settings: Settings, harness: str) -> str:
         """The first line the Harness's ``--version`` prints when started as a Session's CLI
         is: in the agent sandbox, with the Session's environment."""
+        ...
+
+    def model_key(self, settings: Settings, harness: str) -> str:
+        """Where the Harness's model key would be during a session: what the model gateway
+        keeps outside the sandbox (the providers it reaches); ``ModelKeyInside`` when its
+        credential is one the CLI must read itself, naming the fix."""
         ...
 
     def free_disk_mb(self, settings: Settings) -> int:
@@ -417,6 +428,30 @@ def check_harness(
     return Check(check, "PASS", f"{found}; starts sealed in the agent sandbox, as a Session does")
 
 
+def check_model_key(outside: _Outside, settings: Settings, harness: str) -> Check:
+    """Whether the Harness's model key stays outside the sandbox, behind the model gateway
+    (adr/0038): a FAIL when it cannot and nothing allows it inside, a WARN when an unsafe
+    setting does."""
+    check = f"model key {harness}"
+    if settings.unsafe_agent_without_sandbox or settings.unsafe_agent_network:
+        return Check(
+            check,
+            "WARN",
+            "inside the sandbox: the agent's network is not sealed, so there is no model gateway",
+            "seal the agent's network (take out unsafe_agent_network and "
+            "unsafe_agent_without_sandbox)",
+        )
+    try:
+        return Check(check, "PASS", outside.model_key(settings, harness))
+    except ThirdshiftError as error:
+        problem, fix = split_fix(str(error))
+        if settings.unsafe_agent_holds_model_key:
+            return Check(
+                check, "WARN", f"inside the sandbox (unsafe_agent_holds_model_key): {problem}"
+            )
+        return Check(check, "FAIL", problem, fix)
+
+
 def check_session(outside: _Outside, settings: Settings, harness: str) -> Check:
     """``doctor --session``: a tiny real session of the Harness, which asks its model (a few
     cents) and so proves the provider key, quota and network a Run needs."""
@@ -483,6 +518,30 @@ def check_agent_network(outside: _Outside, settings: Settings) -> Check:
     return Check(check, "PASS", proved)
 
 
+def check_session_limits(outside: _Outside, settings: Settings) -> Check:
+    check = "resource limits"
+    if settings.unsafe_unbounded_sessions:
+        return Check(
+            check,
+            "WARN",
+            "sessions run without a cgroup of their own (unsafe_unbounded_sessions): one "
+            "session can start processes and fill memory until this host stops",
+            "run thirdshift as root (cgroup v1) or in a delegated cgroup v2 subtree "
+            "(Delegate=yes in its systemd unit) and remove unsafe_unbounded_sessions",
+        )
+    try:
+        found = outside.session_groups(settings)
+    except ThirdshiftError as error:
+        return _failed(check, error)
+    return Check(
+        check,
+        "PASS",
+        f"{found} bounds each session: {settings.session_max_processes} processes, "
+        f"{settings.session_memory_mb} MB memory (tmpfs of {settings.session_tmpfs_mb} MB "
+        f"included), {settings.session_disk_mb} MB disk",
+    )
+
+
 def check_disk(outside: _Outside, settings: Settings) -> Check:
     try:
         free = outside.free_disk_mb(settings)
@@ -524,7 +583,7 @@ def diagnose(
         add(check_notifications(outside, settings))
     add(check_git(outside))
     if settings is None:
-        skipped = ("harness", "agent sandbox", "agent network", "home and disk")
+        skipped = ("harness", "agent sandbox", "agent network", "resource limits", "home and disk")
         add(*(_skipped(name, why) for name in skipped))
         return found
     # The sandbox is probed first: whether a Harness starts sealed depends on it.
@@ -535,13 +594,16 @@ def diagnose(
     ]:
         started = check_harness(outside, settings, name, fallback=fallback, sandbox=sandbox)
         add(started)
+        if started.status == "PASS":
+            add(check_model_key(outside, settings, name))
         if session:
             add(
                 check_session(outside, settings, name)
                 if started.status == "PASS"
                 else _skipped(f"session {name}", f"the {name} Harness does not start")
             )
-    add(sandbox, check_agent_network(outside, settings), check_disk(outside, settings))
+    add(sandbox, check_agent_network(outside, settings), check_session_limits(outside, settings))
+    add(check_disk(outside, settings))
     return found
 
 

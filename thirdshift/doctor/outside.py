@@ -22,7 +22,10 @@ from thirdshift.doctor.checks import Access, Database, WorkflowGrant
 from thirdshift.errors import ThirdshiftError
 from thirdshift.github import GitHub
 from thirdshift.harnesses import SealedPaths, harness_named, install_dirs, probe
-from thirdshift.harnesses.egress import EgressProxy, Refusal
+from thirdshift.harnesses.egress import EgressProxy, Refusal, socket_root
+from thirdshift.harnesses.limits import probe_groups
+from thirdshift.harnesses.model_gateway import ModelGateway, ModelKeyInside
+from thirdshift.harnesses.one_shot import OneShot, run_once, run_sealed
 from thirdshift.home import Home, check_home
 from thirdshift.network import EgressAllowlist
 from thirdshift.runs import PERMISSIONS_THAT_PUSH, token_role
@@ -112,11 +115,17 @@ class SystemOutside:
         return shutil.which(program, path=self._environ.get("PATH"))
 
     def version(self, argv: Sequence[str]) -> str:
-        return _first_line(argv, env=dict(self._environ), cwd=Path("/"))
+        shown = " ".join([Path(argv[0]).name, *argv[1:]])
+        return _first_line(
+            shown, lambda: run_once(argv, env=self._environ, cwd=Path("/"), seconds=VERSION_SECONDS)
+        )
 
     def sandbox(self, settings: Settings) -> str:
         found = probe(self._environ.get("PATH"), unsafe_without=False, unsafe_network=True)
         return found.bwrap or "bwrap"
+
+    def session_groups(self, settings: Settings) -> str:
+        return probe_groups().found
 
     def agent_network(self, settings: Settings) -> str:
         sandbox = probe(self._environ.get("PATH"), unsafe_without=False, unsafe_network=False)
@@ -128,32 +137,24 @@ class SystemOutside:
             refused: list[Refusal] = []
             allowlist = EgressAllowlist.of([f"127.0.0.1:{allowed.port}"])
             with EgressProxy(allowlist, on_refused=refused.append) as proxy:
-                argv, env = sandbox.wrap(
-                    [
-                        *("/bin/sh", "-c", _NETWORK_PROBE, "doctor"),
-                        *(sandbox.socat or "socat", str(other.port), str(allowed.port)),
-                    ],
-                    {"PATH": self._environ.get("PATH", "/usr/bin:/bin")},
-                    sealed,
-                    proxy.socket_path,
-                )
                 try:
-                    done = subprocess.run(
-                        argv,
-                        cwd=sealed.worktree,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        capture_output=True,
-                        text=True,
-                        timeout=NETWORK_SECONDS,
-                        check=False,
+                    done = run_sealed(
+                        sandbox,
+                        [
+                            *("/bin/sh", "-c", _NETWORK_PROBE, "doctor"),
+                            *(sandbox.socat or "socat", str(other.port), str(allowed.port)),
+                        ],
+                        {"PATH": self._environ.get("PATH", "/usr/bin:/bin")},
+                        sealed,
+                        seconds=NETWORK_SECONDS,
+                        egress=proxy.socket_path,
                     )
                 except (OSError, subprocess.TimeoutExpired) as error:
                     raise ThirdshiftError(
                         f"the sealed network probe did not finish ({error}); run thirdshift "
                         "doctor again, and check that socat works"
                     ) from error
-        return network_verdict(done.stdout, allowed.greeting, other.greeting, len(refused))
+        return network_verdict(done.out, allowed.greeting, other.greeting, len(refused))
 
     def sealed_version(self, settings: Settings, harness: str) -> str:
         cli = harness_named(harness)
@@ -164,11 +165,26 @@ class SystemOutside:
             unsafe_network=True,
         )
         with self._scratch(settings, cli.executable) as sealed:
-            argv, env = sandbox.wrap(
-                [cli.executable, "--version"], cli.environment(self._environ), sealed
+            return _first_line(
+                f"{cli.executable} --version",
+                lambda: run_sealed(
+                    sandbox,
+                    [cli.executable, "--version"],
+                    cli.environment(self._environ),
+                    sealed,
+                    seconds=VERSION_SECONDS,
+                ),
             )
-            shown = f"{cli.executable} --version"
-            return _first_line(argv, env=env, cwd=sealed.worktree, shown=shown)
+
+    def model_key(self, settings: Settings, harness: str) -> str:
+        own = settings.harness_args if harness == settings.harness else []
+        options = next((v for k, v in settings.harness_options.items() if k == harness), [])
+        cli = harness_named(harness, extra_args=[*own, *options])
+        plan = cli.behind_gateway(cli.environment(self._environ))
+        if not plan.routes:
+            return "no key to keep: its provider takes none"
+        reached = ", ".join(sorted({route.upstream for route in plan.routes}))
+        return f"kept outside the sandbox by the model gateway (to {reached})"
 
     @contextmanager
     def _scratch(self, settings: Settings, executable: str) -> Iterator[SealedPaths]:
@@ -189,7 +205,7 @@ class SystemOutside:
                 worktree=root / "worktree",
                 clone=root / "clone",
                 agent_home=root / "agent-home",
-                hidden=(settings.home, *self._hidden(settings)),
+                hidden=(settings.home, socket_root(), *self._hidden(settings)),
                 readable=install_dirs(executable, self._environ.get("PATH")),
             )
             for directory in (sealed.worktree, sealed.clone, sealed.agent_home):
@@ -208,32 +224,38 @@ class SystemOutside:
             unsafe_without=settings.unsafe_agent_without_sandbox,
             unsafe_network=settings.unsafe_agent_network,
         )
+        provider_env = cli.environment(self._environ)
+        # As a session's: the key outside, behind the gateway, when the network is sealed.
+        plan = None
+        if sandbox.network_sealed:
+            try:
+                plan = cli.behind_gateway(provider_env)
+            except ModelKeyInside:
+                if not settings.unsafe_agent_holds_model_key:
+                    raise
         with (
             self._scratch(settings, cli.executable) as sealed,
             EgressProxy(
                 EgressAllowlist.of(
-                    cli.provider_endpoints(cli.environment(self._environ)),
-                    settings.agent_network_allow,
-                )
+                    cli.provider_endpoints(provider_env), settings.agent_network_allow
+                ),
+                gateway=ModelGateway(plan.routes) if plan is not None else None,
             ) as proxy,
         ):
-            home = cli.private_home(self._environ, sealed.agent_home)
-            argv, env = sandbox.wrap(
-                cli.argv(SESSION_PROMPT, model=settings.model_for(harness), resume_id=None),
-                {**cli.environment(self._environ), **home},
-                sealed,
-                proxy.socket_path if sandbox.network_sealed else None,
-            )
+            home = cli.private_home(self._environ, sealed.agent_home, login=plan is None)
+            argv = cli.argv(SESSION_PROMPT, model=settings.model_for(harness), resume_id=None)
+            env = {**provider_env, **home}
+            if plan is not None:
+                env, argv = plan.environment(env), plan.argv(argv)
             started = time.monotonic()
             try:
-                done = subprocess.run(
+                done = run_sealed(
+                    sandbox,
                     argv,
-                    cwd=sealed.worktree,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=SESSION_SECONDS,
-                    check=False,
+                    env,
+                    sealed,
+                    seconds=SESSION_SECONDS,
+                    egress=proxy.socket_path if sandbox.network_sealed else None,
                 )
             except subprocess.TimeoutExpired as error:
                 raise ThirdshiftError(
@@ -249,10 +271,10 @@ class SystemOutside:
         reader = cli.reader()
         for line in done.stdout.splitlines():
             reader.feed(line)
-        outcome = reader.finish(done.returncode, stopped_after_result=False)
+        outcome = reader.finish(done.exit_status, stopped_after_result=False)
         if outcome.failed:
-            said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            why = outcome.failure_cause or (said[-1] if said else f"exit {done.returncode}")
+            said = done.err.strip().splitlines()
+            why = outcome.failure_cause or (said[-1] if said else f"exit {done.exit_status}")
             raise ThirdshiftError(
                 f"a test session of {harness} failed: {why}; check its model provider's key, "
                 f"quota and network (the variables {harness} reads), then run doctor --session "
@@ -347,24 +369,11 @@ class _Listener:
                 connection.sendall(self.greeting.encode() + b"\n")
 
 
-def _first_line(
-    argv: Sequence[str], *, env: dict[str, str], cwd: Path, shown: str | None = None
-) -> str:
-    """The first line ``argv`` prints, or a ThirdshiftError naming the command (``shown``,
-    default: ``argv`` with the program's bare name) and the last line of its stderr."""
-    if shown is None:
-        shown = " ".join([Path(argv[0]).name, *argv[1:]])
+def _first_line(shown: str, run: Callable[[], OneShot]) -> str:
+    """The first line the command ``shown`` prints when ``run``, or a ThirdshiftError naming it
+    and the last line of its stderr."""
     try:
-        done = subprocess.run(
-            list(argv),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=VERSION_SECONDS,
-            check=False,
-        )
+        done = run()
     except subprocess.TimeoutExpired as error:
         raise ThirdshiftError(
             f"`{shown}` printed nothing within {VERSION_SECONDS}s; run it by hand to see why"
@@ -373,10 +382,10 @@ def _first_line(
         raise ThirdshiftError(
             f"`{shown}` cannot be started ({error.strerror}); reinstall it"
         ) from error
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        said = done.stderr.strip().splitlines()
-        why = said[-1] if said else f"exit {done.returncode}"
+    lines = done.out.strip().splitlines()
+    if done.exit_status != 0 or not lines:
+        said = done.err.strip().splitlines()
+        why = said[-1] if said else f"exit {done.exit_status}"
         raise ThirdshiftError(
             f"`{shown}` failed ({why}); run it by hand to see why, and reinstall it"
         )

@@ -7,18 +7,22 @@ credential helper in their environment, never argv, a URL or a file.
 from thirdshift.git.clone import (
     AddedLine,
     ChangedPath,
-    Identity,
+    CommitIdentity,
     ManagedClone,
+    own_git_dir,
 )
 from thirdshift.git.runner import tracking
+from thirdshift.git.trees import remove_tree
 from thirdshift.git.worktree import MergeOutcome, Worktree
 
 __all__ = [
     "AddedLine",
     "ChangedPath",
-    "Identity",
+    "CommitIdentity",
     "ManagedClone",
     "MergeOutcome",
     "Worktree",
+    "own_git_dir",
+    "remove_tree",
     "tracking",
 ]

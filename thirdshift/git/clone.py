@@ -1,13 +1,14 @@
 """The managed clone and its Worktrees: every git command thirdshift runs, through GitPython.
 
 thirdshift never touches the user's checkout. For each repository it keeps its own clone under
-``$THIRDSHIFT_HOME/repos/<owner>/<name>`` and makes one Worktree per Run from it.
+``$THIRDSHIFT_HOME/repos/<owner>/<name>`` and makes one Worktree per Run from it, each in a
+repository of its own that borrows the clone's objects.
 
 The managed clone is a **bare** repository with an ``origin`` remote whose fetch refspec keeps
 remote-tracking branches (``refs/remotes/origin/*``), exactly as a normal clone would. Bare,
 because nothing ever works in the clone itself: it has no checkout that could go stale and no
-branch "checked out" in it, so any local branch can be made in a Worktree. Its own local
-branches are only those of its Worktrees. ``ManagedClone`` is here, ``Worktree`` in ``worktree``.
+branch "checked out" in it. Its local branches live in its Worktrees' own repositories.
+``ManagedClone`` is here, ``Worktree`` in ``worktree``.
 
 How git is run:
 
@@ -16,7 +17,7 @@ How git is run:
   ``GitError`` naming the command, the clone or Worktree, and the fix.
 - git sees no user or system configuration (``GIT_CONFIG_GLOBAL=/dev/null``,
   ``GIT_CONFIG_NOSYSTEM=1``), never prompts (``GIT_TERMINAL_PROMPT=0``), and commits as the
-  factory's ``Identity``. The repository's locations are given explicitly (``GIT_DIR``,
+  factory's ``CommitIdentity``. The repository's locations are given explicitly (``GIT_DIR``,
   ``GIT_COMMON_DIR``, ``GIT_OBJECT_DIRECTORY`` and, for a Worktree, ``GIT_WORK_TREE`` and
   ``GIT_INDEX_FILE``), so the same variables inherited from the caller (say, from a git hook)
   cannot redirect it. GitPython layers our variables over the caller's environment and cannot
@@ -45,12 +46,17 @@ How git is run:
   ``core.gitProxy``, ``core.hooksPath``, ``core.fsmonitor``, ``extensions.worktreeConfig``,
   every ``config.worktree``) is removed. Inside the Agent sandbox the clone's ``config`` is
   read-only; without it, an agent could write it through its Worktree.
-- The agent writes the clone's objects and refs, so before every command thirdshift undoes what
-  would make its git read elsewhere (alternates, grafts, ``shallow``, linked refs; replace refs
-  are ignored), and a Worktree is opened from the admin directory registered for its path,
-  never through its ``.git`` file (ADR 0009). The agent of any Run can move any branch of the
-  clone, so a Worktree reports each head thirdshift itself moves it to (``on_head``) and the Run
-  adopts kept work only at such a head (ADR 0027).
+- **Each Worktree has a repository of its own** (adr/0042): a bare repository beside it
+  (``<worktree>.git``, ``own_git_dir``) that borrows the managed clone's objects through an
+  alternate and holds its own refs (its branch, and the remote-tracking branches copied from the
+  clone when the Worktree is made). The agent writes only that repository (a commit needs its
+  objects and refs); the managed clone is read-only to every session, so no agent can move
+  another Run's branch. The agent can still write its own repository, so before every command
+  thirdshift undoes what would make its git read elsewhere (grafts, ``shallow``, linked refs;
+  the one alternate is written back; replace refs are ignored), a Worktree is opened from the
+  admin directory registered for its path, never through its ``.git`` file (ADR 0009), and a
+  Worktree pushes only the head thirdshift last recorded for it (``Worktree.recorded``,
+  adr/0027), by its sha.
 - git runs in a process session of its own, so a second Ctrl-C in the terminal cannot kill the
   push that saves a Failed run's work.
 """
@@ -67,16 +73,32 @@ import git as gitpython
 
 from thirdshift.errors import GitError
 from thirdshift.git.patches import AddedLine, ChangedPath
-from thirdshift.git.runner import ALL_BRANCHES, REMOTE, GitRunner, Identity, make_git
+from thirdshift.git.runner import ALL_BRANCHES, REMOTE, CommitIdentity, GitRunner, make_git
+from thirdshift.git.trees import give_back_permissions, remove_tree
 from thirdshift.git.worktree import Worktree, parse_heads
 from thirdshift.scrub import Scrubber, looks_secret
 
 __all__ = [
     "AddedLine",
     "ChangedPath",
-    "Identity",
+    "CommitIdentity",
     "ManagedClone",
+    "own_git_dir",
 ]
+
+_REMOTE_TRACKING = f"+refs/remotes/{REMOTE}/*:refs/remotes/{REMOTE}/*"
+_GIT_WORKTREE_ADMINS = "worktrees/"
+"""git's own administrative directory in a repository, ``$GIT_DIR/worktrees/``: one directory
+per linked worktree, with its ``gitdir`` file. git's layout, not where thirdshift puts its
+Worktrees (that is ``Home.worktree``). Read from the files, not asked of git: git would follow a
+``commondir`` the agent can write."""
+
+
+def own_git_dir(worktree: Path) -> Path:
+    """The repository of the Worktree at ``worktree``: beside it, ``<worktree>.git``. Kept when
+    the Worktree is removed (what a Run set aside stays there, and a later Run on the branch
+    makes its Worktree there again)."""
+    return worktree.with_name(f"{worktree.name}.git")
 
 
 class ManagedClone:
@@ -93,7 +115,7 @@ class ManagedClone:
         name: str,
         remote_url: str,
         token: Callable[[], str] | None,
-        identity: Identity,
+        identity: CommitIdentity,
         *,
         scrub: Scrubber,
         environ: Mapping[str, str],
@@ -153,7 +175,7 @@ class ManagedClone:
         ``origin/main`` for a fresh Issue branch, ``origin/issue-7`` for a Continuation). The
         branch gets no upstream. Stale Worktree registrations are pruned first."""
         with self.locked():
-            git = self._git()
+            git = self._own_repository(path)
             git.run("worktree", "prune")
             path.parent.mkdir(parents=True, exist_ok=True)
             git.run(
@@ -170,27 +192,40 @@ class ManagedClone:
             )
         worktree = self._open_worktree(path, branch)
         worktree.known_on_origin = worktree.head()
+        worktree.recorded = worktree.known_on_origin
         return worktree
 
-    def local_head(self, branch: str) -> str | None:
-        """The sha of the clone's own local ``branch``, or None when it has none."""
-        result = self._git().run(
+    def local_head(self, path: Path, branch: str) -> str | None:
+        """The sha of ``branch`` in the repository of the Worktree at ``path``, or None when it
+        has none (or there is no such repository)."""
+        git = self._existing_repository(path)
+        if git is None:
+            return None
+        result = git.run(
             "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", check=False
         )
         return result.stdout.strip() if result.status == 0 else None
 
-    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        """Whether ``ancestor`` is reachable from ``descendant`` (or is it); False when either is
-        not a commit the clone holds."""
+    def is_ancestor(self, ancestor: str, descendant: str, *, path: Path | None = None) -> bool:
+        """Whether ``ancestor`` is reachable from ``descendant`` (or is it), in the clone or, with
+        ``path``, in the repository of the Worktree there; False when either is not a commit it
+        holds."""
+        git = self._git() if path is None else self._existing_repository(path)
+        if git is None:
+            return False
         args = ("merge-base", "--is-ancestor", ancestor, descendant)
-        return self._git().run(*args, check=False).status == 0
+        return git.run(*args, check=False).status == 0
 
-    def keep_aside(self, ref: str, sha: str) -> None:
-        """Point ``ref`` (outside ``refs/heads``) at ``sha``, so the commit stays for a person
-        to look at while the branch itself starts over."""
+    def keep_aside(self, path: Path, ref: str, sha: str) -> None:
+        """Point ``ref`` (outside ``refs/heads``) at ``sha`` in the repository of the Worktree
+        at ``path`` (which holds its objects), so the commit stays for a person to look at
+        while the branch itself starts over."""
         with self.locked():
-            self._git().run(
-                "update-ref", ref, sha, fix=f"check that {sha} is a commit of the clone"
+            self._own_repository(path).run(
+                "update-ref",
+                ref,
+                sha,
+                fix=f"check that {sha} is a commit of the repository {own_git_dir(path)}",
             )
 
     def kept_worktree(self, path: Path, branch: str) -> Worktree:
@@ -200,7 +235,7 @@ class ManagedClone:
     def detached_worktree(self, path: Path, start: str) -> Worktree:
         """A Worktree at ``path`` with a detached HEAD at ``start`` (for Architect runs)."""
         with self.locked():
-            git = self._git()
+            git = self._own_repository(path)
             git.run("worktree", "prune")
             path.parent.mkdir(parents=True, exist_ok=True)
             git.run(
@@ -212,13 +247,17 @@ class ManagedClone:
                 start,
                 fix=f"check that {start} exists (sync the clone first)",
             )
-        return self._open_worktree(path, None)
+        worktree = self._open_worktree(path, None)
+        worktree.recorded = worktree.head()
+        return worktree
 
     def unpushed_work(self, path: Path) -> str | None:
         """What the Worktree at ``path`` holds that is not on ``origin`` (uncommitted changes,
         commits no remote branch has), or None when there is nothing (or no Worktree)."""
-        git = self._git()
-        if not path.exists() or _resolved(path) not in self._registered_worktrees(git):
+        git = self._existing_repository(path)
+        if git is None or not path.exists():
+            return None
+        if _resolved(path) not in self._registered_worktrees(git):
             return None
         worktree = self._open_worktree(path, None)
         found: list[str] = []
@@ -232,19 +271,16 @@ class ManagedClone:
 
     def remove_worktree(self, path: Path) -> None:
         """Remove the Worktree at ``path`` (uncommitted work in it is lost) and prune its
-        registration. A path that is already gone is fine."""
+        registration. A path that is already gone is fine. A Worktree made before adr/0042
+        (registered in the clone itself) is removed the same way; its branch stays in the
+        clone. A directory the agent took the permissions from goes too: they are given back
+        first, and should git still fail, thirdshift removes the tree itself."""
         with self.locked():
-            git = self._git()
-            if path.exists() and _resolved(path) in self._registered_worktrees(git):
-                git.run(
-                    "worktree",
-                    "remove",
-                    "--force",
-                    "--force",
-                    str(path),
-                    fix=f"remove the directory {path} by hand, then run git worktree prune",
-                )
-            git.run("worktree", "prune")
+            own = self._existing_repository(path)
+            for git in (self._git(), *([own] if own is not None else [])):
+                if path.exists() and _resolved(path) in self._registered_worktrees(git):
+                    _remove_registered(git, path)
+                git.run("worktree", "prune")
 
     # -- inside ------------------------------------------------------------------------------
 
@@ -275,25 +311,72 @@ class ManagedClone:
                 git.run("remote", "add", REMOTE, self.remote_url)
         return git
 
+    def _own_repository(self, path: Path) -> GitRunner:
+        """The repository of the Worktree at ``path``, made on first use, with the clone's
+        remote-tracking branches copied in (as the clone has them now: its Worktree starts from
+        one of them). Called with the clone locked."""
+        own = own_git_dir(path)
+        place = f"the repository {own} of the Worktree {path}"
+        dirs: tuple[Path, Path, Path | None] = (own, own, None)
+        try:
+            if not (own / "HEAD").is_file():
+                own.mkdir(parents=True, exist_ok=True)
+                self._runner_for(own, place, dirs).run(
+                    "init", "--bare", "--quiet", fix=f"delete {own} and run thirdshift again"
+                )
+        except OSError as exc:
+            raise GitError(
+                f"the repository {own} of the Worktree {path} cannot be made ({exc}); check "
+                f"that {own.parent} can be written"
+            ) from exc
+        git = self._runner_for(own, place, dirs)
+        git.run(
+            "fetch",
+            "--prune",
+            "--quiet",
+            "--no-tags",
+            str(self.path),
+            _REMOTE_TRACKING,
+            fix=f"sync the managed clone {self.path} first",
+        )
+        return git
+
+    def _existing_repository(self, path: Path) -> GitRunner | None:
+        """The repository of the Worktree at ``path`` when it exists, as it is; else None."""
+        own = own_git_dir(path)
+        if own.is_symlink() or not (own / "HEAD").is_file():
+            return None
+        place = f"the repository {own} of the Worktree {path}"
+        return self._runner_for(own, place, (own, own, None))
+
+    def _runner_for(
+        self, work_dir: Path, place: str, dirs: tuple[Path, Path, Path | None]
+    ) -> GitRunner:
+        """A runner for a Worktree or its repository, borrowing the clone's objects."""
+        runner = gitpython.Git(work_dir)
+        return make_git(runner, place, *self._settings(dirs), alternates=self.path / "objects")
+
     def _open_worktree(self, path: Path, branch: str | None) -> Worktree:
         # The agent can write the Worktree's .git file and its admin directory's commondir:
-        # thirdshift's own git takes neither, but the clone it knows and the admin directory
-        # inside it that is registered for this path.
-        admin = self._admin_dir(path)
+        # thirdshift's own git takes neither, but the repository it made for this path and
+        # the admin directory inside it that is registered for the path.
+        own = own_git_dir(path)
+        admin = self._admin_dir(own, path)
         if admin is None or not path.is_dir():
             raise GitError(
-                f"the Worktree {path} is not one the managed clone {self.path} knows; remove "
-                "it and run thirdshift again"
+                f"the Worktree {path} is not one thirdshift made from the managed clone "
+                f"{self.path}; remove it and run thirdshift again"
             )
-        dirs = (admin, self.path, path)
-        git = make_git(gitpython.Git(path), f"the Worktree {path}", *self._settings(dirs))
+        git = self._runner_for(path, f"the Worktree {path}", (admin, own, path))
         return Worktree(path, branch, git, self._remote_fix(), self.locked)
 
-    def _admin_dir(self, path: Path) -> Path | None:
-        """The directory under the clone's ``worktrees/`` registered for ``path``: a real
+    def _admin_dir(self, own: Path, path: Path) -> Path | None:
+        """The directory under ``own``'s ``_GIT_WORKTREE_ADMINS`` registered for ``path``: a real
         directory (not a link) whose ``gitdir`` names ``path/.git``."""
         wanted = _resolved(path / ".git")
-        admins = self.path / "worktrees"
+        if own.is_symlink():
+            return None
+        admins = own / _GIT_WORKTREE_ADMINS
         if not admins.is_dir():
             return None
         for admin in sorted(admins.iterdir()):
@@ -313,7 +396,7 @@ class ManagedClone:
     def _settings(
         self, dirs: tuple[Path, Path, Path | None]
     ) -> tuple[
-        Identity,
+        CommitIdentity,
         Callable[[], str] | None,
         tuple[Path, Path, Path | None],
         float,
@@ -342,6 +425,22 @@ class ManagedClone:
         return (
             f"check that {self.remote_url} is reachable and that {self._credential} can "
             f"read {self.owner}/{self.name} (and push to it, to push)"
+        )
+
+
+def _remove_registered(git: GitRunner, path: Path) -> None:
+    """Remove the Worktree at ``path``, registered in ``git``'s repository (its registration is
+    pruned after). Without its permissions back, one ``chmod 000`` directory of the agent's
+    would keep the Worktree, and on a full disk the disk full (adr/0041)."""
+    give_back_permissions(path)
+    args = ("worktree", "remove", "--force", "--force", str(path))
+    result = git.run(*args, check=False)
+    if result.status == 0:
+        return
+    remove_tree(path)
+    if os.path.lexists(path):
+        raise git.error(
+            args, result, f"remove the directory {path} by hand, then run git worktree prune"
         )
 
 

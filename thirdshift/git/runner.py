@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +70,7 @@ _TIMEOUT_PREFIX = "Timeout:"  # how GitPython reports a command it killed at kil
 
 
 @dataclass(frozen=True)
-class Identity:
+class CommitIdentity:
     """The name and email on the factory's commits and merges (from settings)."""
 
     name: str
@@ -101,9 +102,11 @@ class GitRunner:
         scrub: Scrubber,
         remote_url: str,
         git_dir: Path,
+        alternates: Path | None = None,
     ) -> None:
         self._remote_url = remote_url
         self._git_dir = git_dir
+        self._alternates = alternates
         self._runner = runner
         self._place = place
         self._env = dict(env)
@@ -113,9 +116,10 @@ class GitRunner:
 
     def run(self, *args: str, check: bool = True, fix: str = "") -> Result:
         """Run ``git <args>``; with ``check``, a non-zero exit raises GitError naming ``fix``.
-        In a command that talks to the remote, ``REMOTE`` stands for the explicit URL."""
+        In a command that talks to the remote, ``REMOTE`` stands for the explicit URL; one
+        that names no ``REMOTE`` (a fetch from the managed clone's path) gets no token."""
         self._distrust_the_agents_files()
-        if args[0] not in _REMOTE_COMMANDS:
+        if args[0] not in _REMOTE_COMMANDS or REMOTE not in args:
             return self._execute(args, self._env, check, fix)
         self._drop_dangerous_config()
         sent = tuple(self._remote_url if arg == REMOTE else arg for arg in args)
@@ -126,11 +130,12 @@ class GitRunner:
         return result
 
     def _distrust_the_agents_files(self) -> None:
-        """The agent can write the clone's objects and refs (a commit needs them). Before any of
-        thirdshift's own git commands, undo what would make them read outside the clone or see
-        a history other than the real one: alternates and grafts files, a ``shallow`` list, and
-        links anywhere in the clone (git follows a linked ref or object directory into another
-        repository, hidden from the agent but not from thirdshift)."""
+        """The agent can write its Worktree's own repository (a commit needs it). Before any of
+        thirdshift's own git commands, undo what would make them read outside it or see a
+        history other than the real one: alternates and grafts files, a ``shallow`` list, and
+        links anywhere in it (git follows a linked ref or object directory into another
+        repository, hidden from the agent but not from thirdshift); then write back the one
+        alternate a Worktree's repository has, the managed clone's objects (adr/0042)."""
         common = self._git_dir
         for planted in (
             common / "objects" / "info" / "alternates",
@@ -141,12 +146,21 @@ class GitRunner:
             if planted.is_symlink() or planted.exists():
                 planted.unlink()
         # A link anywhere in the clone (a ref, a loose-object directory, info/) could make
-        # thirdshift's git read, or its own writes land, outside it.
+        # thirdshift's git read, or its own writes land, outside it; a FIFO or a device (a
+        # packed-refs git would block on, or read without end) is no file of a repository.
         for folder, dirs, files in os.walk(common):
             for name in [*dirs, *files]:
                 entry = Path(folder) / name
-                if entry.is_symlink():
+                try:
+                    mode = entry.lstat().st_mode
+                except FileNotFoundError:
+                    continue
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                     entry.unlink()
+        if self._alternates is not None:
+            info = common / "objects" / "info"
+            info.mkdir(parents=True, exist_ok=True)
+            (info / "alternates").write_text(f"{self._alternates}\n")
 
     def _drop_dangerous_config(self) -> None:
         """Remove configuration that could redirect the token or run code (see the module),
@@ -205,16 +219,20 @@ class GitRunner:
 def make_git(
     runner: gitpython.Git,
     place: str,
-    identity: Identity,
+    identity: CommitIdentity,
     token: Callable[[], str] | None,
     dirs: tuple[Path, Path, Path | None],
     timeout: float,
     scrub: Scrubber,
     blank: tuple[str, ...],
     remote_url: str,
+    *,
+    alternates: Path | None = None,
 ) -> GitRunner:
     """A runner for the place whose git dir, common dir and work tree are ``dirs``, talking
-    to ``remote_url`` (and only there does the credential helper answer)."""
+    to ``remote_url`` (and only there does the credential helper answer); ``alternates``, the
+    one object directory it borrows from (the managed clone's, for a Worktree's own
+    repository)."""
     return GitRunner(
         runner,
         place,
@@ -226,6 +244,7 @@ def make_git(
         scrub,
         remote_url,
         dirs[1],
+        alternates,
     )
 
 
@@ -236,7 +255,7 @@ def _last_lines(text: str, count: int = 3) -> str:
 
 
 def _environment(
-    identity: Identity,
+    identity: CommitIdentity,
     token: str | None,
     blank: tuple[str, ...],
     remote_url: str | None,

@@ -59,8 +59,11 @@ class Worktree:
         self.foreign_merged: list[str] = []
         # Told the new head each time thirdshift itself moves the branch (a commit, a merge, a
         # push) and by ``record_head``: the Run records it, and only a head recorded so is
-        # ever adopted from a kept Worktree (the agents of other Runs can move its branch).
+        # ever adopted from a kept Worktree (adr/0027).
         self.on_head: Callable[[str], None] = lambda _sha: None
+        # The last head thirdshift recorded here (where it made the Worktree, then each head
+        # told to on_head): the only commit ``push`` sends (adr/0042).
+        self.recorded: str | None = None
 
     def __repr__(self) -> str:
         return f"Worktree({str(self.path)!r}, branch={self.branch!r})"
@@ -76,6 +79,21 @@ class Worktree:
             head = self.head()
         except GitError:
             return
+        self._moved(head)
+
+    def adopt(self, head: str) -> None:
+        """Stand behind ``head``, the head a caller checked in a Worktree an earlier Run kept,
+        as if thirdshift had recorded it; GitError when HEAD is not there (any more)."""
+        now = self.head()
+        if now != head:
+            raise GitError(
+                f"the Worktree {self.path} moved from {head[:12]} to {now[:12]} while thirdshift "
+                "looked at it; stop whatever works in it, then run thirdshift again"
+            )
+        self._moved(head)
+
+    def _moved(self, head: str) -> None:
+        self.recorded = head
         self.on_head(head)
 
     def is_dirty(self) -> bool:
@@ -95,12 +113,12 @@ class Worktree:
             if not allow_empty:
                 return False
             self._git.run("commit", "--quiet", "--no-verify", "--allow-empty", "--message", message)
-            self.on_head(self.head())
+            self._moved(self.head())
             return True
         if staged.status != 1:
             raise self._git.error(("diff", "--cached", "--quiet"), staged)
         self._git.run("commit", "--quiet", "--no-verify", "--message", message)
-        self.on_head(self.head())
+        self._moved(self.head())
         return True
 
     def fetch(self, *refs: str) -> None:
@@ -167,7 +185,7 @@ class Worktree:
             after = self.head()
             if after == before:
                 return MergeOutcome("up-to-date")
-            self.on_head(after)
+            self._moved(after)
             return MergeOutcome("merged")
         if self.merge_in_progress():
             return MergeOutcome("conflict", self._unmerged_paths())
@@ -196,21 +214,31 @@ class Worktree:
         raise self._git.error(args, result, "fetch first if a commit is missing")
 
     def push(self, branch: str) -> None:
-        """``git push origin HEAD:refs/heads/<branch>``, never forced. A refusal by the remote
-        (non-fast-forward, or a rule there) raises PushRejected."""
+        """``git push origin <recorded>:refs/heads/<branch>``, never forced: exactly the head
+        thirdshift last recorded here, and only while HEAD is still there (GitError naming both
+        otherwise: something moved the branch behind thirdshift's back). A refusal by the
+        remote (non-fast-forward, or a rule there) raises PushRejected."""
+        head = self.head()
+        if head != self.recorded:
+            recorded = self.recorded[:12] if self.recorded else "none"
+            raise GitError(
+                f"not pushing {branch}: the Worktree {self.path} is at {head[:12]}, not at the "
+                f"head thirdshift recorded for it ({recorded}); something moved it behind "
+                "thirdshift's back: look at that commit, then run thirdshift again"
+            )
         args = (
             "push",
             "--porcelain",
             "--no-verify",
             "--no-recurse-submodules",
             REMOTE,
-            f"HEAD:refs/heads/{branch}",
+            f"{head}:refs/heads/{branch}",
         )
         with self._locked():
             result = self._git.run(*args, check=False)
         if result.status == 0:
-            self.known_on_origin = self.head()
-            self.on_head(self.known_on_origin)
+            self.known_on_origin = head
+            self._moved(head)
             return
         refused = [line for line in result.stdout.splitlines() if line.startswith("!")]
         if refused:

@@ -8,11 +8,11 @@ Sealed, it sees:
   thirdshift process that started it (``--die-with-parent``; ``kill -9`` included);
 - the machine's filesystem read-only, with thirdshift's home (database, settings, logs, other
   Worktrees), the user's home and ``/tmp`` replaced by empty directories;
-- writable: its own Worktree, the managed clone's object store and refs (a commit needs them),
-  and a private home made for the Run (the Harness's config and transcripts, so a native Resume
-  finds its session); the clone's ``config`` stays read-only, so nothing the agent writes there
-  can redirect thirdshift's pushes; its refs are every Run's, so kept work is adopted only at a
-  head thirdshift recorded (adr/0027);
+- writable: its own Worktree, the Worktree's own repository (its objects and refs: a commit
+  needs them), and a private home made for the Run (the Harness's config and transcripts, so a
+  native Resume finds its session); that repository's ``config`` stays read-only, so nothing the
+  agent writes there can redirect thirdshift's pushes; the managed clone, whose objects it
+  borrows, is read-only, so no agent can move another Run's branch (adr/0042);
 - a network namespace of its own (``--unshare-net``): a loopback of its own and nothing else.
   The session's one way out is its egress proxy (``egress``), reached through a Unix socket
   bound in at ``EGRESS_SOCKET``; a socat bridge inside listens on the namespace's loopback, so
@@ -90,7 +90,7 @@ class SealedPaths:
 
     worktree: Path
     clone: Path
-    """The managed clone (the Worktree's common git dir)."""
+    """The managed clone, whose objects the Worktree's repository borrows: read-only."""
     agent_home: Path
     """The Run's private home: the Harness's config and transcripts."""
     hidden: tuple[Path, ...]
@@ -98,6 +98,12 @@ class SealedPaths:
     read as empty (a GitHub App's key)."""
     readable: tuple[Path, ...] = ()
     """Directories under a hidden one that must stay readable (the Harness CLI's install)."""
+    git_dir: Path | None = None
+    """The Worktree's own repository (its common git dir, adr/0042): writable, but its
+    ``config``."""
+    scratch_bytes: int | None = None
+    """The size of each of /tmp, /var/tmp and /run inside (``session_tmpfs_mb``); None leaves
+    bubblewrap's default, half the host's memory each."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,9 @@ class AgentSandbox:
     bwrap: str | None = None
     socat: str | None = None
     """Set when every session gets its own network namespace and an egress proxy."""
+    agent_may_hold_key: bool = False
+    """Whether a Harness whose credential cannot be kept behind the model gateway may start
+    with it inside (``unsafe_agent_holds_model_key``, adr/0038)."""
 
     @property
     def network_sealed(self) -> bool:
@@ -169,9 +178,12 @@ def bwrap_options(paths: SealedPaths) -> list[str]:
     ]
     # Empty and private: temporary files, and the sockets of the machine's services (D-Bus,
     # ssh-agent, docker, a database reached by peer authentication) under /run.
+    # Sized: tmpfs pages belong to no process, so an unsized one could take the host's memory
+    # (they are charged to the session's cgroup too, adr/0039).
+    size = [] if paths.scratch_bytes is None else ["--size", str(paths.scratch_bytes)]
     for scratch in ("/tmp", "/var/tmp", "/run"):  # noqa: S108 (the agent's own, empty)
         if Path(scratch).is_dir() and not Path(scratch).is_symlink():
-            options += ["--tmpfs", scratch]
+            options += [*size, "--tmpfs", scratch]
     # Name resolution often lives under /run (systemd-resolved): the agent keeps the network.
     resolver = Path(os.path.realpath("/etc/resolv.conf"))
     if resolver.is_relative_to("/run") and resolver.exists():
@@ -181,11 +193,16 @@ def bwrap_options(paths: SealedPaths) -> list[str]:
     for readable in paths.readable:
         if readable.exists():
             options += ["--ro-bind", str(readable), str(readable)]
-    for writable in (paths.clone, paths.worktree, paths.agent_home):
+    # The clone only to read (the Worktree's repository borrows its objects): no session can
+    # move another Run's branch or write what another Run's git reads (adr/0042).
+    options += ["--ro-bind", str(paths.clone), str(paths.clone)]
+    own = () if paths.git_dir is None else (paths.git_dir,)
+    for writable in (paths.worktree, *own, paths.agent_home):
         options += ["--bind", str(writable), str(writable)]
-    config = paths.clone / "config"
-    if config.exists():
-        options += ["--ro-bind", str(config), str(config)]
+    for git_dir in own:
+        config = git_dir / "config"
+        if config.exists():
+            options += ["--ro-bind", str(config), str(config)]
     # A hidden file (a GitHub App's key, say) reads as empty; applied last, so it holds
     # wherever the file lies.
     for secret in _hidden_files(paths.hidden):

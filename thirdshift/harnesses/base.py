@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from thirdshift.harnesses.model_gateway import GatewayPlan
 from thirdshift.network import HostPattern
 from thirdshift.records import ProviderOutage, SessionEvent, Usage
 
@@ -145,9 +146,21 @@ class Harness(Protocol):
         proxy lets a sealed session reach these (adr/0023)."""
         ...
 
-    def private_home(self, base: Mapping[str, str], home: Path) -> dict[str, str]:
+    def private_home(
+        self, base: Mapping[str, str], home: Path, *, login: bool = True
+    ) -> dict[str, str]:
         """Make ``home`` the CLI's home for the sessions of one Run: copy in the CLI's own
-        configuration and credentials from where ``base`` says they live (never its transcripts
-        or history, and never over a file already there, so a Resume finds its session), and
-        return the variables that point the CLI at it (``HOME`` and the CLI's own)."""
+        configuration and, when ``login``, its login files from where ``base`` says they live
+        (never its transcripts or history, and never over a file already there, so a Resume
+        finds its session), and return the variables that point the CLI at it (``HOME`` and the
+        CLI's own). Without ``login`` no credential enters the home (the model gateway holds
+        the key)."""
+        ...
+
+    def behind_gateway(self, env: Mapping[str, str]) -> GatewayPlan:
+        """How the CLI, started with ``env`` (what ``environment`` gave), runs with its model
+        key outside the sandbox: its base URLs pointed at the model gateway, a stand-in key in
+        place of each real one, and the routes the gateway serves (adr/0038).
+        ``ModelKeyInside`` when its credential is one the CLI must read itself (a login file),
+        naming the fix."""
         ...

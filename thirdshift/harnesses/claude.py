@@ -14,10 +14,11 @@ Facts this adapter relies on (Claude Code 2.1.328, the pinned version):
   the previous process left behind. An unknown id gives one error result and "No conversation
   found" on stderr.
 
-About 620 lines: one module holds every fact about one Harness (as ``codex`` does), and
+About 550 lines: one module holds every fact about one Harness (as ``codex`` does), and
 Claude Code's stream says more than Codex's: background tasks that outlive a result, turns the
 CLI opens after it, rate-limit events, and usage repeated once per content block, each of which
-the reader follows.
+the reader follows. Its content blocks, which Qwen Code's stream shares, are read by
+``claude_stream``.
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
 from thirdshift.harness_registry import CLAUDE
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
+from thirdshift.harnesses.claude_stream import ContentBlocks, ToolCall, Tools
+from thirdshift.harnesses.model_gateway import GatewayPlan, variables_behind_gateway
 from thirdshift.harnesses.stream import (
     OUTAGE_STATUSES,
     EventLog,
@@ -42,18 +46,16 @@ from thirdshift.harnesses.stream import (
     as_count,
     as_int,
     as_str,
-    command_progress,
-    copy_config,
-    cut,
     decode,
     exit_description,
     first_line,
     one_line,
+    option,
+    private_config_dir,
     provider_endpoints,
-    user_home,
 )
 from thirdshift.network import HostPattern
-from thirdshift.records import ProviderOutage, SessionEvent, at_least
+from thirdshift.records import ProviderOutage, at_least, plus
 
 _CONFIG_FILES = (".credentials.json",)
 """What of Claude Code's configuration a private home gets: the login alone. Settings files
@@ -77,6 +79,10 @@ _PROVIDER_VARIABLES = frozenset(
     }
 )
 _PROVIDER_PREFIXES = ("CLAUDE_CODE_",)
+# Where its key may be: each is sent as a header the model gateway can swap (x-api-key, or a
+# bearer token).
+_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+_DEFAULT_UPSTREAM = "https://api.anthropic.com"
 # The Messages API, and the console a subscription's login is refreshed at.
 _PROVIDER_HOSTS = ("api.anthropic.com:443", "console.anthropic.com:443")
 # An unattended session phones nowhere but the model provider.
@@ -87,20 +93,27 @@ _QUIET = {
     "DISABLE_BUG_COMMAND": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 }
-# Tools whose progress line names the file they work on.
-_FILE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "Read", "NotebookEdit"})
+_SHELL_TOOL = "Bash"
 _PATH_KEYS = ("file_path", "notebook_path", "path")
-# For other tools, the input field worth showing, in order of preference.
-_DETAIL_KEYS = (
-    "description",
-    "pattern",
-    "query",
-    "url",
-    "prompt",
-    "skill",
-    "task_id",
-    "command",
-    *_PATH_KEYS,
+_TOOLS = Tools(
+    shell=_SHELL_TOOL,
+    path_keys=_PATH_KEYS,
+    # For other tools (and a file tool naming no file), the input field worth showing.
+    detail_keys=(
+        "description",
+        "pattern",
+        "query",
+        "url",
+        "prompt",
+        "skill",
+        "task_id",
+        "command",
+        *_PATH_KEYS,
+    ),
+    # Any tool's input may ask for it.
+    background_key="run_in_background",
+    # Only these name the file they work on in their progress line.
+    file_tools=frozenset({"Edit", "MultiEdit", "Write", "Read", "NotebookEdit"}),
 )
 # Terminal task states (task_updated patch.status or task_notification status).
 _KILLED = frozenset({"killed", "stopped"})
@@ -108,20 +121,17 @@ _ENDED = frozenset({"completed", "failed", "killed", "stopped"})
 _EXIT_CODE = re.compile(r"Exit code (-?\d+)\b")
 
 
+@dataclass
 class ClaudeHarness:
     """Claude Code, run as ``claude -p <prompt> --output-format stream-json --verbose
     --dangerously-skip-permissions`` (no permission prompts: nobody is there to answer them)."""
 
     name = NAME
-
-    def __init__(
-        self, executable: str = CLAUDE.executable, extra_args: tuple[str, ...] = ()
-    ) -> None:
-        self.executable = executable
-        self.extra_args = tuple(extra_args)
+    executable: str = CLAUDE.executable
+    extra_args: tuple[str, ...] = ()
 
     def argv(self, prompt: str, *, model: str | None, resume_id: str | None) -> list[str]:
-        argv = [
+        return [
             self.executable,
             *self.extra_args,
             "-p",
@@ -130,12 +140,9 @@ class ClaudeHarness:
             "stream-json",
             "--verbose",
             "--dangerously-skip-permissions",
+            *option("--model", model),
+            *option("--resume", resume_id),
         ]
-        if model:
-            argv += ["--model", model]
-        if resume_id:
-            argv += ["--resume", resume_id]
-        return argv
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         env = allowlisted(base, _PROVIDER_VARIABLES, _PROVIDER_PREFIXES)
@@ -155,17 +162,22 @@ class ClaudeHarness:
     def reader(self, scrub: Scrub | None = None) -> ClaudeReader:
         return ClaudeReader(scrub=scrub)
 
-    def private_home(self, base: Mapping[str, str], home: Path) -> dict[str, str]:
+    def private_home(
+        self, base: Mapping[str, str], home: Path, *, login: bool = True
+    ) -> dict[str, str]:
         # Claude Code keeps its login in ~/.claude (or CLAUDE_CONFIG_DIR); transcripts
         # (projects/), history, settings and ~/.claude.json stay behind.
-        configured = base.get("CLAUDE_CONFIG_DIR")
-        user = user_home(base)
-        source = Path(configured) if configured else (user / ".claude" if user else None)
-        if source is not None:
-            copy_config(source, home / ".claude", _CONFIG_FILES)
+        config = private_config_dir(
+            base,
+            home,
+            variable="CLAUDE_CONFIG_DIR",
+            folder=".claude",
+            names=_CONFIG_FILES,
+            login=login,
+        )
         variables = {"HOME": str(home)}
-        if configured:
-            variables["CLAUDE_CONFIG_DIR"] = str(home / ".claude")
+        if base.get("CLAUDE_CONFIG_DIR"):
+            variables["CLAUDE_CONFIG_DIR"] = str(config)
         return variables
 
     reports_cost = True
@@ -182,6 +194,16 @@ class ClaudeHarness:
 
     def provider_endpoints(self, env: Mapping[str, str]) -> tuple[HostPattern, ...]:
         return provider_endpoints(_PROVIDER_HOSTS, [env.get("ANTHROPIC_BASE_URL", "")])
+
+    def behind_gateway(self, env: Mapping[str, str]) -> GatewayPlan:
+        return variables_behind_gateway(
+            env,
+            name="anthropic",
+            base_url_variable="ANTHROPIC_BASE_URL",
+            default_upstream=_DEFAULT_UPSTREAM,
+            key_variables=_KEY_VARIABLES,
+            login="its login (~/.claude/.credentials.json)",
+        )
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         marker = "No conversation found"
@@ -209,13 +231,6 @@ class _Result:
 
 
 @dataclass
-class _ToolCall:
-    name: str
-    target: str | None
-    background: bool = False
-
-
-@dataclass
 class ClaudeReader:
     """Follows one ``claude -p --output-format stream-json --verbose`` stdout. ``scrub`` is
     applied to every text before it is cut (see ``Harness.reader``)."""
@@ -225,23 +240,25 @@ class ClaudeReader:
     _results: int = 0
     _last: _Result | None = None
     _tasks: dict[str, _Task] = field(default_factory=dict)
-    _calls: dict[str, _ToolCall] = field(default_factory=dict)
     # A ``rate_limit_event`` whose status was ``rejected``: when the limit resets, if said.
     _rejected: bool = False
     _resets_at: datetime | None = None
     _events: EventLog = field(init=False)
+    _blocks: ContentBlocks = field(init=False)
     _model: str | None = None
     _version: str | None = None
     # Each API message's usage, by message id: the stream repeats a message once per block.
     _messages: dict[str, Usage] = field(default_factory=dict)
-    # Tokens and turns of all results so far, and the cost a resumed process started from (a
-    # Resume's first, zero-turn result may carry the earlier session's cost).
+    # Tokens and turns of all results so far (not their cost: claude's is a running total,
+    # the last result's counts), and the cost a resumed process started from (a Resume's
+    # first, zero-turn result may carry the earlier session's cost).
     _summed: Usage = field(default_factory=Usage)
     _restored_cost: float = 0.0
     _turn_results: int = 0
 
     def __post_init__(self) -> None:
         self._events = EventLog(self.scrub)
+        self._blocks = ContentBlocks(_TOOLS, self._events, self.scrub)
 
     @property
     def session_id(self) -> str | None:
@@ -261,10 +278,7 @@ class ClaudeReader:
         less what a Resume restored; before it, the tokens of the API messages seen so far
         (their output tokens are what the message had said at its start), without a cost."""
         if self._last is None:
-            total = Usage()
-            for usage in self._messages.values():
-                total = _plus(total, usage)
-            return self._stamped(total)
+            return self._stamped(reduce(plus, self._messages.values(), Usage()))
         cost = self._last.usage.cost_usd
         if cost is not None and self._restored_cost:
             cost = max(cost - self._restored_cost, 0.0)
@@ -370,54 +384,10 @@ class ClaudeReader:
             model = as_str(message.get("model"))
             if self._model is None and model and not model.startswith("<"):
                 self._model = model
-        progress: list[str] = []
-        events: list[SessionEvent] = []
-        for block in _content(event):
-            kind = block.get("type")
-            if kind == "text":
-                text = as_str(block.get("text")) or ""
-                if text.strip():
-                    events.append(self._events.make("message", one_line(text, scrub=self.scrub)))
-            elif kind == "tool_use":
-                name = as_str(block.get("name")) or "tool"
-                tool_input = block.get("input")
-                line, target = _describe_call(
-                    name, tool_input if isinstance(tool_input, dict) else {}, self.scrub
-                )
-                background = (
-                    isinstance(tool_input, dict) and tool_input.get("run_in_background") is True
-                )
-                call_id = as_str(block.get("id"))
-                if call_id:
-                    self._calls[call_id] = _ToolCall(name, target, background)
-                progress.append(line)
-                summary = line + (" (in the background)" if background else "")
-                events.append(self._events.make("tool_call", summary, tool=name, target=target))
-        return Observation(progress=tuple(progress), events=tuple(events))
+        return self._blocks.assistant(event)
 
     def _user(self, event: dict[str, Any]) -> Observation:
-        events: list[SessionEvent] = []
-        for block in _content(event):
-            if block.get("type") != "tool_result":
-                continue
-            call = self._calls.pop(as_str(block.get("tool_use_id")) or "", None)
-            output = _result_text(block.get("content"))
-            is_error = block.get("is_error") is True
-            exit_status: int | None = None
-            if call is not None and call.name == "Bash" and not call.background:
-                exit_status = _exit_code(output) if is_error else 0
-            line = first_line(output) or "no output"
-            summary = f"failed: {line}" if is_error else line
-            events.append(
-                self._events.make(
-                    "tool_result",
-                    one_line(summary, scrub=self.scrub),
-                    tool=call.name if call else None,
-                    target=call.target if call else None,
-                    exit_status=exit_status,
-                )
-            )
-        return Observation(events=tuple(events))
+        return self._blocks.user(event, _exit_status)
 
     def _result(self, event: dict[str, Any]) -> Observation:
         self._results += 1
@@ -448,8 +418,9 @@ class ClaudeReader:
             cost = at_least(Usage(cost_usd=before.cost_usd), result.usage)
             result.usage = replace(result.usage, cost_usd=cost.cost_usd, cost_source="reported")
         self._last = result
+        # From the first result on, turns are a figure (0 for a result that states none).
         self._summed = replace(
-            _plus(self._summed, result.usage),
+            plus(self._summed, result.usage),
             turns=(self._summed.turns or 0) + (result.usage.turns or 0),
         )
         if _failed(result):
@@ -515,49 +486,13 @@ class ClaudeReader:
 # -- what lines say ------------------------------------------------------------------------------
 
 
-def _content(event: dict[str, Any]) -> list[dict[str, Any]]:
-    message = event.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, list):
-        return []
-    return [block for block in content if isinstance(block, dict)]
-
-
-def _describe_call(
-    name: str, tool_input: dict[str, Any], scrub: Scrub | None
-) -> tuple[str, str | None]:
-    """The progress line of one tool call (scrubbed) and its target (command or path)."""
-    if name == "Bash":
-        command = as_str(tool_input.get("command")) or ""
-        return command_progress(command, scrub), command or None
-    if name in _FILE_TOOLS:
-        path = next(
-            (as_str(tool_input.get(k)) for k in _PATH_KEYS if as_str(tool_input.get(k))), None
-        )
-        if path:
-            return cut(f"{name} {path}", scrub=scrub), path
-    for key in _DETAIL_KEYS:
-        detail = as_str(tool_input.get(key))
-        if detail and detail.strip():
-            return cut(f"{name} {first_line(detail)}", scrub=scrub), None
-    return name, None
-
-
-def _result_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [
-            text
-            for block in content
-            if isinstance(block, dict) and (text := as_str(block.get("text"))) is not None
-        ]
-        return "\n".join(texts)
-    return ""
-
-
-def _exit_code(output: str) -> int | None:
-    """Claude reports a failed Bash command's status as ``Exit code N`` at the top."""
+def _exit_status(call: ToolCall | None, output: str, is_error: bool) -> int | None:
+    """A foreground Bash command's: 0, or for a failed one the ``Exit code N`` Claude reports
+    at the top of its output. A background one's result says only that it started."""
+    if call is None or call.name != _SHELL_TOOL or call.background:
+        return None
+    if not is_error:
+        return 0
     match = _EXIT_CODE.match(first_line(output))
     return int(match.group(1)) if match else None
 
@@ -595,19 +530,6 @@ def _billed_model(by_model: Any) -> str | None:
         for cost in [entry.get("costUSD") if isinstance(entry, dict) else None]
     }
     return max(costs, key=lambda name: costs[name]) if costs else None
-
-
-def _plus(total: Usage, more: Usage) -> Usage:
-    def add(a: int | None, b: int | None) -> int | None:
-        return a if b is None else b + (a or 0)
-
-    return replace(
-        total,
-        input_tokens=add(total.input_tokens, more.input_tokens),
-        cached_input_tokens=add(total.cached_input_tokens, more.cached_input_tokens),
-        cache_write_tokens=add(total.cache_write_tokens, more.cache_write_tokens),
-        output_tokens=add(total.output_tokens, more.output_tokens),
-    )
 
 
 def _failed(result: _Result) -> bool:

@@ -12,6 +12,9 @@ Facts this adapter relies on (Codex 0.169.0, the pinned version):
   turn ended (at most re-emitted as completed with status ``in_progress``).
 - A resume repeats no setting of the original session: every flag is passed again. An unknown
   thread id prints nothing on stdout and "no rollout found" on stderr, exit 1.
+
+About 500 lines: one module holds every fact about one Harness (as ``claude`` does), how its
+providers given on the command line are pointed at the model gateway included (adr/0038).
 """
 
 from __future__ import annotations
@@ -25,6 +28,14 @@ from typing import Any
 
 from thirdshift.harness_registry import CODEX
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
+from thirdshift.harnesses.model_gateway import (
+    STAND_IN_KEY,
+    GatewayPlan,
+    ModelKeyInside,
+    Route,
+    route_for,
+    variables_behind_gateway,
+)
 from thirdshift.harnesses.stream import (
     OUTAGE_STATUSES,
     EventLog,
@@ -34,18 +45,18 @@ from thirdshift.harnesses.stream import (
     as_int,
     as_str,
     command_progress,
-    copy_config,
     cut,
     decode,
     exit_description,
     first_line,
     one_line,
+    option,
+    private_config_dir,
     provider_endpoints,
     unwrap_shell,
-    user_home,
 )
 from thirdshift.network import HostPattern
-from thirdshift.records import ProviderOutage, SessionEvent, at_least
+from thirdshift.records import ProviderOutage, SessionEvent, at_least, less
 
 _CONFIG_FILES = ("auth.json",)
 """What of CODEX_HOME a private home gets: the login alone. config.toml commonly holds other
@@ -67,6 +78,9 @@ _QUIET_ARGS = (
 # ``-c model_providers.<id>.env_key="VAR"``: a provider configured on the command line names the
 # variable its key is read from; that variable is passed through.
 _BASE_URL = re.compile(r"""^model_providers\.[^=]+\.base_url\s*=\s*["']?([^"'\s]+)""")
+_CREDENTIAL_ARG = re.compile(r"http_headers|bearer_token|api_key\s*=|token\s*=", re.I)
+_PROVIDER_ID = re.compile(r"""^model_providers\.([^.=]+)\.base_url\s*=""")
+_DEFAULT_UPSTREAM = "https://api.openai.com/v1"
 # The Responses API, and what a ChatGPT login works through (its backend, its token refresh).
 _PROVIDER_HOSTS = ("api.openai.com:443", "chatgpt.com:443", "auth.openai.com:443")
 _ENV_KEY = re.compile(r"""^model_providers\.[^=]+\.env_key\s*=\s*["']?([A-Za-z_][A-Za-z0-9_]*)""")
@@ -79,20 +93,17 @@ _VERSION = re.compile(r"^codex(?:-cli)?\s+v?(\d+\.\d+[\w.+-]*)\s*$", re.M)
 _CHANGE_VERBS = {"add": "Write", "update": "Edit", "delete": "Delete"}
 
 
+@dataclass
 class CodexHarness:
     """Codex, run as ``codex exec --json`` with no approvals and no sandbox of its own (the
     Worktree is the sandbox; nobody is there to approve)."""
 
     name = NAME
-
-    def __init__(
-        self, executable: str = CODEX.executable, extra_args: tuple[str, ...] = ()
-    ) -> None:
-        self.executable = executable
-        self.extra_args = tuple(extra_args)
+    executable: str = CODEX.executable
+    extra_args: tuple[str, ...] = ()
 
     def argv(self, prompt: str, *, model: str | None, resume_id: str | None) -> list[str]:
-        argv = [
+        return [
             self.executable,
             "exec",
             "--json",
@@ -100,12 +111,10 @@ class CodexHarness:
             "--dangerously-bypass-approvals-and-sandbox",
             *_QUIET_ARGS,
             *self.extra_args,
+            *option("-m", model),
+            *option("resume", resume_id),  # the subcommand, before the prompt
+            prompt,
         ]
-        if model:
-            argv += ["-m", model]
-        if resume_id:
-            argv += ["resume", resume_id]
-        return [*argv, prompt]
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         return allowlisted(base, _PROVIDER_VARIABLES, also=self._provider_key_variables())
@@ -127,16 +136,16 @@ class CodexHarness:
     def reader(self, scrub: Scrub | None = None) -> CodexReader:
         return CodexReader(scrub=scrub)
 
-    def private_home(self, base: Mapping[str, str], home: Path) -> dict[str, str]:
+    def private_home(
+        self, base: Mapping[str, str], home: Path, *, login: bool = True
+    ) -> dict[str, str]:
         # Codex keeps its login in CODEX_HOME (~/.codex); its settings, rollouts (sessions/)
         # and history stay behind, and new rollouts go to the private home, for a Resume.
-        configured = base.get("CODEX_HOME")
-        user = user_home(base)
-        source = Path(configured) if configured else (user / ".codex" if user else None)
-        if source is not None:
-            copy_config(source, home / ".codex", _CONFIG_FILES)
-        (home / ".codex").mkdir(parents=True, exist_ok=True, mode=0o700)
-        return {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
+        config = private_config_dir(
+            base, home, variable="CODEX_HOME", folder=".codex", names=_CONFIG_FILES, login=login
+        )
+        config.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return {"HOME": str(home), "CODEX_HOME": str(config)}
 
     reports_cost = False
 
@@ -150,21 +159,53 @@ class CodexHarness:
 
     def resume_usage(self, reported: Usage, resumed: Usage) -> Usage:
         # A resumed thread's totals include what the session it resumes used.
-        def less(mine: int | None, before: int | None) -> int | None:
-            return None if mine is None else max(mine - (before or 0), 0)
-
-        return replace(
-            reported,
-            input_tokens=less(reported.input_tokens, resumed.input_tokens),
-            cached_input_tokens=less(reported.cached_input_tokens, resumed.cached_input_tokens),
-            cache_write_tokens=less(reported.cache_write_tokens, resumed.cache_write_tokens),
-            output_tokens=less(reported.output_tokens, resumed.output_tokens),
-        )
+        return less(reported, resumed)
 
     def provider_endpoints(self, env: Mapping[str, str]) -> tuple[HostPattern, ...]:
         configured = [env.get("OPENAI_BASE_URL", "")]
         configured += [m.group(1) for arg in self.extra_args if (m := _BASE_URL.match(arg))]
         return provider_endpoints(_PROVIDER_HOSTS, configured)
+
+    def behind_gateway(self, env: Mapping[str, str]) -> GatewayPlan:
+        # A provider given on the command line (``-c model_providers.<id>.base_url=...``) reads
+        # its key from its ``env_key`` variable; else the default provider's variables.
+        # Its argv is readable inside the sandbox (/proc/<pid>/cmdline): no credential in it.
+        if carried := [a for a in self.extra_args if _CREDENTIAL_ARG.search(a)]:
+            raise ModelKeyInside(
+                f"a Codex option carries a credential ({carried[0].split('=', 1)[0]}), which the "
+                "agent could read from the CLI's arguments; give the provider's key through its "
+                "env_key variable instead, or set unsafe_agent_holds_model_key = true"
+            )
+        providers = [m.group(1) for arg in self.extra_args if (m := _PROVIDER_ID.match(arg))]
+        if not providers:
+            plan = variables_behind_gateway(
+                env,
+                name="openai",
+                base_url_variable="OPENAI_BASE_URL",
+                default_upstream=_DEFAULT_UPSTREAM,
+                key_variables=("OPENAI_API_KEY",),
+                login="its login (auth.json in CODEX_HOME)",
+            )
+            # An env_key of a provider given no base URL here is no key the gateway holds.
+            return replace(plan, dropped=plan.dropped | set(self._provider_key_variables()))
+        routes: list[Route] = []
+        variables: dict[str, str] = {}
+        args: dict[str, str] = {}
+        # The default provider's key is no command-line provider's: it stays out whatever.
+        dropped = {"OPENAI_API_KEY"}
+        for index, provider in enumerate(dict.fromkeys(providers)):
+            base_arg = next(a for a in self.extra_args if _base_url_of(a, provider) is not None)
+            keys = [m.group(1) for a in self.extra_args if (m := _env_key_of(a, provider))]
+            dropped.update(keys)
+            if not keys or not env.get(keys[0]):
+                continue  # a provider that takes no key has nothing to keep outside
+            route = route_for(f"p{index}", _base_url_of(base_arg, provider) or "", "", env[keys[0]])
+            routes.append(route)
+            args[base_arg] = f'model_providers.{provider}.base_url="{route.url}"'
+            variables[keys[0]] = STAND_IN_KEY
+        return GatewayPlan(
+            routes=tuple(routes), env=variables, dropped=frozenset(dropped), args=args
+        )
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         text = f"{outcome.failure_cause or ''}\n{stderr_tail}"
@@ -372,7 +413,7 @@ class CodexReader:
             # The thread's running total, not the turn's own: the last one is the session's,
             # and a total below an earlier one is not codex's (the agent can write into the
             # stream).
-            self._usage = at_least(self._usage or Usage(), _add_usage(None, usage))
+            self._usage = at_least(self._usage or Usage(), _usage(usage))
         summary = one_line(self._final_message or "", scrub=self.scrub) or "no final message"
         return Observation(events=(self._events.make("result", summary),))
 
@@ -434,17 +475,23 @@ class CodexReader:
         return ProviderOutage(NAME, int(match.group(1)), cause)
 
 
-def _add_usage(total: Usage | None, usage: dict[str, Any]) -> Usage:
-    def plus(before: int | None, key: str) -> int | None:
-        value = as_count(usage.get(key))
-        if value is None:
-            return before
-        return value + (before or 0)
-
-    total = total or Usage()
+def _usage(usage: dict[str, Any]) -> Usage:
+    """The thread's totals a ``turn.completed`` states."""
     return Usage(
-        input_tokens=plus(total.input_tokens, "input_tokens"),
-        cached_input_tokens=plus(total.cached_input_tokens, "cached_input_tokens"),
-        cache_write_tokens=plus(total.cache_write_tokens, "cache_write_input_tokens"),
-        output_tokens=plus(total.output_tokens, "output_tokens"),
+        input_tokens=as_count(usage.get("input_tokens")),
+        cached_input_tokens=as_count(usage.get("cached_input_tokens")),
+        cache_write_tokens=as_count(usage.get("cache_write_input_tokens")),
+        output_tokens=as_count(usage.get("output_tokens")),
     )
+
+
+def _base_url_of(arg: str, provider: str) -> str | None:
+    """The base URL ``arg`` gives ``provider``, or None when it gives none."""
+    match = _BASE_URL.match(arg)
+    prefix = f"model_providers.{provider}.base_url"
+    return match.group(1) if match and arg.startswith(prefix) else None
+
+
+def _env_key_of(arg: str, provider: str) -> re.Match[str] | None:
+    match = _ENV_KEY.match(arg)
+    return match if match and arg.startswith(f"model_providers.{provider}.env_key") else None

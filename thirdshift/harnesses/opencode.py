@@ -16,6 +16,9 @@ Facts this adapter relies on (OpenCode 1.18.33, the pinned version; adr/0033):
   process groups of their own, to the process tree's sweep. It shows no background work.
 - It joins the words of its message with spaces and quotes each one that has a space, so the
   prompt reaches the model inside double quotes.
+
+About 510 lines: one module holds every fact about one Harness (as ``claude`` does), how the
+providers of its inline configuration are pointed at the model gateway included (adr/0038).
 """
 
 from __future__ import annotations
@@ -24,12 +27,19 @@ import json
 import re
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from thirdshift.harness_registry import OPENCODE
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
+from thirdshift.harnesses.model_gateway import (
+    STAND_IN_KEY,
+    GatewayPlan,
+    ModelKeyInside,
+    Route,
+    route_for,
+)
 from thirdshift.harnesses.stream import (
     OUTAGE_STATUSES,
     EventLog,
@@ -45,11 +55,12 @@ from thirdshift.harnesses.stream import (
     exit_description,
     first_line,
     one_line,
+    option,
     provider_endpoints,
     user_home,
 )
 from thirdshift.network import HostPattern
-from thirdshift.records import ProviderOutage
+from thirdshift.records import ProviderOutage, plus
 
 NAME = OPENCODE.name
 
@@ -82,6 +93,10 @@ BUNDLED_PROVIDER_PACKAGES = frozenset(
     {"@ai-sdk/anthropic", "@ai-sdk/openai", "@ai-sdk/openai-compatible"}
 )
 _PROVIDER_HOSTS = ("api.anthropic.com:443", "api.openai.com:443")
+_DEFAULT_UPSTREAMS = {
+    "anthropic": "https://api.anthropic.com/v1",
+    "openai": "https://api.openai.com/v1",
+}
 # Its configuration and login: opencode.json(c) under XDG_CONFIG_HOME/opencode, auth.json under
 # XDG_DATA_HOME/opencode, beside the sessions database a private home must not share.
 _CONFIG_FILES = ("opencode.json", "opencode.jsonc", "config.json")
@@ -103,21 +118,20 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PATH_KEYS = ("filePath", "path", "pattern", "url")
 
 
+@dataclass
 class OpenCodeHarness:
     """OpenCode, run as ``opencode run --format json --auto`` (every permission it would ask
     for is granted: nobody is there to answer; the Worktree and the sandbox are the limits)."""
 
     name = NAME
     reports_cost = True
-
-    def __init__(
-        self, executable: str = OPENCODE.executable, extra_args: tuple[str, ...] = ()
-    ) -> None:
-        self.executable = executable
-        self.extra_args = tuple(extra_args)
+    executable: str = OPENCODE.executable
+    extra_args: tuple[str, ...] = ()
 
     def argv(self, prompt: str, *, model: str | None, resume_id: str | None) -> list[str]:
-        argv = [
+        if model and "/" not in model:
+            model = f"{DEFAULT_PROVIDER}/{model}"
+        return [
             self.executable,
             "run",
             "--format",
@@ -126,13 +140,12 @@ class OpenCodeHarness:
             "--title",
             SESSION_TITLE,
             *self.extra_args,
+            *option("--model", model),
+            *option("--session", resume_id),
+            # After "--" a prompt starting with "-" is still the message, not an option.
+            "--",
+            prompt,
         ]
-        if model:
-            argv += ["--model", model if "/" in model else f"{DEFAULT_PROVIDER}/{model}"]
-        if resume_id:
-            argv += ["--session", resume_id]
-        # After "--" a prompt starting with "-" is still the message, not an option.
-        return [*argv, "--", prompt]
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         env = allowlisted(base, _PROVIDER_VARIABLES, also=_key_variables(base))
@@ -147,7 +160,9 @@ class OpenCodeHarness:
     def reader(self, scrub: Scrub | None = None) -> OpenCodeReader:
         return OpenCodeReader(scrub=scrub)
 
-    def private_home(self, base: Mapping[str, str], home: Path) -> dict[str, str]:
+    def private_home(
+        self, base: Mapping[str, str], home: Path, *, login: bool = True
+    ) -> dict[str, str]:
         # Its four XDG directories all move into the home: the sessions database (data), the
         # snapshots of the worktree it takes each step (data), logs, caches and locks.
         user = user_home(base)
@@ -159,13 +174,15 @@ class OpenCodeHarness:
             "XDG_CACHE_HOME": home / ".cache",
             "XDG_STATE_HOME": home / ".local" / "state",
         }
-        if config_source:
+        # Behind the model gateway its configuration files stay behind too: they commonly hold
+        # a provider's apiKey, which the gateway would not know (the inline configuration does).
+        if config_source and login:
             copy_config(
                 Path(config_source) / "opencode",
                 dirs["XDG_CONFIG_HOME"] / "opencode",
                 _CONFIG_FILES,
             )
-        if data_source:
+        if data_source and login:
             copy_config(
                 Path(data_source) / "opencode", dirs["XDG_DATA_HOME"] / "opencode", _AUTH_FILES
             )
@@ -187,6 +204,9 @@ class OpenCodeHarness:
 
     def provider_endpoints(self, env: Mapping[str, str]) -> tuple[HostPattern, ...]:
         return provider_endpoints(_PROVIDER_HOSTS, configured_base_urls(env))
+
+    def behind_gateway(self, env: Mapping[str, str]) -> GatewayPlan:
+        return opencode_behind_gateway(env)
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         return _UNKNOWN_RESUME in _ANSI.sub("", f"{outcome.failure_cause or ''}\n{stderr_tail}")
@@ -251,6 +271,53 @@ def config_secrets(env: Mapping[str, str]) -> list[str]:
     return found
 
 
+def opencode_behind_gateway(env: Mapping[str, str]) -> GatewayPlan:
+    """Each provider of the inline configuration with a key (``apiKey``, given or read from
+    ``{env:VAR}``), and the built-in ``anthropic`` and ``openai`` providers whose key is in
+    their variable, pointed at the model gateway with the stand-in key."""
+    config = _config(env)
+    providers = config.get("provider")
+    providers = dict(providers) if isinstance(providers, dict) else {}
+    for name, variable in (("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")):
+        if env.get(variable) and name not in providers:
+            providers[name] = {"options": {"apiKey": f"{{env:{variable}}}"}}
+    routes: list[Route] = []
+    dropped: set[str] = {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+    for index, (name, entry) in enumerate(sorted(providers.items())):
+        if not isinstance(entry, dict):
+            continue
+        options = dict(entry.get("options") or {})
+        headers = options.get("headers")
+        if isinstance(headers, dict) and any(_SECRET_KEY.search(str(h)) for h in headers):
+            raise ModelKeyInside(
+                f"OpenCode's provider {name!r} sends a credential in options.headers, which the "
+                "model gateway cannot put outside the sandbox; give its key as options.apiKey "
+                "instead, or set unsafe_agent_holds_model_key = true"
+            )
+        key = as_str(options.get("apiKey")) or ""
+        if (read := re.fullmatch(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}", key)) is not None:
+            dropped.add(read.group(1))
+            key = env.get(read.group(1), "")
+        if not key:
+            continue  # a provider that takes no key has nothing to keep outside
+        default = _DEFAULT_UPSTREAMS.get(str(name), "")
+        route = route_for(f"p{index}", as_str(options.get("baseURL")) or "", default, key)
+        routes.append(route)
+        options.update(baseURL=route.url, apiKey=STAND_IN_KEY)
+        providers[name] = {**entry, "options": options}
+    if not routes:
+        raise ModelKeyInside(
+            "OpenCode has no model key in its inline configuration, ANTHROPIC_API_KEY or "
+            "OPENAI_API_KEY, so it would use its login (auth.json), which it reads inside the "
+            "sandbox; set a key there (the model gateway then keeps it outside), or set "
+            "unsafe_agent_holds_model_key = true"
+        )
+    content = json.dumps({**config, "provider": providers})
+    return GatewayPlan(
+        routes=tuple(routes), env={"OPENCODE_CONFIG_CONTENT": content}, dropped=frozenset(dropped)
+    )
+
+
 def _key_variables(base: Mapping[str, str]) -> list[str]:
     # A provider's options may read its key from a variable: "apiKey": "{env:VAR}".
     text = base.get("OPENCODE_CONFIG_CONTENT") or ""
@@ -268,12 +335,8 @@ class OpenCodeReader:
     _final_message: str | None = None
     _error: str | None = None
     _error_status: int | None = None
-    _steps: int = 0
-    _input: int | None = None
-    _cached: int | None = None
-    _cache_write: int | None = None
-    _output: int | None = None
-    _cost: float | None = None
+    # The finished steps' figures added up (a step counts as a turn).
+    _steps: Usage = field(default_factory=Usage)
     _events: EventLog = field(init=False)
 
     def __post_init__(self) -> None:
@@ -291,14 +354,9 @@ class OpenCodeReader:
     def usage_so_far(self) -> Usage:
         """The sum of the finished steps; the cost is OpenCode's own figure when it priced the
         model (zero for a model it has no price for: the ledger prices the tokens then)."""
-        return Usage(
-            turns=self._steps or None,
-            input_tokens=self._input,
-            cached_input_tokens=self._cached,
-            cache_write_tokens=self._cache_write,
-            output_tokens=self._output,
-            cost_usd=self._cost if self._cost else None,
-            cost_source="reported" if self._cost else None,
+        cost = self._steps.cost_usd
+        return replace(
+            self._steps, cost_usd=cost if cost else None, cost_source="reported" if cost else None
         )
 
     def feed(self, line: bytes) -> Observation:
@@ -367,26 +425,7 @@ class OpenCodeReader:
         return Observation(progress=(line,), events=(call, result))
 
     def _step_finish(self, part: dict[str, Any]) -> Observation:
-        self._steps += 1
-        tokens = part.get("tokens")
-        if isinstance(tokens, dict):
-            cache = tokens.get("cache")
-            cache = cache if isinstance(cache, dict) else {}
-            read = as_count(cache.get("read"))
-            written = as_count(cache.get("write"))
-            fresh = as_count(tokens.get("input"))
-            # Its "input" leaves out the cache's reads and writes: ours counts every input token.
-            if fresh is not None or read or written:
-                self._input = (self._input or 0) + (fresh or 0) + (read or 0) + (written or 0)
-            self._cached = _plus(self._cached, read)
-            self._cache_write = _plus(self._cache_write, written)
-            self._output = _plus(
-                _plus(self._output, as_count(tokens.get("output"))),
-                as_count(tokens.get("reasoning")),
-            )
-        cost = part.get("cost")
-        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
-            self._cost = (self._cost or 0.0) + float(cost)
+        self._steps = plus(self._steps, _step_usage(part))
         if as_str(part.get("reason")) in ("tool-calls", None):
             return NOTHING
         self._result_seen = True
@@ -438,5 +477,30 @@ class OpenCodeReader:
 _KNOWN = frozenset({"step_start", "text", "reasoning", "tool_use", "step_finish", "error"})
 
 
-def _plus(total: int | None, value: int | None) -> int | None:
-    return total if value is None else (total or 0) + value
+def _step_usage(part: dict[str, Any]) -> Usage:
+    """What one ``step_finish`` states: its tokens and its cost, as one turn."""
+    tokens = part.get("tokens")
+    tokens = tokens if isinstance(tokens, dict) else {}
+    cache = tokens.get("cache")
+    cache = cache if isinstance(cache, dict) else {}
+    read = as_count(cache.get("read"))
+    written = as_count(cache.get("write"))
+    fresh = as_count(tokens.get("input"))
+    # Its "input" leaves out the cache's reads and writes: ours counts every input token.
+    said = fresh is not None or read or written
+    inputs = (fresh or 0) + (read or 0) + (written or 0) if said else None
+    # Its reasoning tokens are output tokens too.
+    output = as_count(tokens.get("output"))
+    reasoning = as_count(tokens.get("reasoning"))
+    both = None if output is None and reasoning is None else (output or 0) + (reasoning or 0)
+    cost = part.get("cost")
+    if not isinstance(cost, int | float) or isinstance(cost, bool) or not cost >= 0:
+        cost = None  # none stated, or not a price (NaN reads as JSON too)
+    return Usage(
+        turns=1,
+        input_tokens=inputs,
+        cached_input_tokens=read,
+        cache_write_tokens=written,
+        output_tokens=both,
+        cost_usd=None if cost is None else float(cost),
+    )

@@ -5,7 +5,8 @@ Facts this adapter relies on (Qwen Code 0.24.4, the pinned version; adr/0034):
 - stdout is one JSON object per line, shaped like Claude Code's: ``system``/``init`` (the
   session id, the model, ``qwen_code_version``), ``assistant`` lines (text, thinking, tool_use
   blocks, each message's usage), ``user`` lines (tool results), one ``result`` per process, and
-  ``stream_event`` lines of its own (goal state) that say nothing thirdshift needs.
+  ``stream_event`` lines of its own (goal state) that say nothing thirdshift needs. Its
+  assistant and user lines are read as Claude Code's are (``claude_stream``).
 - It speaks Anthropic Messages (``--auth-type anthropic``: ``ANTHROPIC_BASE_URL``,
   ``ANTHROPIC_API_KEY``) or OpenAI's Chat Completions or Responses (``--auth-type openai`` or
   ``openai-responses``: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``). Tools are snake_case:
@@ -31,12 +32,15 @@ import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.harness_registry import QWEN
 from thirdshift.harnesses.base import NOTHING, Observation, StreamOutcome, Usage
+from thirdshift.harnesses.claude_stream import ContentBlocks, ToolCall, Tools
+from thirdshift.harnesses.model_gateway import GatewayPlan, variables_behind_gateway
 from thirdshift.harnesses.stream import (
     OUTAGE_STATUSES,
     EventLog,
@@ -44,16 +48,15 @@ from thirdshift.harnesses.stream import (
     allowlisted,
     as_count,
     as_str,
-    command_progress,
-    cut,
     decode,
     exit_description,
     first_line,
     one_line,
+    option,
     provider_endpoints,
 )
 from thirdshift.network import HostPattern
-from thirdshift.records import ProviderOutage, SessionEvent
+from thirdshift.records import ProviderOutage, less, plus
 
 NAME = QWEN.name
 
@@ -65,6 +68,10 @@ _OPENAI_VARIABLES = frozenset({"OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODE
 _PROVIDER_HOSTS = {
     "anthropic": ("api.anthropic.com:443",),
     "openai": ("api.openai.com:443",),
+}
+_DEFAULT_UPSTREAMS = {
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com/v1",
 }
 # An unattended session phones nowhere but the model provider, and says nothing on stderr
 # about running without approvals (nobody is there to approve).
@@ -95,23 +102,29 @@ _SETTINGS: dict[str, Any] = {
 _UNKNOWN_RESUME = "No saved session found"
 _SHELL_TOOL = "run_shell_command"
 _PATH_KEYS = ("file_path", "absolute_path", "path")
-_DETAIL_KEYS = ("description", "pattern", "query", "url", "prompt", "command", *_PATH_KEYS)
+# Every tool whose input names a file shows it; only a shell runs in the background.
+_TOOLS = Tools(
+    shell=_SHELL_TOOL,
+    path_keys=_PATH_KEYS,
+    detail_keys=("description", "pattern", "query", "url", "prompt", "command", *_PATH_KEYS),
+    background_key="is_background",
+    background_tools=frozenset({_SHELL_TOOL}),
+)
 _EXIT_CODE = re.compile(r"(?:Exit Code|exit code):?\s*(-?\d+)")
 # How the error result names the provider's status once qwen has spent its retries:
 # "[API Error: 529 {...the provider's body...}]".
 _STATUS = re.compile(r"\[API Error: (\d{3})\b")
 
 
+@dataclass
 class QwenHarness:
     """Qwen Code, run as ``qwen <prompt> --output-format stream-json --approval-mode yolo``
     (no approvals: nobody is there to give them) with ``--auth-type anthropic`` unless the
     options name another."""
 
     name = NAME
-
-    def __init__(self, executable: str = QWEN.executable, extra_args: tuple[str, ...] = ()) -> None:
-        self.executable = executable
-        self.extra_args = tuple(extra_args)
+    executable: str = QWEN.executable
+    extra_args: tuple[str, ...] = ()
 
     @property
     def auth_type(self) -> str:
@@ -124,7 +137,8 @@ class QwenHarness:
         return _DEFAULT_AUTH
 
     def argv(self, prompt: str, *, model: str | None, resume_id: str | None) -> list[str]:
-        argv = [
+        named = any(a == _AUTH_OPTION or a.startswith(_AUTH_OPTION + "=") for a in self.extra_args)
+        return [
             self.executable,
             prompt,
             "--output-format",
@@ -132,15 +146,10 @@ class QwenHarness:
             "--approval-mode",
             "yolo",
             *self.extra_args,
+            *option(_AUTH_OPTION, None if named else _DEFAULT_AUTH),
+            *option("--model", model),
+            *option("--resume", resume_id),
         ]
-        named = any(a == _AUTH_OPTION or a.startswith(_AUTH_OPTION + "=") for a in self.extra_args)
-        if not named:
-            argv += [_AUTH_OPTION, _DEFAULT_AUTH]
-        if model:
-            argv += ["--model", model]
-        if resume_id:
-            argv += ["--resume", resume_id]
-        return argv
 
     def _family(self) -> str:
         return "anthropic" if self.auth_type == "anthropic" else "openai"
@@ -159,7 +168,9 @@ class QwenHarness:
     def reader(self, scrub: Scrub | None = None) -> QwenReader:
         return QwenReader(scrub=scrub)
 
-    def private_home(self, base: Mapping[str, str], home: Path) -> dict[str, str]:
+    def private_home(
+        self, base: Mapping[str, str], home: Path, *, login: bool = True
+    ) -> dict[str, str]:
         # Qwen Code keeps everything in QWEN_HOME: its settings (which may hold other
         # providers' keys and MCP servers' tokens) stay behind; a private one is written.
         # Its own credentials are the provider's variables, passed by ``environment``.
@@ -178,20 +189,23 @@ class QwenHarness:
 
     def resume_usage(self, reported: Usage, resumed: Usage) -> Usage:
         # A resumed session's result counts the requests of the session it resumes too.
-        def less(mine: int | None, before: int | None) -> int | None:
-            return None if mine is None else max(mine - (before or 0), 0)
-
-        return replace(
-            reported,
-            input_tokens=less(reported.input_tokens, resumed.input_tokens),
-            cached_input_tokens=less(reported.cached_input_tokens, resumed.cached_input_tokens),
-            output_tokens=less(reported.output_tokens, resumed.output_tokens),
-        )
+        return less(reported, resumed)
 
     def provider_endpoints(self, env: Mapping[str, str]) -> tuple[HostPattern, ...]:
         family = self._family()
         variable = "ANTHROPIC_BASE_URL" if family == "anthropic" else "OPENAI_BASE_URL"
         return provider_endpoints(_PROVIDER_HOSTS[family], [env.get(variable, "")])
+
+    def behind_gateway(self, env: Mapping[str, str]) -> GatewayPlan:
+        family = self._family()
+        return variables_behind_gateway(
+            env,
+            name=family,
+            base_url_variable=f"{family.upper()}_BASE_URL",
+            default_upstream=_DEFAULT_UPSTREAMS[family],
+            key_variables=(f"{family.upper()}_API_KEY",),
+            login="no key at all",
+        )
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         return _UNKNOWN_RESUME in stderr_tail or _UNKNOWN_RESUME in (outcome.failure_cause or "")
@@ -212,13 +226,6 @@ def _write_settings(path: Path) -> None:
 
 
 @dataclass
-class _Call:
-    name: str
-    target: str | None
-    background: bool = False
-
-
-@dataclass
 class QwenReader:
     """Follows one ``qwen --output-format stream-json`` stdout. ``scrub`` is applied to every
     text before it is cut (see ``Harness.reader``)."""
@@ -228,15 +235,16 @@ class QwenReader:
     _model: str | None = None
     _version: str | None = None
     _result: dict[str, Any] | None = None
-    _calls: dict[str, _Call] = field(default_factory=dict)
     # Each API message's usage, by message id, until the result gives the total.
     _messages: dict[str, Usage] = field(default_factory=dict)
     # Background shells it started, by description or command: it ends them when it exits.
     _background: list[str] = field(default_factory=list)
     _events: EventLog = field(init=False)
+    _blocks: ContentBlocks = field(init=False)
 
     def __post_init__(self) -> None:
         self._events = EventLog(self.scrub)
+        self._blocks = ContentBlocks(_TOOLS, self._events, self.scrub)
 
     @property
     def session_id(self) -> str | None:
@@ -253,10 +261,7 @@ class QwenReader:
             usage = _usage(self._result.get("usage"))
             turns = as_count(self._result.get("num_turns"))
             return self._stamped(replace(usage, turns=turns))
-        total = Usage()
-        for usage in self._messages.values():
-            total = _plus(total, usage)
-        return self._stamped(total)
+        return self._stamped(reduce(plus, self._messages.values(), Usage()))
 
     def _stamped(self, usage: Usage) -> Usage:
         return replace(usage, model=self._model, cli_version=self._version)
@@ -291,60 +296,25 @@ class QwenReader:
             message_id = as_str(message.get("id"))
             if message_id:
                 self._messages[message_id] = _usage(message.get("usage"))
-        progress: list[str] = []
-        events: list[SessionEvent] = []
-        for block in _content(event):
-            kind = block.get("type")
-            if kind == "text":
-                text = as_str(block.get("text")) or ""
-                if text.strip():
-                    events.append(self._events.make("message", one_line(text, scrub=self.scrub)))
-            elif kind == "tool_use":
-                name = as_str(block.get("name")) or "tool"
-                tool_input = block.get("input")
-                line, target = _describe_call(
-                    name, tool_input if isinstance(tool_input, dict) else {}, self.scrub
-                )
-                background = (
-                    name == _SHELL_TOOL
-                    and isinstance(tool_input, dict)
-                    and tool_input.get("is_background") is True
-                )
-                call_id = as_str(block.get("id"))
-                if call_id:
-                    self._calls[call_id] = _Call(name, target, background)
-                progress.append(line)
-                summary = line + (" (in the background)" if background else "")
-                events.append(self._events.make("tool_call", summary, tool=name, target=target))
-        return Observation(progress=tuple(progress), events=tuple(events))
+        return self._blocks.assistant(event)
 
     def _user(self, event: dict[str, Any]) -> Observation:
-        events: list[SessionEvent] = []
-        for block in _content(event):
-            if block.get("type") != "tool_result":
-                continue
-            call = self._calls.pop(as_str(block.get("tool_use_id")) or "", None)
-            output = _result_text(block.get("content"))
-            is_error = block.get("is_error") is True
-            exit_status: int | None = None
-            if call is not None and call.background and not is_error:
-                work = first_line(call.target or "") or "a background shell"
-                if work not in self._background:
-                    self._background.append(work)
-            elif call is not None and call.name == _SHELL_TOOL:
-                exit_status = _exit_code(output) if is_error else 0
-            line = first_line(output) or "no output"
-            summary = f"failed: {line}" if is_error else line
-            events.append(
-                self._events.make(
-                    "tool_result",
-                    one_line(summary, scrub=self.scrub),
-                    tool=call.name if call else None,
-                    target=call.target if call else None,
-                    exit_status=exit_status,
-                )
-            )
-        return Observation(events=tuple(events))
+        return self._blocks.user(event, self._exit_status)
+
+    def _exit_status(self, call: ToolCall | None, output: str, is_error: bool) -> int | None:
+        """A shell's: 0, or for a failed one the exit code its output names. A background shell
+        that started is kept as work the process ends when it exits, and has none."""
+        if call is not None and call.background and not is_error:
+            work = first_line(call.target or "") or "a background shell"
+            if work not in self._background:
+                self._background.append(work)
+            return None
+        if call is None or call.name != _SHELL_TOOL:
+            return None
+        if not is_error:
+            return 0
+        match = _EXIT_CODE.search(output)
+        return int(match.group(1)) if match else None
 
     def _end(self, event: dict[str, Any]) -> Observation:
         self._result = event
@@ -414,48 +384,6 @@ class QwenReader:
 # -- what lines say ------------------------------------------------------------------------------
 
 
-def _content(event: dict[str, Any]) -> list[dict[str, Any]]:
-    message = event.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, list):
-        return []
-    return [block for block in content if isinstance(block, dict)]
-
-
-def _describe_call(
-    name: str, tool_input: dict[str, Any], scrub: Scrub | None
-) -> tuple[str, str | None]:
-    """The progress line of one tool call (scrubbed) and its target (command or path)."""
-    if name == _SHELL_TOOL:
-        command = as_str(tool_input.get("command")) or ""
-        return command_progress(command, scrub), command or None
-    path = next((p for key in _PATH_KEYS if (p := as_str(tool_input.get(key)))), None)
-    if path:
-        return cut(f"{name} {path}", scrub=scrub), path
-    for key in _DETAIL_KEYS:
-        detail = as_str(tool_input.get(key))
-        if detail and detail.strip():
-            return cut(f"{name} {first_line(detail)}", scrub=scrub), None
-    return name, None
-
-
-def _result_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            text
-            for block in content
-            if isinstance(block, dict) and (text := as_str(block.get("text"))) is not None
-        )
-    return ""
-
-
-def _exit_code(output: str) -> int | None:
-    match = _EXIT_CODE.search(output)
-    return int(match.group(1)) if match else None
-
-
 def _usage(raw: object) -> Usage:
     usage = raw if isinstance(raw, dict) else {}
     fresh = as_count(usage.get("input_tokens"))
@@ -464,16 +392,4 @@ def _usage(raw: object) -> Usage:
         input_tokens=fresh,
         cached_input_tokens=cached,
         output_tokens=as_count(usage.get("output_tokens")),
-    )
-
-
-def _plus(total: Usage, more: Usage) -> Usage:
-    def add(a: int | None, b: int | None) -> int | None:
-        return a if b is None else b + (a or 0)
-
-    return replace(
-        total,
-        input_tokens=add(total.input_tokens, more.input_tokens),
-        cached_input_tokens=add(total.cached_input_tokens, more.cached_input_tokens),
-        output_tokens=add(total.output_tokens, more.output_tokens),
     )

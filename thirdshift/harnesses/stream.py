@@ -1,5 +1,6 @@
-"""Helpers the Harness adapters share: the environment allowlist, decoding one stream line
-safely, and condensing what it says.
+"""Helpers the Harness adapters share: the environment allowlist and the configuration a private
+home is given, an argv's optional parts, decoding one stream line safely, and condensing what it
+says.
 
 A reader never raises on input. ``decode`` turns one stdout line into a JSON object or None
 (empty, not JSON, not an object, not UTF-8, or longer than ``MAX_PARSED_LINE``); the rest of this
@@ -120,6 +121,12 @@ def allowlisted(
             and not key.startswith(FORBIDDEN_PREFIX)
         )
     }
+
+
+def option(name: str, value: str | None) -> list[str]:
+    """``[name, value]`` for an argv, or nothing when there is no value (no model asked for,
+    no session resumed)."""
+    return [name, value] if value else []
 
 
 def decode(line: bytes) -> dict[str, Any] | None:
@@ -338,6 +345,26 @@ def copy_config(source: Path, target: Path, names: Iterable[str]) -> None:
                 f"cannot copy {origin} into the agent's home {target} ({exc.strerror}); check "
                 "the permissions of both"
             ) from exc
+
+
+def private_config_dir(
+    base: Mapping[str, str],
+    home: Path,
+    *,
+    variable: str,
+    folder: str,
+    names: Iterable[str],
+    login: bool,
+) -> Path:
+    """``home/<folder>``, the CLI's configuration directory in its private home, with the files
+    ``names`` copied in when ``login`` from the operator's: the one ``variable`` names, else
+    ``<folder>`` in the user's home."""
+    configured = base.get(variable)
+    user = user_home(base)
+    source = Path(configured) if configured else (user / folder if user else None)
+    if source is not None and login:
+        copy_config(source, home / folder, names)
+    return home / folder
 
 
 def provider_endpoints(hosts: Sequence[str], base_urls: Sequence[str]) -> tuple[HostPattern, ...]:

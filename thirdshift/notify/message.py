@@ -13,6 +13,7 @@ import hmac
 import json
 
 from thirdshift.records import Notification
+from thirdshift.run_states import RunKind
 
 NOTIFICATION_VERSION = 1
 """The ``version`` of the ``notification`` shape (docs/json.md): the webhook body."""
@@ -29,7 +30,8 @@ def body_of(notification: Notification) -> bytes:
         "event": notification.event,
         "run_id": notification.run_id,
         "repository": notification.repository,
-        "issue_number": notification.issue_number,
+        # 0 for an Architect run, as documented: it has no issue.
+        "issue_number": notification.issue_number or 0,
         "issue_url": notification.issue_url,
         "kind": notification.kind,
         "state": notification.state,
@@ -52,7 +54,7 @@ def text_of(notification: Notification) -> tuple[str, str]:
     issue = f"{notification.repository}#{notification.issue_number}"
     if notification.event == "issue.passed_over":
         title = f"thirdshift passed over {issue}"
-    elif notification.kind == "architect":  # a Run with no issue: named by its repository
+    elif notification.kind == RunKind.ARCHITECT:  # a Run with no issue: named by its repository
         title = f"thirdshift: Architect run on {notification.repository} {notification.state}"
     else:
         title = f"thirdshift: {issue} {notification.state}"

@@ -1,5 +1,6 @@
-"""The ``Notifier`` a Run and the daemon are given (``thirdshift.runs.ports.Notifier``): it
-scrubs a message, sends it to every target, and turns each failed send into a warning."""
+"""``TargetNotifier``: the Notifier a Run and the daemon are given (the seam is
+``thirdshift.runs.ports.Notifier``): it scrubs a message, sends it to every target, and turns
+each failed send into a warning."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from thirdshift.records import Notification
 from thirdshift.scrub import Scrubber
 
 
-class Notifier:
+class TargetNotifier:
     def __init__(
         self,
         targets: Sequence[Target],

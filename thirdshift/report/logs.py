@@ -17,6 +17,7 @@ from thirdshift.clock import Clock
 from thirdshift.errors import NotRecorded
 from thirdshift.harnesses import StreamReader
 from thirdshift.records import Run, SessionRecord
+from thirdshift.run_states import RunState
 
 POLL_SECONDS = 0.5
 """How often a follow looks at the file and the session's row."""
@@ -152,7 +153,7 @@ def _running(rows: _Rows | None, session: SessionRecord) -> bool:
     if rows is None:
         return False
     run = rows.get_run(session.run_id)
-    if run is None or run.state != "running":
+    if run is None or run.state != RunState.RUNNING:
         return False
     if not rows.holds_lease(run):
         # Its process died and no daemon has recorded the crash yet: nothing more will come.

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from thirdshift.errors import NotRecorded
 from thirdshift.records import Activity, Lease, Run, SessionRecord, UsageTotal
 from thirdshift.report import shapes, views
+from thirdshift.run_states import RunKind, RunState
 from thirdshift.store import Store, redact_url
 
 EARLIER_RUNS = 10
@@ -65,7 +66,7 @@ def usage_by_run(store: Store, runs: list[Run]) -> dict[int, UsageTotal]:
 
 
 def recent_runs(
-    store: Store, *, repository: str | None, state: str | None, limit: int
+    store: Store, *, repository: str | None, state: RunState | None, limit: int
 ) -> list[tuple[Run, UsageTotal | None]]:
     """The newest Runs first, each with its ledger total."""
     runs = store.list_runs(limit=limit, state=state, repository=repository)
@@ -87,7 +88,7 @@ def find_run(store: Store, run_id: int, database_url: str) -> Run:
 def spec_tree(store: Store, run: Run) -> views.SpecTree:
     """A Spec run's Ticket Runs, the Tickets landed in its Spec branch and its whole cost; a
     Ticket Run's Spec run; nothing for any other Run."""
-    if run.kind == "spec":
+    if run.kind == RunKind.SPEC:
         landed = store.landed_tickets(run.repository, run.issue_branch) if run.issue_branch else {}
         return views.SpecTree(
             tickets=tuple(store.ticket_runs(run.id)),

@@ -51,6 +51,12 @@ def _utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def issue_field(issue_number: int | None) -> int:
+    """The documented ``issue_number``: ``0`` for an Architect run (and its Lease), which has
+    no issue."""
+    return 0 if issue_number is None else issue_number
+
+
 def _head(kind: str) -> Shape:
     return {"type": kind, "version": SHAPE_VERSION}
 
@@ -94,7 +100,7 @@ def run_shape(run: Run, usage: UsageTotal | None) -> Shape:
     return _head("run") | {
         "id": run.id,
         "repository": run.repository.full_name,
-        "issue_number": run.issue_number,
+        "issue_number": issue_field(run.issue_number),
         "issue": run.subject,
         "kind": run.kind,
         "published": list(run.published),
@@ -158,7 +164,7 @@ def lease_shape(lease: Lease, repository: str | None = None) -> Shape:
     return _head("lease") | {
         "repository_id": lease.repository_id,
         "repository": repository,
-        "issue_number": lease.issue_number,
+        "issue_number": issue_field(lease.issue_number),
         "owner": lease.owner,
         "fencing_token": lease.fencing_token,
         "run_id": lease.run_id,

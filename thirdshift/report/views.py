@@ -10,6 +10,7 @@ from datetime import datetime
 from thirdshift.console import format_duration
 from thirdshift.records import Activity, Lease, Run, SessionRecord, UsageTotal
 from thirdshift.report.shapes import iso, seconds_between
+from thirdshift.run_states import RunEnd, RunKind, RunState
 
 PROMPT_LINES = 12
 """How many lines of each session's prompt ``show`` prints (``--json`` has it whole)."""
@@ -32,11 +33,11 @@ def cut(text: str, width: int) -> str:
 def outcome(run: Run) -> str:
     """How the Run ended: ``ready``, ``merged``, ``failed: <cause>``, ``Policy refusal:
     <cause>``, ``crashed: <cause>``, or ``running``."""
-    if run.state == "succeeded":
-        return "merged" if run.kind == "merge" else "ready"
-    if run.state == "refused":
+    if run.state == RunState.SUCCEEDED:
+        return RunEnd.MERGED if run.kind == RunKind.MERGE else RunEnd.READY
+    if run.state == RunState.REFUSED:
         return f"Policy refusal: {run.cause or 'no cause recorded'}"
-    if run.state in ("failed", "crashed"):
+    if run.state in (RunState.FAILED, RunState.CRASHED):
         return f"{run.state}: {run.cause or 'no cause recorded'}"
     return run.state
 
@@ -44,9 +45,9 @@ def outcome(run: Run) -> str:
 def ending(run: Run) -> str:
     """What ``runs`` prints beside the state: ``ready`` or ``merged``, the cause of a Run that
     did not succeed, ``-`` while it runs."""
-    if run.state in ("failed", "crashed"):
+    if run.state in (RunState.FAILED, RunState.CRASHED):
         return run.cause or "no cause recorded"
-    return "-" if run.state == "running" else outcome(run)
+    return "-" if run.state == RunState.RUNNING else outcome(run)
 
 
 def cost(total: UsageTotal | None) -> str:
@@ -126,20 +127,20 @@ def tree_head(run: Run, tree: SpecTree) -> list[str]:
         lines.append(f"  Spec run: Run {spec.id} on {spec.subject}, {spec.state}")
     if run.landed_sha:
         lines.append(f"  landed: {run.landed_sha[:12]} at {stamp(run.landed_at)}")
-    if run.kind == "spec" and tree.cost_usd is not None:
+    if run.kind == RunKind.SPEC and tree.cost_usd is not None:
         lines.append(f"  cost of the whole Spec run (its Tickets too): ${tree.cost_usd:.4f}")
     return lines
 
 
 def tree_lines(run: Run, tree: SpecTree, usage: Mapping[int, UsageTotal]) -> list[str]:
     """A Spec run's Tickets, each with how it stands and its Ticket Runs in this Spec run."""
-    if run.kind != "spec":
+    if run.kind != RunKind.SPEC:
         return []
     lines: list[str] = []
-    numbers = sorted({*tree.landed, *(ticket.issue_number for ticket in tree.tickets)})
+    numbers = sorted({*tree.landed, *(ticket.issue for ticket in tree.tickets)})
     lines.append(f"Tickets ({len(numbers)}):")
     for number in numbers:
-        runs = [ticket for ticket in tree.tickets if ticket.issue_number == number]
+        runs = [ticket for ticket in tree.tickets if ticket.issue == number]
         landed = tree.landed.get(number)
         if landed is not None:
             pull = f", PR #{landed.pull_request_number}" if landed.pull_request_number else ""

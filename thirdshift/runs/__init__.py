@@ -12,24 +12,20 @@ This module is the package's public face: the composition root, the daemon, doct
 CLI import what they need from here, never from a private module of ``runs``.
 """
 
-from thirdshift.runs.approval import PASSED_OVER, ROLES_THAT_LABEL
-from thirdshift.runs.architect import ArchitectRequest, ArchitectRun
+from thirdshift.runs.architect.run import ArchitectRequest, ArchitectRun
 from thirdshift.runs.claims import IssueText, text_not_approved
-from thirdshift.runs.context import RunHooks, RunParts
 from thirdshift.runs.delivery import Delivery
 from thirdshift.runs.notices import spec_ticket_lines
-from thirdshift.runs.outcome import FAILED_STATES, RunOutcome
-from thirdshift.runs.plans import ARCHITECT_ISSUE
+from thirdshift.runs.outcome import RunOutcome
 from thirdshift.runs.ports import NO_NOTIFIER, GitHubPort, Notifier
-from thirdshift.runs.review import read_feedback
-from thirdshift.runs.roles import PERMISSIONS_THAT_PUSH, token_role
-from thirdshift.runs.scope import RunRequest, RunScope
-from thirdshift.runs.spec_claim import SpecRequest
-from thirdshift.runs.spec_run import SpecRun
+from thirdshift.runs.rules.approval import PASSED_OVER, ROLES_THAT_LABEL
+from thirdshift.runs.rules.review import read_feedback
+from thirdshift.runs.rules.roles import PERMISSIONS_THAT_PUSH, token_role
+from thirdshift.runs.scope import RunHooks, RunParts, RunRequest, RunScope
+from thirdshift.runs.spec.claim import SpecRequest
+from thirdshift.runs.spec.run import SpecRun
 
 __all__ = [
-    "ARCHITECT_ISSUE",
-    "FAILED_STATES",
     "NO_NOTIFIER",
     "PASSED_OVER",
     "PERMISSIONS_THAT_PUSH",

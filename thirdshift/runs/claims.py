@@ -1,7 +1,7 @@
 """A Claim: thirdshift's hold on an issue, in two halves that go together.
 
 The Lease, in the database (``runs.lease``, ADR 0003), fences every write a Run makes to
-GitHub (``fenced`` here); the label half, on GitHub (the Claim step, ``runs.steps.claim``),
+GitHub (``runs.fence``); the label half, on GitHub (the Claim step, ``runs.steps.claim``),
 swaps ``ready-for-agent`` for ``in-progress`` so people (and other daemons) see who is on the
 issue, with one marked comment (``CLAIM_MARKER``). The approval of the issue's text is read
 here too, for a Run and for a daemon's poll.
@@ -9,14 +9,12 @@ here too, for a Run and for a daemon's poll.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, cast
 
 from thirdshift.records import Run, TextEdit
-from thirdshift.runs.approval import NO_EARLIER, EarlierText, approval_reason, text_sha256
-from thirdshift.runs.ports import READS, ApprovalReads, GitHubPort
+from thirdshift.runs.ports import ApprovalReads
+from thirdshift.runs.rules.approval import NO_EARLIER, EarlierText, approval_reason, text_sha256
 
 
 @dataclass(frozen=True)
@@ -27,53 +25,6 @@ class Claim:
 
     had_ready_label: bool
     added_label: bool
-
-
-P = TypeVar("P")
-
-
-class FencedGitHub(GitHubPort, Protocol):
-    """The whole of GitHub under a Lease (``fence_github``), with the fence itself in reach for
-    a write made elsewhere."""
-
-    def fence(self) -> None:
-        """Raise ``LeaseLost`` unless the Lease is still held (before a write elsewhere)."""
-        ...
-
-
-class _Fenced:
-    """GitHub, in any of its roles, for a Run under a Lease: every method but the ``READS``
-    asks the fence first, so a Run that lost its Lease (paused past it, say) writes nothing
-    over its successor's work. A method nobody sorted into ``READS`` counts as a write."""
-
-    def __init__(self, github: object, fence: Callable[[], None]) -> None:
-        self._github = github
-        self.fence = fence
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):  # never forwarded: a copy asks before __init__ has run
-            raise AttributeError(name)
-        found = getattr(self._github, name)
-        if name in READS:
-            return found
-
-        @functools.wraps(found)
-        def write(*args: Any, **kwargs: Any) -> Any:
-            self.fence()
-            return found(*args, **kwargs)
-
-        return write
-
-
-def fenced(github: P, fence: Callable[[], None]) -> P:
-    """``github`` (one role, several, or the whole ``GitHubPort``) with ``fence`` asked before
-    each of its writes; reads pass."""
-    return cast(P, _Fenced(github, fence))
-
-
-def fence_github(github: GitHubPort, fence: Callable[[], None]) -> FencedGitHub:
-    """The whole ``GitHubPort`` fenced, its ``fence()`` in reach."""
-    return cast(FencedGitHub, _Fenced(github, fence))
 
 
 CLAIM_MARKER = "<!-- thirdshift:claim -->"

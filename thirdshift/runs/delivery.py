@@ -17,12 +17,12 @@ from dataclasses import replace
 
 from thirdshift.errors import Interrupted, NotClaimed
 from thirdshift.records import Lease, Repository
-from thirdshift.runs.claims import Claim, fenced
-from thirdshift.runs.context import RunHooks, RunParts
+from thirdshift.runs.claims import Claim
+from thirdshift.runs.fence import fenced
 from thirdshift.runs.lease import LeaseKeeper
 from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome
-from thirdshift.runs.scope import Found, RunRequest, RunScope, RunTools, Trail
+from thirdshift.runs.scope import Found, RunHooks, RunParts, RunRequest, RunScope, RunTools, Trail
 from thirdshift.runs.steps.base_fix import BaseFixStep
 from thirdshift.runs.steps.branch import BranchChoiceStep
 from thirdshift.runs.steps.brief import BriefStep
@@ -30,12 +30,12 @@ from thirdshift.runs.steps.claim import ClaimStep
 from thirdshift.runs.steps.feedback import FeedbackStep
 from thirdshift.runs.steps.finish import FinishStep
 from thirdshift.runs.steps.kept_work import KeptWorkStep
-from thirdshift.runs.steps.lease import LeaseStep
 from thirdshift.runs.steps.preflight import preflight
 from thirdshift.runs.steps.repair import RepairStep
 from thirdshift.runs.steps.review_reply import ReviewReplyStep
 from thirdshift.runs.steps.salvage import SalvageStep
 from thirdshift.runs.steps.session import SessionStep
+from thirdshift.runs.steps.take_lease import LeaseStep
 from thirdshift.runs.steps.takeover import TakeoverStep
 from thirdshift.runs.steps.worktree import WorktreeStep
 
@@ -115,7 +115,7 @@ class Delivery:
         self._hooks.on_recorded(record.id)
         self.say(f"Run {record.id} on {ref}: {issue.title}")
         if request.rescue_of is not None:
-            self.say(f"taking over from Run {request.rescue_of}, which crashed")
+            self.say(f"a Rescue of Run {request.rescue_of}, which crashed")
         gh = fenced(self._parts.github, keeper.check)
         return RunScope(
             request, record, found, keeper, gh, ready_taken is not None, feedback, kept.set_aside

@@ -18,17 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.defang import defanged
-from thirdshift.errors import Interrupted, LeaseLost, ThirdshiftError
+from thirdshift.errors import LeaseLost, ThirdshiftError
 from thirdshift.git import Worktree, tracking
+from thirdshift.home import Home
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo, Run
+from thirdshift.run_states import RunEnd, RunState
+from thirdshift.runs import full_disk
 from thirdshift.runs.ports import GitHubPort
-from thirdshift.runs.post_mortem import LAST_LINES, PostMortem, markdown, post_mortem
-from thirdshift.runs.repair_loop import PolicyRefusal
+from thirdshift.runs.rules.failed_causes import ending_state, is_policy_refusal, reason_of, stopped
+from thirdshift.runs.rules.post_mortem import LAST_LINES, PostMortem, markdown, post_mortem
 from thirdshift.runs.scope import RunTools
 from thirdshift.runs.secret_check import push_checked
-from thirdshift.sessions import LaterStepFailed
-from thirdshift.sessions.rules import ProviderUnavailable
 
 COMMENT_MARKER = "<!-- thirdshift:failed-run -->"
 
@@ -50,21 +51,11 @@ class FailedOutcome:
     open_pull_url: str | None
     last_lines: tuple[str, ...]
     kept_worktree: bool
-    state: str = "failed"
+    state: RunEnd = RunEnd.FAILED
     """How the Run ended: ``refused`` (a Policy refusal), ``interrupted`` or ``failed``."""
     report: PostMortem | None = None
-
-
-def is_policy_refusal(error: BaseException) -> bool:
-    original = error.original if isinstance(error, LaterStepFailed) else error
-    return isinstance(original, PolicyRefusal)
-
-
-def reason_of(cause: str) -> str:
-    """The first line of the cause, short enough for a commit subject, defanged: a closing
-    keyword in a commit message closes its issue once the commit reaches the default branch."""
-    first = cause.strip().splitlines()[0] if cause.strip() else "unknown cause"
-    return defanged(first if len(first) <= 100 else first[:99] + "…")
+    removed_worktree: bool = False
+    """True when the Worktree was removed already, to make room on a full disk."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +70,8 @@ class SalvagedRun:
     branch_on_origin: Callable[[], bool]
     fence: Callable[[], None]
     job_url: str | None = None
+    remove_worktree: Callable[[Path], None] | None = None
+    """Removes the Worktree at a path, on a full disk (adr/0041)."""
 
 
 class Salvage:
@@ -94,6 +87,8 @@ class Salvage:
         self._tools = tools
         self._allow_workflow_changes = settings.allow_workflow_changes_for(ref.owner, ref.repo)
         self._job_url = salvaged.job_url
+        self._remove = salvaged.remove_worktree
+        self._min_free = settings.min_free_disk_mb
         self._fence = salvaged.fence
         self._home = settings.home
         self._branch_on_origin_now = salvaged.branch_on_origin
@@ -110,7 +105,18 @@ class Salvage:
         self._progress(f"the Run failed: {cause}")
         if isinstance(failed.error, LeaseLost):
             return self._lost(failed, cause)
-        head, pushed, kept = self._save_work(failed, cause, policy)
+        full = full_disk.ended_on_one(failed.error, failed.worktree, self._home, self._min_free)
+        head, pushed, kept = self._save_work(failed, cause, policy, full=full)
+        removed = (
+            full
+            and kept is None
+            and full_disk.make_room(failed.worktree, self._remove, self._progress)
+        )
+        if full:
+            # An agent may fill its home instead: its transcripts go too (no native Resume
+            # after a Failed run needs them).
+            agent_home = Home(self._home).agent_home(self._ref.owner, self._ref.repo, self._run.id)
+            full_disk.remove_agent_home(agent_home, self._progress)
         pull = self._pull_after(failed.pull)
         to_draft = pull is not None and pull.state == "open" and not pull.draft and not policy
         if to_draft and pull is not None and self._to_draft(pull):
@@ -124,7 +130,7 @@ class Salvage:
         releasing = nothing_anywhere and failed.claim_added_label and not self._branch_on_origin()
         # Only a Run that was stopped gets the Ready label back: any other failure would
         # happen again, and a daemon would run the issue again and again. A person asks.
-        give_back = releasing and failed.claim_had_ready_label and _stopped(failed.error)
+        give_back = releasing and failed.claim_had_ready_label and stopped(failed.error)
         ask = releasing and failed.claim_had_ready_label and not give_back
         report = self.post_mortem(cause)
         self._attempt(
@@ -143,8 +149,9 @@ class Salvage:
             open_pull_url=open_url,
             last_lines=tuple(lines),
             kept_worktree=kept is not None,
-            state="refused" if policy else ending_state(failed.error),
+            state=RunEnd.REFUSED if policy else ending_state(failed.error),
             report=report,
+            removed_worktree=removed,
         )
 
     def post_mortem(self, cause: str | None) -> PostMortem | None:
@@ -202,7 +209,7 @@ class Salvage:
         self._tools.retrying(
             lambda: self._store.finish_run(
                 self._run.id,
-                "refused" if policy else "failed",
+                RunState.REFUSED if policy else RunState.FAILED,
                 cause=cause,
                 killed_work="\n".join(failed.killed_work) or None,
                 last_session_log=str(failed.last_log) if failed.last_log else None,
@@ -210,11 +217,13 @@ class Salvage:
                 pull_request_number=pull.number if pull else None,
             )
         )
+        self._tools.retrying(lambda: full_disk.end_sessions_left(self._store, self._run.id, cause))
 
     def _save_work(
-        self, failed: FailedRun, cause: str, policy: bool
+        self, failed: FailedRun, cause: str, policy: bool, *, full: bool = False
     ) -> tuple[str | None, bool, str | None]:
-        """Commit and push what the Worktree holds. Returns (head, pushed, kept-worktree line)."""
+        """Commit and push what the Worktree holds. Returns (head, pushed, kept-worktree line).
+        On a ``full`` disk, work that cannot be committed is given up (adr/0041)."""
         worktree = failed.worktree
         if worktree is None:
             return None, False, None
@@ -242,7 +251,15 @@ class Salvage:
             head = worktree.head()
         except ThirdshiftError as problem:
             self._progress(f"warning: could not save the work in {worktree.path}: {problem}")
-            return None, False, self._kept(worktree, None)
+            found = full_disk.commits(worktree, self._new_commits, self._progress) if full else None
+            if found is None:
+                return None, False, self._kept(worktree, None)
+            head, to_push = found
+            if not to_push:
+                return head, False, None  # nothing of ours to keep on origin
+        return self._push(worktree, head)
+
+    def _push(self, worktree: Worktree, head: str) -> tuple[str | None, bool, str | None]:
         try:
             push_checked(
                 worktree,
@@ -364,23 +381,3 @@ class Salvage:
             self._progress(f"warning: {what} failed: {self._scrub(str(problem))}")
             return False
         return True
-
-
-def ending_state(error: BaseException) -> str:
-    """``interrupted`` for a Run that was stopped (Ctrl-C, SIGTERM, a daemon stopping), else
-    ``failed``: the state a notification gives the Run's end."""
-    original = getattr(error, "original", None)
-    return (
-        "interrupted"
-        if isinstance(error, Interrupted) or isinstance(original, Interrupted)
-        else "failed"
-    )
-
-
-def _stopped(error: BaseException) -> bool:
-    """Whether the Run ended because it was stopped (Ctrl-C, SIGTERM, a daemon stopping) or its
-    model providers were all down, not because something failed that would fail again."""
-    original = getattr(error, "original", None)
-    return isinstance(error, Interrupted | ProviderUnavailable) or isinstance(
-        original, Interrupted | ProviderUnavailable
-    )

@@ -31,7 +31,7 @@ class LeaseKeeper:
         self,
         store: Store,
         repository: Repository,
-        issue_number: int,
+        issue_number: int | None,
         seconds: float,
         *,
         on_lost: Callable[[], None] = lambda: None,
@@ -64,8 +64,13 @@ class LeaseKeeper:
         if lease is None:
             held = self._store.lease_of(self._repository, self._issue_number)
             holder = f"{held.owner} until {held.expires_at:%H:%M:%S} UTC" if held else "another Run"
+            what = (
+                "the repository's Architect Lease"
+                if self._issue_number is None
+                else f"issue #{self._issue_number}"
+            )
             raise NotClaimed(
-                f"issue #{self._issue_number} is claimed by {holder}; wait for that Run to end "
+                f"{what} is claimed by {holder}; wait for that Run to end "
                 "(or for its Lease to expire if it died)"
             )
         self._lease = lease
@@ -101,7 +106,7 @@ class LeaseKeeper:
 
     def lost_error(self) -> LeaseLost:
         """The cause of a Run that lost its Lease."""
-        if self._issue_number == 0:  # an Architect run's: the repository's, not an issue's
+        if self._issue_number is None:  # an Architect run's: the repository's, not an issue's
             return LeaseLost(
                 "lost the repository's Architect Lease: another Architect run holds it now "
                 "(this one was paused or cut off past its Lease); it changed nothing more on "

@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.records import Run
+from thirdshift.run_states import RunKind, RunState
 from thirdshift.runs.ports import Notifier
-from thirdshift.runs.post_mortem import RunEnd, post_mortem, run_end_notification
+from thirdshift.runs.rules.post_mortem import AnnouncedEnd, post_mortem, run_end_notification
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 
@@ -26,7 +27,7 @@ def announce_run_end(
     scrub: Scrubber,
     progress: Callable[[str], None],
     run: Run,
-    end: RunEnd,
+    end: AnnouncedEnd,
 ) -> None:
     """Send the message of ``run``'s end unless it was sent already or no target is
     configured. ``end.report`` is the Post-mortem when the caller has it; else it is read
@@ -43,7 +44,7 @@ class Announcer:
     scrub: Scrubber
     say: Callable[[str], None]
 
-    def announce(self, run: Run, end: RunEnd) -> None:
+    def announce(self, run: Run, end: AnnouncedEnd) -> None:
         """The message of ``run``'s end, at most once; never raises."""
         store, say = self.store, self.say
         if not self.notifier.configured:
@@ -51,7 +52,7 @@ class Announcer:
         try:
             if not store.claim_notice(run.id):
                 recorded = store.get_run(run.id)
-                if recorded is not None and recorded.state == "running":
+                if recorded is not None and recorded.state == RunState.RUNNING:
                     # Its end could not be recorded (the database failed meanwhile): say so,
                     # since this is when the team most needs to hear of it.
                     say(
@@ -69,7 +70,7 @@ class Announcer:
         costs = [s.usage.cost_usd for s in sessions if s.usage.cost_usd is not None]
         cost = round(sum(costs), 6) if costs else None
         tickets: tuple[str, ...] = ()
-        if run.kind == "spec":
+        if run.kind == RunKind.SPEC:
             try:  # the whole Spec run: its Ticket Runs' sessions count too
                 cost = round(store.run_cost(run.id), 6)
                 tickets = spec_ticket_lines(run, store)
@@ -92,7 +93,7 @@ def spec_ticket_lines(run: Run, store: Store) -> tuple[str, ...]:
     """A line per Ticket of Spec run ``run``: landed in its Spec branch (by it or an earlier
     Spec run) with its pull request, or how its newest Ticket Run in it ended."""
     landed = store.landed_tickets(run.repository, run.issue_branch) if run.issue_branch else {}
-    newest = {ticket.issue_number: ticket for ticket in store.ticket_runs(run.id)}
+    newest = {ticket.issue: ticket for ticket in store.ticket_runs(run.id)}
     lines = []
     for number in sorted({*landed, *newest}):
         if number in landed:

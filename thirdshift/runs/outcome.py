@@ -7,27 +7,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from thirdshift.errors import NotClaimed, ThirdshiftError
-from thirdshift.runs.repair_loop import LoopResult
-
-SUCCEEDED = frozenset({"ready", "merged", "published", "covered", "skipped"})
-"""The states of a Run that reached its goal (exit status 0)."""
-
-FAILED_STATES = frozenset({"failed", "interrupted", "refused"})
-"""The states of a Failed run: it was recorded, saved its work and says why."""
+from thirdshift.run_states import SUCCEEDED_ENDS, RunEnd
+from thirdshift.runs.rules.repair_loop import LoopResult
 
 
 @dataclass(frozen=True)
 class RunOutcome:
     """The end of one Run, Architect run or attempt at one.
 
-    ``state`` is ``ready`` or ``merged`` (a Run's pull request), ``published``, ``covered`` or
-    ``skipped`` (an Architect run), ``failed``, ``interrupted`` or ``refused`` (a Failed run),
-    ``not claimed`` (another Run holds the issue, or it is no longer wanted: nothing changed)
-    or ``stopped`` (an error before anything was recorded: pre-flight, the disk, the
-    database). ``cause`` says why for every state but the successful ones; ``published`` is
-    what an Architect run published (its issues' URLs)."""
+    ``state`` is its ``RunEnd``: ``ready`` or ``merged`` (a Run's pull request), ``published``,
+    ``covered`` or ``skipped`` (an Architect run), ``failed``, ``interrupted`` or ``refused`` (a
+    Failed run), ``not claimed`` (another Run holds the issue, or it is no longer wanted:
+    nothing changed) or ``stopped`` (an error before anything was recorded: pre-flight, the
+    disk, the database). ``cause`` says why for every state but the successful ones;
+    ``published`` is what an Architect run published (its issues' URLs)."""
 
-    state: str
+    state: RunEnd
     exit_code: int
     run_id: int | None = None
     pull_request_url: str | None = None
@@ -37,16 +32,16 @@ class RunOutcome:
 
     @property
     def succeeded(self) -> bool:
-        return self.state in SUCCEEDED
+        return self.state in SUCCEEDED_ENDS
 
     @property
     def not_claimed(self) -> bool:
-        return self.state == "not claimed"
+        return self.state == RunEnd.NOT_CLAIMED
 
     @classmethod
     def of_error(cls, error: ThirdshiftError, run_id: int | None = None) -> RunOutcome:
         """The outcome of an error a Run stopped on before it could end on its own terms."""
-        state = "not claimed" if isinstance(error, NotClaimed) else "stopped"
+        state = RunEnd.NOT_CLAIMED if isinstance(error, NotClaimed) else RunEnd.STOPPED
         return cls(state, error.exit_code, run_id=run_id, cause=str(error))
 
 

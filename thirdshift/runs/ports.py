@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from thirdshift.git import ManagedClone
-from thirdshift.issue_url import IssueRef
+from thirdshift.issue_url import RunRef
 from thirdshift.records import (
     BlockingIssue,
     CheckRun,
@@ -40,16 +40,16 @@ from thirdshift.records import (
     RepoInfo,
     TextEdit,
 )
-from thirdshift.runs.review import FeedbackReads
+from thirdshift.runs.rules.review import FeedbackReads
 from thirdshift.sessions import Sessions
 
-CloneSource = Callable[[IssueRef, RepoInfo], ManagedClone]
+CloneSource = Callable[[RunRef, RepoInfo], ManagedClone]
 """The managed clone of the issue's repository (nothing is done until ``sync``)."""
 
 
 class Notifier(Protocol):
     """Where a Run's end (and a daemon's pass-over for permissions) is announced: the real one
-    (``thirdshift.notify.Notifier``) sends to every configured target; ``NO_NOTIFIER`` sends
+    (``thirdshift.notify.TargetNotifier``) sends to every configured target; ``NO_NOTIFIER`` sends
     nothing."""
 
     @property
@@ -91,14 +91,16 @@ class SessionSource(Protocol):
         """The Model sessions are asked to use (None: the Harness's own default)."""
         ...
 
-    def sessions(self, run_id: int, worktree: Path, ref: IssueRef) -> Sessions:
+    def sessions(self, run_id: int, worktree: Path, ref: RunRef) -> Sessions:
         """Sessions for Run ``run_id`` in ``worktree``: each recorded, each with its log."""
         ...
 
+    def key_problem(self) -> str | None:
+        """Why sessions cannot keep the model key outside the sandbox (adr/0038), or None."""
+
     def still_working_in(self, worktree: Path) -> tuple[int, ...]:
         """The processes still working in ``worktree`` (an earlier Run's agent that outlived
-        it, possible only without the Agent sandbox); a Run never makes a Worktree again over
-        them."""
+        it, only without the Agent sandbox); no Run makes a Worktree again over them."""
         ...
 
     def turn_ended(self, harness: str, log_path: Path) -> bool:

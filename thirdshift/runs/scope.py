@@ -1,11 +1,15 @@
-"""What one Run knows as it goes, in frozen values its steps take (adr/0031): the request,
-then what the branch choice found (``Found``), then the Run as recorded under its Lease
-(``RunScope``), and what the steps after the Claim have made so far (``Trail``, which the
-salvage reads when a step fails). A step takes the value of the point it runs at and returns
-what it made; none keeps state of its own between Runs."""
+"""What one Run is built from and knows as it goes, in frozen values (adr/0031). The composition
+root fills ``RunParts`` (the collaborators: settings, GitHub, the store, sessions, clones, the
+scrubber, the clock) and ``RunHooks`` (what the caller learns and controls while the Run goes:
+progress lines, the interrupt, URLs, who claims, a daemon's stop reason and Run ids,
+notifications). The steps take the request, then what the branch choice found (``Found``), then
+the Run as recorded under its Lease (``RunScope``), and what the steps after the Claim have made
+so far (``Trail``, which the salvage reads when a step fails). A step takes the value of the
+point it runs at and returns what it made; none keeps state of its own between Runs."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,11 +19,11 @@ from thirdshift.clock import Clock
 from thirdshift.git import ManagedClone, Worktree
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, PullRequestInfo, RepoInfo, Run
-from thirdshift.runs.branches import BranchChoice
 from thirdshift.runs.claims import Claim
 from thirdshift.runs.lease import LeaseKeeper
-from thirdshift.runs.ports import GitHubPort
-from thirdshift.runs.review import NO_FEEDBACK, Feedback
+from thirdshift.runs.ports import NO_NOTIFIER, CloneSource, GitHubPort, Notifier, SessionSource
+from thirdshift.runs.rules.branches import BranchChoice
+from thirdshift.runs.rules.review import NO_FEEDBACK, Feedback
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import Sessions
 from thirdshift.settings import Settings
@@ -154,3 +158,42 @@ class Trail:
     worktree: Worktree | None = None
     sessions: Sessions | None = None
     brief: Brief = field(default_factory=lambda: Brief("implement", ""))
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """A Run's collaborators. ``environ`` is the environment the root was given (pre-flight
+    looks for the Harness on its PATH)."""
+
+    settings: Settings
+    github: GitHubPort
+    store: Store
+    session_source: SessionSource
+    clones: CloneSource
+    environ: Mapping[str, str]
+    scrub: Scrubber
+    clock: Clock
+
+
+def _nothing(_run_id: int) -> None:
+    return None
+
+
+def _no_reason() -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """``interrupt`` is set on Ctrl-C or SIGTERM (and by a lost Lease): waits end and the
+    session stops. ``emit_url`` gets the pull request's (or published issue's) URL for stdout;
+    ``stopped_because`` says why a daemon stopped the Run; ``on_recorded`` learns the Run's id
+    as soon as it is recorded."""
+
+    progress: Callable[[str], None]
+    interrupt: threading.Event
+    emit_url: Callable[[str], None]
+    claimant: str = "thirdshift run"
+    stopped_because: Callable[[], str | None] = field(default=_no_reason)
+    on_recorded: Callable[[int], None] = field(default=_nothing)
+    notifier: Notifier = NO_NOTIFIER

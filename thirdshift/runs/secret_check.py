@@ -2,8 +2,9 @@
 
 Before every push of a Run (the takeover, each Repair round, the Failed run's salvage) the
 lines added by the commits since the Base branch are scanned, commit by commit (a secret added
-and removed again is still in history), for the values thirdshift knows are secret and for
-token shapes. A hit stops the push: the Run fails naming the file and line and the kind of
+and removed again is still in history), for the values thirdshift knows are secret, in their
+encoded forms too (base64, base32, hex, percent-encoded, reversed: adr/0043), and for token
+shapes. A hit stops the push: the Run fails naming the file and line and the kind of
 secret, never the value, and the work stays in the kept Worktree for a person to clean.
 
 The same commits may not add, change or remove a workflow file (``.github/workflows/**``,
@@ -24,8 +25,16 @@ SHOWN = 5
 
 
 class _Finding(Protocol):
+    """A secret found in a text: its kind and the span of its value (never the value)."""
+
     @property
     def kind(self) -> str: ...
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -53,12 +62,26 @@ class SecretInCommits(ThirdshiftError):
 def leaks_in(
     lines: Iterable[AddedLine], find: Callable[[str], Sequence[_Finding]]
 ) -> tuple[Leak, ...]:
-    """Each added line that holds a secret, once per line and kind, in commit order."""
-    found: list[Leak] = []
+    """Each added line that holds a secret, once per line and kind, in commit order. A secret
+    that runs on from one added line into the next (base64 wrapped at 76 columns, as ``base64``
+    writes it) is named at the line it starts on."""
+    found: dict[Leak, None] = {}
+    previous: AddedLine | None = None
     for added in lines:
-        kinds = sorted({finding.kind for finding in find(added.text)})
-        found.extend(Leak(added.path, added.line, added.commit, kind) for kind in kinds)
+        if previous is not None and _next_to(previous, added):
+            joined = previous.text + added.text
+            wrapped = (f for f in find(joined) if f.start < len(previous.text) < f.end)
+            for kind in sorted({finding.kind for finding in wrapped}):
+                found[Leak(previous.path, previous.line, previous.commit, kind)] = None
+        for kind in sorted({finding.kind for finding in find(added.text)}):
+            found[Leak(added.path, added.line, added.commit, kind)] = None
+        previous = added
     return tuple(found)
+
+
+def _next_to(first: AddedLine, second: AddedLine) -> bool:
+    """Is ``second`` the line right after ``first`` in the same file of the same commit?"""
+    return (first.commit, first.path, first.line + 1) == (second.commit, second.path, second.line)
 
 
 class WorkflowChangesRefused(ThirdshiftError):

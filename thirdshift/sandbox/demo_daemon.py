@@ -30,7 +30,7 @@ from thirdshift.console import format_duration
 from thirdshift.errors import SandboxError
 from thirdshift.records import Run, UsageTotal
 from thirdshift.report.reading import usage_by_run
-from thirdshift.runs import FAILED_STATES
+from thirdshift.run_states import FAILED_ENDS, RunKind, RunState
 from thirdshift.sandbox.client import SandboxClient
 from thirdshift.sandbox.demo import (
     CHECK_COMMAND,
@@ -148,7 +148,7 @@ class _Watch:
         while not self._stop.wait(self._setup.watch_seconds):
             runs = _latest_runs(self._world.settings, self._world.numbers)
             if len(runs) == len(self._world.numbers) and all(
-                run.state != "running" for run in runs.values()
+                run.state != RunState.RUNNING for run in runs.values()
             ):
                 self.summarize()
                 if self._setup.keep:
@@ -166,7 +166,7 @@ class _Watch:
                     self._emit(line)
                 ended = [runs.get(number) for number in self._world.numbers]
                 succeeded = all(
-                    r is not None and r.state not in {"running", *FAILED_STATES} for r in ended
+                    r is not None and r.state not in {RunState.RUNNING, *FAILED_ENDS} for r in ended
                 )
                 self._status = 0 if succeeded else 1
             return self._status
@@ -315,7 +315,7 @@ def _latest_runs(settings: Settings, numbers: Sequence[int]) -> dict[int, Run]:
     latest: dict[int, Run] = {}
     for run in runs:  # newest first
         if run.issue_number in numbers and run.kind != "architect" and run.parent_run_id is None:
-            latest.setdefault(run.issue_number, run)
+            latest.setdefault(run.issue, run)
     return latest
 
 
@@ -323,7 +323,7 @@ def _ticket_runs(store: Store, spec_run: Run) -> list[Run]:
     """A Spec run's Tickets, each by the Ticket Run that landed it, else its newest one in
     this Spec run, lowest Ticket first."""
     landed = store.landed_tickets(spec_run.repository, spec_run.issue_branch or "")
-    newest = {run.issue_number: run for run in store.ticket_runs(spec_run.id)}
+    newest = {run.issue: run for run in store.ticket_runs(spec_run.id)}
     return [landed.get(n) or newest[n] for n in sorted({*landed, *newest})]
 
 
@@ -334,7 +334,9 @@ def summary_lines(world: _DemoWorld, runs: dict[int, Run]) -> list[str]:
     """The summary table: a row per demo issue, its columns aligned."""
     store = Store.open(world.settings.effective_database_url)
     try:
-        tickets = {run.id: _ticket_runs(store, run) for run in runs.values() if run.kind == "spec"}
+        tickets = {
+            run.id: _ticket_runs(store, run) for run in runs.values() if run.kind == RunKind.SPEC
+        }
         shown = [*runs.values(), *(t for listed in tickets.values() for t in listed)]
         usage = usage_by_run(store, shown)
     finally:

@@ -29,7 +29,11 @@ Session log only."""
 class EventWriter:
     """Writes the events ``put`` to it through ``write`` (the store's ``add_session_events``
     for one session), from a daemon thread. ``warn`` hears once per outage that the store is
-    away, and once that it is back. ``put`` never raises and never waits for the store."""
+    away, and once that it is back. ``put`` never raises and never waits for the store.
+
+    A write that fails with an ``OSError`` (a full disk, an I/O error under the store) is not
+    tried again: the error is kept in ``failed``, for the session's owner to stop the session
+    on, and later events are counted, not written (adr/0041)."""
 
     def __init__(
         self,
@@ -52,6 +56,8 @@ class EventWriter:
         self._count = 0
         self.written = 0
         self.dropped = 0
+        self.failed: OSError | None = None
+        """The error of the write that failed for good, once one did."""
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -106,8 +112,11 @@ class EventWriter:
                     return
                 batch, self._queue = self._queue, []
                 self._in_flight = len(batch)
-            self._write_batch(batch)
+            if self.failed is None:
+                self._write_batch(batch)
             with self._lock:
+                if self.failed is not None:
+                    self.dropped += len(batch)
                 self._in_flight = 0
                 self._lock.notify_all()
 
@@ -125,6 +134,10 @@ class EventWriter:
                 self._sleep(backoff(attempt))
                 attempt += 1
                 continue
+            except OSError as error:
+                # Not the store being away: trying again fills the disk no less.
+                self.failed = error
+                return
             self.written += len(batch)
             if attempt:
                 self._warn("Session events recorded again: the store is back")

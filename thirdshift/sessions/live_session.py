@@ -3,6 +3,7 @@ see it: every stdout line (or cut line) they hand on goes to the Session log, sc
 its cap, then to the Harness's stream reader, whose progress lines are printed and whose Session
 events go to the session's event writer, numbered with the proxy's refusals; and what the
 session has cost so far is checked against the cost budgets, halting it once one is reached.
+The Session limit the watch of its cgroup met, if any, is kept with it too.
 
 ``CliOutside`` builds one ``LiveSession`` per session and reads its outcome back when the CLI is
 done.
@@ -12,13 +13,15 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
 from thirdshift.harnesses import CutLine, Harness, StreamReader
 from thirdshift.harnesses.egress import Refusal
+from thirdshift.harnesses.limits import LimitHit
 from thirdshift.records import SessionEvent, Usage, at_least
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions.event_writer import EventWriter
@@ -46,8 +49,9 @@ class Meter:
         # The most this session was measured at: the stream is the agent's to write into, so a
         # later figure never lowers one a budget was already checked against.
         self._counted = Usage()
-        # Set when the session reaches a cost budget: the supervisor then stops it as it stops
-        # an interrupted one (the Harness's signals, its grace), so nothing is cut short.
+        # Set when the session reaches a cost budget (or its files fail, ``LiveSession``): the
+        # supervisor then stops it as it stops an interrupted one (the Harness's signals, its
+        # grace), so nothing is cut short.
         self.halt = threading.Event()
         self.over: str | None = None
         """The budget the session reached, once it has."""
@@ -79,19 +83,41 @@ class Meter:
 
 class SessionLog:
     """The Session log of one session as it is written: each line scrubbed, kept up to its cap
-    (``session_log_cap_bytes``), then counted; ended with thirdshift's notes on the CLI."""
+    (``session_log_cap_bytes``), then counted; ended with thirdshift's notes on the CLI.
 
-    def __init__(self, log: BinaryIO, cap: int, scrub: Scrubber) -> None:
+    A write the file refuses (a full disk, an I/O error) raises nothing: it is kept in
+    ``failed``, and nothing more is written (adr/0041)."""
+
+    def __init__(self, log: BinaryIO, cap: int, scrub: Scrubber, where: Path | None = None) -> None:
         self._log = log
         self._kept = _LogCap(cap)
         self._scrub = scrub
+        self.where = where
+        """The directory the log is in, for a cause naming it."""
+        self.failed: OSError | None = None
+        """The error of the first write the file refused, once one was."""
+
+    @classmethod
+    @contextmanager
+    def opened(cls, path: Path, cap: int, scrub: Scrubber) -> Iterator[SessionLog]:
+        """The Session log at ``path``, appended to, closed at the end of the block. Raises
+        ``OSError`` when it cannot be opened; its closing raises nothing (what it could not
+        write is in ``failed`` already)."""
+        handle = path.open("ab")
+        log = cls(handle, cap, scrub, path.parent)
+        try:
+            yield log
+        finally:
+            try:
+                handle.close()
+            except OSError as error:  # the buffer a refused write left behind
+                log.failed = log.failed or error
 
     def keep(self, text: str) -> str | None:
         """Write one line; the warning to print when it is the first line past the cap."""
         data = self._scrub(text).encode() + b"\n"
         if self._kept.take(len(data)):
-            self._log.write(data)
-            self._log.flush()
+            self._write(data)
         elif self._kept.dropped_lines == 1:
             return (
                 f"the Session log reached its cap ({_size(self._kept.cap)}, "
@@ -105,7 +131,7 @@ class SessionLog:
         if stderr_tail.strip():
             # The CLI's own complaints (a bad key, a crash) belong with its stream.
             note = {"type": "thirdshift.stderr", "text": stderr_tail}
-            self._log.write(self._scrub(json.dumps(note)).encode() + b"\n")
+            self._write(self._scrub(json.dumps(note)).encode() + b"\n")
         kept = self._kept
         if kept.dropped_lines:
             capped = {
@@ -114,7 +140,18 @@ class SessionLog:
                 "dropped_lines": kept.dropped_lines,
                 "dropped_bytes": kept.dropped_bytes,
             }
-            self._log.write(json.dumps(capped).encode() + b"\n")
+            self._write(json.dumps(capped).encode() + b"\n")
+
+    def _write(self, data: bytes) -> None:
+        if self.failed is not None:
+            return
+        try:
+            self._log.write(data)
+            self._log.flush()
+        except OSError as error:
+            # Raised here it would reach the process supervisor, which kills the CLI at once;
+            # the session's owner stops it with its stop signals instead.
+            self.failed = error
 
 
 class LiveSession:
@@ -146,6 +183,12 @@ class LiveSession:
         # The stream's events and the egress proxy's refusals share one numbering: the proxy
         # reports from its own thread.
         self._numbering = _Numbering()
+        self.file_failure: FileFailure | None = None
+        """What stopped the session when its Session log or its events could not be written."""
+        self.proxy_failure: str | None = None
+        """Why the session's egress proxy stopped, when it did (the session is halted)."""
+        self.limit_hit: LimitHit | None = None
+        """The Session limit the session met, once its watch has ended (it halted it)."""
 
     def on_line(self, line: bytes) -> None:
         self._keep(line.decode("utf-8", "replace"))
@@ -187,14 +230,56 @@ class LiveSession:
             ]
         )
 
+    def proxy_failed(self, why: str) -> None:
+        """The session's egress proxy stopped (adr/0040): without it the agent has no network,
+        so the session is halted, and only this session."""
+        if self.proxy_failure is not None:
+            return
+        self.proxy_failure = why
+        self._progress(f"{self._kind}: {why}; stopping the session")
+        self.meter.halt.set()
+
+    def limits_watched(self, hit: LimitHit | None) -> None:
+        """The watch of the session's limits ended, with the limit it met (None: none)."""
+        self.limit_hit = hit
+
     def _keep(self, text: str) -> None:
         if (warning := self.log.keep(text)) is not None:
             self._progress(f"{self._kind}: {warning}")
+        self._stop_on_file_error()
 
     def _record(self, events: Sequence[SessionEvent]) -> None:
         self._writer.put(
             [_scrubbed(replace(e, seq=self._numbering.next()), self._scrub) for e in events]
         )
+        self._stop_on_file_error()
+
+    def _stop_on_file_error(self) -> None:
+        """Once the Session log or the event writer meets a file error, the session is halted
+        (the supervisor stops the CLI with its stop signals): a session nobody can record is
+        not worth its cost, and on a full disk the agent cannot work anyway (adr/0041)."""
+        if self.file_failure is not None:
+            return
+        if self.log.failed is not None:
+            failure = FileFailure("writing the Session log", self.log.failed, self.log.where)
+        elif self._writer.failed is not None:
+            failure = FileFailure("writing the Session events", self._writer.failed, None)
+        else:
+            return
+        self.file_failure = failure
+        reason = failure.error.strerror or failure.error.__class__.__name__
+        self._progress(f"{self._kind}: {failure.doing} failed ({reason}); stopping the session")
+        self.meter.halt.set()
+
+
+@dataclass(frozen=True)
+class FileFailure:
+    """A file a session writes through refused a write: what was being written, and why."""
+
+    doing: str
+    error: OSError
+    where: Path | None
+    """The directory at fault, when known."""
 
 
 def _scrubbed(event: SessionEvent, scrub: Scrubber) -> SessionEvent:

@@ -8,8 +8,16 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from thirdshift.records import RepoInfo
-from thirdshift.runs.label_looks import IN_PROGRESS_LOOK, MERGE_LOOK, READY_LOOK
-from thirdshift.runs.plans import IDEA_LABEL, LABEL_COLORS, LABEL_WORDS, PLAN_LABEL, TRIAGE_LABEL
+from thirdshift.runs.rules import (
+    IDEA_LABEL,
+    IN_PROGRESS_LOOK,
+    LABEL_COLORS,
+    LABEL_WORDS,
+    MERGE_LOOK,
+    PLAN_LABEL,
+    READY_LOOK,
+    TRIAGE_LABEL,
+)
 from thirdshift.settings import Settings
 
 
@@ -50,7 +58,7 @@ class LabelWrites(Protocol):
 def thirdshift_labels(settings: Settings) -> tuple[LabelSpec, ...]:
     """Every label thirdshift reads or writes on issues, as ``settings`` names them, each once
     (GitHub's label names ignore case). The colours and words are those the Claim, the Base fix
-    and the Architect run give the labels they make themselves (``runs.label_looks``)."""
+    and the Architect run give the labels they make themselves (``runs.rules.label_looks``)."""
     labels = (
         LabelSpec(settings.ready_label, READY_LOOK.color, READY_LOOK.description),
         LabelSpec(settings.in_progress_label, IN_PROGRESS_LOOK.color, IN_PROGRESS_LOOK.description),

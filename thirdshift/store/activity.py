@@ -11,7 +11,7 @@ from thirdshift.store.rows import activity_record as _activity
 from thirdshift.store.tables import ActivityRow, RepositoryRow
 
 
-class ActivityLog(StoreBase):
+class ActivityStore(StoreBase):
     """The ``activity`` rows."""
 
     def add_activity(

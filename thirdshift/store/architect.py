@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlmodel import col, select
 
 from thirdshift.records import KeptResult, Lease, Repository
+from thirdshift.run_states import RunKind
 from thirdshift.store.base import StoreBase, check_run_columns, held_by
 from thirdshift.store.tables import ClaimRow, RunRow
 
@@ -18,7 +19,7 @@ class ArchitectResults(StoreBase):
     """The Architect columns of the ``runs`` rows."""
 
     def architect_result(self, run_id: int) -> str | None:
-        """The result an Architect run kept (``thirdshift.runs.plans.result_to_json``)."""
+        """The result an Architect run kept (``thirdshift.runs.rules.plans.result_to_json``)."""
         with self._session() as session:
             row = session.get(RunRow, run_id)
             return None if row is None else row.architect_result
@@ -74,7 +75,7 @@ class ArchitectResults(StoreBase):
                 select(RunRow.started_at, RunRow.published)
                 .where(
                     RunRow.repository_id == repository.id,
-                    RunRow.kind == "architect",
+                    RunRow.kind == RunKind.ARCHITECT,
                     col(RunRow.published).is_not(None),
                     RunRow.published != "",
                     # A plan is completed within days of its first part, never a month later.

@@ -19,6 +19,7 @@ from sqlmodel import Session, col
 from thirdshift.clock import Clock, SystemClock
 from thirdshift.errors import StoreError
 from thirdshift.records import Lease, Repository
+from thirdshift.store.rows import issue_key
 from thirdshift.store.rows import repository_record as _repository
 from thirdshift.store.tables import ClaimRow, RepositoryRow, RunRow
 
@@ -83,7 +84,7 @@ def held_by(lease: Lease) -> tuple[Any, ...]:
     token. Every write made under a Lease matches on both (ADR 0003)."""
     return (
         col(ClaimRow.repository_id) == lease.repository_id,
-        col(ClaimRow.issue_number) == lease.issue_number,
+        col(ClaimRow.issue_number) == issue_key(lease.issue_number),
         col(ClaimRow.owner) == lease.owner,
         col(ClaimRow.fencing_token) == lease.fencing_token,
     )

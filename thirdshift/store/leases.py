@@ -11,6 +11,7 @@ from sqlmodel import col, select
 
 from thirdshift.records import Lease, Repository, Run
 from thirdshift.store.base import RELEASED, StoreBase, held_by, insert_for
+from thirdshift.store.rows import issue_key
 from thirdshift.store.rows import lease_record as _lease
 from thirdshift.store.tables import ClaimRow
 
@@ -23,7 +24,7 @@ class Leases(StoreBase):
     def acquire_lease(
         self,
         repository: Repository,
-        issue_number: int,
+        issue_number: int | None,
         owner: str,
         ttl: timedelta,
         *,
@@ -37,7 +38,7 @@ class Leases(StoreBase):
         def statement(now: datetime) -> Any:
             insert = insert_for(self.dialect, ClaimRow).values(
                 repository_id=repository.id,
-                issue_number=issue_number,
+                issue_number=issue_key(issue_number),
                 owner=owner,
                 fencing_token=1,
                 acquired_at=now,
@@ -120,19 +121,19 @@ class Leases(StoreBase):
         lease = self.lease_of(run.repository, run.issue_number)
         return lease is not None and lease.run_id == run.id and self.lease_held(lease)
 
-    def lease_of(self, repository: Repository, issue_number: int) -> Lease | None:
+    def lease_of(self, repository: Repository, issue_number: int | None) -> Lease | None:
         with self._session() as session:
             row = session.exec(
                 select(ClaimRow).where(
                     ClaimRow.repository_id == repository.id,
-                    ClaimRow.issue_number == issue_number,
+                    ClaimRow.issue_number == issue_key(issue_number),
                     ClaimRow.owner != RELEASED,
                 )
             ).first()
             return None if row is None else _lease(row.model_dump())
 
     def unrecorded_claim(
-        self, repository: Repository, issue_number: int, *, now: datetime | None = None
+        self, repository: Repository, issue_number: int | None, *, now: datetime | None = None
     ) -> Lease | None:
         """The issue's Lease when its holder died between taking it and recording a Run (never
         released, run out, no Run attached): its Claim on GitHub may be half made."""
@@ -141,7 +142,7 @@ class Leases(StoreBase):
             row = session.exec(
                 select(ClaimRow).where(
                     ClaimRow.repository_id == repository.id,
-                    ClaimRow.issue_number == issue_number,
+                    ClaimRow.issue_number == issue_key(issue_number),
                     ClaimRow.owner != RELEASED,
                     col(ClaimRow.run_id).is_(None),
                     col(ClaimRow.expires_at) <= now,

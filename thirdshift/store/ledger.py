@@ -12,6 +12,7 @@ from sqlmodel import col, select
 from thirdshift.errors import StoreError
 from thirdshift.records import Usage, UsageTotal, add_usage
 from thirdshift.store.base import StoreBase
+from thirdshift.store.rows import NO_ISSUE
 from thirdshift.store.tables import RepositoryRow, RunRow, SessionRow
 
 
@@ -110,8 +111,8 @@ class UsageLedger(StoreBase):
                 place = f"{repo_owner}/{repo_name}"
                 if by == "run":
                     key = f"{run_id}"
-                    what = "Architect run" if issue_number == 0 else f"#{issue_number}"
-                    label = f"Run {run_id} ({place}{' ' if issue_number == 0 else ''}{what})"
+                    what = "Architect run" if issue_number == NO_ISSUE else f"#{issue_number}"
+                    label = f"Run {run_id} ({place}{' ' if issue_number == NO_ISSUE else ''}{what})"
                 elif by == "repository":
                     key = label = place
                 else:

@@ -13,7 +13,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from thirdshift.clock import Clock
 from thirdshift.errors import StoreError
 from thirdshift.records import DatabaseRole, Run, SessionHistory
-from thirdshift.store.activity import ActivityLog
+from thirdshift.run_states import RunState
+from thirdshift.store.activity import ActivityStore
 from thirdshift.store.architect import ArchitectResults
 from thirdshift.store.base import first_line, redact_url
 from thirdshift.store.engine import STALL_SECONDS, make_engine, upgrade
@@ -22,17 +23,17 @@ from thirdshift.store.leases import Leases
 from thirdshift.store.ledger import UsageLedger
 from thirdshift.store.repositories import Repositories
 from thirdshift.store.runs import Runs
-from thirdshift.store.sessions import Sessions
+from thirdshift.store.sessions import SessionStore
 from thirdshift.store.spec import SpecRecords
 
 
 class Store(
     Repositories,
     Runs,
-    Sessions,
+    SessionStore,
     UsageLedger,
     Leases,
-    ActivityLog,
+    ActivityStore,
     ReviewFeedback,
     ArchitectResults,
     SpecRecords,
@@ -129,6 +130,6 @@ class Store(
 def _outcome_of(run: Run) -> str:
     """How a Run ended, for a preamble: ``ended failed: <cause>``, or that it stopped without
     recording an ending (its process died)."""
-    if run.state in ("running", "crashed"):
+    if run.state in (RunState.RUNNING, RunState.CRASHED):
         return "stopped without recording how it ended (its process died)"
     return f"ended {run.state}" + (f": {run.cause}" if run.cause else "")

@@ -7,7 +7,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 from thirdshift.records import Activity, Lease, Repository, Run, SessionRecord, Usage
+from thirdshift.run_states import RunKind, RunState
 from thirdshift.store.tables import ActivityRow, RepositoryRow, RunRow, SessionRow
+
+NO_ISSUE = 0
+"""The ``issue_number`` column's value for an Architect run's row and Lease, which have no
+issue (the records carry None). The column has been NOT NULL since the first tables, and SQLite
+relaxes that only by copying ``runs``, which would break the sessions' keys; GitHub numbers
+issues from 1, so 0 is no issue's (adr/0044)."""
+
+
+def issue_key(issue_number: int | None) -> int:
+    """The ``issue_number`` column's value for an issue, or for a Run without one."""
+    return NO_ISSUE if issue_number is None else issue_number
+
+
+def issue_of(key: int) -> int | None:
+    """The issue an ``issue_number`` column's value names: None for an Architect run's."""
+    return None if key == NO_ISSUE else key
 
 
 def repository_record(row: RepositoryRow) -> Repository:
@@ -20,9 +37,9 @@ def run_record(row: RunRow, repository: Repository) -> Run:
     return Run(
         id=row.id,
         repository=repository,
-        issue_number=row.issue_number,
-        kind=row.kind,
-        state=row.state,
+        issue_number=issue_of(row.issue_number),
+        kind=RunKind(row.kind),
+        state=RunState(row.state),
         base_branch=row.base_branch,
         issue_branch=row.issue_branch,
         head_sha=row.head_sha,
@@ -83,7 +100,7 @@ def lease_record(row: Any) -> Lease:
 
     return Lease(
         repository_id=row["repository_id"],
-        issue_number=row["issue_number"],
+        issue_number=issue_of(row["issue_number"]),
         owner=row["owner"],
         fencing_token=row["fencing_token"],
         run_id=row["run_id"],

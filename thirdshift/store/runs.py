@@ -12,7 +12,9 @@ from sqlmodel import col, select
 
 from thirdshift.errors import StoreError
 from thirdshift.records import Lease, Repository, Run
+from thirdshift.run_states import RunKind, RunState
 from thirdshift.store.base import RELEASED, StoreBase, check_run_columns, held_by
+from thirdshift.store.rows import issue_key
 from thirdshift.store.rows import repository_record as _repository
 from thirdshift.store.rows import run_record as _run
 from thirdshift.store.tables import ClaimRow, RepositoryRow, RunRow, SessionRow
@@ -21,7 +23,7 @@ from thirdshift.store.tables import ClaimRow, RepositoryRow, RunRow, SessionRow
 class Runs(StoreBase):
     """The ``runs`` rows, but for what an Architect run keeps (``architect``)."""
 
-    def start_run(self, repository: Repository, issue_number: int, **fields: Any) -> Run:
+    def start_run(self, repository: Repository, issue_number: int | None, **fields: Any) -> Run:
         """Record a new Run (``kind``, ``base_branch``, ``issue_branch``, ``harness``,
         ``model``; a Ticket Run's ``parent_run_id``) with no Lease."""
         started = self._start_run(repository, issue_number, None, **fields)
@@ -29,7 +31,7 @@ class Runs(StoreBase):
         return started
 
     def start_run_under(
-        self, lease: Lease, repository: Repository, issue_number: int, **fields: Any
+        self, lease: Lease, repository: Repository, issue_number: int | None, **fields: Any
     ) -> Run | None:
         """Record a new Run and attach it to ``lease`` in one transaction, only while the
         Lease is still held: None (nothing recorded) when it was lost, so a Run paused past
@@ -39,10 +41,10 @@ class Runs(StoreBase):
     def _start_run(
         self,
         repository: Repository,
-        issue_number: int,
+        issue_number: int | None,
         lease: Lease | None,
         *,
-        kind: str = "run",
+        kind: RunKind = RunKind.DELIVERY,
         base_branch: str | None = None,
         issue_branch: str | None = None,
         harness: str | None = None,
@@ -61,9 +63,9 @@ class Runs(StoreBase):
                     lease.fencing_token if lease is not None and architect_result else None
                 ),
                 repository_id=repository.id,
-                issue_number=issue_number,
+                issue_number=issue_key(issue_number),
                 kind=kind,
-                state="running",
+                state=RunState.RUNNING,
                 base_branch=base_branch,
                 issue_branch=issue_branch,
                 harness=harness,
@@ -98,7 +100,7 @@ class Runs(StoreBase):
             session.commit()
             return _run(row, self._repository(session, row.repository_id))
 
-    def finish_run(self, run_id: int, state: str, **fields: Any) -> Run:
+    def finish_run(self, run_id: int, state: RunState, **fields: Any) -> Run:
         return self.update_run(run_id, state=state, ended_at=self._clock.now(), **fields)
 
     def get_run(self, run_id: int) -> Run | None:
@@ -109,7 +111,7 @@ class Runs(StoreBase):
             return _run(row, self._repository(session, row.repository_id))
 
     def list_runs(
-        self, *, limit: int = 50, state: str | None = None, repository: str | None = None
+        self, *, limit: int = 50, state: RunState | None = None, repository: str | None = None
     ) -> list[Run]:
         """The newest Runs first; only those in ``state`` and of ``repository`` (OWNER/NAME,
         whatever its case) when given."""
@@ -143,7 +145,7 @@ class Runs(StoreBase):
                 select(RunRow)
                 .where(
                     RunRow.repository_id == run.repository.id,
-                    RunRow.issue_number == run.issue_number,
+                    RunRow.issue_number == issue_key(run.issue_number),
                     col(RunRow.id) < run.id,
                 )
                 .order_by(col(RunRow.id).desc())
@@ -151,12 +153,15 @@ class Runs(StoreBase):
             ).all()
             return [_run(row, run.repository) for row in rows]
 
-    def latest_run(self, repository: Repository, issue_number: int) -> Run | None:
+    def latest_run(self, repository: Repository, issue_number: int | None) -> Run | None:
         """The newest Run on the issue, or None."""
         with self._session() as session:
             row = session.exec(
                 select(RunRow)
-                .where(RunRow.repository_id == repository.id, RunRow.issue_number == issue_number)
+                .where(
+                    RunRow.repository_id == repository.id,
+                    RunRow.issue_number == issue_key(issue_number),
+                )
                 .order_by(col(RunRow.id).desc())
                 .limit(1)
             ).first()
@@ -171,7 +176,7 @@ class Runs(StoreBase):
             session.commit()
 
     def recorded_heads(
-        self, repository: Repository, issue_number: int, branch: str
+        self, repository: Repository, issue_number: int | None, branch: str
     ) -> frozenset[str]:
         """Every head thirdshift recorded for ``branch`` of the issue: each Run's last head
         along the way and the head it ended at. Only these are adopted from a kept Worktree."""
@@ -179,7 +184,7 @@ class Runs(StoreBase):
             rows = session.execute(
                 sa.select(col(RunRow.branch_head), col(RunRow.head_sha)).where(
                     col(RunRow.repository_id) == repository.id,
-                    col(RunRow.issue_number) == issue_number,
+                    col(RunRow.issue_number) == issue_key(issue_number),
                     col(RunRow.issue_branch) == branch,
                 )
             ).all()
@@ -194,7 +199,7 @@ class Runs(StoreBase):
                 sa.update(RunRow)
                 .where(
                     col(RunRow.id) == run_id,
-                    col(RunRow.state) != "running",
+                    col(RunRow.state) != RunState.RUNNING,
                     col(RunRow.notified_at).is_(None),
                 )
                 .values(notified_at=self._clock.now())
@@ -221,7 +226,7 @@ class Runs(StoreBase):
                 )
                 .where(
                     RunRow.repository_id == repository.id,
-                    RunRow.state == "running",
+                    RunRow.state == RunState.RUNNING,
                     sa.or_(
                         col(claim.id).is_(None),
                         col(claim.expires_at) <= now,
@@ -242,8 +247,8 @@ class Runs(StoreBase):
             now = self._clock.now()
             result = session.execute(
                 sa.update(RunRow)
-                .where(col(RunRow.id) == run_id, col(RunRow.state) == "running")
-                .values(state="crashed", cause=cause, ended_at=now)
+                .where(col(RunRow.id) == run_id, col(RunRow.state) == RunState.RUNNING)
+                .values(state=RunState.CRASHED, cause=cause, ended_at=now)
             )
             ended = bool(result.rowcount)  # type: ignore[attr-defined]
             if ended:

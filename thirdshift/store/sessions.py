@@ -14,7 +14,7 @@ from thirdshift.store.rows import session_record as _session_record
 from thirdshift.store.tables import SessionEventRow, SessionRow
 
 
-class Sessions(StoreBase):
+class SessionStore(StoreBase):
     """The ``sessions`` and ``session_events`` rows."""
 
     def start_session(

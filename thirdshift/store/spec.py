@@ -11,6 +11,7 @@ from sqlmodel import col, select
 
 from thirdshift.errors import StoreError
 from thirdshift.records import Repository, Run
+from thirdshift.run_states import RunKind, RunState
 from thirdshift.store.base import StoreBase
 from thirdshift.store.rows import run_record as _run
 from thirdshift.store.tables import RunRow
@@ -79,20 +80,25 @@ class SpecRecords(StoreBase):
             row = session.get(RunRow, parent)
             return None if row is None else _run(row, self._repository(session, row.repository_id))
 
-    def unlanded_ticket_runs(self, repository: Repository, spec_branch: str) -> list[Run]:
+    def unlanded_ticket_runs(
+        self, repository: Repository, spec_branch: str, *, besides: int | None = None
+    ) -> list[Run]:
         """The Ticket Runs into ``spec_branch`` that recorded no landing though they may have
-        merged: ended as succeeded (a Merge run succeeds only merged) or crashed, with a pull
-        request. A crash between GitHub's merge and the record leaves one, oldest first."""
+        merged: succeeded (a Merge run succeeds only merged), crashed, or still ``running``
+        (dead or not), with a pull request; not those of Spec run ``besides`` (a Spec run
+        records its own). A crash between GitHub's merge and the record leaves one, oldest
+        first."""
+        parent = col(RunRow.parent_run_id)
         with self._session() as session:
             rows = session.exec(
                 select(RunRow)
                 .where(
                     RunRow.repository_id == repository.id,
                     RunRow.base_branch == spec_branch,
-                    col(RunRow.parent_run_id).is_not(None),
+                    parent.is_not(None) if besides is None else parent != besides,
                     col(RunRow.landed_sha).is_(None),
                     col(RunRow.pull_request_number).is_not(None),
-                    col(RunRow.state).in_(("succeeded", "crashed")),
+                    col(RunRow.state).in_((RunState.SUCCEEDED, RunState.CRASHED, RunState.RUNNING)),
                 )
                 .order_by(col(RunRow.id))
             ).all()
@@ -111,8 +117,8 @@ class SpecRecords(StoreBase):
                 select(RunRow)
                 .where(
                     col(RunRow.id).in_(newest),
-                    RunRow.kind == "spec",
-                    col(RunRow.state).in_(("running", "crashed")),
+                    RunRow.kind == RunKind.SPEC,
+                    col(RunRow.state).in_((RunState.RUNNING, RunState.CRASHED)),
                 )
                 .order_by(col(RunRow.issue_number))
             ).all()

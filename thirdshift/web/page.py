@@ -21,6 +21,7 @@ from thirdshift.errors import StoreError, UsageError
 from thirdshift.harnesses import harness_named
 from thirdshift.records import Lease, Run, SessionRecord, UsageTotal
 from thirdshift.report.shapes import lease_shape, run_shape
+from thirdshift.run_states import RunKind, RunState
 from thirdshift.runs import spec_ticket_lines
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
@@ -35,7 +36,7 @@ PAGE_VERSION = 1
 
 
 @dataclass(frozen=True)
-class RunView:
+class PageRun:
     """One Run as the page shows it: the Run, its ledger total, its last session's kind and,
     while it matters, that session's last condensed lines."""
 
@@ -57,7 +58,7 @@ class RunView:
         return self.run.repository.full_name
 
     @property
-    def issue_number(self) -> int:
+    def issue_number(self) -> int | None:
         return self.run.issue_number
 
     @property
@@ -65,7 +66,7 @@ class RunView:
         return self.run.subject
 
     @property
-    def state(self) -> str:
+    def state(self) -> RunState:
         return self.run.state
 
     @property
@@ -81,7 +82,7 @@ class RunView:
         return self.run.parent_run_id
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> RunKind:
         return self.run.kind
 
     @property
@@ -105,13 +106,13 @@ class LeaseView:
     lease: Lease
 
     @property
-    def issue_number(self) -> int:
+    def issue_number(self) -> int | None:
         return self.lease.issue_number
 
     @property
     def subject(self) -> str:
         """``owner/name#n``, or the repository's Architect Lease (number 0: no issue)."""
-        if self.lease.issue_number == 0:
+        if self.lease.issue_number is None:
             return f"{self.repository} (Architect run)"
         return f"{self.repository}#{self.lease.issue_number}"
 
@@ -134,9 +135,9 @@ class Page:
 
     generated_at: datetime
     daemon: DaemonState | None
-    in_flight: tuple[RunView, ...]
-    recent: tuple[RunView, ...]
-    failures: tuple[RunView, ...]
+    in_flight: tuple[PageRun, ...]
+    recent: tuple[PageRun, ...]
+    failures: tuple[PageRun, ...]
     leases: tuple[LeaseView, ...]
     cost_today_usd: float
     unpriced_today: int
@@ -249,12 +250,12 @@ class StorePageSource:
 
     def _build(self) -> Page:
         now = datetime.now(UTC)
-        running = self._store.list_runs(state="running", limit=50)
-        ended = [run for run in self._store.list_runs(limit=200) if run.state != "running"]
+        running = self._store.list_runs(state=RunState.RUNNING, limit=50)
+        ended = [run for run in self._store.list_runs(limit=200) if run.state != RunState.RUNNING]
         failures = [
             run
             for run in ended
-            if run.state in ("failed", "crashed")
+            if run.state in (RunState.FAILED, RunState.CRASHED)
             and run.ended_at is not None
             and now - run.ended_at < timedelta(days=1)
         ][:RECENT_RUNS]
@@ -290,18 +291,18 @@ class StorePageSource:
 
     def _view(
         self, run: Run, usage: dict[int, UsageTotal], now: datetime, *, with_log: bool
-    ) -> RunView:
+    ) -> PageRun:
         sessions = self._store.run_sessions(run.id)
         last: SessionRecord | None = sessions[-1] if sessions else None
         lines: tuple[str, ...] = ()
         if with_log and last is not None:
             lines = condensed_tail(Path(last.log_path), last.harness, self._scrub)
         end = run.ended_at or now
-        return RunView(
+        return PageRun(
             run=run,
             usage=usage.get(run.id),
             duration=format_duration((end - run.started_at).total_seconds()),
             session=last.kind if last else None,
             last_lines=lines,
-            tickets=spec_ticket_lines(run, self._store) if run.kind == "spec" else (),
+            tickets=spec_ticket_lines(run, self._store) if run.kind == RunKind.SPEC else (),
         )

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from thirdshift.defang import defanged_title
 from thirdshift.errors import ThirdshiftError
 from thirdshift.records import IssueInfo
-from thirdshift.runs.base_fixes import base_fix_body, base_fix_marker
-from thirdshift.runs.label_looks import MERGE_LOOK
 from thirdshift.runs.ports import GitHubPort
-from thirdshift.runs.repair_loop import InheritedFailure
-from thirdshift.runs.roles import same_login
+from thirdshift.runs.rules.base_fixes import base_fix_body, base_fix_marker
+from thirdshift.runs.rules.label_looks import MERGE_LOOK
+from thirdshift.runs.rules.repair_loop import InheritedFailure
+from thirdshift.runs.rules.roles import same_login
 from thirdshift.runs.scope import RunScope, Say
 from thirdshift.settings import Settings
 

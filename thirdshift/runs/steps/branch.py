@@ -9,10 +9,11 @@ from pathlib import Path
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.git import ManagedClone
+from thirdshift.home import Home
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, PullRequestInfo, RepoInfo
-from thirdshift.runs.branches import branch_name, branch_number, choose_issue_branch
 from thirdshift.runs.ports import CloneSource, PullRequests
+from thirdshift.runs.rules.branches import branch_name, branch_number, choose_issue_branch
 from thirdshift.runs.scope import Found, Say
 
 
@@ -55,7 +56,7 @@ class BranchChoiceStep:
             base = choice.open_pull.base_ref
         # GitHub's own spelling: an Issue URL in another case is the same repository, with the
         # same Worktrees (a daemon looks for kept ones by that spelling too).
-        path = self.home / "worktrees" / f"{repo.owner}-{repo.name}-{choice.branch}"
+        path = Home(self.home).worktree(repo.owner, repo.name, choice.branch)
         return Found(ref, repo, issue, clone, remote, choice, base, path)
 
     def again(self, found: Found) -> Found:

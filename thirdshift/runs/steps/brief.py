@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 from thirdshift.git import Worktree
 from thirdshift.records import Comment, PullRequestInfo, Run
+from thirdshift.run_states import RunState
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.runs.failed_run import COMMENT_MARKER
-from thirdshift.runs.prompts import SPEC_REVIEW, cut_bytes, implement_prompt, trusted_comments
-from thirdshift.runs.review import NO_FEEDBACK, Feedback, review_prompt
-from thirdshift.runs.roles import Roles, same_login
+from thirdshift.runs.rules.prompts import SPEC_REVIEW, cut_bytes, implement_prompt, trusted_comments
+from thirdshift.runs.rules.review import NO_FEEDBACK, Feedback, review_prompt
+from thirdshift.runs.rules.roles import Roles, same_login
 from thirdshift.runs.scope import Brief, RunScope, Say
 from thirdshift.scrub import Scrubber
 from thirdshift.sessions import EVENTS_IN_RESUME, follow_up_preamble
@@ -138,7 +139,7 @@ class BriefStep:
             cap = self.settings.follow_up_preamble_tokens
             return self.scrub(follow_up_preamble(history, cap_tokens=cap))
         last = earlier[0]  # it ran no session: how it ended is all there is
-        if last.state in ("running", "crashed"):  # it never recorded an ending itself
+        if last.state in (RunState.RUNNING, RunState.CRASHED):  # it never recorded an ending itself
             ending = "The earlier Run stopped without recording how it ended (its process died)"
         else:
             ending = f"The earlier Run ended {last.state}" + (

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from thirdshift.errors import NotClaimed, ThirdshiftError
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, Lease, Repository, Run
-from thirdshift.runs.approval import text_sha256
+from thirdshift.run_states import RunKind
 from thirdshift.runs.claims import CLAIM_MARKER, Claim
-from thirdshift.runs.label_looks import IN_PROGRESS_LOOK
 from thirdshift.runs.ports import IssueLabels, MarkedComments, SessionSource
+from thirdshift.runs.rules.approval import text_sha256
+from thirdshift.runs.rules.label_looks import IN_PROGRESS_LOOK
 from thirdshift.runs.scope import Found, RunRequest, RunScope, Say
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings
@@ -77,7 +78,7 @@ class ClaimStep:
                 lease,
                 repository,
                 ref.number,
-                kind="merge" if request.merge else "run",
+                kind=RunKind.MERGE if request.merge else RunKind.DELIVERY,
                 base_branch=found.base,
                 issue_branch=found.choice.branch,
                 harness=self.source.harness_name,
@@ -184,7 +185,7 @@ def claim_comment(
     """The Claim's one marked comment: who works on the issue, as which Run, on which branch.
     A later Run edits it, so an issue never collects one per Run."""
     if rescue_of is not None:
-        how = f", taking over from Run {rescue_of}, which crashed"
+        how = f", as a Rescue of Run {rescue_of}, which crashed"
     elif continuation:
         how = ", continuing the work already on that branch"
     else:

@@ -9,8 +9,8 @@ from typing import Protocol
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo, Repository
 from thirdshift.runs.ports import Identity
-from thirdshift.runs.review import NO_FEEDBACK, Feedback, FeedbackReads, read_feedback
-from thirdshift.runs.roles import Roles
+from thirdshift.runs.rules.review import NO_FEEDBACK, Feedback, FeedbackReads, read_feedback
+from thirdshift.runs.rules.roles import Roles
 from thirdshift.runs.scope import Say
 from thirdshift.settings import Settings
 from thirdshift.store import Store

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from thirdshift.errors import ThirdshiftError
 from thirdshift.git import Worktree
 from thirdshift.records import PullRequestInfo, Run
+from thirdshift.run_states import RunEnd, RunState
 from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome, checks_line
-from thirdshift.runs.post_mortem import RunEnd
-from thirdshift.runs.prompts import PULL_REQUEST_FILE, pull_request_text
-from thirdshift.runs.repair_loop import LoopResult
+from thirdshift.runs.rules.post_mortem import AnnouncedEnd
+from thirdshift.runs.rules.prompts import PULL_REQUEST_FILE, pull_request_text
+from thirdshift.runs.rules.repair_loop import LoopResult
 from thirdshift.runs.scope import RunScope, RunTools, Say
 from thirdshift.store import Store
 
@@ -29,7 +30,7 @@ def record_end(
 ) -> None:
     """Record ``run``'s end; a failure is a warning (``what`` names the record in it)."""
     try:
-        retry(lambda: store.finish_run(run.id, "succeeded", **fields))
+        retry(lambda: store.finish_run(run.id, RunState.SUCCEEDED, **fields))
     except ThirdshiftError as problem:  # an interrupt included
         say(f"warning: could not record {what}: {problem}")
 
@@ -121,10 +122,10 @@ class FinishStep:
         )
 
     def announce(self, scope: RunScope, pull: PullRequestInfo, result: LoopResult) -> RunOutcome:
-        state = "merged" if result.merged else "ready"
+        state = RunEnd.MERGED if result.merged else RunEnd.READY
         self.say(f"pull request {pull.html_url} is {state}")
         self.emit_url(pull.html_url)
-        end = RunEnd(scope.issue.html_url, state, pull_request_url=pull.html_url)
+        end = AnnouncedEnd(scope.issue.html_url, state, pull_request_url=pull.html_url)
         self.announcer.announce(scope.record, end)
         return RunOutcome(
             state,

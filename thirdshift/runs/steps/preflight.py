@@ -11,7 +11,7 @@ from thirdshift.errors import ThirdshiftError
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, RepoInfo
 from thirdshift.runs.ports import Identity, IssueLabels, SessionSource
-from thirdshift.runs.roles import PERMISSIONS_THAT_PUSH, token_role
+from thirdshift.runs.rules.roles import PERMISSIONS_THAT_PUSH, token_role
 
 
 class PreflightReads(Identity, IssueLabels, Protocol):
@@ -34,6 +34,8 @@ def check_harness_and_token(
             f"{source.executable} (the {source.harness_name} Harness) is not on PATH; "
             "install it or choose another with --harness"
         )
+    if (problem := source.key_problem()) is not None:
+        raise ThirdshiftError(problem)
     login = github.authenticated_login()
     permission = token_role(github, owner, name, login)
     if permission not in PERMISSIONS_THAT_PUSH:

@@ -10,8 +10,8 @@ from thirdshift.git import Worktree
 from thirdshift.records import PullRequestInfo
 from thirdshift.runs.outcome import checks_line
 from thirdshift.runs.ports import MarkedComments
-from thirdshift.runs.repair_loop import LoopResult
-from thirdshift.runs.review import reply_marker, review_reply
+from thirdshift.runs.rules.repair_loop import LoopResult
+from thirdshift.runs.rules.review import reply_marker, review_reply
 from thirdshift.runs.scope import Brief, RunScope, Say
 from thirdshift.scrub import Scrubber
 

@@ -12,15 +12,15 @@ from pathlib import Path
 
 from thirdshift.errors import Interrupted, LeaseLost, ThirdshiftError
 from thirdshift.git import ManagedClone
+from thirdshift.home import disk_error, disk_problem
 from thirdshift.records import IssueInfo
-from thirdshift.runs.base_fixes import is_base_fix
-from thirdshift.runs.context import RunHooks
 from thirdshift.runs.failed_run import FailedOutcome, FailedRun, Salvage, SalvagedRun
 from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome
-from thirdshift.runs.post_mortem import RunEnd
-from thirdshift.runs.repair_loop import InheritedFailure, RunFailed
-from thirdshift.runs.scope import RunScope, RunTools, Trail
+from thirdshift.runs.rules.base_fixes import is_base_fix
+from thirdshift.runs.rules.post_mortem import AnnouncedEnd
+from thirdshift.runs.rules.repair_loop import InheritedFailure, RunFailed
+from thirdshift.runs.scope import RunHooks, RunScope, RunTools, Trail
 from thirdshift.sessions import LaterStepFailed
 
 BaseFixOpener = Callable[[RunScope, InheritedFailure], IssueInfo | None]
@@ -61,7 +61,7 @@ class SalvageStep:
                 scope.github.add_label(
                     ref.owner, ref.repo, ref.number, self.tools.settings.ready_label
                 )
-        if trail.worktree is not None and not outcome.kept_worktree:
+        if trail.worktree is not None and not (outcome.kept_worktree or outcome.removed_worktree):
             self.remove_worktree(scope.clone, trail.worktree.path)
         return self._end(scope, outcome)
 
@@ -75,6 +75,7 @@ class SalvageStep:
             branch_on_origin=lambda: clone.has_remote_branch(branch),
             fence=scope.keeper.check,
             job_url=scope.request.job_url,
+            remove_worktree=lambda path: self.remove_worktree(clone, path),
         )
         return Salvage(salvaged, scope.github, self.tools)
 
@@ -104,7 +105,7 @@ class SalvageStep:
     def _end(self, scope: RunScope, outcome: FailedOutcome) -> RunOutcome:
         if outcome.open_pull_url:
             self.hooks.emit_url(outcome.open_pull_url)
-        end = RunEnd(
+        end = AnnouncedEnd(
             scope.issue.html_url,
             outcome.state,
             outcome.cause,
@@ -141,6 +142,11 @@ class SalvageStep:
             return Interrupted(why)
         if isinstance(error, ThirdshiftError):
             return error
+        if (disk := disk_error(error)) is not None:
+            # The machine's problem, not thirdshift's: its cause names the disk and the fix.
+            failure = ThirdshiftError(disk_problem(disk, "a file operation of the Run"))
+            failure.__cause__ = error  # the salvage reads a full disk from it
+            return failure
         self.say("".join(traceback.format_exception(error)).rstrip())
         return ThirdshiftError(
             f"unexpected {error.__class__.__name__}: {error} (a bug in thirdshift; the work was "

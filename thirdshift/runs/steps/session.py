@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.git import Worktree
-from thirdshift.issue_url import IssueRef
+from thirdshift.issue_url import RunRef
 from thirdshift.runs.ports import SessionSource
 from thirdshift.runs.scope import Say
 from thirdshift.scrub import Scrubber
@@ -22,7 +22,7 @@ class SessionStep:
     scrub: Scrubber
     say: Say
 
-    def sessions(self, run_id: int, worktree: Worktree, ref: IssueRef) -> Sessions:
+    def sessions(self, run_id: int, worktree: Worktree, ref: RunRef) -> Sessions:
         """The Run's sessions in ``worktree``, each recorded with its log."""
         return self.source.sessions(run_id, worktree.path, ref)
 

@@ -11,7 +11,7 @@ from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo
 from thirdshift.runs.ports import PullRequests
-from thirdshift.runs.prompts import PULL_REQUEST_FILE, pull_request_text
+from thirdshift.runs.rules.prompts import PULL_REQUEST_FILE, pull_request_text
 from thirdshift.runs.scope import RunScope, Say
 from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.git import ManagedClone, Worktree, tracking
-from thirdshift.runs.prompts import PULL_REQUEST_FILE
+from thirdshift.runs.rules.prompts import PULL_REQUEST_FILE
 from thirdshift.runs.scope import RunScope, Say
 from thirdshift.store import Store
 

@@ -21,8 +21,8 @@ from thirdshift.sandbox.github.state import (
     ApiError,
     DraftComment,
     Issue,
+    PullReviewComment,
     Repo,
-    ReviewComment,
     not_found,
     unprocessable,
     validation_failed,
@@ -230,11 +230,11 @@ def create_review(call: Call) -> Reply:
 # -- review comments ----------------------------------------------------------------------
 
 
-def _comment_reply(call: Call, repo: Repo, comment: ReviewComment, status: int = 200) -> Reply:
+def _comment_reply(call: Call, repo: Repo, comment: PullReviewComment, status: int = 200) -> Reply:
     return Reply(status, call.shapes.review_comment(repo, comment))
 
 
-def _only_comment(repo: Repo, review_id: int) -> ReviewComment:
+def _only_comment(repo: Repo, review_id: int) -> PullReviewComment:
     return next(c for c in repo.review_comments.values() if c.review_id == review_id)
 
 
@@ -280,7 +280,7 @@ def list_review_comments(call: Call) -> Reply:
     return call.page([call.shapes.review_comment(repo, c) for c in comments])
 
 
-def _reply(call: Call, repo: Repo, issue: Issue, to: ReviewComment, body: str) -> Reply:
+def _reply(call: Call, repo: Repo, issue: Issue, to: PullReviewComment, body: str) -> Reply:
     """A reply in ``to``'s thread, in a COMMENTED review of its own as GitHub makes it."""
     root = repo.review_comments.get(to.in_reply_to_id or to.id, to)
     draft = DraftComment(root.path, root.line, root.side, root.position, root.diff_hunk, body)

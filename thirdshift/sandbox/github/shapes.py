@@ -12,13 +12,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from thirdshift.sandbox.github.state import (
-    Comment,
     Event,
     Issue,
+    IssueComment,
     Label,
+    PullReview,
+    PullReviewComment,
     Repo,
-    Review,
-    ReviewComment,
     World,
     rank,
 )
@@ -344,7 +344,7 @@ class Shapes:
         names = ("+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket")
         return {"url": url, "total_count": 0, **dict.fromkeys(names, 0)}
 
-    def comment(self, repo: Repo, comment: Comment) -> Json:
+    def comment(self, repo: Repo, comment: IssueComment) -> Json:
         url = f"{self.urls.repo(repo)}/issues/comments/{comment.id}"
         issue = repo.issue(comment.issue_number)
         kind = "pull" if issue.pull else "issues"
@@ -383,7 +383,7 @@ class Shapes:
             out["rename"] = {"from": event.rename[0], "to": event.rename[1]}
         return out
 
-    def comment_event(self, repo: Repo, comment: Comment) -> Json:
+    def comment_event(self, repo: Repo, comment: IssueComment) -> Json:
         """A comment as it appears in an issue's timeline."""
         return {
             **self.comment(repo, comment),
@@ -400,7 +400,7 @@ class Shapes:
             f"{self.urls.web}/{repo.full_name}/pull/{number}",
         )
 
-    def review(self, repo: Repo, review: Review) -> Json:
+    def review(self, repo: Repo, review: PullReview) -> Json:
         """A ``pull-request-review``."""
         api, web = self._pull_urls(repo, review.pull_number)
         html = f"{web}#pullrequestreview-{review.id}"
@@ -418,7 +418,7 @@ class Shapes:
             "commit_id": review.commit_id,
         }
 
-    def review_comment(self, repo: Repo, comment: ReviewComment) -> Json:
+    def review_comment(self, repo: Repo, comment: PullReviewComment) -> Json:
         """A ``pull-request-review-comment`` (also a valid legacy ``review-comment``). Comments
         never go outdated here: the current place is the original one."""
         api, web = self._pull_urls(repo, comment.pull_number)

@@ -134,7 +134,7 @@ class Label:
 
 
 @dataclass
-class Comment:
+class IssueComment:
     id: int
     issue_number: int
     author: str
@@ -168,7 +168,7 @@ class ContentEdit:
 
 
 @dataclass
-class Review:
+class PullReview:
     """A submitted pull request review: ``state`` is ``APPROVED``, ``CHANGES_REQUESTED`` or
     ``COMMENTED``; ``commit_id`` is the head it reviewed."""
 
@@ -182,7 +182,7 @@ class Review:
 
 
 @dataclass
-class ReviewComment:
+class PullReviewComment:
     """A comment on one line of a pull request's diff, in a review. ``position`` counts lines
     down from the file's first hunk header; ``diff_hunk`` ends at the commented line. A reply
     names its thread's first comment in ``in_reply_to_id``."""
@@ -261,10 +261,10 @@ class Repo:
     default_branch: str = "main"
     labels: dict[str, Label] = field(default_factory=dict)
     issues: dict[int, Issue] = field(default_factory=dict)
-    comments: dict[int, Comment] = field(default_factory=dict)
+    comments: dict[int, IssueComment] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
-    reviews: dict[int, Review] = field(default_factory=dict)
-    review_comments: dict[int, ReviewComment] = field(default_factory=dict)
+    reviews: dict[int, PullReview] = field(default_factory=dict)
+    review_comments: dict[int, PullReviewComment] = field(default_factory=dict)
     merge_failures: deque[tuple[int, str]] = field(default_factory=deque)
 
     @property
@@ -524,17 +524,17 @@ class World:
 
     # -- comments -------------------------------------------------------------------------
 
-    def add_comment(self, repo: Repo, issue: Issue, body: str, author: str) -> Comment:
+    def add_comment(self, repo: Repo, issue: Issue, body: str, author: str) -> IssueComment:
         if not body:
             raise validation_failed("IssueComment", "body", "missing_field")
         now = utcnow()
-        comment = Comment(self.new_id(), issue.number, author, body, now, now)
+        comment = IssueComment(self.new_id(), issue.number, author, body, now, now)
         repo.comments[comment.id] = comment
         issue.comment_ids.append(comment.id)
         issue.updated_at = now
         return comment
 
-    def comment(self, repo: Repo, comment_id: int) -> Comment:
+    def comment(self, repo: Repo, comment_id: int) -> IssueComment:
         found = repo.comments.get(comment_id)
         if found is None:
             raise not_found()
@@ -634,16 +634,16 @@ class World:
         body: str,
         commit_id: str,
         comments: list[DraftComment],
-        in_reply_to: ReviewComment | None = None,
-    ) -> Review:
+        in_reply_to: PullReviewComment | None = None,
+    ) -> PullReview:
         """Submit a review of the pull request ``issue`` with its line comments, all at once
         (as GitHub does); ``in_reply_to`` makes its one comment a reply in that thread."""
         with self.lock:
             now = utcnow()
-            review = Review(self.new_id(), issue.number, author, state, body, commit_id, now)
+            review = PullReview(self.new_id(), issue.number, author, state, body, commit_id, now)
             repo.reviews[review.id] = review
             for draft in comments:
-                comment = ReviewComment(
+                comment = PullReviewComment(
                     id=self.new_id(),
                     review_id=review.id,
                     pull_number=issue.number,
@@ -663,20 +663,20 @@ class World:
             issue.updated_at = now
             return review
 
-    def review(self, repo: Repo, issue: Issue, review_id: int) -> Review:
+    def review(self, repo: Repo, issue: Issue, review_id: int) -> PullReview:
         """The review ``review_id`` of the pull request ``issue``; 404 otherwise."""
         found = repo.reviews.get(review_id)
         if found is None or found.pull_number != issue.number:
             raise not_found()
         return found
 
-    def reviews(self, repo: Repo, issue: Issue) -> list[Review]:
+    def reviews(self, repo: Repo, issue: Issue) -> list[PullReview]:
         """The pull request's reviews, oldest first."""
         return sorted(
             (r for r in repo.reviews.values() if r.pull_number == issue.number), key=lambda r: r.id
         )
 
-    def review_comments_of(self, repo: Repo, issue: Issue) -> list[ReviewComment]:
+    def review_comments_of(self, repo: Repo, issue: Issue) -> list[PullReviewComment]:
         """The pull request's review comments, oldest first."""
         return sorted(
             (c for c in repo.review_comments.values() if c.pull_number == issue.number),

@@ -45,7 +45,7 @@ class ScriptProblem(ValueError):
 
 
 @dataclass(frozen=True)
-class ToolCall:
+class ScriptedToolCall:
     """One tool call the model makes.
 
     ``input`` is sent verbatim: for Claude Code it is the ``tool_use`` input object, for Codex
@@ -63,7 +63,7 @@ class Turn:
 
     kind: TurnKind
     text: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
     error: ErrorKind | None = None
     error_message: str | None = None
     error_status: int | None = None
@@ -234,7 +234,7 @@ def _parse_error_turn(data: Mapping[str, Any], where: str, delay_ms: int) -> Tur
     )
 
 
-def _parse_tool_call(data: Any, where: str) -> ToolCall:
+def _parse_tool_call(data: Any, where: str) -> ScriptedToolCall:
     if not isinstance(data, Mapping):
         raise ScriptProblem(f"{where} must be an object with 'name' and 'input'")
     _reject_unknown(data, _TOOL_KEYS, where)
@@ -243,9 +243,9 @@ def _parse_tool_call(data: Any, where: str) -> ToolCall:
         raise ScriptProblem(f"{where}.name must be a non-empty string")
     tool_input = data.get("input", {})
     if isinstance(tool_input, Mapping):
-        return ToolCall(name=name, input=copy.deepcopy(dict(tool_input)))
+        return ScriptedToolCall(name=name, input=copy.deepcopy(dict(tool_input)))
     if isinstance(tool_input, str):
-        return ToolCall(name=name, input=tool_input)
+        return ScriptedToolCall(name=name, input=tool_input)
     raise ScriptProblem(f"{where}.input must be an object (or a string for a freeform tool)")
 
 

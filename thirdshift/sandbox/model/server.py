@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from thirdshift.errors import SandboxError
 from thirdshift.sandbox.model import wire
-from thirdshift.sandbox.model.script import ModelScript, ToolCall, Turn
+from thirdshift.sandbox.model.script import ModelScript, ScriptedToolCall, Turn
 
 __all__ = [
     "SANDBOX_API_KEY",
@@ -276,16 +276,16 @@ class ScriptedModelServer:
     def session_name(self, index: int | None) -> str | None:
         return None if index is None else self._script.sessions[index].name
 
-    def reply_for(self, api: wire.Api, index: int | None, turn: Turn) -> wire.Reply:
+    def reply_for(self, api: wire.Api, index: int | None, turn: Turn) -> wire.ModelReply:
         """The turn's text and tool calls, each call given an id that names its session."""
         index = -1 if index is None else index
-        calls: list[tuple[str, ToolCall]] = []
+        calls: list[tuple[str, ScriptedToolCall]] = []
         with self._lock:
             for call in turn.tool_calls:
                 self._counter += 1
                 prefix = "toolu" if api == "anthropic" else "call"
                 calls.append((f"{prefix}_{self._nonce}_{self._counter}_s{index}", call))
-        return wire.Reply(text=turn.text, calls=tuple(calls))
+        return wire.ModelReply(text=turn.text, calls=tuple(calls))
 
     def record(self, entry: dict[str, Any]) -> None:
         line = json.dumps(entry, default=str)
@@ -345,6 +345,8 @@ class _Handler(BaseHTTPRequestHandler):
             "turn": None,
             "kind": None,
             "body": body,
+            # The credential the request carried, so a test can say who sent which key.
+            "key": self._credential(),
         }
         if self.command == "POST" and path == "/v1/messages/count_tokens":
             entry["kind"] = "count_tokens"
@@ -364,6 +366,10 @@ class _Handler(BaseHTTPRequestHandler):
             entry["kind"] = "not_found"
             owner.record(entry)
             self._send_json(404, wire.not_found_body(api, self.command, self.path))
+
+    def _credential(self) -> str | None:
+        bearer = self.headers.get("authorization", "")
+        return self.headers.get("x-api-key") or bearer.removeprefix("Bearer ").strip() or None
 
     def _looks_openai(self) -> bool:
         return "anthropic-version" not in self.headers and "x-api-key" not in self.headers

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from thirdshift.sandbox.model.script import ErrorKind, ToolCall, Turn
+from thirdshift.sandbox.model.script import ErrorKind, ScriptedToolCall, Turn
 
 Api = Literal["anthropic", "openai"]
 
@@ -23,11 +23,11 @@ _JSON_PIECE = 40
 
 
 @dataclass(frozen=True)
-class Reply:
+class ModelReply:
     """A rendered non-error answer: text and tool calls with the ids the server gave them."""
 
     text: str | None
-    calls: tuple[tuple[str, ToolCall], ...]  # (call id, call)
+    calls: tuple[tuple[str, ScriptedToolCall], ...]  # (call id, call)
 
 
 def estimate_tokens(raw: bytes) -> int:
@@ -190,7 +190,7 @@ def not_found_body(api: Api, method: str, path: str) -> dict[str, Any]:
 # --- Anthropic Messages API ---------------------------------------------------------------
 
 
-def anthropic_message(model: str, reply: Reply, input_tokens: int) -> dict[str, Any]:
+def anthropic_message(model: str, reply: ModelReply, input_tokens: int) -> dict[str, Any]:
     """The whole message, as a non-streamed answer gives it."""
     content: list[dict[str, Any]] = []
     if reply.text is not None:
@@ -209,7 +209,7 @@ def anthropic_message(model: str, reply: Reply, input_tokens: int) -> dict[str, 
     }
 
 
-def anthropic_events(model: str, reply: Reply, input_tokens: int) -> Iterator[bytes]:
+def anthropic_events(model: str, reply: ModelReply, input_tokens: int) -> Iterator[bytes]:
     """message_start, one start/delta.../stop triple per block, message_delta, message_stop."""
     start = anthropic_message(model, reply, input_tokens)
     start.update(content=[], stop_reason=None, usage=_anthropic_usage(input_tokens, 1))
@@ -268,7 +268,7 @@ def _anthropic_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 # --- OpenAI Responses API -----------------------------------------------------------------
 
 
-def openai_output_items(reply: Reply) -> list[dict[str, Any]]:
+def openai_output_items(reply: ModelReply) -> list[dict[str, Any]]:
     """The finished output items: an assistant message (if any text), then the tool calls."""
     items: list[dict[str, Any]] = []
     if reply.text is not None:
@@ -308,7 +308,7 @@ def openai_output_items(reply: Reply) -> list[dict[str, Any]]:
 
 
 def openai_response(
-    model: str, reply: Reply, input_tokens: int, status: str = "completed"
+    model: str, reply: ModelReply, input_tokens: int, status: str = "completed"
 ) -> dict[str, Any]:
     """The response object; ``status`` ``in_progress`` gives the one response.created carries."""
     done = status == "completed"
@@ -332,7 +332,7 @@ def openai_response(
     }
 
 
-def openai_events(model: str, reply: Reply, input_tokens: int) -> Iterator[bytes]:
+def openai_events(model: str, reply: ModelReply, input_tokens: int) -> Iterator[bytes]:
     """response.created, per item added/deltas/done, response.completed (with usage)."""
     seq = 0
 
@@ -396,7 +396,7 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _output_tokens(reply: Reply) -> int:
+def _output_tokens(reply: ModelReply) -> int:
     size = len((reply.text or "").encode())
     size += sum(len(json.dumps(call.input)) for _, call in reply.calls)
     return max(1, size // 3)
