@@ -1,7 +1,7 @@
 """The seams through which a Run reaches the outside.
 
 ``SessionSource`` is where a Run gets its Sessions: the real one
-(``thirdshift.sessions.cli_outside.CliSessions``) runs a Harness CLI, a scripted one in the
+(``thirdshift.sessions.cli_sessions.CliSessions``) runs a Harness CLI, a scripted one in the
 tests plays sessions that edit the Worktree in process. A managed clone comes from a
 ``CloneSource`` the same way, so a test can point a Run at a bare repository on disk.
 
