@@ -465,6 +465,18 @@ class Settings(BaseSettings):
         "besides loopback, its bind address and, on 0.0.0.0 or ::, this host's own names and "
         "addresses: for example a DNS name or a proxy's.",
     )
+    webhook_secret: SecretStr | None = Field(
+        default=None,
+        description="The secret of the GitHub webhook that sends deliveries to the daemon's "
+        "POST /webhook (served with --http): each delivery must be signed with it. A "
+        "delivery makes the daemon poll its repository at once.",
+    )
+    poll_seconds_with_webhooks: float = Field(
+        default=300,
+        gt=0,
+        description="Between two polls of one repository once webhook deliveries have arrived: "
+        "the polls are then a backstop for a missed delivery.",
+    )
     # Usage ledger and budgets
     cost_budget_per_run_usd: float | None = Field(
         default=None,
@@ -581,6 +593,7 @@ class Settings(BaseSettings):
         "github_app_private_key",
         "github_app_private_key_file",
         "http_token",
+        "webhook_secret",
         "notify_webhook_url",
         "notify_webhook_secret",
         mode="before",

@@ -156,6 +156,8 @@ class DaemonWorld:
         max_runs_per_repository: int | None = None,
         stop_seconds: float = 60,
         shown: StateSources | None = None,
+        poll_seconds: float = 60,
+        poll_seconds_with_webhooks: float | None = None,
     ) -> Daemon:
         """A daemon of this world that starts its Runs through ``starter``, within the limits
         given (per repository: this world's, unless given)."""
@@ -170,10 +172,11 @@ class DaemonWorld:
         limits = Limits(
             max_runs=max_runs,
             max_runs_per_repository=max_runs_per_repository or self.max_runs_per_repository,
-            poll_seconds=60,
+            poll_seconds=poll_seconds,
             poll_jitter_seconds=0,
             reap_seconds=60,
             stop_seconds=stop_seconds,
+            poll_seconds_with_webhooks=poll_seconds_with_webhooks,
         )
         return Daemon(parts, limits, self.stop, shown=shown)
 

@@ -103,10 +103,11 @@ def agent_secrets(environ: Mapping[str, str]) -> list[str]:
 
 
 def setting_secrets(settings: Settings) -> list[str]:
-    """The secrets of the settings besides GitHub's: the notification targets' and the status
-    page's token."""
+    """The secrets of the settings besides GitHub's: the notification targets', the status
+    page's token and the webhook deliveries' secret."""
     page = [settings.http_token.get_secret_value()] if settings.http_token is not None else []
-    return [*notification_secrets(settings), *page]
+    hook = [settings.webhook_secret.get_secret_value()] if settings.webhook_secret else []
+    return [*notification_secrets(settings), *page, *hook]
 
 
 def notification_secrets(settings: Settings) -> list[str]:

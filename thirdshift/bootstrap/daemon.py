@@ -28,7 +28,12 @@ from thirdshift.bootstrap.parts import (
     ready_rules,
 )
 from thirdshift.bootstrap.runs import architect_outcome, spec_or_issue_outcome
-from thirdshift.bootstrap.status_page import page_address, status_page, with_page_token
+from thirdshift.bootstrap.status_page import (
+    page_address,
+    status_page,
+    webhook_inbox,
+    with_page_token,
+)
 from thirdshift.clock import Clock, SystemClock
 from thirdshift.daemon import (
     ActivityLog,
@@ -117,7 +122,10 @@ def run_daemon(
         daemon = _daemon(kit, watched, once=once, stop=stop)
         _watch(kit, daemon, watched, notifier)
         page = partial(StorePageSource, store, daemon.snapshot, scrub, warn=say)
-        with status_page(settings, address, page, made_token, say=say, progress=progress):
+        inbox = webhook_inbox(settings, daemon, activity)
+        with status_page(
+            settings, address, page, made_token, inbox=inbox, say=say, progress=progress
+        ):
             return daemon.once() if once else daemon.serve()
 
 
@@ -260,6 +268,9 @@ def _daemon(kit: _DaemonKit, watched: _Watched, *, once: bool, stop: threading.E
         reap_seconds=max(5.0, settings.lease_seconds / 4),
         stop_seconds=stop_seconds(settings),
         store_wait_seconds=settings.salvage_wait_seconds,
+        poll_seconds_with_webhooks=(
+            settings.poll_seconds_with_webhooks if settings.webhook_secret else None
+        ),
     )
     shown = StateSources(
         name=kit.name,

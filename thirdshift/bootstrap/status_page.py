@@ -1,5 +1,6 @@
 """A daemon's status page (adr/0019): where it is served, the token it asks for (one made for
-this process when none is set), and the server running while the daemon does."""
+this process when none is set), the webhook deliveries it takes (adr/0046), and the server
+running while the daemon does."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from contextlib import contextmanager
 
 from pydantic import SecretStr
 
+from thirdshift.daemon import ActivityLog, Daemon
 from thirdshift.errors import ConfigError
 from thirdshift.settings import Settings
-from thirdshift.web import PageSource, StatusServer, make_app
+from thirdshift.web import Delivery, PageSource, StatusServer, WebhookInbox, make_app, wakes_a_poll
 from thirdshift.web.server import is_loopback, is_wildcard, own_host_names, parse_address
 
 MIN_PAGE_TOKEN = 16
@@ -34,7 +36,35 @@ def page_address(settings: Settings, http: str | None) -> tuple[str, int] | None
             f"http_token is shorter than {MIN_PAGE_TOKEN} characters; use a long random one "
             "(for example: python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
         )
+    secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else None
+    if secret is not None and len(secret) < MIN_PAGE_TOKEN:
+        raise ConfigError(
+            f"webhook_secret is shorter than {MIN_PAGE_TOKEN} characters; use a long random one "
+            "and give GitHub the same (for example: python3 -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))')"
+        )
     return address
+
+
+def webhook_inbox(settings: Settings, daemon: Daemon, activity: ActivityLog) -> WebhookInbox | None:
+    """Where ``daemon`` takes GitHub's webhook deliveries (None without ``webhook_secret``):
+    each signed one that is news wakes the poll of its repository, each refusal is a line in
+    the Activity log."""
+    if settings.webhook_secret is None:
+        return None
+
+    def deliver(delivery: Delivery) -> None:
+        why = f"webhook {delivery.what} (delivery {delivery.id})"
+        if delivery.repository is not None and wakes_a_poll(delivery):
+            daemon.wake(delivery.repository, why)
+        elif delivery.event == "ping":
+            activity.line("webhook", f"{why}: deliveries reach this daemon")
+
+    return WebhookInbox(
+        settings.webhook_secret.get_secret_value(),
+        deliver=deliver,
+        refused=lambda line: activity.line("webhook", line),
+    )
 
 
 def with_page_token(settings: Settings, *, served: bool) -> tuple[Settings, str | None]:
@@ -56,12 +86,18 @@ def status_page(
     source: Callable[[], PageSource],
     made_token: str | None,
     *,
+    inbox: WebhookInbox | None = None,
     say: Callable[[str], None],
     progress: Callable[[str], None],
 ) -> Iterator[None]:
     """The status page of ``source`` served at ``address`` (nowhere when None) while the
     daemon runs; its address said on ``say``, or with the made token on ``progress``."""
     if address is None:
+        if inbox is not None:
+            say(
+                "warning: webhook_secret is set but the daemon serves no HTTP, so no delivery "
+                "can reach it; pass --http HOST:PORT (the polls go on meanwhile)"
+            )
         yield
         return
     token = settings.http_token
@@ -72,6 +108,7 @@ def status_page(
         host=address[0],
         port=address[1],
         also_hosts=[*own, *settings.http_hosts],
+        inbox=inbox,
     )
     server = StatusServer(app, *address)
     server.start()
@@ -80,6 +117,8 @@ def status_page(
     else:
         # The one place the made token is shown, so unscrubbed: the operator's terminal.
         progress(f"status page at {server.url}?token={made_token}")
+    if inbox is not None:
+        say(f"webhook deliveries at {server.url}webhook (signed with webhook_secret)")
     try:
         yield
     finally:

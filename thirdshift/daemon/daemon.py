@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from thirdshift.daemon.ends import RunEnds
@@ -72,6 +73,7 @@ class Daemon:
         self._active: dict[tuple[str, int | None], ActiveRun] = {}
         self._queue: deque[tuple[RepositoryPoll, Pickup]] = deque()
         self._failures = 0
+        self._slowed = False  # the polls are a backstop: webhook deliveries arrive
 
     def watch(self, poll: RepositoryPoll) -> None:
         """Poll this repository too (before ``once`` or ``serve``)."""
@@ -95,6 +97,51 @@ class Daemon:
                 issue_number=number,
             )
             active.interrupt.set()
+
+    def wake(self, full_name: str, why: str) -> bool:
+        """Poll ``full_name`` now, because ``why`` (a webhook delivery) says it changed; the
+        poll reads GitHub as always and believes nothing of the delivery. Once deliveries
+        arrive, the scheduled polls slow to the backstop interval. False, said in the Activity
+        log, when this daemon does not watch the repository."""
+        poll = next((p for p in self._polls if p.full_name.lower() == full_name.lower()), None)
+        if poll is None:
+            self._activity.line("webhook", f"{why} ignored: this daemon does not watch {full_name}")
+            return False
+        self._progress(f"{poll.full_name}: {why}; polling it now")
+        scheduler = self._scheduler
+        if scheduler is not None:
+            self._slow_to_backstop(scheduler)
+            self._poll_soon(scheduler, poll, 0.0, "wake")
+        return True
+
+    def _slow_to_backstop(self, scheduler: BackgroundScheduler) -> None:
+        backstop = self._limits.poll_seconds_with_webhooks
+        with self._lock:
+            if backstop is None or self._slowed:
+                return
+            self._slowed = True
+        for poll in self._polls:
+            scheduler.reschedule_job(f"poll:{poll.full_name}", trigger=self._interval(backstop))
+        self._activity.line(
+            "webhook",
+            f"webhook deliveries arrive: polls every {backstop:g}s from now on, as a backstop",
+        )
+
+    def _poll_soon(
+        self, scheduler: BackgroundScheduler, poll: RepositoryPoll, delay: float, why: str
+    ) -> None:
+        """One extra poll of ``poll`` after ``delay`` seconds, beside its schedule: a later ask
+        for the same ``why`` replaces one still waiting, and the one scheduler worker runs it
+        after any poll in progress, so news that came during a poll is seen by the next."""
+        at = datetime.now().astimezone() + timedelta(seconds=delay)
+        scheduler.add_job(
+            self._poll,
+            DateTrigger(run_date=at),
+            args=(poll,),
+            id=f"{why}:{poll.full_name}",
+            replace_existing=True,
+            misfire_grace_time=None,
+        )
 
     # -- what ``thirdshift status`` shows ------------------------------------------------------
 
@@ -179,9 +226,7 @@ class Daemon:
         for index, poll in enumerate(self._polls):
             scheduler.add_job(
                 self._poll,
-                IntervalTrigger(
-                    seconds=self._limits.poll_seconds, jitter=self._limits.poll_jitter_seconds
-                ),
+                self._interval(self._limits.poll_seconds),
                 args=(poll,),
                 id=f"poll:{poll.full_name}",
                 max_instances=1,
@@ -199,6 +244,9 @@ class Daemon:
             misfire_grace_time=None,  # it may wait behind a poll on the one worker
         )
         return scheduler
+
+    def _interval(self, seconds: float) -> IntervalTrigger:
+        return IntervalTrigger(seconds=seconds, jitter=self._limits.poll_jitter_seconds)
 
     def _publish_until_stopped(self) -> None:
         while True:
@@ -236,6 +284,12 @@ class Daemon:
             )
             return
         self._shown.polled(poll.full_name)
+        scheduler = self._scheduler
+        settles = poll.settles_in(self._clock.monotonic())
+        if scheduler is not None and settles is not None:
+            # An issue still settling is looked at again as it settles, not a whole (perhaps
+            # backstop) interval later.
+            self._poll_soon(scheduler, poll, settles + 0.5, "settle")
         with self._lock:
             kept = [entry for entry in self._queue if entry[0] is not poll]
             self._queue = deque(kept + [(poll, pickup) for pickup in pickups])

@@ -40,6 +40,9 @@ class Limits:
     store_wait_seconds: float = 120.0
     """How long the end of a Run is tried again while the store is away
     (``salvage_wait_seconds``)."""
+    poll_seconds_with_webhooks: float | None = None
+    """Between two polls of a repository once a webhook delivery has arrived (None: webhooks
+    are not set up, the polls keep ``poll_seconds``)."""
 
 
 def _not_paused() -> str | None:

@@ -55,6 +55,7 @@ class RepositoryPoll:
         # (issue, reason) of the pass-overs announced while the issue stays labelled.
         self._announced: set[tuple[int, str]] = set()
         self._passed: set[int] = set()  # Ready issues passed over, while they stay Ready
+        self._settled_at: float | None = None  # when the first issue still settling settles
         # The open pull requests as this poll listed them, and when each was last read for
         # review feedback and found none: an unchanged pull request is not read again.
         self._open_pulls: dict[int, PullRequestInfo] | None = None
@@ -104,9 +105,15 @@ class RepositoryPoll:
                     run_id=run.id,
                 )
 
+    def settles_in(self, now: float) -> float | None:
+        """Seconds until the first issue the last poll passed over as still settling has
+        settled (by the clock's ``monotonic``); None when none was."""
+        return None if self._settled_at is None else max(0.0, self._settled_at - now)
+
     def __call__(self) -> list[Pickup]:
         """One poll: reap, sweep, and the issues to run now, in order."""
         self._open_pulls = None
+        self._settled_at = None
         self.reap()
         repository = self.repository()
         leased = {lease.issue_number for lease in self._store.live_leases(repository)}
@@ -234,6 +241,10 @@ class RepositoryPoll:
         unchanged_for = max(timedelta(seconds=now - seen[1]), self._clock.now() - issue.updated_at)
         reason = first_look(issue, self._rules, unchanged_for)
         if reason is not None:
+            if unchanged_for < self._rules.settle:
+                settles = now + (self._rules.settle - unchanged_for).total_seconds()
+                if self._settled_at is None or settles < self._settled_at:
+                    self._settled_at = settles
             return reason
         login = self._gh.labelled_by(self.owner, self.name, issue.number, self._rules.ready_label)
         role = None

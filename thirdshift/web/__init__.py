@@ -3,11 +3,22 @@ daemon is doing, rendered on the server and refreshed in place, and the JSON beh
 
 ``page`` builds the page's content from the daemon's state and the store (what a Run shows, its
 condensed log); ``app`` is the Starlette application (routes, the token check, the templates);
-``server`` runs it with uvicorn in a thread of the daemon's process.
+``server`` runs it with uvicorn in a thread of the daemon's process; ``webhook`` checks GitHub's
+webhook deliveries the same server takes at ``POST /webhook``.
 """
 
 from thirdshift.web.app import make_app
 from thirdshift.web.page import PageSource, StorePageSource
 from thirdshift.web.server import StatusServer
+from thirdshift.web.webhook import Delivery, DeliveryRefused, WebhookInbox, wakes_a_poll
 
-__all__ = ["PageSource", "StatusServer", "StorePageSource", "make_app"]
+__all__ = [
+    "Delivery",
+    "DeliveryRefused",
+    "PageSource",
+    "StatusServer",
+    "StorePageSource",
+    "WebhookInbox",
+    "make_app",
+    "wakes_a_poll",
+]

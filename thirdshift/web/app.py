@@ -1,10 +1,11 @@
 """The status page's Starlette application: read-only, rendered on the server with Jinja2.
 
 Routes: ``/`` (the page), ``/live`` (the part of it that changes, which the page fetches every
-few seconds and puts in place), ``/api/status`` (the JSON behind it), ``/healthz``. Every
-route but ``/healthz`` asks for the token, on loopback too (the daemon's agents run untrusted
-code on this machine): an ``Authorization: Bearer`` header, or ``?token=`` once, which sets a
-cookie for a browser.
+few seconds and puts in place), ``/api/status`` (the JSON behind it), ``/healthz``, and with a
+``WebhookInbox`` ``POST /webhook`` (GitHub's deliveries). Every route but ``/healthz`` and
+``/webhook`` asks for the token, on loopback too (the daemon's agents run untrusted code on
+this machine): an ``Authorization: Bearer`` header, or ``?token=`` once, which sets a cookie
+for a browser. ``/webhook`` asks instead for GitHub's signature made with ``webhook_secret``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -26,6 +28,9 @@ from starlette.routing import Route
 
 from thirdshift.errors import ConfigError
 from thirdshift.web.page import Page, PageSource
+from thirdshift.web.webhook import MAX_DELIVERY_BYTES, DeliveryRefused, WebhookInbox
+
+WEBHOOK_PATH = "/webhook"
 
 TEMPLATES = Path(__file__).parent / "templates"
 COOKIE = "thirdshift_status"
@@ -59,9 +64,10 @@ def _ago(moment: Any) -> str:
 
 
 class _TokenCheck(BaseHTTPMiddleware):
-    def __init__(self, app: Any, token: str, port: int) -> None:
+    def __init__(self, app: Any, token: str, port: int, open_paths: frozenset[str]) -> None:
         super().__init__(app)
         self._token = token
+        self._open = open_paths
         # Cookies are kept per host, not per port: each page has a cookie of its own, and the
         # cookie holds a value derived from the token, never the token, so another service on
         # this host that receives it learns nothing it can use elsewhere.
@@ -71,7 +77,7 @@ class _TokenCheck(BaseHTTPMiddleware):
         ).hexdigest()
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        if request.url.path == "/healthz":
+        if request.url.path in self._open:
             return await call_next(request)
         given = request.query_params.get("token")
         if given is not None and _same(given, self._token):
@@ -105,12 +111,13 @@ def make_app(
     host: str = "127.0.0.1",
     port: int = 0,
     also_hosts: Iterable[str] = (),
+    inbox: WebhookInbox | None = None,
 ) -> Starlette:
     """The application over ``source`` as served on ``host:port``; ``token`` is asked for on
     every route but ``/healthz``. Requests must also name this host, a loopback name or one of
     ``also_hosts`` (the machine's own names and addresses on a wildcard bind, and
     ``http_hosts``): a browser that visits a domain rebound to 127.0.0.1 must not even reach the
-    token check."""
+    token check. With ``inbox``, GitHub's webhook deliveries are taken at ``POST /webhook``."""
     if not token:
         # An empty token would let ``?token=`` in: the page is never served open.
         raise ConfigError("the status page needs a token; set http_token")
@@ -132,19 +139,51 @@ def make_app(
     def healthz(request: Request) -> Response:
         return Response("ok\n", media_type="text/plain")
 
+    routes = [
+        Route("/", index),
+        Route("/live", live),
+        Route("/api/status", status),
+        Route("/healthz", healthz),
+    ]
+    open_paths = {"/healthz"}
+    if inbox is not None:
+        routes.append(Route(WEBHOOK_PATH, _webhook_endpoint(inbox), methods=["POST"]))
+        open_paths.add(WEBHOOK_PATH)
     named = {"localhost", "127.0.0.1", "::1", host, *also_hosts}
     # An IPv6 address stands in a Host header in brackets.
     hosts = sorted({*named, *(f"[{name}]" for name in named if ":" in name)})
     middleware = [
         Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
-        Middleware(_TokenCheck, token=token, port=port),
+        Middleware(_TokenCheck, token=token, port=port, open_paths=frozenset(open_paths)),
     ]
-    return Starlette(
-        routes=[
-            Route("/", index),
-            Route("/live", live),
-            Route("/api/status", status),
-            Route("/healthz", healthz),
-        ],
-        middleware=middleware,
-    )
+    return Starlette(routes=routes, middleware=middleware)
+
+
+def _webhook_endpoint(inbox: WebhookInbox) -> Any:
+    """``POST /webhook``: the body read up to GitHub's 25 MB cap (a longer one is refused
+    unread), then checked and handed on by ``inbox``, off the event loop. The answer comes at
+    once; the poll it asks for runs afterwards on the daemon's scheduler."""
+
+    async def webhook(request: Request) -> Response:
+        try:
+            body = await _capped_body(request)
+            delivery = await run_in_threadpool(inbox.receive, request.headers, body)
+        except DeliveryRefused as refusal:
+            return Response(f"refused: {refusal.reason}\n", refusal.status, media_type="text/plain")
+        return Response(f"accepted {delivery.what}\n", 202, media_type="text/plain")
+
+    async def _capped_body(request: Request) -> bytes:
+        length = request.headers.get("content-length", "")
+        over = DeliveryRefused(413, f"larger than GitHub's {MAX_DELIVERY_BYTES} bytes")
+        if length.isdigit() and int(length) > MAX_DELIVERY_BYTES:
+            await run_in_threadpool(inbox.refuse, over)
+            raise over
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_DELIVERY_BYTES:
+                await run_in_threadpool(inbox.refuse, over)
+                raise over
+        return bytes(body)
+
+    return webhook
