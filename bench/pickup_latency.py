@@ -46,7 +46,7 @@ from thirdshift.sandbox.client import SandboxClient
 from thirdshift.sandbox.github import GitHubStandIn
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
-from thirdshift.web import Delivery, StatusServer, WebhookInbox, make_app
+from thirdshift.web import StatusServer, WebhookDelivery, WebhookInbox, make_app
 
 SECRET = "bench-webhook-secret-0123456789"
 TOKEN = "bench_maintainer_token_0123456789"
@@ -119,7 +119,7 @@ def deliver(port: int, number: int, delivery: str) -> None:
         headers={
             "Content-Type": "application/json",
             "X-GitHub-Event": "issues",
-            "X-GitHub-Delivery": delivery,
+            "X-GitHub-WebhookDelivery": delivery,
             "X-Hub-Signature-256": signature,
         },
     )
@@ -172,7 +172,7 @@ def run(stand_in: GitHubStandIn, tmp: Path, samples: int, poll: float, webhook: 
     daemon.watch(RepositoryPoll(OWNER, NAME, github, parts, hooks))
     port = free_port()
 
-    def wake(delivery: Delivery) -> None:
+    def wake(delivery: WebhookDelivery) -> None:
         daemon.wake(str(delivery.repository), delivery.what)
 
     inbox = WebhookInbox(SECRET, deliver=wake, refused=print)

@@ -803,6 +803,9 @@ class _ListedPoll:
     def reap(self) -> None:
         pass
 
+    def settles_in(self, _now: float) -> float | None:
+        return None  # nothing here waits for a settle time
+
     def __call__(self) -> list[Pickup]:
         return [Pickup(number) for number in self._numbers]
 

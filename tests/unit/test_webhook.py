@@ -15,8 +15,8 @@ from thirdshift.web import make_app
 from thirdshift.web.webhook import (
     MAX_DELIVERY_BYTES,
     REMEMBERED_DELIVERIES,
-    Delivery,
     DeliveryRefused,
+    WebhookDelivery,
     WebhookInbox,
     check_signature,
     read_delivery,
@@ -67,7 +67,7 @@ def test_a_body_unsigned_or_signed_otherwise_is_refused_with_401(
 
 def test_a_delivery_names_its_event_action_and_repository() -> None:
     delivery = read_delivery(headers(), BODY)
-    assert delivery == Delivery("d-1", "issues", "labeled", "acme/widgets")
+    assert delivery == WebhookDelivery("d-1", "issues", "labeled", "acme/widgets")
     assert delivery.what == "issues.labeled"
 
 
@@ -82,7 +82,7 @@ def test_an_organisations_ping_names_no_repository() -> None:
 @pytest.mark.parametrize(
     ("given", "body", "said"),
     [
-        ({"x-github-event": "issues"}, BODY, "X-GitHub-Delivery"),
+        ({"x-github-event": "issues"}, BODY, "X-GitHub-WebhookDelivery"),
         ({"x-github-delivery": "d-1"}, BODY, "X-GitHub-Event"),
         ({"x-github-delivery": "d-1", "x-github-event": "issues"}, b"not json", "not JSON"),
         ({"x-github-delivery": "d-1", "x-github-event": "issues"}, b"[1, 2]", "JSON object"),
@@ -118,12 +118,12 @@ def test_a_delivery_missing_its_headers_or_a_json_object_is_refused_with_400(
     ],
 )
 def test_only_news_a_poll_acts_on_wakes_it(event: str, action: str | None, wakes: bool) -> None:
-    assert wakes_a_poll(Delivery("d", event, action, "acme/widgets")) is wakes
+    assert wakes_a_poll(WebhookDelivery("d", event, action, "acme/widgets")) is wakes
 
 
 class Inbox:
     def __init__(self) -> None:
-        self.delivered: list[Delivery] = []
+        self.delivered: list[WebhookDelivery] = []
         self.refused: list[str] = []
         self.inbox = WebhookInbox(
             SECRET, deliver=self.delivered.append, refused=self.refused.append

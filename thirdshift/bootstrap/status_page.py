@@ -13,7 +13,14 @@ from pydantic import SecretStr
 from thirdshift.daemon import ActivityLog, Daemon
 from thirdshift.errors import ConfigError
 from thirdshift.settings import Settings
-from thirdshift.web import Delivery, PageSource, StatusServer, WebhookInbox, make_app, wakes_a_poll
+from thirdshift.web import (
+    PageSource,
+    StatusServer,
+    WebhookDelivery,
+    WebhookInbox,
+    make_app,
+    wakes_a_poll,
+)
 from thirdshift.web.server import is_loopback, is_wildcard, own_host_names, parse_address
 
 MIN_PAGE_TOKEN = 16
@@ -53,7 +60,7 @@ def webhook_inbox(settings: Settings, daemon: Daemon, activity: ActivityLog) -> 
     if settings.webhook_secret is None:
         return None
 
-    def deliver(delivery: Delivery) -> None:
+    def deliver(delivery: WebhookDelivery) -> None:
         why = f"webhook {delivery.what} (delivery {delivery.id})"
         if delivery.repository is not None and wakes_a_poll(delivery):
             daemon.wake(delivery.repository, why)

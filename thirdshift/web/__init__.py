@@ -10,14 +10,14 @@ webhook deliveries the same server takes at ``POST /webhook``.
 from thirdshift.web.app import make_app
 from thirdshift.web.page import PageSource, StorePageSource
 from thirdshift.web.server import StatusServer
-from thirdshift.web.webhook import Delivery, DeliveryRefused, WebhookInbox, wakes_a_poll
+from thirdshift.web.webhook import DeliveryRefused, WebhookDelivery, WebhookInbox, wakes_a_poll
 
 __all__ = [
-    "Delivery",
     "DeliveryRefused",
     "PageSource",
     "StatusServer",
     "StorePageSource",
+    "WebhookDelivery",
     "WebhookInbox",
     "make_app",
     "wakes_a_poll",

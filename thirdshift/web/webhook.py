@@ -49,7 +49,7 @@ class DeliveryRefused(ThirdshiftError):
 
 
 @dataclass(frozen=True)
-class Delivery:
+class WebhookDelivery:
     """A signed delivery: its id, event and action, and the repository it is about
     (``owner/name``; None for an organisation's or an App's ``ping``)."""
 
@@ -76,7 +76,7 @@ def check_signature(secret: bytes, body: bytes, header: str | None) -> None:
         raise DeliveryRefused(401, "wrongly signed: its signature does not match webhook_secret")
 
 
-def read_delivery(headers: Mapping[str, str], body: bytes) -> Delivery:
+def read_delivery(headers: Mapping[str, str], body: bytes) -> WebhookDelivery:
     """The delivery a signed request holds; DeliveryRefused (400) when it names no id or
     event, or its body is not a JSON object."""
     delivery_id = (headers.get("x-github-delivery") or "").strip()
@@ -94,7 +94,7 @@ def read_delivery(headers: Mapping[str, str], body: bytes) -> Delivery:
     action = payload.get("action")
     repository = payload.get("repository")
     full_name = repository.get("full_name") if isinstance(repository, dict) else None
-    return Delivery(
+    return WebhookDelivery(
         id=delivery_id,
         event=event,
         action=action if isinstance(action, str) else None,
@@ -102,7 +102,7 @@ def read_delivery(headers: Mapping[str, str], body: bytes) -> Delivery:
     )
 
 
-def wakes_a_poll(delivery: Delivery) -> bool:
+def wakes_a_poll(delivery: WebhookDelivery) -> bool:
     """Whether the delivery is news the daemon's poll of its repository should see now."""
     if delivery.event not in WAKING_ACTIONS:
         return False
@@ -120,7 +120,7 @@ class WebhookInbox:
         self,
         secret: str,
         *,
-        deliver: Callable[[Delivery], None],
+        deliver: Callable[[WebhookDelivery], None],
         refused: Callable[[str], None],
     ) -> None:
         if not secret:
@@ -131,7 +131,7 @@ class WebhookInbox:
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
 
-    def receive(self, headers: Mapping[str, str], body: bytes) -> Delivery:
+    def receive(self, headers: Mapping[str, str], body: bytes) -> WebhookDelivery:
         """The delivery, handed on; DeliveryRefused (said on ``refused``) when it is not one."""
         try:
             check_signature(self._secret, body, headers.get("x-hub-signature-256"))
