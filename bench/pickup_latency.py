@@ -119,7 +119,7 @@ def deliver(port: int, number: int, delivery: str) -> None:
         headers={
             "Content-Type": "application/json",
             "X-GitHub-Event": "issues",
-            "X-GitHub-WebhookDelivery": delivery,
+            "X-GitHub-Delivery": delivery,
             "X-Hub-Signature-256": signature,
         },
     )

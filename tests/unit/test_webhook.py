@@ -82,7 +82,7 @@ def test_an_organisations_ping_names_no_repository() -> None:
 @pytest.mark.parametrize(
     ("given", "body", "said"),
     [
-        ({"x-github-event": "issues"}, BODY, "X-GitHub-WebhookDelivery"),
+        ({"x-github-event": "issues"}, BODY, "X-GitHub-Delivery"),
         ({"x-github-delivery": "d-1"}, BODY, "X-GitHub-Event"),
         ({"x-github-delivery": "d-1", "x-github-event": "issues"}, b"not json", "not JSON"),
         ({"x-github-delivery": "d-1", "x-github-event": "issues"}, b"[1, 2]", "JSON object"),
