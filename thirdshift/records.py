@@ -180,6 +180,22 @@ class MergeResult:
 
 
 @dataclass(frozen=True)
+class ListedRepository:
+    """A repository as the list of those the token may read shows it: whether it is archived
+    or disabled (nothing can be pushed there) and whether the token may push to it."""
+
+    owner: str
+    name: str
+    archived: bool
+    disabled: bool
+    can_push: bool
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+@dataclass(frozen=True)
 class Repository:
     id: int
     owner: str

@@ -70,6 +70,19 @@ def check_repository_name(text: str) -> tuple[str, str]:
     return owner, name
 
 
+_OWNER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
+
+
+def check_owner_name(text: str) -> str:
+    """A GitHub user or organisation name, or a ValueError that shows the expected shape."""
+    if not _OWNER.match(text):
+        raise ValueError(
+            f"'{text}' is not a GitHub user or organisation name (for example octo-org: "
+            "letters, digits and dashes)"
+        )
+    return text
+
+
 def cron_trigger(expression: str) -> CronTrigger:
     """The schedule of a five-field cron expression in UTC, or a ValueError saying the shape."""
     try:
@@ -400,6 +413,24 @@ class Settings(BaseSettings):
         description="OWNER/NAME of each repository the daemon watches (thirdshift daemon --repo "
         "adds more).",
     )
+    owners: list[str] = Field(
+        default_factory=list,
+        description="Users or organisations whose every repository the daemon watches (thirdshift "
+        "daemon --owner adds more): those the token may push to, archived and disabled ones "
+        "aside, found again every owner_refresh_seconds. Needs a token; a GitHub App's "
+        "installation cannot list them.",
+    )
+    excluded_repositories: list[str] = Field(
+        default_factory=list,
+        description='Glob patterns on OWNER/NAME (any case, e.g. "acme/legacy-*") of the '
+        "owners' repositories the daemon leaves alone.",
+    )
+    owner_refresh_seconds: float = Field(
+        default=300,
+        ge=10,
+        description="Between two listings of the owners' repositories (a repository made or "
+        "archived is picked up without a restart).",
+    )
     daemon_name: str | None = Field(
         default=None,
         max_length=100,
@@ -609,6 +640,13 @@ class Settings(BaseSettings):
     def _owner_slash_name(cls, value: list[str]) -> list[str]:
         for entry in value:
             check_repository_name(entry)
+        return value
+
+    @field_validator("owners")
+    @classmethod
+    def _owner_names(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            check_owner_name(entry)
         return value
 
     @field_validator("agent_network_allow")

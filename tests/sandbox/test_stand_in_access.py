@@ -110,3 +110,21 @@ def test_git_over_http_needs_a_token_and_write_to_push(sandbox: Sandbox, tmp_pat
     pushed = _git(["push", "origin", "HEAD:refs/heads/rex"], clone, TOKENS["rex"])
     assert pushed.returncode != 0
     assert "403" in pushed.stderr or "denied" in pushed.stderr
+
+
+def test_the_user_s_repositories_are_those_they_may_read_and_archiving_shows_in_them(
+    sandbox: Sandbox,
+) -> None:
+    """``GET /user/repos`` lists what the token's user may read (an outsider: nothing), and
+    an admin's ``PATCH`` archives a repository, which the listing then says."""
+    assert [r.full_name for r in sandbox.github("rex").get_user().get_repos()] == [FULL_NAME]
+    assert list(sandbox.github("olga").get_user().get_repos()) == []
+    with pytest.raises(GithubException) as refused:
+        sandbox.github("wes").get_repo(FULL_NAME).edit(archived=True)
+    assert refused.value.status == 403
+
+    sandbox.github("ada").get_repo(FULL_NAME).edit(archived=True)
+
+    [listed] = sandbox.github("wes").get_user().get_repos()
+    assert listed.archived is True
+    assert listed.permissions.push is True

@@ -47,6 +47,7 @@ from thirdshift.daemon import (
     RunWatch,
     StateSources,
 )
+from thirdshift.daemon.owners import OwnerWatch
 from thirdshift.daemon.state import write_state
 from thirdshift.errors import ConfigError, NotFound, UsageError
 from thirdshift.github import GitHub
@@ -71,24 +72,32 @@ def run_daemon(
     *,
     repositories: Sequence[str],
     once: bool,
+    owners: Sequence[str] = (),
     environ: Mapping[str, str],
     progress: Callable[[str], None],
     stop: threading.Event,
     http: str | None = None,
     agent_environ: Mapping[str, str] | None = None,
 ) -> int:
-    """Watch ``repositories`` (with those of the settings) until ``stop`` is set, or for one
-    cycle with ``once``; with ``http`` (HOST:PORT), serve the status page there meanwhile,
-    always behind a token (``http_token``, or one made for this process and shown once on the
-    progress lines with the page's address). Pre-flight problems (no token, a repository the
-    token cannot push to, an unusable home, no sandbox, a status page bound beyond loopback
-    without http_token) stop it before it starts. ``agent_environ`` (default: ``environ``) is
-    what its Runs' Harness environments are built from (the demo's points at its model server)."""
+    """Watch ``repositories`` and every repository of ``owners`` (with those of the settings)
+    until ``stop`` is set, or for one cycle with ``once``; with ``http`` (HOST:PORT), serve the
+    status page there meanwhile, always behind a token (``http_token``, or one made for this
+    process and shown once on the progress lines with the page's address). Pre-flight
+    problems (no token, a repository the token cannot push to, an unusable home, no sandbox, a
+    status page bound beyond loopback without http_token) stop it before it starts.
+    ``agent_environ`` (default: ``environ``) is what its Runs' Harness environments are built
+    from (the demo's points at its model server)."""
     address = page_address(settings, http)
     settings, made_token = with_page_token(settings, served=address is not None)
     # Read after the token is in place: every scrubber of the daemon and its Runs knows it.
     known = run_secrets(settings)
     names = _watched_names(settings, repositories)
+    owner_names = _watched_owners(settings, owners)
+    if not names and not owner_names:
+        raise UsageError(
+            "nothing to watch: pass --repo OWNER/NAME or --owner OWNER, or set repositories or "
+            "owners in the config file"
+        )
     agents = environ if agent_environ is None else agent_environ
     scrub = Scrubber.from_environment(
         environ, [*known, *agent_secrets(environ), *agent_secrets(agents)]
@@ -120,7 +129,10 @@ def run_daemon(
             settings, environ, store, clock, scrub, say, daemon_name, activity, pauses, agents
         )
         daemon = _daemon(kit, watched, once=once, stop=stop)
-        _watch(kit, daemon, watched, notifier)
+        make_poll = _watch(kit, daemon, watched, notifier)
+        if owner_names:
+            access = GitHubAccess(settings, clock, scrub, say)
+            daemon.watch_owners(_owner_watch(kit, access, owner_names, watched, make_poll))
         page = partial(StorePageSource, store, daemon.snapshot, scrub, warn=say)
         inbox = webhook_inbox(settings, daemon, activity)
         with status_page(
@@ -134,12 +146,43 @@ def _watched_names(settings: Settings, repositories: Sequence[str]) -> list[str]
     spelled: dict[str, str] = {}
     for full_name in [*settings.repositories, *repositories]:
         spelled.setdefault(full_name.lower(), full_name)
-    names = list(spelled.values())
-    if not names:
-        raise UsageError(
-            "no repository to watch: pass --repo OWNER/NAME or set repositories in the config file"
+    return list(spelled.values())
+
+
+def _watched_owners(settings: Settings, owners: Sequence[str]) -> list[str]:
+    """The owners whose repositories to watch, each once (GitHub ignores case)."""
+    spelled: dict[str, str] = {}
+    for owner in [*settings.owners, *owners]:
+        spelled.setdefault(owner.lower(), owner)
+    return list(spelled.values())
+
+
+def _owner_watch(
+    kit: _DaemonKit,
+    access: GitHubAccess,
+    owners: Sequence[str],
+    watched: _Watched,
+    make_poll: Callable[[str, str, GitHub], RepositoryPoll],
+) -> OwnerWatch:
+    """What finds the repositories of ``owners``: a token's listing of all it may read. A
+    GitHub App's installation may not list them (GitHub refuses its token): a ConfigError
+    naming the fix."""
+    settings = kit.settings
+    if settings.github_app_id is not None:
+        raise ConfigError(
+            f"--owner {owners[0]} (or owners): a GitHub App's installation cannot list an "
+            "owner's repositories here; name them with --repo (or repositories), or run the "
+            "daemon with a token (GITHUB_TOKEN)"
         )
-    return names
+    github = next(iter(watched.adapters), None) or access.github(owners[0], "")
+    return OwnerWatch(
+        github,
+        owners,
+        settings.excluded_repositories,
+        lambda owner, name: make_poll(owner, name, github),
+        kit.activity,
+        fixed=[f"{o}/{n}" for o, n, _ in watched.repositories],
+    )
 
 
 @dataclass(frozen=True)
@@ -268,6 +311,7 @@ def _daemon(kit: _DaemonKit, watched: _Watched, *, once: bool, stop: threading.E
         reap_seconds=max(5.0, settings.lease_seconds / 4),
         stop_seconds=stop_seconds(settings),
         store_wait_seconds=settings.salvage_wait_seconds,
+        owner_refresh_seconds=settings.owner_refresh_seconds,
         poll_seconds_with_webhooks=(
             settings.poll_seconds_with_webhooks if settings.webhook_secret else None
         ),
@@ -283,8 +327,11 @@ def _daemon(kit: _DaemonKit, watched: _Watched, *, once: bool, stop: threading.E
     return Daemon(parts, limits, stop, shown=shown, architect_schedules={} if once else schedules)
 
 
-def _watch(kit: _DaemonKit, daemon: Daemon, watched: _Watched, notifier: TargetNotifier) -> None:
-    """A Poll of each watched repository, for ``daemon``."""
+def _watch(
+    kit: _DaemonKit, daemon: Daemon, watched: _Watched, notifier: TargetNotifier
+) -> Callable[[str, str, GitHub], RepositoryPoll]:
+    """A Poll of each watched repository, for ``daemon``; and what makes the Poll of another
+    (one an owner's listing finds later)."""
     settings = kit.settings
     parts = PollParts(
         store=kit.store,
@@ -295,14 +342,19 @@ def _watch(kit: _DaemonKit, daemon: Daemon, watched: _Watched, notifier: TargetN
         paused=partial(kit.pauses.pass_over_reason, settings.harness, settings.fallback_harnesses),
         notifier=notifier,
     )
-    for owner, name, github in watched.repositories:
+
+    def make_poll(owner: str, name: str, github: GitHub) -> RepositoryPoll:
         full_name = f"{owner}/{name}"
         hooks = PollHooks(
             running_here=partial(daemon.running_here, full_name),
             stop_here=partial(daemon.stop_here, full_name),
             kept_worktree=partial(_kept_worktree, settings.home, owner, name),
         )
-        daemon.watch(RepositoryPoll(owner, name, github, parts, hooks))
+        return RepositoryPoll(owner, name, github, parts, hooks)
+
+    for owner, name, github in watched.repositories:
+        daemon.watch(make_poll(owner, name, github))
+    return make_poll
 
 
 def architect_schedules(

@@ -84,6 +84,18 @@ def check_repositories(names: Iterable[str]) -> None:
             raise click.UsageError(f"--repo: {error}") from None
 
 
+def check_owners(names: Iterable[str]) -> None:
+    """Each ``--owner`` given is a GitHub user or organisation name, or the command ends as a
+    usage error (exit 2)."""
+    from thirdshift.settings import check_owner_name
+
+    for name in names:
+        try:
+            check_owner_name(name)
+        except ValueError as error:
+            raise click.UsageError(f"--owner: {error}") from None
+
+
 def wait_for_interrupt(
     progress: Callable[[str], None], what: str, interrupt: threading.Event
 ) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 import click
 
 from thirdshift.cli.common import (
+    check_owners,
     check_repositories,
     closing,
     command_line,
@@ -193,6 +194,14 @@ def architect_command(
     help="A repository to watch (repeatable; added to the repositories setting).",
 )
 @click.option(
+    "--owner",
+    "owners",
+    multiple=True,
+    metavar="OWNER",
+    help="A user or organisation whose every repository the token may push to is watched "
+    "(repeatable; added to the owners setting).",
+)
+@click.option(
     "--once",
     is_flag=True,
     help="Poll each repository once, run what is Ready, wait for those Runs, and exit.",
@@ -205,7 +214,9 @@ def architect_command(
         "and printed with the page's address (beyond loopback, http_token is required)."
     ),
 )
-def daemon_command(repos: tuple[str, ...], once: bool, http: str | None) -> None:
+def daemon_command(
+    repos: tuple[str, ...], owners: tuple[str, ...], once: bool, http: str | None
+) -> None:
     """Watch repositories for Ready issues and run each exactly once, side by side within the
     limits, until SIGTERM or Ctrl-C (then the running Runs save their work and it exits 0).
 
@@ -217,6 +228,7 @@ def daemon_command(repos: tuple[str, ...], once: bool, http: str | None) -> None
     from thirdshift.settings import load_settings
 
     check_repositories(repos)
+    check_owners(owners)
     environ = dict(os.environ)
     settings = guarded(lambda: load_settings(environ))
     progress = Progress()
@@ -228,6 +240,7 @@ def daemon_command(repos: tuple[str, ...], once: bool, http: str | None) -> None
         status = run_daemon(
             settings,
             repositories=repos,
+            owners=owners,
             once=once,
             http=http,
             environ=environ,

@@ -28,6 +28,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from thirdshift.daemon.ends import RunEnds
 from thirdshift.daemon.follow import ActiveRun, follow
+from thirdshift.daemon.owners import OwnerWatch
 from thirdshift.daemon.parts import DaemonParts, Limits
 from thirdshift.daemon.pickup import Pickup
 from thirdshift.daemon.poll import RepositoryPoll
@@ -68,7 +69,10 @@ class Daemon:
         self._shown = Snapshots(shown, process, self._clock, self._architect, self._progress)
         self._ends = RunEnds(parts, limits, stop)
         self._scheduler: BackgroundScheduler | None = None
+        # Replaced whole, never changed in place: other threads iterate it as the owners' refresh
+        # adds and drops repositories.
         self._polls: list[RepositoryPoll] = []
+        self._owners: OwnerWatch | None = None
         self._lock = threading.Lock()
         self._active: dict[tuple[str, int | None], ActiveRun] = {}
         self._queue: deque[tuple[RepositoryPoll, Pickup]] = deque()
@@ -77,7 +81,15 @@ class Daemon:
 
     def watch(self, poll: RepositoryPoll) -> None:
         """Poll this repository too (before ``once`` or ``serve``)."""
-        self._polls.append(poll)
+        self._polls = [*self._polls, poll]
+
+    def watch_owners(self, owners: OwnerWatch) -> None:
+        """Poll every repository ``owners`` finds, now and after each of its refreshes (every
+        ``owner_refresh_seconds`` while serving); a ThirdshiftError when its first listing
+        fails."""
+        self._owners = owners
+        for poll in owners.refresh().started:
+            self.watch(poll)
 
     # -- what polls ask --------------------------------------------------------------------
 
@@ -121,7 +133,8 @@ class Daemon:
                 return
             self._slowed = True
         for poll in self._polls:
-            scheduler.reschedule_job(f"poll:{poll.full_name}", trigger=self._interval(backstop))
+            if scheduler.get_job(f"poll:{poll.full_name}") is not None:
+                scheduler.reschedule_job(f"poll:{poll.full_name}", trigger=self._interval(backstop))
         self._activity.line(
             "webhook",
             f"webhook deliveries arrive: polls every {backstop:g}s from now on, as a backstop",
@@ -222,18 +235,17 @@ class Daemon:
         scheduler = BackgroundScheduler(
             timezone="UTC", executors={"default": ThreadPoolExecutor(max_workers=1)}
         )
-        now = datetime.now().astimezone()
         for index, poll in enumerate(self._polls):
+            # The first polls are spread a little, not all at once.
+            self._schedule_poll(scheduler, poll, min(index * 0.2, 5))
+        if self._owners is not None:
             scheduler.add_job(
-                self._poll,
-                self._interval(self._limits.poll_seconds),
-                args=(poll,),
-                id=f"poll:{poll.full_name}",
+                self._refresh_owners,
+                IntervalTrigger(seconds=self._limits.owner_refresh_seconds, jitter=5),
+                id="owners",
                 max_instances=1,
                 coalesce=True,
                 misfire_grace_time=None,
-                # The first polls are spread a little, not all at once.
-                next_run_time=now + timedelta(seconds=min(index * 0.2, 5)),
             )
         scheduler.add_job(
             self._reap,
@@ -244,6 +256,50 @@ class Daemon:
             misfire_grace_time=None,  # it may wait behind a poll on the one worker
         )
         return scheduler
+
+    def _schedule_poll(
+        self, scheduler: BackgroundScheduler, poll: RepositoryPoll, first_in: float
+    ) -> None:
+        interval = self._limits.poll_seconds
+        if self._slowed and self._limits.poll_seconds_with_webhooks is not None:
+            interval = self._limits.poll_seconds_with_webhooks
+        scheduler.add_job(
+            self._poll,
+            self._interval(interval),
+            args=(poll,),
+            id=f"poll:{poll.full_name}",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+            next_run_time=datetime.now().astimezone() + timedelta(seconds=first_in),
+        )
+
+    def _refresh_owners(self) -> None:
+        """The owners' repositories listed again: a new one is polled from now on, one gone
+        (archived, deleted, out of the token's reach, excluded) is polled no more; its Run in
+        flight, if any, goes on to its end."""
+        owners, scheduler = self._owners, self._scheduler
+        if owners is None or scheduler is None or self._stop.is_set():
+            return
+        try:
+            changes = owners.refresh()
+        except ThirdshiftError as error:
+            self._progress(
+                f"could not list the repositories of {', '.join(owners.owners)}: {error}"
+            )
+            return
+        for poll in changes.started:
+            self.watch(poll)
+            self._schedule_poll(scheduler, poll, 0.0)
+            self._activity.line("owner", f"now watching {poll.full_name}: a new repository found")
+        for full_name in changes.stopped:
+            self._polls = [p for p in self._polls if p.full_name != full_name]
+            for job in (f"poll:{full_name}", f"wake:{full_name}", f"settle:{full_name}"):
+                if scheduler.get_job(job) is not None:
+                    scheduler.remove_job(job)
+            with self._lock:
+                self._queue = deque(e for e in self._queue if e[0].full_name != full_name)
+            self._activity.line("owner", f"no longer watching {full_name}: it left the listing")
 
     def _interval(self, seconds: float) -> IntervalTrigger:
         return IntervalTrigger(seconds=seconds, jitter=self._limits.poll_jitter_seconds)

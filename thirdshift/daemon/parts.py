@@ -40,6 +40,8 @@ class Limits:
     store_wait_seconds: float = 120.0
     """How long the end of a Run is tried again while the store is away
     (``salvage_wait_seconds``)."""
+    owner_refresh_seconds: float = 300.0
+    """Between two listings of the watched owners' repositories."""
     poll_seconds_with_webhooks: float | None = None
     """Between two polls of a repository once a webhook delivery has arrived (None: webhooks
     are not set up, the polls keep ``poll_seconds``)."""

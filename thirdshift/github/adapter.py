@@ -76,6 +76,7 @@ from thirdshift.records import (
     IssueInfo,
     IssueSummary,
     Labelling,
+    ListedRepository,
     MergeResult,
     PullRequestInfo,
     RepoInfo,
@@ -223,6 +224,31 @@ class GitHub:
 
         path = f"/repos/{owner}/{name}"
         return self._calls.call(Request("GET", path, f"repository {owner}/{name}"), send)
+
+    def readable_repositories(self) -> tuple[ListedRepository, ...]:
+        """Every repository the token's user may read, of every owner (``GET /user/repos``),
+        asked conditionally: watching owners costs nothing while none of their repositories
+        changes. An installation token may not ask (GitHub answers 403)."""
+        path = "/user/repos"
+
+        def listed(item: Any) -> ListedRepository:
+            permissions = item.get("permissions") or {}
+            return ListedRepository(
+                owner=str(item["owner"]["login"]),
+                name=str(item["name"]),
+                archived=bool(item.get("archived")),
+                disabled=bool(item.get("disabled")),
+                can_push=bool(permissions.get("push")),
+            )
+
+        def send() -> tuple[ListedRepository, ...]:
+            query = {"affiliation": "owner,collaborator,organization_member", "sort": "full_name"}
+            return self._reads.pages(
+                path, query, lambda page: list(page), lambda found: tuple(map(listed, found))
+            )
+
+        what = "the repositories the token may read"
+        return self._calls.call(Request("GET", path, what), send)
 
     def permission(self, owner: str, name: str, login: str) -> str:
         """``login``'s role on the repository: admin, maintain, write, triage, read or none

@@ -235,7 +235,7 @@ class Shapes:
                 "has_pages": False,
                 "has_downloads": True,
                 "has_discussions": False,
-                "archived": False,
+                "archived": repo.archived,
                 "disabled": False,
                 "visibility": "private",
                 "pushed_at": stamp(repo.pushed_at),

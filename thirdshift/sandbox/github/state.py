@@ -259,6 +259,7 @@ class Repo:
     created_at: datetime
     pushed_at: datetime
     default_branch: str = "main"
+    archived: bool = False
     labels: dict[str, Label] = field(default_factory=dict)
     issues: dict[int, Issue] = field(default_factory=dict)
     comments: dict[int, IssueComment] = field(default_factory=dict)
