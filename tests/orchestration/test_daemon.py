@@ -158,6 +158,7 @@ class DaemonWorld:
         shown: StateSources | None = None,
         poll_seconds: float = 60,
         poll_seconds_with_webhooks: float | None = None,
+        owner_refresh_seconds: float = 300,
     ) -> Daemon:
         """A daemon of this world that starts its Runs through ``starter``, within the limits
         given (per repository: this world's, unless given)."""
@@ -177,6 +178,7 @@ class DaemonWorld:
             reap_seconds=60,
             stop_seconds=stop_seconds,
             poll_seconds_with_webhooks=poll_seconds_with_webhooks,
+            owner_refresh_seconds=owner_refresh_seconds,
         )
         return Daemon(parts, limits, self.stop, shown=shown)
 

@@ -208,10 +208,7 @@ class Daemon:
             target=self._publish_until_stopped, name="thirdshift-state", daemon=True
         )
         publisher.start()
-        self._activity.line(
-            "start",
-            f"daemon watching {', '.join(p.full_name for p in self._polls)}",
-        )
+        self._activity.line("start", f"daemon watching {self._watching()}")
         try:
             while not self._stop.wait(1):
                 pass
@@ -228,6 +225,16 @@ class Daemon:
             self._publish_state(stopped=True)
         return 0
 
+    def _watching(self) -> str:
+        """What the daemon watches, for its first line: the repositories (the first ten when
+        there are more) and the owners."""
+        names = [p.full_name for p in self._polls]
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        if self._owners is None:
+            return shown
+        owners = ", ".join(self._owners.owners)
+        return f"{len(names)} repositories ({shown or 'none yet'}), every one of {owners}"
+
     def _scheduled(self) -> BackgroundScheduler:
         """The polls (one job a repository, with jitter) and the reaper, on a scheduler."""
         # One worker: the polls share one GitHub adapter, and PyGithub's connection is not
@@ -241,7 +248,10 @@ class Daemon:
         if self._owners is not None:
             scheduler.add_job(
                 self._refresh_owners,
-                IntervalTrigger(seconds=self._limits.owner_refresh_seconds, jitter=5),
+                IntervalTrigger(
+                    seconds=self._limits.owner_refresh_seconds,
+                    jitter=min(5.0, self._limits.owner_refresh_seconds / 10),
+                ),
                 id="owners",
                 max_instances=1,
                 coalesce=True,
