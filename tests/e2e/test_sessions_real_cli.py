@@ -143,14 +143,20 @@ def worlds() -> Iterator[list[World]]:
         world.store.close()
 
 
-def background_then_foreground(harness: Harness) -> list[dict[str, Any]]:
-    """Start slow work in the background and end the turn; after the Resume, run it in the
-    foreground and finish."""
+SLEEPS = {"claude": "sleep 317", "codex": "sleep 318", "qwen": "sleep 319"}
+"""The slow work each Harness's session starts: a command of its own, so a test that looks for
+what is left of its session on this machine never sees another's, running beside it."""
+
+
+def background_then_foreground(harness: Harness, sleep: str = "") -> list[dict[str, Any]]:
+    """Start slow work (``sleep``, by default the Harness's own) in the background and end the
+    turn; after the Resume, run it in the foreground and finish."""
+    sleep = sleep or SLEEPS[harness]
     if harness == "claude":
         start = {
             "name": "Bash",
             "input": {
-                "command": "sleep 317",
+                "command": sleep,
                 "run_in_background": True,
                 "description": "slow test suite",
             },
@@ -159,11 +165,11 @@ def background_then_foreground(harness: Harness) -> list[dict[str, Any]]:
     elif harness == "qwen":
         start = {
             "name": "run_shell_command",
-            "input": {"command": "sleep 317", "is_background": True},
+            "input": {"command": sleep, "is_background": True},
         }
         again = {"name": "run_shell_command", "input": {"command": "echo suite passed"}}
     else:
-        start = {"name": "exec_command", "input": {"cmd": "sleep 317", "yield_time_ms": 300}}
+        start = {"name": "exec_command", "input": {"cmd": sleep, "yield_time_ms": 300}}
         again = {"name": "exec_command", "input": {"cmd": "echo suite passed"}}
     return [
         {"tool_calls": [start]},
@@ -174,7 +180,7 @@ def background_then_foreground(harness: Harness) -> list[dict[str, Any]]:
 
 
 def killed_work_name(harness: Harness) -> str:
-    return "slow test suite" if harness == "claude" else "sleep 317"
+    return "slow test suite" if harness == "claude" else SLEEPS[harness]
 
 
 @pytest.mark.parametrize("harness", ["claude", "codex", "qwen"])
@@ -215,7 +221,7 @@ def test_killed_background_work_gets_exactly_one_native_resume(
     opening = requests[0]["body"][key]
     assert len(history) > len(opening), "the Resume did not continue the conversation"
     assert len(requests) == 4
-    assert not _running("sleep 317", exact=True)
+    assert not _running(SLEEPS[harness], exact=True)
 
     events = world.store.session_events(rows[0].id)
     assert any(event.kind == "tool_call" for event in events)
@@ -231,7 +237,8 @@ def test_a_resume_the_harness_no_longer_knows_opens_a_fresh_session_with_the_bri
     with the original prompt and what the first session did, built from our database. The
     issue is 30 KB (the reported case: such a prompt once crowded every step out of the brief);
     the preamble after it keeps its 4,000-token budget and lists the steps."""
-    world = start_world(tmp_path, harness, background_then_foreground(harness))
+    sleep = f"sleep {327 + list(SLEEPS).index(harness)}"
+    world = start_world(tmp_path, harness, background_then_foreground(harness, sleep))
     worlds.append(world)
     forgetful = ForgetfulOutside(world.outside(), Path(world.environ["HOME"]))
     sessions = world.sessions(forgetful)
@@ -257,12 +264,12 @@ def test_a_resume_the_harness_no_longer_knows_opens_a_fresh_session_with_the_bri
     preamble = rows[2].prompt.split("\n---\n", 1)[1]
     assert count_tokens(preamble) <= 4000
     assert "What it did, oldest first:" in preamble
-    assert "sleep 317" in preamble  # the first session's step, from our database
+    assert sleep in preamble  # the first session's step, from our database
     # The model saw it: the fresh session's first request holds the preamble and the step.
     sent = [json.dumps(r["body"]) for r in world.conversation_requests()]
     fresh = [body for body in sent if "This session continues an earlier one" in body]
     assert fresh, "no request carried the resume brief"
-    assert "sleep 317" in fresh[0].split("What it did, oldest first:", 1)[1]
+    assert sleep in fresh[0].split("What it did, oldest first:", 1)[1]
     assert any("no longer has session" in line for line in world.lines), world.lines
 
 
@@ -272,16 +279,16 @@ def test_interrupting_a_session_leaves_no_process_of_its_tree(
 ) -> None:
     """Ctrl-C during a session stops the CLI and the command it was running."""
     # Claude Code blocks a standalone foreground `sleep`; a slow program is what a suite is.
-    slow = "python3 -c 'import time; time.sleep(331)'"
+    # Seconds of its own per Harness: the variants run side by side, each looks for its own.
+    waited = f"time.sleep({331 + list(SLEEPS).index(harness)})"
+    slow = f"python3 -c 'import time; {waited}'"
     tool = "Bash" if harness == "claude" else "run_shell_command"
     turns = [{"tool_calls": [{"name": tool, "input": {"command": slow, "description": "wait"}}]}]
     world = start_world(tmp_path, harness, turns)
     worlds.append(world)
     sessions = world.sessions(world.outside())
     seen: list[bool] = []
-    timer = threading.Timer(
-        0.2, _interrupt_when_running, args=(world.interrupt, "time.sleep(331)", seen)
-    )
+    timer = threading.Timer(0.2, _interrupt_when_running, args=(world.interrupt, waited, seen))
     timer.start()
     try:
         with pytest.raises(SessionInterrupted, match="implement session interrupted"):
@@ -289,7 +296,7 @@ def test_interrupting_a_session_leaves_no_process_of_its_tree(
     finally:
         timer.cancel()
     assert seen == [True], "the slow command never started, so the interrupt proved nothing"
-    assert not _running("time.sleep(331)")
+    assert not _running(waited)
     assert [row.state for row in world.store.run_sessions(world.run_id)] == ["failed"]
 
 
