@@ -38,6 +38,7 @@ from thirdshift.daemon import (
     ReadyRules,
     RepositoryPoll,
     RunWatch,
+    WatchTimes,
 )
 from thirdshift.github import GitHub
 from thirdshift.run_states import RunEnd
@@ -153,7 +154,7 @@ def run(stand_in: GitHubStandIn, tmp: Path, samples: int, poll: float, webhook: 
             poll_jitter_seconds=0 if webhook else 1,
             reap_seconds=60,
             stop_seconds=10,
-            poll_seconds_with_webhooks=600 if webhook else None,
+            watch_times=WatchTimes(poll_seconds_with_webhooks=600 if webhook else None),
         ),
         stop,
     )

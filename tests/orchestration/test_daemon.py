@@ -38,6 +38,7 @@ from thirdshift.daemon import (
     RepositoryPoll,
     RunWatch,
     StateSources,
+    WatchTimes,
 )
 from thirdshift.errors import GitHubError
 from thirdshift.git import own_git_dir
@@ -177,8 +178,7 @@ class DaemonWorld:
             poll_jitter_seconds=0,
             reap_seconds=60,
             stop_seconds=stop_seconds,
-            poll_seconds_with_webhooks=poll_seconds_with_webhooks,
-            owner_refresh_seconds=owner_refresh_seconds,
+            watch_times=WatchTimes(owner_refresh_seconds, poll_seconds_with_webhooks),
         )
         return Daemon(parts, limits, self.stop, shown=shown)
 

@@ -21,6 +21,7 @@ from thirdshift.bootstrap.credentials import (
     run_secrets,
 )
 from thirdshift.bootstrap.limits import raise_descriptor_limit
+from thirdshift.bootstrap.owners import OwnerFinding, owner_watch, watched_owners
 from thirdshift.bootstrap.parts import (
     RunCall,
     local_preflight,
@@ -46,8 +47,8 @@ from thirdshift.daemon import (
     RepositoryPoll,
     RunWatch,
     StateSources,
+    WatchTimes,
 )
-from thirdshift.daemon.owners import OwnerWatch
 from thirdshift.daemon.state import write_state
 from thirdshift.errors import ConfigError, NotFound, UsageError
 from thirdshift.github import GitHub
@@ -92,7 +93,7 @@ def run_daemon(
     # Read after the token is in place: every scrubber of the daemon and its Runs knows it.
     known = run_secrets(settings)
     names = _watched_names(settings, repositories)
-    owner_names = _watched_owners(settings, owners)
+    owner_names = watched_owners(settings, owners)
     if not names and not owner_names:
         raise UsageError(
             "nothing to watch: pass --repo OWNER/NAME or --owner OWNER, or set repositories or "
@@ -132,7 +133,10 @@ def run_daemon(
         make_poll = _watch(kit, daemon, watched, notifier)
         if owner_names:
             access = GitHubAccess(settings, clock, scrub, say)
-            daemon.watch_owners(_owner_watch(kit, access, owner_names, watched, make_poll))
+            adapter = next(iter(watched.adapters), None)
+            fixed = [f"{o}/{n}" for o, n, _ in watched.repositories]
+            found = OwnerFinding(owner_names, fixed, adapter, make_poll)
+            daemon.watch_owners(owner_watch(settings, access, kit.activity, found))
         page = partial(StorePageSource, store, daemon.snapshot, scrub, warn=say)
         inbox = webhook_inbox(settings, daemon, activity)
         with status_page(
@@ -147,42 +151,6 @@ def _watched_names(settings: Settings, repositories: Sequence[str]) -> list[str]
     for full_name in [*settings.repositories, *repositories]:
         spelled.setdefault(full_name.lower(), full_name)
     return list(spelled.values())
-
-
-def _watched_owners(settings: Settings, owners: Sequence[str]) -> list[str]:
-    """The owners whose repositories to watch, each once (GitHub ignores case)."""
-    spelled: dict[str, str] = {}
-    for owner in [*settings.owners, *owners]:
-        spelled.setdefault(owner.lower(), owner)
-    return list(spelled.values())
-
-
-def _owner_watch(
-    kit: _DaemonKit,
-    access: GitHubAccess,
-    owners: Sequence[str],
-    watched: _Watched,
-    make_poll: Callable[[str, str, GitHub], RepositoryPoll],
-) -> OwnerWatch:
-    """What finds the repositories of ``owners``: a token's listing of all it may read. A
-    GitHub App's installation may not list them (GitHub refuses its token): a ConfigError
-    naming the fix."""
-    settings = kit.settings
-    if settings.github_app_id is not None:
-        raise ConfigError(
-            f"--owner {owners[0]} (or owners): a GitHub App's installation cannot list an "
-            "owner's repositories here; name them with --repo (or repositories), or run the "
-            "daemon with a token (GITHUB_TOKEN)"
-        )
-    github = next(iter(watched.adapters), None) or access.github(owners[0], "")
-    return OwnerWatch(
-        github,
-        owners,
-        settings.excluded_repositories,
-        lambda owner, name: make_poll(owner, name, github),
-        kit.activity,
-        fixed=[f"{o}/{n}" for o, n, _ in watched.repositories],
-    )
 
 
 @dataclass(frozen=True)
@@ -311,9 +279,11 @@ def _daemon(kit: _DaemonKit, watched: _Watched, *, once: bool, stop: threading.E
         reap_seconds=max(5.0, settings.lease_seconds / 4),
         stop_seconds=stop_seconds(settings),
         store_wait_seconds=settings.salvage_wait_seconds,
-        owner_refresh_seconds=settings.owner_refresh_seconds,
-        poll_seconds_with_webhooks=(
-            settings.poll_seconds_with_webhooks if settings.webhook_secret else None
+        watch_times=WatchTimes(
+            owner_refresh_seconds=settings.owner_refresh_seconds,
+            poll_seconds_with_webhooks=(
+                settings.poll_seconds_with_webhooks if settings.webhook_secret else None
+            ),
         ),
     )
     shown = StateSources(

@@ -13,7 +13,7 @@ when.
 
 from thirdshift.daemon.activity import ActivityLog
 from thirdshift.daemon.daemon import Daemon
-from thirdshift.daemon.parts import DaemonParts, Limits, PollHooks, PollParts
+from thirdshift.daemon.parts import DaemonParts, Limits, PollHooks, PollParts, WatchTimes
 from thirdshift.daemon.pauses import ProviderPauses
 from thirdshift.daemon.pickup import Pickup
 from thirdshift.daemon.poll import RepositoryPoll
@@ -37,4 +37,5 @@ __all__ = [
     "RunStarter",
     "RunWatch",
     "StateSources",
+    "WatchTimes",
 ]

@@ -19,11 +19,9 @@ import os
 import threading
 from collections import deque
 from collections.abc import Mapping
-from datetime import datetime, timedelta
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from thirdshift.daemon.ends import RunEnds
@@ -32,6 +30,7 @@ from thirdshift.daemon.owners import OwnerWatch
 from thirdshift.daemon.parts import DaemonParts, Limits
 from thirdshift.daemon.pickup import Pickup
 from thirdshift.daemon.poll import RepositoryPoll
+from thirdshift.daemon.poll_jobs import PollJobs
 from thirdshift.daemon.ports import RunWatch
 from thirdshift.daemon.schedule import ArchitectSchedule, NextArchitectRun
 from thirdshift.daemon.snapshot import Snapshots, StateSources, Work
@@ -68,7 +67,7 @@ class Daemon:
         process = DaemonProcess(shown.name, os.getpid(), started_at)
         self._shown = Snapshots(shown, process, self._clock, self._architect, self._progress)
         self._ends = RunEnds(parts, limits, stop)
-        self._scheduler: BackgroundScheduler | None = None
+        self._jobs: PollJobs | None = None  # while serving
         # Replaced whole, never changed in place: other threads iterate it as the owners' refresh
         # adds and drops repositories.
         self._polls: list[RepositoryPoll] = []
@@ -77,7 +76,6 @@ class Daemon:
         self._active: dict[tuple[str, int | None], ActiveRun] = {}
         self._queue: deque[tuple[RepositoryPoll, Pickup]] = deque()
         self._failures = 0
-        self._slowed = False  # the polls are a backstop: webhook deliveries arrive
 
     def watch(self, poll: RepositoryPoll) -> None:
         """Poll this repository too (before ``once`` or ``serve``)."""
@@ -120,53 +118,22 @@ class Daemon:
             self._activity.line("webhook", f"{why} ignored: this daemon does not watch {full_name}")
             return False
         self._progress(f"{poll.full_name}: {why}; polling it now")
-        scheduler = self._scheduler
-        if scheduler is not None:
-            self._slow_to_backstop(scheduler)
-            self._poll_soon(scheduler, poll, 0.0, "wake")
+        jobs = self._jobs
+        if jobs is not None:
+            jobs.slow_to_backstop(self._polls)
+            jobs.soon(poll, 0.0, "wake")
         return True
-
-    def _slow_to_backstop(self, scheduler: BackgroundScheduler) -> None:
-        backstop = self._limits.poll_seconds_with_webhooks
-        with self._lock:
-            if backstop is None or self._slowed:
-                return
-            self._slowed = True
-        for poll in self._polls:
-            if scheduler.get_job(f"poll:{poll.full_name}") is not None:
-                scheduler.reschedule_job(f"poll:{poll.full_name}", trigger=self._interval(backstop))
-        self._activity.line(
-            "webhook",
-            f"webhook deliveries arrive: polls every {backstop:g}s from now on, as a backstop",
-        )
-
-    def _poll_soon(
-        self, scheduler: BackgroundScheduler, poll: RepositoryPoll, delay: float, why: str
-    ) -> None:
-        """One extra poll of ``poll`` after ``delay`` seconds, beside its schedule: a later ask
-        for the same ``why`` replaces one still waiting, and the one scheduler worker runs it
-        after any poll in progress, so news that came during a poll is seen by the next."""
-        at = datetime.now().astimezone() + timedelta(seconds=delay)
-        scheduler.add_job(
-            self._poll,
-            DateTrigger(run_date=at),
-            args=(poll,),
-            id=f"{why}:{poll.full_name}",
-            replace_existing=True,
-            misfire_grace_time=None,
-        )
 
     # -- what ``thirdshift status`` shows ------------------------------------------------------
 
     def snapshot(self, *, stopped: bool = False) -> DaemonState:
         """What this daemon is doing now."""
-        scheduler = self._scheduler
+        jobs = self._jobs
         with self._lock:
             work = Work.of(self._queue, self._active.values())
         next_polls = {}
         for poll in self._polls:
-            job = scheduler.get_job(f"poll:{poll.full_name}") if scheduler else None
-            next_polls[poll.full_name] = job.next_run_time if job is not None else None
+            next_polls[poll.full_name] = jobs.next_poll(poll.full_name) if jobs else None
         return self._shown.take(work, next_polls, stopping=self._stop.is_set(), stopped=stopped)
 
     def _publish_state(self, *, stopped: bool = False) -> None:
@@ -201,8 +168,7 @@ class Daemon:
     def serve(self) -> int:
         """Poll on a schedule until ``stop`` is set; then take no new work, stop the Runs (each
         saves its work as a Failed run) and return 0."""
-        scheduler = self._scheduled()
-        self._scheduler = scheduler
+        scheduler, self._jobs = self._scheduled()
         scheduler.start()
         publisher = threading.Thread(
             target=self._publish_until_stopped, name="thirdshift-state", daemon=True
@@ -218,7 +184,7 @@ class Daemon:
             # A poll still running publishes the state as it ends, which asks the scheduler
             # for its next runs; shutdown holds the scheduler's lock while it waits for that
             # poll, so the poll must not ask it (it would wait on shutdown, and shutdown on it).
-            self._scheduler = None
+            self._jobs = None
             scheduler.shutdown(wait=True)
             self._stop_runs()
             publisher.join(timeout=PUBLISH_SECONDS + 1)
@@ -235,22 +201,24 @@ class Daemon:
         owners = ", ".join(self._owners.owners)
         return f"{len(names)} repositories ({shown or 'none yet'}), every one of {owners}"
 
-    def _scheduled(self) -> BackgroundScheduler:
-        """The polls (one job a repository, with jitter) and the reaper, on a scheduler."""
+    def _scheduled(self) -> tuple[BackgroundScheduler, PollJobs]:
+        """The polls (one job a repository, with jitter), the owners' listing and the reaper,
+        on a scheduler."""
         # One worker: the polls share one GitHub adapter, and PyGithub's connection is not
         # thread-safe. A poll is a handful of (mostly 304) requests, so they queue briefly.
         scheduler = BackgroundScheduler(
             timezone="UTC", executors={"default": ThreadPoolExecutor(max_workers=1)}
         )
+        jobs = PollJobs(scheduler, self._poll, self._limits, self._activity)
         for index, poll in enumerate(self._polls):
             # The first polls are spread a little, not all at once.
-            self._schedule_poll(scheduler, poll, min(index * 0.2, 5))
+            jobs.add(poll, min(index * 0.2, 5))
         if self._owners is not None:
             scheduler.add_job(
                 self._refresh_owners,
                 IntervalTrigger(
-                    seconds=self._limits.owner_refresh_seconds,
-                    jitter=min(5.0, self._limits.owner_refresh_seconds / 10),
+                    seconds=self._limits.watch_times.owner_refresh_seconds,
+                    jitter=min(5.0, self._limits.watch_times.owner_refresh_seconds / 10),
                 ),
                 id="owners",
                 max_instances=1,
@@ -265,31 +233,14 @@ class Daemon:
             coalesce=True,
             misfire_grace_time=None,  # it may wait behind a poll on the one worker
         )
-        return scheduler
-
-    def _schedule_poll(
-        self, scheduler: BackgroundScheduler, poll: RepositoryPoll, first_in: float
-    ) -> None:
-        interval = self._limits.poll_seconds
-        if self._slowed and self._limits.poll_seconds_with_webhooks is not None:
-            interval = self._limits.poll_seconds_with_webhooks
-        scheduler.add_job(
-            self._poll,
-            self._interval(interval),
-            args=(poll,),
-            id=f"poll:{poll.full_name}",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=None,
-            next_run_time=datetime.now().astimezone() + timedelta(seconds=first_in),
-        )
+        return scheduler, jobs
 
     def _refresh_owners(self) -> None:
         """The owners' repositories listed again: a new one is polled from now on, one gone
         (archived, deleted, out of the token's reach, excluded) is polled no more; its Run in
         flight, if any, goes on to its end."""
-        owners, scheduler = self._owners, self._scheduler
-        if owners is None or scheduler is None or self._stop.is_set():
+        owners, jobs = self._owners, self._jobs
+        if owners is None or jobs is None or self._stop.is_set():
             return
         try:
             changes = owners.refresh()
@@ -300,19 +251,14 @@ class Daemon:
             return
         for poll in changes.started:
             self.watch(poll)
-            self._schedule_poll(scheduler, poll, 0.0)
+            jobs.add(poll, 0.0)
             self._activity.line("owner", f"now watching {poll.full_name}: a new repository found")
         for full_name in changes.stopped:
             self._polls = [p for p in self._polls if p.full_name != full_name]
-            for job in (f"poll:{full_name}", f"wake:{full_name}", f"settle:{full_name}"):
-                if scheduler.get_job(job) is not None:
-                    scheduler.remove_job(job)
+            jobs.remove(full_name)
             with self._lock:
                 self._queue = deque(e for e in self._queue if e[0].full_name != full_name)
             self._activity.line("owner", f"no longer watching {full_name}: it left the listing")
-
-    def _interval(self, seconds: float) -> IntervalTrigger:
-        return IntervalTrigger(seconds=seconds, jitter=self._limits.poll_jitter_seconds)
 
     def _publish_until_stopped(self) -> None:
         while True:
@@ -350,12 +296,12 @@ class Daemon:
             )
             return
         self._shown.polled(poll.full_name)
-        scheduler = self._scheduler
-        settles = poll.settles_in(self._clock.monotonic())
-        if scheduler is not None and settles is not None:
+        jobs = self._jobs
+        settles = poll.settles_in(self._clock.monotonic()) if jobs is not None else None
+        if jobs is not None and settles is not None:
             # An issue still settling is looked at again as it settles, not a whole (perhaps
             # backstop) interval later.
-            self._poll_soon(scheduler, poll, settles + 0.5, "settle")
+            jobs.soon(poll, settles + 0.5, "settle")
         with self._lock:
             kept = [entry for entry in self._queue if entry[0] is not poll]
             self._queue = deque(kept + [(poll, pickup) for pickup in pickups])

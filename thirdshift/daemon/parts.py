@@ -5,7 +5,7 @@ daemon's collaborators (``DaemonParts``) and limits (``Limits``); what its polls
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from thirdshift.clock import Clock
 from thirdshift.daemon.activity import ActivityLog
@@ -29,6 +29,16 @@ class DaemonParts:
 
 
 @dataclass(frozen=True)
+class WatchTimes:
+    """How often the daemon lists its owners' repositories again, and how often it polls a
+    repository once webhook deliveries arrive (None: webhooks are not set up, the polls keep
+    ``poll_seconds``)."""
+
+    owner_refresh_seconds: float = 300.0
+    poll_seconds_with_webhooks: float | None = None
+
+
+@dataclass(frozen=True)
 class Limits:
     max_runs: int
     max_runs_per_repository: int
@@ -40,11 +50,8 @@ class Limits:
     store_wait_seconds: float = 120.0
     """How long the end of a Run is tried again while the store is away
     (``salvage_wait_seconds``)."""
-    owner_refresh_seconds: float = 300.0
-    """Between two listings of the watched owners' repositories."""
-    poll_seconds_with_webhooks: float | None = None
-    """Between two polls of a repository once a webhook delivery has arrived (None: webhooks
-    are not set up, the polls keep ``poll_seconds``)."""
+    watch_times: WatchTimes = field(default_factory=lambda: WatchTimes())
+    """How often owners are listed again, and polls once webhook deliveries arrive."""
 
 
 def _not_paused() -> str | None:

@@ -46,9 +46,7 @@ def register(router: Router) -> None:
     """Add this module's routes to ``router``."""
     add = router.add
     add("GET", "/user", get_user)
-    add("GET", "/user/repos", list_user_repos)
     add("GET", _REPO, get_repo)
-    add("PATCH", _REPO, update_repo)
     add("GET", _REPO + "/collaborators/{username}/permission", get_permission)
     add("GET", _REPO + "/labels", list_repo_labels)
     add("POST", _REPO + "/labels", create_label)
@@ -136,33 +134,6 @@ def get_user(call: Call) -> Reply:
 
 def get_repo(call: Call) -> Reply:
     repo = call.repo()
-    return Reply(200, call.shapes.repo(repo, call.login, full=True))
-
-
-def list_user_repos(call: Call) -> Reply:
-    """Every repository the caller may read, by full name (GitHub's ``sort=full_name``);
-    refused to an installation token, as GitHub refuses it."""
-    login = _login(call)
-    if login.endswith("[bot]"):
-        raise ApiError(403, "Resource not accessible by integration")
-    with call.world.lock:
-        readable = [
-            repo
-            for repo in call.world.repos.values()
-            if rank(call.world.role(login, repo)) >= rank("read")
-        ]
-    readable.sort(key=lambda repo: repo.full_name.lower())
-    return call.page([call.shapes.repo(repo, login) for repo in readable])
-
-
-def update_repo(call: Call) -> Reply:
-    """Archive or unarchive the repository (the one setting the stand-in keeps); admins only."""
-    repo = call.repo("admin")
-    archived = call.json().get("archived")
-    if archived is not None:
-        if not isinstance(archived, bool):
-            raise validation_failed("Repository", "archived", "invalid")
-        repo.archived = archived
     return Reply(200, call.shapes.repo(repo, call.login, full=True))
 
 

@@ -61,6 +61,7 @@ from thirdshift.sandbox.github.limits import (
 )
 from thirdshift.sandbox.github.pulls import graphql
 from thirdshift.sandbox.github.pulls import register as register_pulls
+from thirdshift.sandbox.github.repos import register as register_repos
 from thirdshift.sandbox.github.reviews import register as register_reviews
 from thirdshift.sandbox.github.shapes import Shapes, Urls
 from thirdshift.sandbox.github.state import ROLES, ApiError, App, World, rank, utcnow
@@ -106,6 +107,7 @@ class GitHubStandIn:
         self.git.on_push(self._pushed)
         self.router = Router()
         register_issues(self.router)
+        register_repos(self.router)
         register_pulls(self.router)
         register_reviews(self.router)
         register_apps(self.router)
