@@ -8,12 +8,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
 
 from tests.orchestration.conftest import PR_TEXT, RunWorld
 from tests.orchestration.test_daemon import DaemonWorld
 from tests.support.scripted_sessions import commit_file
+from thirdshift.daemon import Limits, RepositoryPoll
+from thirdshift.daemon.poll_jobs import PollJobs
 
 TEN_MINUTES = 600.0
 WAKE = "webhook issues.labeled (delivery d-1)"
@@ -32,7 +37,7 @@ class Serving:
     """``dw``'s daemon serving in a thread, with a ten-minute poll and, once deliveries
     arrive, a backstop of its own."""
 
-    def __init__(self, dw: DaemonWorld, *, backstop: float | None = 300) -> None:
+    def __init__(self, dw: DaemonWorld, *, backstop: float | None = 900) -> None:
         self.dw = dw
         dw.daemon = dw.daemon_of(
             dw.starter,
@@ -76,10 +81,47 @@ def test_a_delivery_wakes_the_poll_and_the_issue_is_claimed_long_before_the_next
         assert dw.daemon.wake("acme/widgets", WAKE)
 
         assert until(lambda: serving.runs_of(number) == 1)
+        # The scheduled poll moved out to the backstop: fifteen minutes, not ten.
+        [state] = dw.daemon.snapshot().polls
+        assert state.next_poll_at is not None
+        assert (state.next_poll_at - datetime.now(UTC)).total_seconds() > TEN_MINUTES
     assert dw.lines("webhook") == [
-        "webhook deliveries arrive: polls every 300s from now on, as a backstop"
+        "webhook deliveries arrive for acme/widgets: it is polled every 900s from now on, as "
+        "a backstop"
     ]
     assert any(line.endswith(f"{WAKE}; polling it now") for line in dw.world.lines)
+
+
+def test_a_wake_that_comes_while_the_woken_poll_runs_brings_a_poll_of_its_own(
+    dw: DaemonWorld,
+) -> None:
+    """GitHub sends several deliveries within milliseconds (a label, then a comment): one that
+    comes while the poll the first asked for is still running brings another poll, so what
+    changed after the first poll read GitHub is seen now, not at the backstop."""
+    scheduler = BackgroundScheduler(
+        timezone="UTC", executors={"default": ThreadPoolExecutor(max_workers=1)}
+    )
+    running, release = threading.Event(), threading.Event()
+    polls: list[str] = []
+
+    def poll(_poll: RepositoryPoll) -> None:
+        polls.append("poll")
+        running.set()
+        release.wait(10)
+
+    limits = Limits(2, 1, poll_seconds=600, poll_jitter_seconds=0, reap_seconds=60, stop_seconds=5)
+    jobs = PollJobs(scheduler, poll, limits, dw.activity)
+    scheduler.start()
+    try:
+        jobs.soon(dw.poll, 0.0, "wake")
+        assert running.wait(10)
+        jobs.soon(dw.poll, 0.0, "wake")  # the comment's delivery, during the first poll
+        time.sleep(0.5)  # the scheduler hands it on while the first poll still runs
+        release.set()
+        assert until(lambda: len(polls) == 2, seconds=10)
+    finally:
+        release.set()
+        scheduler.shutdown(wait=True)
 
 
 def test_the_name_a_delivery_gives_is_matched_without_case(dw: DaemonWorld) -> None:

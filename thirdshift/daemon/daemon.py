@@ -117,11 +117,13 @@ class Daemon:
         if poll is None:
             self._activity.line("webhook", f"{why} ignored: this daemon does not watch {full_name}")
             return False
-        self._progress(f"{poll.full_name}: {why}; polling it now")
         jobs = self._jobs
-        if jobs is not None:
-            jobs.slow_to_backstop(self._polls)
-            jobs.soon(poll, 0.0, "wake")
+        if jobs is None:  # one cycle (--once), or stopping: no poll comes of it
+            self._progress(f"{poll.full_name}: {why}; not serving, so no poll comes of it")
+            return True
+        self._progress(f"{poll.full_name}: {why}; polling it now")
+        jobs.slow_to_backstop(poll)
+        jobs.soon(poll, 0.0, "wake")
         return True
 
     # -- what ``thirdshift status`` shows ------------------------------------------------------

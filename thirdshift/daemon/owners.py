@@ -112,5 +112,18 @@ class OwnerWatch:
                 self._activity.line("owner", f"not watching {name}: {reason}")
         for key in found:
             self._said.pop(key, None)
+        listed = {r.owner.lower() for r in owned.watched}
+        listed |= {name.split("/", 1)[0].lower() for name, _ in owned.left_out}
+        for owner in self.owners:
+            empty = f"owner:{owner.lower()}"
+            if owner.lower() not in listed and self._said.get(empty) is None:
+                self._said[empty] = "empty"
+                self._activity.line(
+                    "owner",
+                    f"the token may read no repository of {owner}: check the name, and that "
+                    "the token's user is a member there (or the owner)",
+                )
+            elif owner.lower() in listed:
+                self._said.pop(empty, None)
         self._found = {key: r.full_name for key, r in found.items()}
         return OwnerChanges(started, stopped)

@@ -1,13 +1,15 @@
 """The scheduler's jobs that poll: one interval job a repository, at ``poll_seconds`` or, once
-webhook deliveries arrive, at the backstop interval (adr/0046); and one-shot polls beside them,
-for a delivery's wake and for an issue as it settles."""
+webhook deliveries arrive for that repository, at the backstop interval (adr/0046); and
+one-shot polls beside them, for a webhook delivery's wake and for an issue as it settles."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
@@ -35,20 +37,19 @@ class PollJobs:
         self._limits = limits
         self._activity = activity
         self._lock = threading.Lock()
-        self._slowed = False  # the polls are a backstop: webhook deliveries arrive
+        # The repositories (lower case) whose polls are a backstop: webhook deliveries arrive.
+        self._slowed: set[str] = set()
 
     def add(self, poll: RepositoryPoll, first_in: float) -> None:
         """Poll ``poll`` on its interval from ``first_in`` seconds on."""
-        backstop = self._limits.watch_times.poll_seconds_with_webhooks
         with self._lock:
-            slowed = self._slowed
-        interval = backstop if slowed and backstop is not None else self._limits.poll_seconds
+            slowed = poll.full_name.lower() in self._slowed
         self._scheduler.add_job(
             self._run_poll,
-            self._interval(interval),
+            self._interval(self._backstop() if slowed else self._limits.poll_seconds),
             args=(poll,),
             id=f"poll:{poll.full_name}",
-            max_instances=1,
+            max_instances=2,
             coalesce=True,
             misfire_grace_time=None,
             next_run_time=datetime.now().astimezone() + timedelta(seconds=first_in),
@@ -65,31 +66,47 @@ class PollJobs:
             id=f"{why}:{poll.full_name}",
             replace_existing=True,
             misfire_grace_time=None,
+            # One may run while the next waits: an ask that comes during the poll it asked for
+            # must not be refused as a second instance.
+            max_instances=2,
         )
 
-    def slow_to_backstop(self, polls: Iterable[RepositoryPoll]) -> None:
-        """Webhook deliveries arrive: every poll from now on at the backstop interval, said
-        once. Nothing when webhooks are not set up."""
-        backstop = self._limits.watch_times.poll_seconds_with_webhooks
+    def slow_to_backstop(self, poll: RepositoryPoll) -> None:
+        """Webhook deliveries arrive for ``poll``'s repository: its scheduled polls from now on
+        at the backstop interval, said once. Other repositories keep theirs (a hook may be on
+        one repository only). Nothing when webhooks are not set up."""
+        if self._limits.watch_times.poll_seconds_with_webhooks is None:
+            return
         with self._lock:
-            if backstop is None or self._slowed:
+            if poll.full_name.lower() in self._slowed:
                 return
-            self._slowed = True
-        for poll in polls:
-            if self._scheduler.get_job(f"poll:{poll.full_name}") is not None:
-                self._scheduler.reschedule_job(
-                    f"poll:{poll.full_name}", trigger=self._interval(backstop)
-                )
+            self._slowed.add(poll.full_name.lower())
+        backstop = self._backstop()
+        try:
+            self._scheduler.reschedule_job(
+                f"poll:{poll.full_name}", trigger=self._interval(backstop)
+            )
+        except JobLookupError:
+            return  # no longer watched
         self._activity.line(
             "webhook",
-            f"webhook deliveries arrive: polls every {backstop:g}s from now on, as a backstop",
+            f"webhook deliveries arrive for {poll.full_name}: it is polled every {backstop:g}s "
+            "from now on, as a backstop",
         )
+
+    def _backstop(self) -> float:
+        # Never faster than the polls without webhooks.
+        backstop = self._limits.watch_times.poll_seconds_with_webhooks
+        return max(backstop or 0.0, self._limits.poll_seconds)
 
     def remove(self, full_name: str) -> None:
         """No more polls of ``full_name``, scheduled or extra."""
         for why in ("poll", *EXTRA_POLLS):
-            if self._scheduler.get_job(f"{why}:{full_name}") is not None:
+            # A one-shot job leaves the store by itself as it runs, perhaps in between.
+            with contextlib.suppress(JobLookupError):
                 self._scheduler.remove_job(f"{why}:{full_name}")
+        with self._lock:
+            self._slowed.discard(full_name.lower())
 
     def next_poll(self, full_name: str) -> datetime | None:
         job = self._scheduler.get_job(f"poll:{full_name}")

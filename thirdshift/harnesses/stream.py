@@ -92,7 +92,13 @@ COMMON_PREFIXES = ("LC_",)
 # token and the database's URL are named too, so that not even a provider's ``env_key`` in the
 # options passes them: with either, an agent reads or writes what the daemon knows.
 FORBIDDEN_VARIABLES = frozenset(
-    {"GITHUB_TOKEN", "GH_TOKEN", "THIRDSHIFT_HTTP_TOKEN", "THIRDSHIFT_DATABASE_URL"}
+    {
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "THIRDSHIFT_HTTP_TOKEN",
+        "THIRDSHIFT_WEBHOOK_SECRET",
+        "THIRDSHIFT_DATABASE_URL",
+    }
 )
 FORBIDDEN_PREFIX = "THIRDSHIFT_"
 

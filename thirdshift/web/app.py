@@ -10,6 +10,7 @@ for a browser. ``/webhook`` asks instead for GitHub's signature made with ``webh
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -28,7 +29,12 @@ from starlette.routing import Route
 
 from thirdshift.errors import ConfigError
 from thirdshift.web.page import Page, PageSource
-from thirdshift.web.webhook import MAX_DELIVERY_BYTES, DeliveryRefused, WebhookInbox
+from thirdshift.web.webhook import (
+    BODY_SECONDS,
+    MAX_DELIVERY_BYTES,
+    DeliveryRefused,
+    WebhookInbox,
+)
 
 WEBHOOK_PATH = "/webhook"
 
@@ -112,6 +118,7 @@ def make_app(
     port: int = 0,
     also_hosts: Iterable[str] = (),
     inbox: WebhookInbox | None = None,
+    body_seconds: float = BODY_SECONDS,
 ) -> Starlette:
     """The application over ``source`` as served on ``host:port``; ``token`` is asked for on
     every route but ``/healthz``. Requests must also name this host, a loopback name or one of
@@ -147,7 +154,7 @@ def make_app(
     ]
     open_paths = {"/healthz"}
     if inbox is not None:
-        routes.append(Route(WEBHOOK_PATH, _webhook_endpoint(inbox), methods=["POST"]))
+        routes.append(Route(WEBHOOK_PATH, _webhook_endpoint(inbox, body_seconds), methods=["POST"]))
         open_paths.add(WEBHOOK_PATH)
     named = {"localhost", "127.0.0.1", "::1", host, *also_hosts}
     # An IPv6 address stands in a Host header in brackets.
@@ -159,9 +166,10 @@ def make_app(
     return Starlette(routes=routes, middleware=middleware)
 
 
-def _webhook_endpoint(inbox: WebhookInbox) -> Any:
-    """``POST /webhook``: the body read up to GitHub's 25 MB cap (a longer one is refused
-    unread), then checked and handed on by ``inbox``, off the event loop. The answer comes at
+def _webhook_endpoint(inbox: WebhookInbox, body_seconds: float) -> Any:
+    """``POST /webhook``: the body read up to MAX_DELIVERY_BYTES within ``body_seconds`` (a longer
+    one is refused unread, a slower one cut off), then checked and handed on by ``inbox``, off
+    the event loop. The answer comes at
     once; the poll it asks for runs afterwards on the daemon's scheduler."""
 
     async def webhook(request: Request) -> Response:
@@ -174,16 +182,22 @@ def _webhook_endpoint(inbox: WebhookInbox) -> Any:
 
     async def _capped_body(request: Request) -> bytes:
         length = request.headers.get("content-length", "")
-        over = DeliveryRefused(413, f"larger than GitHub's {MAX_DELIVERY_BYTES} bytes")
+        over = DeliveryRefused(413, f"longer than {MAX_DELIVERY_BYTES} bytes", "too long")
         if length.isdigit() and int(length) > MAX_DELIVERY_BYTES:
             await run_in_threadpool(inbox.refuse, over)
             raise over
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_DELIVERY_BYTES:
-                await run_in_threadpool(inbox.refuse, over)
-                raise over
+        try:
+            async with asyncio.timeout(body_seconds):
+                async for chunk in request.stream():
+                    body += chunk
+                    if len(body) > MAX_DELIVERY_BYTES:
+                        await run_in_threadpool(inbox.refuse, over)
+                        raise over
+        except TimeoutError:
+            slow = DeliveryRefused(408, f"its body took over {body_seconds:g}s", "too slow")
+            await run_in_threadpool(inbox.refuse, slow)
+            raise slow from None
         return bytes(body)
 
     return webhook

@@ -82,6 +82,10 @@ def _is_address(text: str) -> bool:
     return True
 
 
+MAX_CONNECTIONS = 64
+"""Connections the daemon's HTTP server holds at once."""
+
+
 class StatusServer:
     """Serves ``app`` on ``host:port`` from a daemon thread; ``start`` returns once it listens
     (or raises ConfigError naming the address and why), ``stop`` ends it."""
@@ -90,7 +94,15 @@ class StatusServer:
         self._host = host
         self._port = port
         config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            # Past this many connections at once a request gets 503: strangers (the webhook is
+            # open to the internet) must not use up the descriptors the Runs' sessions need.
+            limit_concurrency=MAX_CONNECTIONS,
         )
         # Run from a thread other than the main one, uvicorn leaves the signals alone: SIGTERM
         # stops the daemon, which stops this server.

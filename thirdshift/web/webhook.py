@@ -13,17 +13,29 @@ import hashlib
 import hmac
 import json
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from thirdshift.errors import ThirdshiftError
 
-MAX_DELIVERY_BYTES = 25 * 1024 * 1024
-"""GitHub caps a payload at 25 MB; anything longer is not GitHub's."""
+MAX_DELIVERY_BYTES = 5 * 1024 * 1024
+"""The longest body read. GitHub caps a payload at 25 MB, but the events that wake a poll are a
+few kilobytes; a stranger's long bodies would each cost the daemon memory before the signature
+can be checked. A longer one is refused unread (the backstop poll sees what it was about)."""
+
+BODY_SECONDS = 10.0
+"""How long a body may take to arrive: GitHub gives up on a delivery after about 10 s, and a
+slow sender would otherwise hold a connection of the daemon's for as long as it likes."""
+
+REFUSALS_SAID_EVERY = 300.0
+"""A refusal of one kind is said at most once in this many seconds, with how many were not
+said: strangers' requests must not fill the Activity log (and the database under it)."""
 
 REMEMBERED_DELIVERIES = 10_000
-"""Delivery ids kept to refuse a replay: far more than GitHub sends while one is still fresh."""
+"""Delivery ids and body digests kept to refuse a replay: far more than GitHub sends while one
+is still fresh."""
 
 WAKING_ACTIONS: Mapping[str, frozenset[str] | None] = {
     "issues": frozenset({"labeled", "unlabeled", "edited", "closed", "reopened"}),
@@ -42,10 +54,12 @@ now; None: every action of the event."""
 class DeliveryRefused(ThirdshiftError):
     """A delivery thirdshift does not believe; ``status`` is the HTTP answer it gets."""
 
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, reason: str, kind: str = "") -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.kind = kind or reason
+        """What the refusal is, without its particulars (a replay's id): what is counted."""
 
 
 @dataclass(frozen=True)
@@ -122,13 +136,17 @@ class WebhookInbox:
         *,
         deliver: Callable[[WebhookDelivery], None],
         refused: Callable[[str], None],
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if not secret:
             raise ValueError("a webhook inbox needs a secret")
         self._secret = secret.encode()
         self._deliver = deliver
         self._refused = refused
+        self._monotonic = monotonic
         self._seen: OrderedDict[str, None] = OrderedDict()
+        # kind -> (when it was last said, how many since were not)
+        self._said: dict[str, tuple[float, int]] = {}
         self._lock = threading.Lock()
 
     def receive(self, headers: Mapping[str, str], body: bytes) -> WebhookDelivery:
@@ -136,7 +154,9 @@ class WebhookInbox:
         try:
             check_signature(self._secret, body, headers.get("x-hub-signature-256"))
             delivery = read_delivery(headers, body)
-            self._remember(delivery.id)
+            # The signature covers the body only: a signed body sent again under a new id is
+            # a replay too.
+            self._remember(delivery.id, hashlib.sha256(body).hexdigest())
         except DeliveryRefused as refusal:
             self.refuse(refusal)
             raise
@@ -144,12 +164,29 @@ class WebhookInbox:
         return delivery
 
     def refuse(self, refusal: DeliveryRefused) -> None:
-        self._refused(f"a webhook delivery was refused: {refusal.reason}")
-
-    def _remember(self, delivery_id: str) -> None:
+        """Say the refusal, unless one of its kind was said less than REFUSALS_SAID_EVERY
+        ago: then it is counted, and said with the next one that is."""
+        now = self._monotonic()
         with self._lock:
-            if delivery_id in self._seen:
-                raise DeliveryRefused(400, f"a replay: delivery {delivery_id} was received before")
-            self._seen[delivery_id] = None
-            while len(self._seen) > REMEMBERED_DELIVERIES:
+            last, unsaid = self._said.get(refusal.kind, (None, 0))
+            if last is not None and now - last < REFUSALS_SAID_EVERY:
+                self._said[refusal.kind] = (last, unsaid + 1)
+                return
+            self._said[refusal.kind] = (now, 0)
+        more = f" ({unsaid} more like it were not said)" if unsaid else ""
+        self._refused(f"a webhook delivery was refused: {refusal.reason}{more}")
+
+    def _remember(self, delivery_id: str, digest: str) -> None:
+        with self._lock:
+            for key, what in ((f"id:{delivery_id}", "its id"), (f"body:{digest}", "its body")):
+                if key in self._seen:
+                    raise DeliveryRefused(
+                        400,
+                        f"a replay: {what} came with an earlier delivery (this one says it is "
+                        f"{delivery_id})",
+                        "a replay",
+                    )
+            self._seen[f"id:{delivery_id}"] = None
+            self._seen[f"body:{digest}"] = None
+            while len(self._seen) > 2 * REMEMBERED_DELIVERIES:
                 self._seen.popitem(last=False)
