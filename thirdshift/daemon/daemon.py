@@ -111,8 +111,8 @@ class Daemon:
     def wake(self, full_name: str, why: str) -> bool:
         """Poll ``full_name`` now, because ``why`` (a webhook delivery) says it changed; the
         poll reads GitHub as always and believes nothing of the delivery. Once deliveries
-        arrive, the scheduled polls slow to the backstop interval. False, said in the Activity
-        log, when this daemon does not watch the repository."""
+        arrive for it, the repository's scheduled polls slow to the backstop interval. False,
+        said in the Activity log, when this daemon does not watch the repository."""
         poll = next((p for p in self._polls if p.full_name.lower() == full_name.lower()), None)
         if poll is None:
             self._activity.line("webhook", f"{why} ignored: this daemon does not watch {full_name}")

@@ -167,10 +167,10 @@ def make_app(
 
 
 def _webhook_endpoint(inbox: WebhookInbox, body_seconds: float) -> Any:
-    """``POST /webhook``: the body read up to MAX_DELIVERY_BYTES within ``body_seconds`` (a longer
-    one is refused unread, a slower one cut off), then checked and handed on by ``inbox``, off
-    the event loop. The answer comes at
-    once; the poll it asks for runs afterwards on the daemon's scheduler."""
+    """``POST /webhook``: the body read up to MAX_DELIVERY_BYTES within ``body_seconds`` (a
+    longer one is refused unread, a slower one cut off), then checked and handed on by
+    ``inbox``, off the event loop. The answer comes at once; the poll it asks for runs
+    afterwards on the daemon's scheduler."""
 
     async def webhook(request: Request) -> Response:
         try:

@@ -3,8 +3,9 @@
 A delivery is a stranger's request until its ``X-Hub-Signature-256`` proves it was signed with
 ``webhook_secret``; even then it only says "look at this repository now": the daemon polls the
 repository as it always does and never acts on the payload's word (adr/0046). The rules here are
-pure (``check_signature``, ``read_delivery``, ``wakes_a_poll``); ``WebhookInbox`` adds the one
-piece of state, the delivery ids already seen, so a replayed delivery is refused.
+pure (``check_signature``, ``read_delivery``, ``wakes_a_poll``); ``WebhookInbox`` adds the state:
+the delivery ids and bodies already seen, so a replayed delivery is refused, and when each kind
+of refusal was last said.
 """
 
 from __future__ import annotations
