@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
-import pytest
+from datetime import UTC, datetime
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from tests.support.app_keys import key_pair
+from thirdshift.bootstrap import setting_secrets
+from thirdshift.bootstrap.credentials import GitHubAccess
+from thirdshift.bootstrap.owners import OwnerFinding, owner_watch
+from thirdshift.cli import main
+from thirdshift.clock import ManualClock
+from thirdshift.daemon import ActivityLog, RepositoryPoll
 from thirdshift.daemon.owners import owned_repositories
+from thirdshift.errors import ConfigError
+from thirdshift.github import GitHub
 from thirdshift.records import ListedRepository
-from thirdshift.settings import check_owner_name
+from thirdshift.scrub import Scrubber
+from thirdshift.settings import check_owner_name, load_settings
+from thirdshift.store import Store
 
 
 def listed(
@@ -60,3 +75,53 @@ def test_an_owner_name_is_letters_digits_and_dashes(name: str) -> None:
 def test_a_malformed_owner_name_is_refused_showing_the_shape(name: str) -> None:
     with pytest.raises(ValueError, match="is not a GitHub user or organisation name"):
         check_owner_name(name)
+
+
+def test_the_daemon_refuses_a_malformed_owner_as_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["daemon", "--owner", "acme/widgets"])
+    assert result.exit_code == 2
+    assert "--owner: 'acme/widgets' is not a GitHub user or organisation name" in result.stderr
+
+
+def test_owners_in_the_config_file_must_be_owner_names(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('owners = ["octo-org", "octo-org/widgets"]\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"THIRDSHIFT_HOME": str(tmp_path)})
+    assert "'octo-org/widgets' is not a GitHub user or organisation name" in str(caught.value)
+    assert "config.toml: key 'owners'" in str(caught.value)
+
+
+def test_the_webhook_secret_is_one_of_the_secrets_every_scrubber_knows(tmp_path: Path) -> None:
+    settings = load_settings(
+        {"THIRDSHIFT_HOME": str(tmp_path), "THIRDSHIFT_WEBHOOK_SECRET": "hook-secret-0123456789"}
+    )
+    assert "hook-secret-0123456789" in setting_secrets(settings)
+
+
+def test_watching_an_owner_with_a_github_app_is_refused_naming_the_fix(tmp_path: Path) -> None:
+    """An installation token may not list a user's repositories: the daemon says so before it
+    starts, rather than watching nothing."""
+    private, _public = key_pair()
+    settings = load_settings(
+        {
+            "THIRDSHIFT_HOME": str(tmp_path),
+            "THIRDSHIFT_GITHUB_APP_ID": "42",
+            "THIRDSHIFT_GITHUB_APP_PRIVATE_KEY": private,
+        }
+    )
+    clock = ManualClock(datetime(2026, 12, 6, tzinfo=UTC))
+    scrub = Scrubber([])
+    access = GitHubAccess(settings, clock, scrub, lambda _line: None)
+    store = Store.open(f"sqlite:///{tmp_path / 'owners.db'}")
+    activity = ActivityLog(
+        store, daemon="d", directory=tmp_path, clock=clock, scrub=scrub, progress=print
+    )
+
+    def no_poll(_owner: str, _name: str, _github: GitHub) -> RepositoryPoll:
+        raise AssertionError("no repository is listed")
+
+    with pytest.raises(ConfigError) as refused:
+        owner_watch(settings, access, activity, OwnerFinding(["acme"], [], None, no_poll))
+    store.close()
+    assert "a GitHub App's installation cannot list an owner's repositories" in str(refused.value)
+    assert "name them with --repo" in str(refused.value)
