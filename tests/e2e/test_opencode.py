@@ -232,8 +232,8 @@ def test_sigterm_mid_opencode_session_stops_its_whole_tree_and_saves_the_work(
 
     assert process.returncode == 1, stderr
     assert "SIGTERM: stopping; the work will be saved" in stderr
-    assert not running("time.sleep(343)")
-    assert not running("time.sleep(347)")
+    assert not running("time.sleep(343)", within=world.tmp)
+    assert not running("time.sleep(347)", within=world.tmp)
     assert not running("opencode run", within=world.tmp)
     clone = world.clone()
     assert world.git("log", "-1", "--format=%s", "origin/issue-1", cwd=clone) == (

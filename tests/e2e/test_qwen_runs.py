@@ -168,7 +168,7 @@ def test_sigterm_mid_session_stops_qwen_s_tree_and_salvages_the_run(world: RunWo
 
     assert process.returncode == 1, stderr
     assert "SIGTERM: stopping; the work will be saved" in stderr
-    assert not running("time.sleep(307)")
+    assert not running("time.sleep(307)", within=world.tmp)
     assert not running("@qwen-code/qwen-code", within=world.tmp)
     assert "interrupted" in stderr
     clone = world.clone()

@@ -319,7 +319,7 @@ def test_sigterm_mid_session_is_a_failed_run_that_saves_the_work_and_a_second_ru
     assert lines[-2] == "interrupted"
     assert lines[-1].startswith("session log: ")
     assert lines[-1].endswith("-repair-1.jsonl")
-    assert not running("time.sleep(300)")
+    assert not running("time.sleep(300)", within=world.tmp)
     pull = world.pulls()[0]
     assert stdout == pull["html_url"] + "\n"
     assert pull["draft"] is True

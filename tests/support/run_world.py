@@ -172,9 +172,11 @@ class RunWorld:
         return target
 
     def wait_for_process(self, needle: str, timeout: float = 60) -> None:
+        """Until a process of this world runs ``needle``: another test's, running beside it
+        with the same command, does not count."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if running(needle):
+            if running(needle, within=self.tmp):
                 return
             time.sleep(0.1)
         raise AssertionError(f"no process running {needle!r} within {timeout}s")
