@@ -258,7 +258,9 @@ def test_kill_9_of_thirdshift_leaves_no_agent_process_and_no_orphan_commit(
     killed_at = time.monotonic()
     os.kill(process.pid, signal.SIGKILL)
     process.communicate(timeout=30)
-    while running("time.sleep(6)", within=world.tmp) or running("@anthropic-ai/claude-code", within=world.tmp):
+    while running("time.sleep(6)", within=world.tmp) or running(
+        "@anthropic-ai/claude-code", within=world.tmp
+    ):
         assert time.monotonic() - killed_at < 1.0, "the agent outlived thirdshift"
         time.sleep(0.05)
     time.sleep(max(0.0, 7 - (time.monotonic() - killed_at)))  # past when it would commit
