@@ -502,6 +502,24 @@ class Settings(BaseSettings):
         "POST /webhook (served with --http): each delivery must be signed with it. A "
         "delivery makes the daemon poll its repository at once.",
     )
+    github_requests_per_minute: int = Field(
+        default=600,
+        ge=10,
+        description="Requests to GitHub's API a process sends in a minute at most, across its "
+        "polls and Runs: a share of GitHub's secondary limit (900 points a minute).",
+    )
+    github_writes_per_minute: int = Field(
+        default=60,
+        ge=1,
+        description="Content-creating requests (POST, PATCH, PUT, DELETE) a process sends to "
+        "GitHub in a minute at most (GitHub's secondary limit: 80).",
+    )
+    github_writes_per_hour: int = Field(
+        default=400,
+        ge=1,
+        description="Content-creating requests a process sends to GitHub in an hour at most "
+        "(GitHub's secondary limit: 500).",
+    )
     poll_seconds_with_webhooks: float = Field(
         default=300,
         gt=0,

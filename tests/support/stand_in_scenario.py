@@ -41,12 +41,14 @@ def description() -> OpenAPIDescription:
 
 def out_of_contract(exchange: Exchange) -> bool:
     """Answers GitHub gives on any route without documenting them per operation: 304s,
-    ``Bad credentials``, server errors and rate-limit refusals (the last two only come from
-    injected faults). Their error bodies are still checked for GitHub's two fields."""
+    ``Bad credentials``, server errors and rate-limit refusals, the hourly one or a secondary
+    limit's with its ``Retry-After`` (these only come from injected faults and limits). Their
+    error bodies are still checked for GitHub's two fields."""
     global_answer = (
         exchange.status in (304, 401)
         or exchange.status >= 500
         or (exchange.status == 403 and exchange.header("X-RateLimit-Remaining") == "0")
+        or (exchange.status == 403 and exchange.header("Retry-After") is not None)
     )
     if global_answer and exchange.status != 304:
         body = json.loads(exchange.response_body)

@@ -5,6 +5,7 @@ of the settings the one scrubber must know (adr/0005)."""
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from thirdshift.clock import Clock
 from thirdshift.errors import ConfigError, ThirdshiftError
-from thirdshift.github import GitHub
+from thirdshift.github import GitHub, PaceBudget, Pacer
 from thirdshift.github.app import InstallationTokens
 from thirdshift.github.requests import TOKEN, Credential
 from thirdshift.harnesses.opencode import config_secrets
@@ -203,7 +204,8 @@ class GitHubAccess:
         return Credentials(tokens, tokens.login(), installation, tokens.credential)
 
     def adapter(self, credentials: Credentials) -> GitHub:
-        """The GitHub adapter acting with ``credentials``."""
+        """The GitHub adapter acting with ``credentials``, paced with every other adapter of
+        this process."""
         return GitHub(
             self.settings.github_api_url,
             credentials.token,
@@ -212,9 +214,33 @@ class GitHubAccess:
             progress=self.progress,
             login=credentials.login,
             credential=credentials.words,
+            pacer=process_pacer(pace_budget(self.settings), self.progress),
         )
 
     def github(self, owner: str, name: str) -> GitHub:
         """The GitHub adapter acting for ``owner/name`` (a token ignores the repository; a
         GitHub App needs it to find its installation)."""
         return self.adapter(self.credentials(owner, name))
+
+
+def pace_budget(settings: Settings) -> PaceBudget:
+    return PaceBudget(
+        requests_per_minute=settings.github_requests_per_minute,
+        writes_per_minute=settings.github_writes_per_minute,
+        writes_per_hour=settings.github_writes_per_hour,
+    )
+
+
+_PACERS: dict[PaceBudget, Pacer] = {}
+_PACERS_LOCK = threading.Lock()
+
+
+def process_pacer(budget: PaceBudget, progress: Callable[[str], None]) -> Pacer:
+    """The one Pacer of this process for ``budget``: GitHub counts its secondary limits per
+    user (or App installation) across all it sends, so every adapter of a daemon (its polls and
+    each Run's) waits its turn in one queue. ``progress`` of the first caller hears its waits."""
+    with _PACERS_LOCK:
+        pacer = _PACERS.get(budget)
+        if pacer is None:
+            pacer = _PACERS[budget] = Pacer(budget, waiting=progress)
+        return pacer

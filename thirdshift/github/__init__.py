@@ -3,11 +3,13 @@
 ``GitHub`` answers with the frozen records of ``thirdshift.records`` and raises the
 ``GitHubError`` tree of ``thirdshift.errors``; retries, rate-limit waits and the check before a
 repeated write live in ``requests``, conversions from PyGithub objects in ``convert``, the ETags
-of repeated reads and the request counts in ``conditional``. A Run reaches it only through the
+of repeated reads and the request counts in ``conditional``, the pace kept under GitHub's
+secondary limits in ``pacing``. A Run reaches it only through the
 ``runs.ports.GitHubPort`` seam; the composition root builds it.
 """
 
 from thirdshift.github.adapter import ROLES, GitHub
 from thirdshift.github.conditional import RequestCounts
+from thirdshift.github.pacing import PaceBudget, Pacer
 
-__all__ = ["ROLES", "GitHub", "RequestCounts"]
+__all__ = ["ROLES", "GitHub", "PaceBudget", "Pacer", "RequestCounts"]

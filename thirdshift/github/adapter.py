@@ -58,6 +58,7 @@ from thirdshift.github.convert import (
     status_record,
 )
 from thirdshift.github.edits import ISSUE_EDITS_QUERY, body_edits_of, labelling_of, renames_of
+from thirdshift.github.pacing import Pacer
 from thirdshift.github.requests import (
     TOKEN,
     Calls,
@@ -136,11 +137,18 @@ class GitHub:
         cache_size: int = DEFAULT_SIZE,
         login: str | None = None,
         credential: Credential = TOKEN,
+        pacer: Pacer | None = None,
     ) -> None:
         self._counter = RequestCounter()
+
+        def sent() -> None:
+            self._counter.sent()
+            if pacer is not None:
+                pacer.sent()
+
         self._gh = Github(
             base_url=api_url.rstrip("/"),
-            auth=CountingToken(token if callable(token) else fixed(token), self._counter.sent),
+            auth=CountingToken(token if callable(token) else fixed(token), sent),
             per_page=per_page,
             retry=None,
             seconds_between_requests=None,
@@ -159,6 +167,7 @@ class GitHub:
             retries=retries,
             max_rate_limit_wait=max_rate_limit_wait,
             credential=credential,
+            pacer=pacer,
         )
         self._login: str | None = login  # given: an integration's token cannot tell it
         self._token_source = token

@@ -18,6 +18,7 @@ from github.GithubException import GithubException
 
 from thirdshift.clock import Clock
 from thirdshift.errors import GitHubError, MergeRefused, NotFound, RateLimited
+from thirdshift.github.pacing import Pacer
 
 __all__ = [
     "TOKEN",
@@ -109,8 +110,10 @@ class Calls:
         retries: int,
         max_rate_limit_wait: float,
         credential: Credential = TOKEN,
+        pacer: Pacer | None = None,
     ) -> None:
         self.api_url = api_url
+        self._pacer = pacer
         self._credential = credential
         self._scrub = scrub
         self._progress = progress
@@ -142,10 +145,14 @@ class Calls:
         waited = 0.0
         while True:
             try:
+                if self._pacer is not None:
+                    self._pacer.before(request.method, self._clock.sleep)
                 return send()
             except GithubException as exc:
                 wait = self._rate_limit_wait(exc)
                 if wait is not None:
+                    if self._pacer is not None:
+                        self._pacer.hold(wait)  # every adapter of the process waits it out
                     waited = self._wait_for_reset(request, exc, wait, waited)
                     continue
                 if exc.status < 500:

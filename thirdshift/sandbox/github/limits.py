@@ -1,6 +1,6 @@
 """What the GitHub stand-in keeps per exchange: the record of each request and response,
-injected faults, GitHub's hourly rate-limit windows and headers, and weak ETags for
-conditional requests."""
+injected faults, GitHub's hourly rate-limit windows and headers, its secondary limits (points
+and writes a minute), and weak ETags for conditional requests."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import hashlib
 import random
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 RATE_LIMIT = 5000
@@ -30,6 +32,61 @@ class Exchange:
     def header(self, name: str) -> str | None:
         """The first response header called ``name`` (any case), or None."""
         return next((v for k, v in self.response_headers if k.lower() == name.lower()), None)
+
+
+SECONDARY_MESSAGE = (
+    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
+    "If you reach out to GitHub Support for help, please include the request ID {request_id}."
+)
+
+
+@dataclass
+class SecondaryLimits:
+    """GitHub's secondary limits as its docs state them, per user (or App): points a minute (a
+    GET or HEAD costs 1, any other request 5) and content-creating requests a minute. None: not
+    enforced (the default: most tests are not about pacing). A request past either is refused
+    with a 403, GitHub's message and ``retry-after``; one sent again before that wait is over is
+    counted in ``early`` (and refused again). ``now`` is the stand-in's clock, which a test may
+    share with the client it paces."""
+
+    points_per_minute: int | None = None
+    writes_per_minute: int | None = None
+    retry_after: int = 60
+    now: Callable[[], float] = time.monotonic
+    refused: int = 0
+    early: int = 0
+    _spent: dict[str, deque[tuple[float, int]]] = field(default_factory=dict)
+    _blocked_until: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def admit(self, who: str, method: str) -> int | None:
+        """None when ``who`` may send this request now (it is counted), else the seconds its
+        ``retry-after`` asks for."""
+        if self.points_per_minute is None and self.writes_per_minute is None:
+            return None
+        write = method.upper() not in ("GET", "HEAD")
+        with self._lock:
+            now = self.now()
+            blocked = self._blocked_until.get(who)
+            if blocked is not None and now < blocked:
+                self.early += 1
+                self.refused += 1
+                return max(1, round(blocked - now))
+            spent = self._spent.setdefault(who, deque())
+            while spent and spent[0][0] <= now - 60:
+                spent.popleft()
+            points = sum(p for _, p in spent) + (5 if write else 1)
+            writes = sum(1 for _, p in spent if p == 5) + (1 if write else 0)
+            over_points = self.points_per_minute is not None and points > self.points_per_minute
+            over_writes = (
+                write and self.writes_per_minute is not None and writes > self.writes_per_minute
+            )
+            if over_points or over_writes:
+                self.refused += 1
+                self._blocked_until[who] = now + self.retry_after
+                return self.retry_after
+            spent.append((now, 5 if write else 1))
+            return None
 
 
 @dataclass

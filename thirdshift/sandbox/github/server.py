@@ -52,9 +52,11 @@ from thirdshift.sandbox.github.apps import register as register_apps
 from thirdshift.sandbox.github.issues import register as register_issues
 from thirdshift.sandbox.github.limits import (
     RATE_LIMIT,
+    SECONDARY_MESSAGE,
     Exchange,
     Faults,
     RateLimits,
+    SecondaryLimits,
     etag,
     etag_matches,
     rate_headers,
@@ -118,6 +120,7 @@ class GitHubStandIn:
         # answered: for a person's action timed against what thirdshift asks.
         self.before_answer: Callable[[str, str], None] | None = None
         self.rate_limits = RateLimits()
+        self.secondary = SecondaryLimits()
         self.requests: deque[dict[str, Any]] = deque(maxlen=5000)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -286,6 +289,16 @@ class GitHubStandIn:
             reply = error_reply(ApiError(401, "Bad credentials"))
         elif path == "/rate_limit" and request.method == "GET" and not is_graphql:
             reply = Reply(200, self._rate_limit_body(who, limit))
+        elif (wait := self.secondary.admit(who, request.method)) is not None:
+            reply = error_reply(
+                ApiError(403, SECONDARY_MESSAGE.format(request_id=base["X-GitHub-Request-Id"]))
+            )
+            reply.body["documentation_url"] = (
+                "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
+                "#about-secondary-rate-limits"
+            )
+            headers = base | rate_headers(window, resource) | {"Retry-After": str(wait)}
+            return self._finish(reply, headers, request)
         elif fault == 403 or limited or window.used >= window.limit:
             uid = self.world.users[login].id if login else 0
             reply = error_reply(

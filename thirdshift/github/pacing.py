@@ -1,0 +1,144 @@
+"""Pacing under GitHub's secondary rate limits: at most so many requests a minute, and so many
+content-creating writes a minute and an hour, across every Run and poll of one process.
+
+GitHub's secondary limits count requests, not points of the hourly budget: a daemon that asks
+too much too fast is refused (403 or 429 with ``retry-after``) however much of its hourly budget
+is left. ``wait_before`` is the rule, pure: how long a request must wait so that sending it keeps
+within a ``PaceBudget``. ``Pacer`` keeps the times of the requests and writes sent, and makes
+each request wait its turn; every GitHub adapter of a process shares one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+MINUTE = 60.0
+HOUR = 3600.0
+WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+"""The methods GitHub counts as content-creating (and 5 points each on its per-minute budget)."""
+
+
+@dataclass(frozen=True)
+class PaceBudget:
+    """The share of GitHub's secondary limits a process keeps to: requests a minute (GitHub
+    allows 900 points a minute, a read costing 1 and a write 5), and writes a minute and an hour
+    (GitHub allows 80 and 500)."""
+
+    requests_per_minute: int = 600
+    writes_per_minute: int = 60
+    writes_per_hour: int = 400
+
+
+def wait_before(
+    now: float,
+    requests: Sequence[float],
+    writes: Sequence[float],
+    *,
+    write: bool,
+    budget: PaceBudget,
+) -> float:
+    """Seconds to wait before a request (a write when ``write``) so that, sent then, it keeps
+    within ``budget``; ``requests`` and ``writes`` are the times of those already sent, oldest
+    first. 0.0: send it now."""
+    waits = [0.0, _wait(now, requests, budget.requests_per_minute, MINUTE)]
+    if write:
+        waits.append(_wait(now, writes, budget.writes_per_minute, MINUTE))
+        waits.append(_wait(now, writes, budget.writes_per_hour, HOUR))
+    return max(waits)
+
+
+def _wait(now: float, sent: Sequence[float], most: int, window: float) -> float:
+    """How long until fewer than ``most`` of ``sent`` fall in the ``window`` before then."""
+    recent = [moment for moment in sent if moment > now - window]
+    if len(recent) < most:
+        return 0.0
+    # The request ``most`` places from the end must leave the window first.
+    return max(0.0, recent[-most] + window - now)
+
+
+class Pacer:
+    """Makes each request wait its turn under ``budget``, timed by ``monotonic`` (shared by
+    every adapter of the process); ``waiting`` hears, once a minute at most, that requests are
+    being held back, and why."""
+
+    def __init__(
+        self,
+        budget: PaceBudget,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        waiting: Callable[[str], None] = lambda _line: None,
+    ) -> None:
+        self.budget = budget
+        self._monotonic = monotonic
+        self._waiting = waiting
+        self._lock = threading.Lock()
+        self._requests: deque[float] = deque()
+        self._writes: deque[float] = deque()
+        self._said_at: float | None = None
+        self._held_until = 0.0
+
+    def before(self, method: str, sleep: Callable[[float], None]) -> None:
+        """Wait (with ``sleep``, the caller's: a Run's ends early when the Run is stopped)
+        until a request by ``method`` may be sent; a write is counted as it goes."""
+        write = method.upper() in WRITES
+        while True:
+            with self._lock:
+                now = self._monotonic()
+                self._forget(now)
+                wait = wait_before(
+                    now, self._requests, self._writes, write=write, budget=self.budget
+                )
+                wait = max(wait, self._held_until - now)
+                if wait <= 0:
+                    if write:
+                        self._writes.append(now)
+                    return
+                say = self._said_at is None or now - self._said_at >= MINUTE
+                held = self._held_until > now
+                if say:
+                    self._said_at = now
+            if say and held:
+                self._waiting(
+                    f"pacing GitHub requests: waiting {wait:.1f}s, as GitHub's rate limit asked"
+                )
+            elif say:
+                self._waiting(
+                    f"pacing GitHub requests: waiting {wait:.1f}s to stay under "
+                    f"{self._limits(write)} (GitHub's secondary limits)"
+                )
+            sleep(wait)
+
+    def hold(self, seconds: float) -> None:
+        """GitHub refused a request for its rate limits and asked for ``seconds``: no request
+        of this process goes before then, whichever adapter sends it (the limits are the
+        user's, not the Run's)."""
+        with self._lock:
+            self._held_until = max(self._held_until, self._monotonic() + seconds)
+
+    def sent(self) -> None:
+        """A request went out (each page, each retry): it counts against the per-minute
+        budget of every later one."""
+        with self._lock:
+            now = self._monotonic()
+            self._requests.append(now)
+            self._forget(now)
+
+    def _forget(self, now: float) -> None:
+        while self._requests and self._requests[0] <= now - MINUTE:
+            self._requests.popleft()
+        while self._writes and self._writes[0] <= now - HOUR:
+            self._writes.popleft()
+
+    def _limits(self, write: bool) -> str:
+        budget = self.budget
+        said = f"github_requests_per_minute ({budget.requests_per_minute})"
+        if write:
+            said += (
+                f", github_writes_per_minute ({budget.writes_per_minute}) and "
+                f"github_writes_per_hour ({budget.writes_per_hour})"
+            )
+        return said
