@@ -28,6 +28,7 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_settings import (
     BaseSettings,
@@ -69,6 +70,9 @@ def check_repository_name(text: str) -> tuple[str, str]:
     owner, name = text.split("/")
     return owner, name
 
+
+GITHUB_POINTS_PER_MINUTE = 900
+"""GitHub's secondary limit on REST points a minute (a read costs 1, a write 5)."""
 
 _OWNER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 
@@ -506,7 +510,8 @@ class Settings(BaseSettings):
         default=600,
         ge=10,
         description="Requests to GitHub's API a process sends in a minute at most, across its "
-        "polls and Runs: a share of GitHub's secondary limit (900 points a minute).",
+        "polls and Runs. GitHub allows 900 points a minute, a write costing 5: this plus four "
+        "times github_writes_per_minute must stay under 900.",
     )
     github_writes_per_minute: int = Field(
         default=60,
@@ -666,6 +671,17 @@ class Settings(BaseSettings):
         for entry in value:
             check_owner_name(entry)
         return value
+
+    @model_validator(mode="after")
+    def _pace_under_githubs_points(self) -> Settings:
+        points = self.github_requests_per_minute + 4 * self.github_writes_per_minute
+        if points > GITHUB_POINTS_PER_MINUTE:
+            raise ValueError(
+                f"github_requests_per_minute ({self.github_requests_per_minute}) plus four "
+                f"times github_writes_per_minute ({self.github_writes_per_minute}) is {points} "
+                f"points a minute, over GitHub's {GITHUB_POINTS_PER_MINUTE}; lower either"
+            )
+        return self
 
     @field_validator("agent_network_allow")
     @classmethod

@@ -81,7 +81,7 @@ def test_paced_requests_never_meet_the_secondary_limit(sandbox: Sandbox) -> None
     time = Simulated()
     limits = limited(sandbox, time)
     budget = PaceBudget(requests_per_minute=100, writes_per_minute=15, writes_per_hour=400)
-    pacer = Pacer(budget, monotonic=time.monotonic, waiting=time.lines.append)
+    pacer = Pacer(budget, monotonic=time.monotonic)
     github = adapter(sandbox, time, pacer)
 
     number = work(github, reads=200, writes=30)

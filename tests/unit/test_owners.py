@@ -125,3 +125,17 @@ def test_watching_an_owner_with_a_github_app_is_refused_naming_the_fix(tmp_path:
     store.close()
     assert "a GitHub App's installation cannot list an owner's repositories" in str(refused.value)
     assert "name them with --repo" in str(refused.value)
+
+
+def test_a_pace_over_githubs_900_points_a_minute_is_refused_naming_both_settings(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(
+            {
+                "THIRDSHIFT_HOME": str(tmp_path),
+                "THIRDSHIFT_GITHUB_REQUESTS_PER_MINUTE": "800",
+                "THIRDSHIFT_GITHUB_WRITES_PER_MINUTE": "60",
+            }
+        )
+    assert "is 1040 points a minute, over GitHub's 900" in str(caught.value)

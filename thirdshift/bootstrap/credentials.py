@@ -11,7 +11,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from thirdshift.clock import Clock
+from thirdshift.clock import Clock, SystemClock
 from thirdshift.errors import ConfigError, ThirdshiftError
 from thirdshift.github import GitHub, PaceBudget, Pacer
 from thirdshift.github.app import InstallationTokens
@@ -214,7 +214,7 @@ class GitHubAccess:
             progress=self.progress,
             login=credentials.login,
             credential=credentials.words,
-            pacer=process_pacer(pace_budget(self.settings), self.progress),
+            pacer=process_pacer(self.settings, credentials.installation, self.clock),
         )
 
     def github(self, owner: str, name: str) -> GitHub:
@@ -231,16 +231,20 @@ def pace_budget(settings: Settings) -> PaceBudget:
     )
 
 
-_PACERS: dict[PaceBudget, Pacer] = {}
+_PACERS: dict[tuple[object, ...], Pacer] = {}
 _PACERS_LOCK = threading.Lock()
 
 
-def process_pacer(budget: PaceBudget, progress: Callable[[str], None]) -> Pacer:
-    """The one Pacer of this process for ``budget``: GitHub counts its secondary limits per
-    user (or App installation) across all it sends, so every adapter of a daemon (its polls and
-    each Run's) waits its turn in one queue. ``progress`` of the first caller hears its waits."""
+def process_pacer(settings: Settings, installation: int | None, clock: Clock) -> Pacer:
+    """The one Pacer of this process for the identity GitHub counts its secondary limits by (a
+    token, or one App installation, on one GitHub): every adapter of a daemon acting as it (its
+    polls and each Run's) waits its turn in one queue. The daemon's clocks all keep the system's
+    monotonic time; any other clock (a test's) paces on its own."""
+    same_time: object = "system" if isinstance(clock, SystemClock) else id(clock)
+    budget = pace_budget(settings)
+    key = (settings.github_api_url, installation, budget, same_time)
     with _PACERS_LOCK:
-        pacer = _PACERS.get(budget)
+        pacer = _PACERS.get(key)
         if pacer is None:
-            pacer = _PACERS[budget] = Pacer(budget, waiting=progress)
+            pacer = _PACERS[key] = Pacer(budget, monotonic=clock.monotonic)
         return pacer

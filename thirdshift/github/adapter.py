@@ -379,7 +379,9 @@ class GitHub:
             _, data = self._gh.requester.graphql_query(ISSUE_EDITS_QUERY, variables)
             return body_edits_of(data)
 
-        request = Request("POST", "/graphql userContentEdits", f"the edits of issue #{number}")
+        request = Request(
+            "POST", "/graphql userContentEdits", f"the edits of issue #{number}", creates=False
+        )
         found = self._calls.call(request, bodies, repeatable=True)  # a query changes nothing
         return tuple(sorted((*titles, *found), key=lambda edit: edit.at))
 

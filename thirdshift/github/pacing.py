@@ -5,11 +5,13 @@ GitHub's secondary limits count requests, not points of the hourly budget: a dae
 too much too fast is refused (403 or 429 with ``retry-after``) however much of its hourly budget
 is left. ``wait_before`` is the rule, pure: how long a request must wait so that sending it keeps
 within a ``PaceBudget``. ``Pacer`` keeps the times of the requests and writes sent, and makes
-each request wait its turn; every GitHub adapter of a process shares one.
+each request wait its turn; every GitHub adapter of a process acting as one user (or one App
+installation) on one GitHub shares one.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -19,14 +21,15 @@ from dataclasses import dataclass
 MINUTE = 60.0
 HOUR = 3600.0
 WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})
-"""The methods GitHub counts as content-creating (and 5 points each on its per-minute budget)."""
+"""The methods GitHub counts as content-creating (and 5 points each on its per-minute budget);
+a GraphQL query, a POST, is not (``Request.creates``)."""
 
 
 @dataclass(frozen=True)
 class PaceBudget:
-    """The share of GitHub's secondary limits a process keeps to: requests a minute (GitHub
-    allows 900 points a minute, a read costing 1 and a write 5), and writes a minute and an hour
-    (GitHub allows 80 and 500)."""
+    """The share of GitHub's secondary limits a process keeps to: requests a minute, and writes
+    a minute and an hour. GitHub allows 900 points a minute (a read costs 1, a write 5: so
+    requests plus four times the writes must stay under 900), and 80 and 500 writes."""
 
     requests_per_minute: int = 600
     writes_per_minute: int = 60
@@ -62,58 +65,57 @@ def _wait(now: float, sent: Sequence[float], most: int, window: float) -> float:
 
 class Pacer:
     """Makes each request wait its turn under ``budget``, timed by ``monotonic`` (shared by
-    every adapter of the process); ``waiting`` hears, once a minute at most, that requests are
-    being held back, and why."""
+    every adapter of the process, so the same clock as their waits)."""
 
     def __init__(
-        self,
-        budget: PaceBudget,
-        *,
-        monotonic: Callable[[], float] = time.monotonic,
-        waiting: Callable[[str], None] = lambda _line: None,
+        self, budget: PaceBudget, *, monotonic: Callable[[], float] = time.monotonic
     ) -> None:
         self.budget = budget
         self._monotonic = monotonic
-        self._waiting = waiting
         self._lock = threading.Lock()
         self._requests: deque[float] = deque()
         self._writes: deque[float] = deque()
-        self._said_at: float | None = None
         self._held_until = 0.0
 
-    def before(self, method: str, sleep: Callable[[float], None]) -> None:
+    def before(
+        self,
+        write: bool,
+        sleep: Callable[[float], None],
+        *,
+        say: Callable[[str], None] = lambda _line: None,
+        most: float = math.inf,
+    ) -> float | None:
         """Wait (with ``sleep``, the caller's: a Run's ends early when the Run is stopped)
-        until a request by ``method`` may be sent; a write is counted as it goes."""
-        write = method.upper() in WRITES
+        until a request (a write when ``write``) may be sent; a write is counted as it goes.
+        A wait of a second or more is said on ``say``, the caller's own progress lines. None
+        once it may go; the wait instead, without waiting, when it is longer than ``most``."""
         while True:
             with self._lock:
                 now = self._monotonic()
                 self._forget(now)
-                wait = wait_before(
+                paced = wait_before(
                     now, self._requests, self._writes, write=write, budget=self.budget
                 )
-                wait = max(wait, self._held_until - now)
+                held = self._held_until - now
+                wait = max(paced, held)
                 if wait <= 0:
                     if write:
                         self._writes.append(now)
-                    return
-                say = self._said_at is None or now - self._said_at >= MINUTE
-                held = self._held_until > now
-                if say:
-                    self._said_at = now
-            if say and held:
-                self._waiting(
-                    f"pacing GitHub requests: waiting {wait:.1f}s, as GitHub's rate limit asked"
-                )
-            elif say:
-                self._waiting(
-                    f"pacing GitHub requests: waiting {wait:.1f}s to stay under "
+                    return None
+            if wait > most:
+                return wait
+            if held >= paced and held >= 1.0:
+                say(f"pacing GitHub requests: waiting {wait:.0f}s, as GitHub's rate limit asked")
+            elif wait >= 1.0:
+                say(
+                    f"pacing GitHub requests: waiting {wait:.0f}s to stay under "
                     f"{self._limits(write)} (GitHub's secondary limits)"
                 )
             sleep(wait)
+            most -= wait
 
     def hold(self, seconds: float) -> None:
-        """GitHub refused a request for its rate limits and asked for ``seconds``: no request
+        """GitHub refused a request for a secondary limit and asked for ``seconds``: no request
         of this process goes before then, whichever adapter sends it (the limits are the
         user's, not the Run's)."""
         with self._lock:

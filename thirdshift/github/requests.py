@@ -18,7 +18,7 @@ from github.GithubException import GithubException
 
 from thirdshift.clock import Clock
 from thirdshift.errors import GitHubError, MergeRefused, NotFound, RateLimited
-from thirdshift.github.pacing import Pacer
+from thirdshift.github.pacing import WRITES, Pacer
 
 __all__ = [
     "TOKEN",
@@ -70,9 +70,16 @@ class Request:
     method: str
     path: str
     what: str
+    creates: bool | None = None
+    """Whether GitHub counts it as content-creating (None: by its method; a GraphQL query is a
+    POST that creates nothing)."""
 
     def __str__(self) -> str:
         return f"{self.method} {self.path}"
+
+    @property
+    def is_write(self) -> bool:
+        return self.method.upper() in WRITES if self.creates is None else self.creates
 
 
 def github_detail(exc: GithubException) -> str:
@@ -146,13 +153,11 @@ class Calls:
         while True:
             try:
                 if self._pacer is not None:
-                    self._pacer.before(request.method, self._clock.sleep)
+                    self._pace(request, waited)
                 return send()
             except GithubException as exc:
                 wait = self._rate_limit_wait(exc)
                 if wait is not None:
-                    if self._pacer is not None:
-                        self._pacer.hold(wait)  # every adapter of the process waits it out
                     waited = self._wait_for_reset(request, exc, wait, waited)
                     continue
                 if exc.status < 500:
@@ -199,6 +204,32 @@ class Calls:
                 )
             )
             self._clock.sleep(delay)
+
+    def _pace(self, request: Request, waited: float) -> None:
+        """Wait this request's turn under the process's pace; past what is left of
+        ``max_rate_limit_wait``, RateLimited (the wait would end past the bound)."""
+        assert self._pacer is not None
+        wait = self._pacer.before(
+            request.is_write,
+            self._clock.sleep,
+            say=lambda line: self._progress(self._scrub(line)),
+            most=self._max_rate_limit_wait - waited,
+        )
+        if wait is not None:
+            resets_at = self._clock.now() + timedelta(seconds=wait)
+            raise RateLimited(
+                self._scrub(
+                    f"{request} would wait {wait:.0f}s for its turn under the process's pace of "
+                    "GitHub requests, past the "
+                    f"{self._max_rate_limit_wait:g}s thirdshift waits: the budget of "
+                    "github_requests_per_minute, github_writes_per_minute or "
+                    "github_writes_per_hour is spent; run thirdshift again after "
+                    f"{resets_at:%H:%M} UTC"
+                ),
+                None,
+                "",
+                resets_at,
+            )
 
     def translate(self, request: Request, exc: GithubException) -> GitHubError:
         """The :class:`GitHubError` for a 4xx answer: what was asked, what GitHub said, the
@@ -288,9 +319,21 @@ class Calls:
             raise RateLimited(
                 self._scrub(message), exc.status, self._scrub(github_detail(exc)), resets_at
             ) from exc
+        if self._pacer is not None and _secondary(exc):
+            # Every adapter of the process waits it out: GitHub counts the user, and a request
+            # sent early into the wait is refused again and prolongs it.
+            self._pacer.hold(wait)
         self._progress(f"GitHub rate limit reached; waiting {wait:.0f}s until it resets")
         self._clock.sleep(wait)
         return waited + wait
+
+
+def _secondary(exc: GithubException) -> bool:
+    """Whether a rate-limit refusal is a secondary limit's (a ``Retry-After``, or GitHub's
+    message for it), not the hourly budget's."""
+    headers = _lower(exc.headers)
+    said = github_detail(exc).lower()
+    return "retry-after" in headers or "secondary rate limit" in said
 
 
 def _lower(headers: Mapping[str, Any] | None) -> dict[str, str]:

@@ -43,7 +43,7 @@ SECONDARY_MESSAGE = (
 @dataclass
 class SecondaryLimits:
     """GitHub's secondary limits as its docs state them, per user (or App): points a minute (a
-    GET or HEAD costs 1, any other request 5) and content-creating requests a minute. None: not
+    read costs 1, a content-creating request 5) and content-creating requests a minute. None: not
     enforced (the default: most tests are not about pacing). A request past either is refused
     with a 403, GitHub's message and ``retry-after``; one sent again before that wait is over is
     counted in ``early`` (and refused again). ``now`` is the stand-in's clock, which a test may
@@ -59,12 +59,12 @@ class SecondaryLimits:
     _blocked_until: dict[str, float] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def admit(self, who: str, method: str) -> int | None:
-        """None when ``who`` may send this request now (it is counted), else the seconds its
-        ``retry-after`` asks for."""
+    def admit(self, who: str, write: bool) -> int | None:
+        """None when ``who`` may send this request (content-creating when ``write``: any
+        REST method but GET and HEAD, a GraphQL mutation) now, and it is counted; else the
+        seconds its ``retry-after`` asks for."""
         if self.points_per_minute is None and self.writes_per_minute is None:
             return None
-        write = method.upper() not in ("GET", "HEAD")
         with self._lock:
             now = self.now()
             blocked = self._blocked_until.get(who)

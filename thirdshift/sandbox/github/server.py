@@ -289,7 +289,7 @@ class GitHubStandIn:
             reply = error_reply(ApiError(401, "Bad credentials"))
         elif path == "/rate_limit" and request.method == "GET" and not is_graphql:
             reply = Reply(200, self._rate_limit_body(who, limit))
-        elif (wait := self.secondary.admit(who, request.method)) is not None:
+        elif (wait := self.secondary.admit(who, _creates(request, is_graphql))) is not None:
             reply = error_reply(
                 ApiError(403, SECONDARY_MESSAGE.format(request_id=base["X-GitHub-Request-Id"]))
             )
@@ -696,3 +696,11 @@ class _Handler(BaseHTTPRequestHandler):
         if found:
             return stand_in.serve_git(request, found["owner"], found["name"], found["rest"] or "/")
         return 404, {"Content-Type": "text/plain"}, b"Not Found\n"
+
+
+def _creates(request: _Request, is_graphql: bool) -> bool:
+    """Whether GitHub counts the request as content-creating: a REST write, or a GraphQL
+    mutation (a query is a POST that creates nothing)."""
+    if is_graphql:
+        return b"mutation" in request.body
+    return request.method not in ("GET", "HEAD")
