@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -14,6 +13,7 @@ import pytest
 
 from tests.orchestration.conftest import RunWorld, ScriptedStarter
 from tests.orchestration.test_daemon import DaemonWorld, _ListedPoll
+from tests.orchestration.test_webhook_wakes import until
 from thirdshift.daemon import Pickup, RepositoryPoll, RunWatch
 from thirdshift.daemon.owners import OwnerWatch
 from thirdshift.errors import GitHubError
@@ -69,15 +69,6 @@ class CountedPoll(_ListedPoll):
 
 POLLED: dict[str, int] = {}
 """How often each CountedPoll's repository was polled."""
-
-
-def until(check: Callable[[], bool], seconds: float = 20) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 @pytest.fixture
