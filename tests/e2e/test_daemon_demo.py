@@ -1,6 +1,7 @@
-"""`thirdshift demo` (the daemon demo) with the real Claude Code CLI: one shared demo per file,
-watched from the outside as a newcomer would, its status page read in Debian's chromium while
-the daemon works."""
+"""`thirdshift demo` (the daemon demo) with the real Claude Code CLI: one demo shared by this
+file's tests, watched from the outside as a newcomer would, its status page read in Debian's
+chromium while the daemon works. Its options, each a demo of its own, are in
+test_daemon_demo_options.py."""
 
 from __future__ import annotations
 
@@ -8,13 +9,10 @@ import os
 import queue
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -161,81 +159,3 @@ def test_the_demo_ends_with_the_summary_and_every_issue_has_its_pull_request(
     assert token is not None
     # The page's token is shown once, on its line, and nowhere else.
     assert sum(token[2] in line for line in demo.seen) == 1
-
-
-def _port_open(url: str) -> bool:
-    parts = urllib.parse.urlsplit(url)
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        return probe.connect_ex((parts.hostname or "", parts.port or 80)) == 0
-
-
-def test_with_another_harness_the_daemon_demo_ends_with_each_pull_request(
-    tmp_path: Path,
-) -> None:
-    """--harness codex: the same daemon demo on Codex's real CLI ends with exit 0 and a pull
-    request URL for every issue in its summary."""
-    other = Demo(tmp_path / "demo", "--harness", "codex", harness="codex")
-    try:
-        status = other.ended()
-    finally:
-        other.kill_if_running()
-
-    assert status == 0, "\n".join(other.seen)
-    rows = [re.split(r"\s{2,}", row) for row in other.stdout.strip().splitlines()[1:]]
-    assert [r[1] for r in rows] == ["succeeded", "succeeded", "succeeded", "landed", "landed"]
-    assert all("/demo/calculator/pull/" in r[2] for r in rows)
-
-
-def test_with_keep_the_daemon_goes_on_after_the_summary_until_sigterm_stops_everything(
-    tmp_path: Path,
-) -> None:
-    """--keep: the summary is printed once every issue is done, the daemon and its page serve
-    on; SIGTERM stops the daemon, the page and both servers, with exit 0."""
-    kept = Demo(tmp_path / "demo", "--keep")
-    try:
-        page = kept.first(STATUS_LINE)[1]
-        kept.first(r"every demo issue is done; the daemon keeps going", timeout=DEMO_SECONDS)
-        env = dict(
-            line.removeprefix("export ").split("=", 1)
-            for line in (kept.root / "demo.env").read_text().splitlines()
-        )
-        assert _port_open(page)
-        assert _port_open(env["THIRDSHIFT_GITHUB_API_URL"])
-        kept.process.send_signal(signal.SIGTERM)
-        status = kept.ended()
-    finally:
-        kept.kill_if_running()
-
-    assert status == 0, "\n".join(kept.seen)
-    outcomes = [re.split(r"\s{2,}", r)[1] for r in kept.stdout.strip().splitlines()[1:]]
-    assert outcomes == ["succeeded"] * 3 + ["landed"] * 2
-    assert not _port_open(page)
-    assert not _port_open(env["THIRDSHIFT_GITHUB_API_URL"])
-
-
-def test_ctrl_c_during_the_demo_stops_everything_and_summarizes_what_was_done(
-    tmp_path: Path,
-) -> None:
-    """Ctrl-C while Runs are in flight: the daemon saves them as Failed runs, the page and both
-    servers stop, the summary shows each issue's outcome so far, and the exit status is 1."""
-    cut = Demo(tmp_path / "demo")
-    try:
-        page = cut.first(STATUS_LINE)[1]
-        cut.first(r"implement: session started", timeout=DEMO_SECONDS)
-        api = dict(
-            line.removeprefix("export ").split("=", 1)
-            for line in (cut.root / "demo.env").read_text().splitlines()
-        )["THIRDSHIFT_GITHUB_API_URL"]
-        cut.process.send_signal(signal.SIGINT)
-        status = cut.ended()
-    finally:
-        cut.kill_if_running()
-
-    assert status == 1, "\n".join(cut.seen)
-    header, *rows = cut.stdout.strip().splitlines()
-    assert header.split()[0] == "issue"
-    assert [row.split()[0] for row in rows][:3] == ["#1", "#2", "#3"]
-    assert "succeeded" not in [row.split()[1] for row in rows]
-    assert not _port_open(page)
-    assert not _port_open(api)

@@ -1,0 +1,95 @@
+"""`thirdshift demo` (the daemon demo) with its options, each a demo of its own: another
+Harness, `--keep`, and Ctrl-C while Runs are in flight. Apart from test_daemon_demo.py, whose
+tests share one demo and so run on one worker: these may run beside it."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_daemon_demo import DEMO_SECONDS, STATUS_LINE, Demo
+
+pytestmark = pytest.mark.real_cli
+
+
+def _port_open(url: str) -> bool:
+    parts = urllib.parse.urlsplit(url)
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex((parts.hostname or "", parts.port or 80)) == 0
+
+
+def test_with_another_harness_the_daemon_demo_ends_with_each_pull_request(
+    tmp_path: Path,
+) -> None:
+    """--harness codex: the same daemon demo on Codex's real CLI ends with exit 0 and a pull
+    request URL for every issue in its summary."""
+    other = Demo(tmp_path / "demo", "--harness", "codex", harness="codex")
+    try:
+        status = other.ended()
+    finally:
+        other.kill_if_running()
+
+    assert status == 0, "\n".join(other.seen)
+    rows = [re.split(r"\s{2,}", row) for row in other.stdout.strip().splitlines()[1:]]
+    assert [r[1] for r in rows] == ["succeeded", "succeeded", "succeeded", "landed", "landed"]
+    assert all("/demo/calculator/pull/" in r[2] for r in rows)
+
+
+def test_with_keep_the_daemon_goes_on_after_the_summary_until_sigterm_stops_everything(
+    tmp_path: Path,
+) -> None:
+    """--keep: the summary is printed once every issue is done, the daemon and its page serve
+    on; SIGTERM stops the daemon, the page and both servers, with exit 0."""
+    kept = Demo(tmp_path / "demo", "--keep")
+    try:
+        page = kept.first(STATUS_LINE)[1]
+        kept.first(r"every demo issue is done; the daemon keeps going", timeout=DEMO_SECONDS)
+        env = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in (kept.root / "demo.env").read_text().splitlines()
+        )
+        assert _port_open(page)
+        assert _port_open(env["THIRDSHIFT_GITHUB_API_URL"])
+        kept.process.send_signal(signal.SIGTERM)
+        status = kept.ended()
+    finally:
+        kept.kill_if_running()
+
+    assert status == 0, "\n".join(kept.seen)
+    outcomes = [re.split(r"\s{2,}", r)[1] for r in kept.stdout.strip().splitlines()[1:]]
+    assert outcomes == ["succeeded"] * 3 + ["landed"] * 2
+    assert not _port_open(page)
+    assert not _port_open(env["THIRDSHIFT_GITHUB_API_URL"])
+
+
+def test_ctrl_c_during_the_demo_stops_everything_and_summarizes_what_was_done(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C while Runs are in flight: the daemon saves them as Failed runs, the page and both
+    servers stop, the summary shows each issue's outcome so far, and the exit status is 1."""
+    cut = Demo(tmp_path / "demo")
+    try:
+        page = cut.first(STATUS_LINE)[1]
+        cut.first(r"implement: session started", timeout=DEMO_SECONDS)
+        api = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in (cut.root / "demo.env").read_text().splitlines()
+        )["THIRDSHIFT_GITHUB_API_URL"]
+        cut.process.send_signal(signal.SIGINT)
+        status = cut.ended()
+    finally:
+        cut.kill_if_running()
+
+    assert status == 1, "\n".join(cut.seen)
+    header, *rows = cut.stdout.strip().splitlines()
+    assert header.split()[0] == "issue"
+    assert [row.split()[0] for row in rows][:3] == ["#1", "#2", "#3"]
+    assert "succeeded" not in [row.split()[1] for row in rows]
+    assert not _port_open(page)
+    assert not _port_open(api)
