@@ -361,13 +361,15 @@ class Daemon:
 
         try:
             outcome = follow(active, lambda watch: self._start(active, watch), say)
+            if not (outcome.succeeded or outcome.not_claimed):
+                with self._lock:
+                    self._failures += 1
+            self._ends.write(active, outcome, say)
         finally:
+            # Only once its end is written (and its cooldown set) is the slot free: ``once``
+            # returns when no Run is active, and must not return before the last end is said.
             with self._lock:
                 self._active.pop(active.key, None)
-        if not (outcome.succeeded or outcome.not_claimed):
-            with self._lock:
-                self._failures += 1
-        self._ends.write(active, outcome, say)
         self._start_queued()  # a slot is free
         self._publish_state()
 
