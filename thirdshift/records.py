@@ -581,3 +581,42 @@ class ProviderOutage:
         """``overloaded (529)``, ``rate-limited (429)``, ``unavailable (503)``."""
         word = {503: "unavailable", 529: "overloaded"}.get(self.status or 0, "rate-limited")
         return f"{word} ({self.status})" if self.status is not None else word
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """A webhook of a repository or an organisation, as GitHub lists it: where it sends
+    (its config's URL), whether it is active, the events it sends (``*``: every one), its
+    content type (``json`` or ``form``) and whether a secret signs its deliveries (GitHub never
+    shows the secret itself)."""
+
+    id: int
+    url: str
+    active: bool
+    events: tuple[str, ...]
+    content_type: str
+    has_secret: bool
+
+
+@dataclass(frozen=True)
+class HookDelivery:
+    """One Webhook delivery as GitHub's record of a hook keeps it: the event (and action) it
+    carried, when it went, and the HTTP status the receiver answered (0: none, it could not be
+    reached), with GitHub's word for it (``OK``, ``Invalid HTTP Response: 502``)."""
+
+    id: int
+    guid: str
+    event: str
+    action: str | None
+    status_code: int
+    status: str
+    delivered_at: datetime
+    redelivery: bool = False
+
+    @property
+    def succeeded(self) -> bool:
+        return 200 <= self.status_code < 300
+
+    @property
+    def what(self) -> str:
+        return f"{self.event}.{self.action}" if self.action else self.event

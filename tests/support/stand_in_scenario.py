@@ -32,6 +32,7 @@ TOKENS = {
 }
 ROLES = {"ada": "admin", "wes": "write", "tia": "triage", "rex": "read"}
 CHECKS = {"lint": "test -f README.md", "test": "! grep -q broken app.py"}
+INTEGRATION_REFUSED = "Resource not accessible by integration"
 
 
 @pytest.fixture(scope="session")
@@ -41,20 +42,30 @@ def description() -> OpenAPIDescription:
 
 def out_of_contract(exchange: Exchange) -> bool:
     """Answers GitHub gives on any route without documenting them per operation: 304s,
-    ``Bad credentials``, server errors and rate-limit refusals, the hourly one or a secondary
-    limit's with its ``Retry-After`` (these only come from injected faults and limits). Their
-    error bodies are still checked for GitHub's two fields."""
+    ``Bad credentials``, server errors, rate-limit refusals, the hourly one or a secondary
+    limit's with its ``Retry-After`` (these only come from injected faults and limits), and the
+    403 an installation token gets where its App was granted no permission. Their error bodies
+    are still checked for GitHub's two fields."""
     global_answer = (
         exchange.status in (304, 401)
         or exchange.status >= 500
         or (exchange.status == 403 and exchange.header("X-RateLimit-Remaining") == "0")
         or (exchange.status == 403 and exchange.header("Retry-After") is not None)
+        or (exchange.status == 403 and _message(exchange) == INTEGRATION_REFUSED)
     )
     if global_answer and exchange.status != 304:
         body = json.loads(exchange.response_body)
         assert isinstance(body["message"], str), body
         assert isinstance(body["documentation_url"], str), body
     return global_answer
+
+
+def _message(exchange: Exchange) -> object:
+    try:
+        body = json.loads(exchange.response_body)
+    except ValueError:
+        return None
+    return body.get("message") if isinstance(body, dict) else None
 
 
 @dataclass

@@ -21,7 +21,7 @@ from thirdshift.doctor.checks import (
 )
 from thirdshift.errors import ConfigError, NotFound, StoreError, ThirdshiftError
 from thirdshift.harnesses import AgentSandboxUnavailable
-from thirdshift.records import DatabaseRole
+from thirdshift.records import DatabaseRole, HookDelivery, Webhook
 from thirdshift.settings import Settings
 
 HOME = Path("/srv/thirdshift")
@@ -57,6 +57,11 @@ class ScriptedOutside:
     workflows: WorkflowGrant = field(
         default_factory=lambda: WorkflowGrant(False, "its scopes: repo")
     )
+    # Webhooks by "owner/name" (a repository's) or "owner" (an organisation's); the error a
+    # read of them raises instead; and each hook's deliveries, newest first.
+    hooks: dict[str, tuple[Webhook, ...]] = field(default_factory=dict)
+    hook_errors: dict[str, ThirdshiftError] = field(default_factory=dict)
+    deliveries: dict[int, tuple[HookDelivery, ...]] = field(default_factory=dict)
 
     def _step(self, method: str, argument: Any = None) -> None:
         self.calls.append((method, argument))
@@ -91,6 +96,19 @@ class ScriptedOutside:
     ) -> WorkflowGrant:
         self._step("workflow_grant", repository)
         return self.workflows
+
+    def webhooks(self, settings: Settings, owner: str, name: str | None) -> tuple[Webhook, ...]:
+        where = f"{owner}/{name}" if name is not None else owner
+        self._step("webhooks", where)
+        if where in self.hook_errors:
+            raise self.hook_errors[where]
+        return self.hooks.get(where, ())
+
+    def webhook_deliveries(
+        self, settings: Settings, owner: str, name: str | None, hook_id: int, limit: int
+    ) -> tuple[HookDelivery, ...]:
+        self._step("webhook_deliveries", hook_id)
+        return self.deliveries.get(hook_id, ())[:limit]
 
     def which(self, program: str) -> str | None:
         self.calls.append(("which", program))

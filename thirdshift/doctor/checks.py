@@ -8,7 +8,8 @@ without its permission) is skipped, saying why. A message of thirdshift's own (a
 the two apart.
 
 A little over 500 lines: one pure function per check, read side by side so their messages stay
-alike; the probing they judge lives behind ``_Outside`` elsewhere.
+alike; the probing they judge lives behind ``_Outside`` elsewhere. The webhook lines, which read
+several hooks and their deliveries, are judged in ``webhooks``.
 """
 
 from __future__ import annotations
@@ -16,43 +17,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
+# Check and split_fix are named from here too (re-exported), as before they moved.
+from thirdshift.doctor.check import Check as Check
+from thirdshift.doctor.check import skipped as _skipped
+from thirdshift.doctor.check import split_fix as split_fix
+from thirdshift.doctor.webhooks import HookReader, check_webhooks
 from thirdshift.errors import NotFound, ThirdshiftError
 from thirdshift.harness_registry import find_harness
 from thirdshift.records import DatabaseRole
 from thirdshift.settings import Settings, check_repository_name
 
-Status = Literal["PASS", "WARN", "FAIL", "SKIP"]
-
 MIN_GIT = (2, 36)
 """The oldest git thirdshift's worktrees and merges are tested with (README, set-up)."""
-
-CHECK_VERSION = 1
-"""The ``version`` of the ``doctor_check`` shape (docs/json.md)."""
-
-
-@dataclass(frozen=True)
-class Check:
-    """One line of the report: what was checked, how it went, what was found, and (for a WARN
-    or a FAIL) what to do about it."""
-
-    name: str
-    status: Status
-    detail: str
-    fix: str = ""
-
-    def json(self) -> dict[str, str | int]:
-        """The ``doctor_check`` shape of docs/json.md (``doctor --json``). Made here, not in
-        ``report.shapes``: the doctor and the report are layers that do not import each other."""
-        return {
-            "type": "doctor_check",
-            "version": CHECK_VERSION,
-            "name": self.name,
-            "status": self.status,
-            "detail": self.detail,
-            "fix": self.fix,
-        }
 
 
 @dataclass(frozen=True)
@@ -84,7 +62,7 @@ class WorkflowGrant:
     said: str
 
 
-class _Outside(Protocol):
+class _Outside(HookReader, Protocol):
     """What the checks need from the machine. Each method raises a ``ThirdshiftError`` whose
     message names the problem and the fix; nothing else escapes."""
 
@@ -169,19 +147,9 @@ class _Outside(Protocol):
         ...
 
 
-def split_fix(message: str) -> tuple[str, str]:
-    """A thirdshift message cut into its problem and its fix (after the first ``"; "``)."""
-    problem, _, fix = message.partition("; ")
-    return problem, fix
-
-
 def _failed(name: str, error: ThirdshiftError) -> Check:
     problem, fix = split_fix(str(error))
     return Check(name, "FAIL", problem, fix)
-
-
-def _skipped(name: str, why: str) -> Check:
-    return Check(name, "SKIP", f"skipped: {why}")
 
 
 def check_settings(outside: _Outside) -> tuple[Check, Settings | None]:
@@ -579,7 +547,10 @@ def diagnose(
         role = check_database_role(settings, opened)
         if role is not None:
             add(role)
-        add(*check_github(outside, settings, repositories_of(settings, repositories)))
+        checked = repositories_of(settings, repositories)
+        github = check_github(outside, settings, checked)
+        add(*github)
+        add(*check_webhooks(outside, settings, checked, github))
         add(check_notifications(outside, settings))
     add(check_git(outside))
     if settings is None:

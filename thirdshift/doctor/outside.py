@@ -28,6 +28,7 @@ from thirdshift.harnesses.model_gateway import ModelGateway, ModelKeyInside
 from thirdshift.harnesses.one_shot import OneShot, run_once, run_sealed
 from thirdshift.home import Home, check_home
 from thirdshift.network import EgressAllowlist
+from thirdshift.records import HookDelivery, Webhook
 from thirdshift.runs import PERMISSIONS_THAT_PUSH, token_role
 from thirdshift.settings import Settings, load_settings
 from thirdshift.store import Store, redact_url
@@ -110,6 +111,17 @@ class SystemOutside:
                 None, "a fine-grained token or a workflow's, whose permissions GitHub does not show"
             )
         return WorkflowGrant("workflow" in scopes, f"its scopes: {', '.join(scopes) or 'none'}")
+
+    def webhooks(self, settings: Settings, owner: str, name: str | None) -> tuple[Webhook, ...]:
+        # An organisation's hooks are asked with a token only, which serves every owner.
+        repository = (owner, name) if name is not None else None
+        return self._github(settings, repository).webhooks(owner, name)
+
+    def webhook_deliveries(
+        self, settings: Settings, owner: str, name: str | None, hook_id: int, limit: int
+    ) -> tuple[HookDelivery, ...]:
+        repository = (owner, name) if name is not None else None
+        return self._github(settings, repository).webhook_deliveries(owner, name, hook_id, limit)
 
     def which(self, program: str) -> str | None:
         return shutil.which(program, path=self._environ.get("PATH"))

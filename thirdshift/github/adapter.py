@@ -57,7 +57,13 @@ from thirdshift.github.convert import (
     review_record,
     status_record,
 )
-from thirdshift.github.edits import ISSUE_EDITS_QUERY, body_edits_of, labelling_of, renames_of
+from thirdshift.github.edits import (
+    ISSUE_EDITS_QUERY,
+    body_edits_of,
+    labelling_of,
+    renames_of,
+    when,
+)
 from thirdshift.github.pacing import Pacer
 from thirdshift.github.requests import (
     TOKEN,
@@ -74,6 +80,7 @@ from thirdshift.records import (
     CheckRun,
     Comment,
     CommitStatus,
+    HookDelivery,
     IssueInfo,
     IssueSummary,
     Labelling,
@@ -84,6 +91,7 @@ from thirdshift.records import (
     Review,
     ReviewComment,
     TextEdit,
+    Webhook,
 )
 from thirdshift.scrub import Scrubber
 
@@ -1006,3 +1014,71 @@ class GitHub:
     def _repo(self, owner: str, name: str) -> Repository:
         """The repository as a lazy PyGithub object: no request until something is read."""
         return self._gh.get_repo(f"{owner}/{name}")
+
+    # -- webhooks -------------------------------------------------------------------------
+
+    def webhooks(self, owner: str, name: str | None = None) -> tuple[Webhook, ...]:
+        """The webhooks of ``owner/name`` (``name`` None: of the organisation ``owner``), all
+        pages. Reading them needs admin on the repository (owner of the organisation), or a
+        GitHub App's Webhooks read permission: others get NotFound, or a 403
+        :class:`GitHubError` (``Resource not accessible by integration``)."""
+        path = f"/repos/{owner}/{name}/hooks" if name is not None else f"/orgs/{_q(owner)}/hooks"
+
+        def hook(item: Any) -> Webhook:
+            config = item.get("config") or {}
+            return Webhook(
+                id=int(item["id"]),
+                url=str(config.get("url") or ""),
+                active=bool(item.get("active")),
+                events=tuple(str(event) for event in item.get("events") or ()),
+                content_type=str(config.get("content_type") or "form"),  # GitHub's default
+                has_secret=bool(config.get("secret")),
+            )
+
+        def send() -> tuple[Webhook, ...]:
+            return self._reads.pages(
+                path, {}, lambda page: list(page), lambda found: tuple(map(hook, found))
+            )
+
+        what = f"the webhooks of {owner}/{name}" if name is not None else f"the webhooks of {owner}"
+        return self._calls.call(Request("GET", path, what), send)
+
+    def webhook_deliveries(
+        self, owner: str, name: str | None, hook_id: int, limit: int = 10
+    ) -> tuple[HookDelivery, ...]:
+        """The most recent deliveries (``limit`` at most, newest first) GitHub recorded for
+        webhook ``hook_id`` of ``owner/name`` (``name`` None: of the organisation ``owner``);
+        GitHub keeps them for 30 days. Pages are read only until ``limit`` are found."""
+        hooks = f"/repos/{owner}/{name}/hooks" if name is not None else f"/orgs/{_q(owner)}/hooks"
+        path = f"{hooks}/{hook_id}/deliveries"
+
+        def delivery(item: Any) -> HookDelivery:
+            action = item.get("action")
+            return HookDelivery(
+                id=int(item["id"]),
+                guid=str(item.get("guid") or ""),
+                event=str(item.get("event") or ""),
+                action=str(action) if action else None,
+                status_code=int(item.get("status_code") or 0),
+                status=str(item.get("status") or ""),
+                delivered_at=when(item["delivered_at"]),
+                redelivery=bool(item.get("redelivery")),
+            )
+
+        def convert(found: list[Any]) -> tuple[HookDelivery, ...]:
+            newest = sorted(map(delivery, found), key=lambda d: d.delivered_at, reverse=True)
+            return tuple(newest[:limit])
+
+        def send() -> tuple[HookDelivery, ...]:
+            return self._reads.pages(
+                path,
+                {},
+                lambda page: list(page),
+                convert,
+                view=str(limit),  # one answer makes a different record per limit
+                enough=lambda found: len(found) >= limit,
+            )
+
+        where = f"{owner}/{name}" if name is not None else owner
+        what = f"the deliveries of webhook {hook_id} of {where}"
+        return self._calls.call(Request("GET", path, what), send)

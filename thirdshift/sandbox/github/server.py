@@ -49,6 +49,7 @@ from thirdshift.sandbox.github.actions import check_run_json
 from thirdshift.sandbox.github.actions import register as register_actions
 from thirdshift.sandbox.github.api import Backend, Call, Reply, Router, error_reply
 from thirdshift.sandbox.github.apps import register as register_apps
+from thirdshift.sandbox.github.hooks import register as register_hooks
 from thirdshift.sandbox.github.issues import register as register_issues
 from thirdshift.sandbox.github.limits import (
     RATE_LIMIT,
@@ -114,6 +115,7 @@ class GitHubStandIn:
         register_reviews(self.router)
         register_apps(self.router)
         register_actions(self.router)
+        register_hooks(self.router)
         self.faults = Faults()
         self.faults_lock = threading.Lock()
         # A test's hook, called with (method, path) before each REST or GraphQL request is

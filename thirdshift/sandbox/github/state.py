@@ -1,11 +1,11 @@
 """The GitHub stand-in's in-memory world: users, repositories, issues, pull requests, labels,
-comments and the events that record who did what.
+comments, the events that record who did what, and webhooks with their recorded deliveries.
 
 Every change goes through a method of :class:`World` holding its lock, so the HTTP handler
 threads see one consistent state. Methods raise :class:`ApiError` carrying the status and the
 message GitHub gives for the same refusal; the HTTP layer renders it.
 
-About 700 lines: one lock guards the whole world, so every mutation lives on the one class
+About 800 lines: one lock guards the whole world, so every mutation lives on the one class
 that holds it; each family of endpoints maps onto these methods from a module of its own.
 """
 
@@ -290,6 +290,47 @@ class Repo:
         return found
 
 
+@dataclass
+class RecordedDelivery:
+    """One delivery GitHub recorded for a hook: the event it carried and the receiver's answer
+    (``status_code`` 0: it could not be reached)."""
+
+    id: int
+    guid: str
+    event: str
+    action: str | None
+    status_code: int
+    delivered_at: datetime
+    redelivery: bool = False
+    duration: float = 0.05
+
+    @property
+    def status(self) -> str:
+        """GitHub's word for the answer."""
+        if self.status_code == 0:
+            return "failed to connect to host"
+        if 200 <= self.status_code < 300:
+            return "OK"
+        return f"Invalid HTTP Response: {self.status_code}"
+
+
+@dataclass
+class Hook:
+    """A webhook of a repository (``name``) or of the organisation ``owner`` (``name`` None),
+    with the deliveries recorded for it, oldest first."""
+
+    id: int
+    owner: str
+    name: str | None
+    url: str
+    events: list[str]
+    active: bool
+    content_type: str
+    secret: str | None
+    created_at: datetime
+    deliveries: list[RecordedDelivery] = field(default_factory=list)
+
+
 class World:
     """Everything the stand-in knows, behind one re-entrant lock (``with world.lock:``)."""
 
@@ -299,6 +340,8 @@ class World:
         self.repos: dict[tuple[str, str], Repo] = {}
         self.apps: dict[int, App] = {}
         self.installation_tokens: dict[str, InstallationToken] = {}
+        self.hooks: dict[int, Hook] = {}
+        self.organisation_owners: dict[str, set[str]] = {}
         self._next_id = 1_000_001
 
     def new_id(self) -> int:
@@ -711,3 +754,65 @@ class World:
                 self.set_state(repo, target, "closed", "completed", actor)
                 closed.append(target.number)
         return closed
+
+    # -- webhooks -------------------------------------------------------------------------
+
+    def add_organisation_owner(self, organisation: str, login: str) -> None:
+        """Make ``login`` an owner of ``organisation``: who may read its hooks."""
+        with self.lock:
+            self.organisation_owners.setdefault(organisation.lower(), set()).add(login)
+
+    def add_hook(
+        self,
+        owner: str,
+        name: str | None,
+        url: str,
+        *,
+        events: tuple[str, ...] = ("push",),
+        active: bool = True,
+        content_type: str = "json",
+        secret: str | None = None,
+    ) -> Hook:
+        """A webhook of ``owner/name`` (``name`` None: of the organisation ``owner``) sending
+        ``events`` to ``url``, as a person makes one in the settings."""
+        with self.lock:
+            if name is not None and (owner, name) not in self.repos:
+                raise ValueError(f"no repository {owner}/{name}")
+            hook = Hook(
+                id=self.new_id(),
+                owner=owner,
+                name=name,
+                url=url,
+                events=list(events),
+                active=active,
+                content_type=content_type,
+                secret=secret,
+                created_at=utcnow(),
+            )
+            self.hooks[hook.id] = hook
+            return hook
+
+    def record_delivery(
+        self,
+        hook: Hook,
+        status_code: int,
+        *,
+        event: str = "issues",
+        action: str | None = "labeled",
+        delivered_at: datetime | None = None,
+        redelivery: bool = False,
+    ) -> RecordedDelivery:
+        """Record that GitHub sent ``hook`` a delivery and its receiver answered
+        ``status_code`` (0: could not be reached)."""
+        with self.lock:
+            delivery = RecordedDelivery(
+                id=self.new_id(),
+                guid=secrets.token_hex(16),
+                event=event,
+                action=action,
+                status_code=status_code,
+                delivered_at=delivered_at or utcnow(),
+                redelivery=redelivery,
+            )
+            hook.deliveries.append(delivery)
+            return delivery
