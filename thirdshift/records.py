@@ -196,6 +196,18 @@ class ListedRepository:
 
 
 @dataclass(frozen=True)
+class OwnerIssue:
+    """An issue or pull request as an owner's listing across its repositories shows it: its
+    repository (``OWNER/NAME`` as GitHub spells it), who opened it, and, for a pull request,
+    whether it is a draft."""
+
+    repository: str
+    issue: IssueSummary
+    author: str = ""
+    draft: bool = False
+
+
+@dataclass(frozen=True)
 class Repository:
     id: int
     owner: str

@@ -435,6 +435,19 @@ class Settings(BaseSettings):
         description="Between two listings of the owners' repositories (a repository made or "
         "archived is picked up without a restart).",
     )
+    owner_listing: bool = Field(
+        default=True,
+        description="Find the Ready and in-progress issues of the owners' repositories with "
+        "one listing per owner each poll (two requests an owner), not one per repository "
+        "(adr/0048). Off: every repository is listed on its own.",
+    )
+    owner_recheck_seconds: float = Field(
+        default=300,
+        ge=10,
+        description="Under an owner's listing, how long a Ready issue passed over for what the "
+        "listing cannot show (its blockers, its labeller's role) waits before those are read "
+        "again; a webhook delivery for the owner has them read at once.",
+    )
     daemon_name: str | None = Field(
         default=None,
         max_length=100,

@@ -808,7 +808,7 @@ class _ListedPoll:
     def settles_in(self, _now: float) -> float | None:
         return None  # nothing here waits for a settle time
 
-    def __call__(self) -> list[Pickup]:
+    def __call__(self, *, fresh: bool = False) -> list[Pickup]:
         return [Pickup(number) for number in self._numbers]
 
 
@@ -852,7 +852,7 @@ class _SlowPoll(_ListedPoll):
         super().__init__(store, "acme", "widgets", [])
         self._stop, self._started = stop, started
 
-    def __call__(self) -> list[Pickup]:
+    def __call__(self, *, fresh: bool = False) -> list[Pickup]:
         self._started.set()
         self._stop.wait(30)
         time.sleep(1.5)  # the daemon is inside its shutdown by now

@@ -62,9 +62,9 @@ class Started:
 class CountedPoll(_ListedPoll):
     """A repository whose poll proposes its issue #1 each time, and counts its polls."""
 
-    def __call__(self) -> list[Pickup]:
+    def __call__(self, *, fresh: bool = False) -> list[Pickup]:
         POLLED[self.full_name] = POLLED.get(self.full_name, 0) + 1
-        return super().__call__()
+        return super().__call__(fresh=fresh)
 
 
 POLLED: dict[str, int] = {}

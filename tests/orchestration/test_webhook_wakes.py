@@ -104,8 +104,8 @@ def test_a_wake_that_comes_while_the_woken_poll_runs_brings_a_poll_of_its_own(
     running, release = threading.Event(), threading.Event()
     polls: list[str] = []
 
-    def poll(_poll: RepositoryPoll) -> None:
-        polls.append("poll")
+    def poll(_poll: RepositoryPoll, fresh: bool) -> None:
+        polls.append("poll" if fresh else "scheduled poll")
         running.set()
         release.wait(10)
 

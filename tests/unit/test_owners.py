@@ -11,17 +11,14 @@ from click.testing import CliRunner
 from tests.support.app_keys import key_pair
 from thirdshift.bootstrap import setting_secrets
 from thirdshift.bootstrap.credentials import GitHubAccess
-from thirdshift.bootstrap.owners import OwnerFinding, owner_watch
+from thirdshift.bootstrap.owners import owners_adapter
 from thirdshift.cli import main
 from thirdshift.clock import ManualClock
-from thirdshift.daemon import ActivityLog, RepositoryPoll
 from thirdshift.daemon.owners import owned_repositories
 from thirdshift.errors import ConfigError
-from thirdshift.github import GitHub
 from thirdshift.records import ListedRepository
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import check_owner_name, load_settings
-from thirdshift.store import Store
 
 
 def listed(
@@ -112,17 +109,9 @@ def test_watching_an_owner_with_a_github_app_is_refused_naming_the_fix(tmp_path:
     clock = ManualClock(datetime(2026, 12, 6, tzinfo=UTC))
     scrub = Scrubber([])
     access = GitHubAccess(settings, clock, scrub, lambda _line: None)
-    store = Store.open(f"sqlite:///{tmp_path / 'owners.db'}")
-    activity = ActivityLog(
-        store, daemon="d", directory=tmp_path, clock=clock, scrub=scrub, progress=print
-    )
-
-    def no_poll(_owner: str, _name: str, _github: GitHub) -> RepositoryPoll:
-        raise AssertionError("no repository is listed")
 
     with pytest.raises(ConfigError) as refused:
-        owner_watch(settings, access, activity, OwnerFinding(["acme"], [], None, no_poll))
-    store.close()
+        owners_adapter(settings, access, ["acme"], None)
     assert "a GitHub App's installation cannot list an owner's repositories" in str(refused.value)
     assert "name them with --repo" in str(refused.value)
 

@@ -21,7 +21,13 @@ from thirdshift.bootstrap.credentials import (
     run_secrets,
 )
 from thirdshift.bootstrap.limits import raise_descriptor_limit
-from thirdshift.bootstrap.owners import OwnerFinding, owner_watch, watched_owners
+from thirdshift.bootstrap.owners import (
+    OwnerFinding,
+    owner_listings,
+    owner_watch,
+    owners_adapter,
+    watched_owners,
+)
 from thirdshift.bootstrap.parts import (
     RunCall,
     local_preflight,
@@ -49,6 +55,7 @@ from thirdshift.daemon import (
     StateSources,
     WatchTimes,
 )
+from thirdshift.daemon.listing import OwnerListings
 from thirdshift.daemon.state import write_state
 from thirdshift.errors import ConfigError, NotFound, UsageError
 from thirdshift.github import GitHub
@@ -130,13 +137,17 @@ def run_daemon(
             settings, environ, store, clock, scrub, say, daemon_name, activity, pauses, agents
         )
         daemon = _daemon(kit, watched, once=once, stop=stop)
-        make_poll = _watch(kit, daemon, watched, notifier)
+        listings = None
         if owner_names:
             access = GitHubAccess(settings, clock, scrub, say)
-            adapter = next(iter(watched.adapters), None)
+            first = next(iter(watched.adapters), None)
+            adapter = owners_adapter(settings, access, owner_names, first)
+            listings = owner_listings(settings, adapter, owner_names, clock, activity)
+        make_poll = _watch(kit, daemon, watched, notifier, listings)
+        if owner_names:
             fixed = [f"{o}/{n}" for o, n, _ in watched.repositories]
             found = OwnerFinding(owner_names, fixed, adapter, make_poll)
-            daemon.watch_owners(owner_watch(settings, access, kit.activity, found))
+            daemon.watch_owners(owner_watch(settings, kit.activity, found))
         page = partial(StorePageSource, store, daemon.snapshot, scrub, warn=say)
         inbox = webhook_inbox(settings, daemon, activity)
         with status_page(
@@ -298,7 +309,11 @@ def _daemon(kit: _DaemonKit, watched: _Watched, *, once: bool, stop: threading.E
 
 
 def _watch(
-    kit: _DaemonKit, daemon: Daemon, watched: _Watched, notifier: TargetNotifier
+    kit: _DaemonKit,
+    daemon: Daemon,
+    watched: _Watched,
+    notifier: TargetNotifier,
+    listings: OwnerListings | None,
 ) -> Callable[[str, str, GitHub], RepositoryPoll]:
     """A Poll of each watched repository, for ``daemon``; and what makes the Poll of another
     (one an owner's listing finds later)."""
@@ -311,6 +326,7 @@ def _watch(
         sweeper=f"daemon {kit.name}",
         paused=partial(kit.pauses.pass_over_reason, settings.harness, settings.fallback_harnesses),
         notifier=notifier,
+        listings=listings,
     )
 
     def make_poll(owner: str, name: str, github: GitHub) -> RepositoryPoll:

@@ -277,14 +277,15 @@ class Daemon:
             except ThirdshiftError as error:
                 self._progress(f"{poll.full_name}: could not look for crashed Runs: {error}")
 
-    def _poll(self, poll: RepositoryPoll) -> None:
-        """One poll; a failure is logged and the next poll tries again: never fatal. What it
-        finds replaces what an earlier poll of the repository left queued; a Run under its
-        Lease checks again that the issue is still what the poll saw."""
+    def _poll(self, poll: RepositoryPoll, fresh: bool = False) -> None:
+        """One poll (``fresh``: asking its owner's listing again); a failure is logged and the
+        next poll tries again: never fatal. What it finds replaces what an earlier poll of the
+        repository left queued; a Run under its Lease checks again that the issue is still what
+        the poll saw."""
         if self._stop.is_set():
             return
         try:
-            pickups = poll()
+            pickups = poll(fresh=fresh)
             if self._architect.due(poll, self._clock.now()):  # Ready issues first
                 pickups = [*pickups, Pickup(None, architect=True)]
         except Exception as error:  # a poll must never take the daemon down

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from thirdshift.clock import Clock
 from thirdshift.daemon.activity import ActivityLog
+from thirdshift.daemon.listing import OwnerListings
 from thirdshift.daemon.ports import RunStarter
 from thirdshift.daemon.ready import ReadyRules
 from thirdshift.runs import NO_NOTIFIER, Notifier
@@ -62,7 +63,8 @@ def _not_paused() -> str | None:
 class PollParts:
     """What the polls of a daemon share: the store, the Ready rules, the Activity log, the
     clock, who sweeps (named in the sweep's Lease), what says why no Ready issue may be picked
-    up now (the Harness's provider is down; None: none), and the Notifier of pass-overs."""
+    up now (the Harness's provider is down; None: none), the Notifier of pass-overs, and the
+    owners' listings."""
 
     store: Store
     rules: ReadyRules
@@ -71,6 +73,8 @@ class PollParts:
     sweeper: str = "thirdshift"
     paused: Callable[[], str | None] = _not_paused
     notifier: Notifier = NO_NOTIFIER
+    listings: OwnerListings | None = None
+    """The owners' listings (None: each repository is listed on its own)."""
 
 
 @dataclass(frozen=True)

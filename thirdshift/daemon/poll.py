@@ -1,11 +1,16 @@
-"""One poll of one repository: record the Runs that died, sweep ``in-progress`` off issues
+"""About 580 lines: one class, because the poll and its sweep share what one poll read of GitHub
+(the labellers' roles, the open pull requests, the text approvals), and splitting them would pass
+that around.
+
+One poll of one repository: record the Runs that died, sweep ``in-progress`` off issues
 nobody works on, and decide which issues to take (Rescues first, then Ready issues lowest
 number first), writing each pass-over reason to the Activity log. A Ready issue with
 sub-issues is a Spec, taken as a Spec run; a Ticket of a Spec that a Spec run holds (or that
 this poll takes) is its Spec run's to run, and is passed over naming the Spec.
 
-Everything here asks GitHub through ``DaemonGitHub`` and the database through the store; the
-rules themselves are in ``thirdshift.daemon.ready``.
+Everything here asks GitHub through ``DaemonGitHub`` (or, for a watched owner's repository, the
+labelled issues and open pull requests through the owner's listing, adr/0048) and the database
+through the store; the rules themselves are in ``thirdshift.daemon.ready``.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from thirdshift.daemon.parts import PollHooks, PollParts
@@ -29,7 +35,7 @@ from thirdshift.daemon.ready import (
 )
 from thirdshift.daemon.specs import SpecPickups
 from thirdshift.errors import GitHubError, ThirdshiftError
-from thirdshift.records import IssueSummary, PullRequestInfo, Repository, Run, TextEdit
+from thirdshift.records import IssueSummary, Repository, Run, TextEdit
 from thirdshift.run_states import RunKind, RunState
 from thirdshift.runs import (
     ROLES_THAT_LABEL,
@@ -37,6 +43,31 @@ from thirdshift.runs import (
     read_feedback,
     text_not_approved,
 )
+
+
+@dataclass(frozen=True)
+class _OpenPull:
+    """An open pull request as the poll's listing shows it: enough to tell whether a review
+    Repair may be due."""
+
+    number: int
+    draft: bool
+    author: str
+    updated_at: datetime | None
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """A pass-over reason read from GitHub, kept under an owner's listing while the issue is
+    unchanged: the issue's stamp and labels then, the owner's listing generation, when it was
+    read (monotonic), and whether the reason is about the labeller."""
+
+    updated_at: datetime
+    labels: tuple[str, ...]
+    generation: int
+    at: float
+    reason: str
+    labeller: bool
 
 
 class RepositoryPoll:
@@ -58,12 +89,15 @@ class RepositoryPoll:
         self._settled_at: float | None = None  # when the first issue still settling settles
         # The open pull requests as this poll listed them, and when each was last read for
         # review feedback and found none: an unchanged pull request is not read again.
-        self._open_pulls: dict[int, PullRequestInfo] | None = None
+        self._open_pulls: dict[int, _OpenPull] | None = None
         self._pulls_read: dict[int, datetime | None] = {}
         # number -> (updated_at, the title and body edits then): the body's cost a GraphQL
         # query, which has no conditional form, so they are asked again only once the issue
         # changed (an edit moves its updated_at).
         self._edits: dict[int, tuple[datetime, tuple[TextEdit, ...]]] = {}
+        self._listings = parts.listings
+        self._verdicts: dict[int, _Verdict] = {}  # under an owner's listing only
+        self._fresh = False  # this poll was told to look afresh
         self.owner = owner
         self.name = name
         self._gh = github
@@ -110,20 +144,24 @@ class RepositoryPoll:
         settled (by the clock's ``monotonic``); None when none was."""
         return None if self._settled_at is None else max(0.0, self._settled_at - now)
 
-    def __call__(self) -> list[Pickup]:
-        """One poll: reap, sweep, and the issues to run now, in order."""
+    def __call__(self, *, fresh: bool = False) -> list[Pickup]:
+        """One poll: reap, sweep, and the issues to run now, in order. ``fresh``: something
+        may have changed (a webhook delivery, an issue settling): an owner's listing is asked
+        again, not taken from earlier in the cycle."""
         self._open_pulls = None
         self._settled_at = None
+        self._fresh = fresh
         self.reap()
         repository = self.repository()
         leased = {lease.issue_number for lease in self._store.live_leases(repository)}
         rescues = self._swept(repository, leased)
-        ready = self._gh.issues_labelled(self.owner, self.name, self._rules.ready_label)
+        ready = self._labelled(self._rules.ready_label, "open")
         spent = self._budget_spent()
         paused = self._paused()
         pickups = self._taken(repository, ready, leased, spent or paused)
         listed = {issue.number for issue in ready}
         self._seen = {n: seen for n, seen in self._seen.items() if n in listed}
+        self._verdicts = {n: v for n, v in self._verdicts.items() if n in listed}
         # Unlabelled: a new labelling is news again, for the Activity log and the team.
         self._announced = {entry for entry in self._announced if entry[0] in listed}
         for gone in self._passed - listed:
@@ -141,9 +179,7 @@ class RepositoryPoll:
     def _swept(self, repository: Repository, leased: set[int | None]) -> list[Pickup]:
         """Each issue labelled ``in-progress`` that no live Lease holds (or that this daemon
         runs) swept: the Rescues and review Repairs that starts."""
-        busy = self._gh.issues_labelled(
-            self.owner, self.name, self._rules.in_progress_label, state="all"
-        )
+        busy = self._labelled(self._rules.in_progress_label, "all")
         rescues: list[Pickup] = []
         for issue in busy:
             if issue.is_pull_request:
@@ -192,6 +228,31 @@ class RepositoryPoll:
             else:
                 self._passed_over(repository, issue, reason, reason in labeller)
         return specs.taken(repository, pickups, tickets, self._passed)
+
+    def _labelled(self, label: str, state: str) -> tuple[IssueSummary, ...]:
+        """The issues carrying ``label`` in ``state``: from the owner's listing where it is
+        listed so, else from the repository's own."""
+        if self._listings is not None:
+            listed = self._listings.labelled(self.owner, self.name, label, state, fresh=self._fresh)
+            if listed is not None:
+                return listed
+        return self._gh.issues_labelled(self.owner, self.name, label, state=state)
+
+    def _open_pull(self, number: int) -> _OpenPull | None:
+        """The open pull request ``number`` as this poll's one list of them shows it."""
+        if self._open_pulls is None:  # one conditional list per poll, for every issue
+            own = None
+            if self._listings is not None:
+                own = self._listings.own_open_pulls(self.owner, self.name, fresh=self._fresh)
+            if own is not None:
+                pulls = [
+                    _OpenPull(e.issue.number, e.draft, e.author, e.issue.updated_at) for e in own
+                ]
+            else:
+                listed = self._gh.open_pulls(self.owner, self.name)
+                pulls = [_OpenPull(p.number, p.draft, p.author, p.updated_at) for p in listed]
+            self._open_pulls = {pull.number: pull for pull in pulls}
+        return self._open_pulls.get(number)
 
     def _passed_over(
         self, repository: Repository, issue: IssueSummary, reason: str, labeller: bool
@@ -246,6 +307,45 @@ class RepositoryPoll:
                 if self._settled_at is None or settles < self._settled_at:
                     self._settled_at = settles
             return reason
+        listings = self._listings
+        if listings is None or not listings.covers(self.owner):
+            return self._read_reason(repository, issue, roles, labeller)
+        # Under the owner's listing an unchanged issue is not read again each cycle: what the
+        # listing cannot show (a blocker closed, a labeller's role) is read every
+        # recheck_seconds, and after any look afresh at the owner (a webhook delivery).
+        generation = listings.generation(self.owner)
+        kept = self._verdicts.get(issue.number)
+        if (
+            kept is not None
+            and not self._fresh
+            and kept.updated_at == issue.updated_at
+            and kept.labels == issue.labels
+            and kept.generation == generation
+            and now - kept.at < listings.recheck_seconds
+        ):
+            if kept.labeller:
+                labeller.append(kept.reason)
+            return kept.reason
+        found: list[str] = []
+        reason = self._read_reason(repository, issue, roles, found)
+        labeller.extend(found)
+        if reason is None:
+            self._verdicts.pop(issue.number, None)
+        else:
+            self._verdicts[issue.number] = _Verdict(
+                issue.updated_at, issue.labels, generation, now, reason, bool(found)
+            )
+        return reason
+
+    def _read_reason(
+        self,
+        repository: Repository,
+        issue: IssueSummary,
+        roles: dict[str, str],
+        labeller: list[str],
+    ) -> str | None:
+        """Why the issue is passed over, from what GitHub says now of its labeller, its text
+        and its blockers; or None. A reason about the labeller is also put in ``labeller``."""
         login = self._gh.labelled_by(self.owner, self.name, issue.number, self._rules.ready_label)
         role = None
         if login is not None:
@@ -434,10 +534,7 @@ class RepositoryPoll:
             return None  # a Spec PR's review feedback waits for a person (docs: Spec runs)
         if self._store.review_repairs(repository, pull_number) >= self._rules.max_review_repairs:
             return None
-        if self._open_pulls is None:  # one conditional list per poll, for every issue
-            listed = self._gh.open_pulls(self.owner, self.name)
-            self._open_pulls = {pull.number: pull for pull in listed}
-        pull = self._open_pulls.get(pull_number)
+        pull = self._open_pull(pull_number)
         me = self._gh.authenticated_login()
         if pull is None or pull.draft or pull.author.lower() != me.lower():
             return None

@@ -23,12 +23,13 @@ EXTRA_POLLS = ("wake", "settle")
 
 
 class PollJobs:
-    """The poll jobs of ``scheduler``, each running ``run_poll``."""
+    """The poll jobs of ``scheduler``, each running ``run_poll`` (with whether to look afresh:
+    the one-shot polls do)."""
 
     def __init__(
         self,
         scheduler: BackgroundScheduler,
-        run_poll: Callable[[RepositoryPoll], None],
+        run_poll: Callable[[RepositoryPoll, bool], None],
         limits: Limits,
         activity: ActivityLog,
     ) -> None:
@@ -47,7 +48,7 @@ class PollJobs:
         self._scheduler.add_job(
             self._run_poll,
             self._interval(self._backstop() if slowed else self._limits.poll_seconds),
-            args=(poll,),
+            args=(poll, False),
             id=f"poll:{poll.full_name}",
             max_instances=2,
             coalesce=True,
@@ -62,7 +63,7 @@ class PollJobs:
         self._scheduler.add_job(
             self._run_poll,
             DateTrigger(run_date=datetime.now().astimezone() + timedelta(seconds=delay)),
-            args=(poll,),
+            args=(poll, True),  # news may have come: an owner's listing is asked afresh
             id=f"{why}:{poll.full_name}",
             replace_existing=True,
             misfire_grace_time=None,

@@ -12,7 +12,7 @@ issue, a pull request, check runs, commit statuses) are conditional: they send t
 last answer and a 304, which costs no rate-limit point, answers the record made from it (see
 ``conditional``). ``request_counts`` tells how many requests were sent and how many were 304s.
 
-Nearly 1,000 lines: one method per request a Run or the daemon needs, each with its retry rule,
+About 1,130 lines: one method per request a Run or the daemon needs, each with its retry rule,
 which a reader compares side by side; the request machinery is in ``requests``, the
 conditional reads in ``conditional`` and the conversions in ``convert``.
 """
@@ -86,6 +86,7 @@ from thirdshift.records import (
     Labelling,
     ListedRepository,
     MergeResult,
+    OwnerIssue,
     PullRequestInfo,
     RepoInfo,
     Review,
@@ -316,6 +317,50 @@ class GitHub:
             f"the {state} issues labelled '{label}' in {owner}/{name}",
         )
         return self._calls.call(request, send)
+
+    def owner_issues(
+        self, owner: str, *, label: str | None, state: str, created: bool = False
+    ) -> tuple[OwnerIssue, ...]:
+        """The issues and pull requests of every repository of ``owner`` the token's user can
+        see, carrying ``label`` (None: any) in ``state``; ``created``: only those it opened.
+        One conditional list for the whole owner: the organisation's (``GET /orgs/{owner}/
+        issues``) or, for the token's own login, the user's (``GET /user/issues``, narrowed to
+        the repositories it owns). A user other than the token's answers 404, and an
+        installation token 403: their repositories are listed one by one instead."""
+        own = owner.lower() == self.authenticated_login().lower()
+        path = "/user/issues" if own else f"/orgs/{_q(owner)}/issues"
+        query = {
+            "filter": "created" if created else "all",
+            "state": state,
+            "sort": "created",
+            "direction": "asc",
+        }
+        if label is not None:
+            query["labels"] = label
+
+        def listed(item: Any) -> OwnerIssue:
+            repository = item.get("repository") or {}
+            full_name = str(repository.get("full_name") or "")
+            if not full_name:  # GitHub's shape says repository_url always; the object is extra
+                full_name = "/".join(str(item["repository_url"]).rstrip("/").split("/")[-2:])
+            return OwnerIssue(
+                repository=full_name,
+                issue=issue_summary_record(self._make(Issue, item)),
+                author=str((item.get("user") or {}).get("login") or ""),
+                draft=bool(item.get("draft")),
+            )
+
+        def convert(found: list[Any]) -> tuple[OwnerIssue, ...]:
+            issues = (listed(item) for item in found)
+            mine = [i for i in issues if i.repository.split("/", 1)[0].lower() == owner.lower()]
+            return tuple(sorted(mine, key=lambda i: (i.repository.lower(), i.issue.number)))
+
+        def send() -> tuple[OwnerIssue, ...]:
+            return self._reads.pages(path, query, lambda page: list(page), convert, view=owner)
+
+        shown = urllib.parse.urlencode(query)
+        what = f"the {state} issues{f' labelled {label!r}' if label else ''} of {owner}"
+        return self._calls.call(Request("GET", f"{path}?{shown}", what), send)
 
     def recent_issues(
         self, owner: str, name: str, state: str, limit: int

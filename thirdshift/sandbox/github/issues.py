@@ -51,7 +51,6 @@ def register(router: Router) -> None:
     add("GET", _REPO + "/labels", list_repo_labels)
     add("POST", _REPO + "/labels", create_label)
     add("GET", _REPO + "/labels/{name}", get_label)
-    add("GET", _REPO + "/issues", list_issues)
     add("POST", _REPO + "/issues", create_issue)
     add("GET", _REPO + "/issues/comments/{id}", get_comment)
     add("PATCH", _REPO + "/issues/comments/{id}", edit_comment)
@@ -174,29 +173,6 @@ def get_label(call: Call) -> Reply:
 
 
 # -- issues -------------------------------------------------------------------------------
-
-
-def list_issues(call: Call) -> Reply:
-    """Issues and pull requests, newest first, filtered by ``state`` and ``labels``."""
-    repo = call.repo()
-    state = call.query.get("state", "open")
-    if state not in ("open", "closed", "all"):
-        raise validation_failed("Issue", "state", "invalid")
-    wanted = {n.strip().lower() for n in call.query.get("labels", "").split(",") if n.strip()}
-    creator = call.query.get("creator")
-    issues = [
-        issue
-        for issue in repo.issues.values()
-        if (state == "all" or issue.state == state)
-        and wanted <= {lb.name.lower() for lb in issue.labels}
-        and (creator is None or issue.author == creator)
-    ]
-    key = call.query.get("sort", "created")
-    issues.sort(
-        key=lambda i: (i.updated_at if key == "updated" else i.created_at, i.number),
-        reverse=call.query.get("direction", "desc") != "asc",
-    )
-    return call.page([call.shapes.issue(repo, i) for i in issues])
 
 
 def create_issue(call: Call) -> Reply:

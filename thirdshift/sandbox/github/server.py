@@ -50,6 +50,7 @@ from thirdshift.sandbox.github.actions import register as register_actions
 from thirdshift.sandbox.github.api import Backend, Call, Reply, Router, error_reply
 from thirdshift.sandbox.github.apps import register as register_apps
 from thirdshift.sandbox.github.hooks import register as register_hooks
+from thirdshift.sandbox.github.issue_lists import register as register_issue_lists
 from thirdshift.sandbox.github.issues import register as register_issues
 from thirdshift.sandbox.github.limits import (
     RATE_LIMIT,
@@ -110,6 +111,7 @@ class GitHubStandIn:
         self.git.on_push(self._pushed)
         self.router = Router()
         register_issues(self.router)
+        register_issue_lists(self.router)
         register_repos(self.router)
         register_pulls(self.router)
         register_reviews(self.router)
