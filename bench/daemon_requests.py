@@ -114,7 +114,7 @@ def measure(stand_in: GitHubStandIn, tmp: Path, count: int, owner_count: int) ->
     (source / "README.md").write_text("# bench\n")
     for index, (owner, name) in enumerate(repos):
         client.add_repo(owner, name, source, {})
-        if index % 5 == 0:
+        if (index // owner_count) % 5 == 0:  # one in five of each owner's
             blocker = rest(api, "POST", f"/repos/{owner}/{name}/issues", {"title": "Groundwork"})
             blocked = rest(
                 api,
