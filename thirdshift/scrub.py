@@ -48,6 +48,7 @@ walks it belongs beside it.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -581,33 +582,48 @@ def shape_prefixes() -> tuple[tuple[str, str], ...]:
     return tuple(sorted(pairs))
 
 
+_Known = tuple[tuple[str, str], ...]
+_Cuts = dict[str, list[tuple[str, str, int]]]
+
+
+@functools.lru_cache(maxsize=16)
+def _tables(values: tuple[str, ...]) -> tuple[_Known, _Cuts, _Known]:
+    """What a scrubber of ``values`` searches for: each text and the kind of finding it makes
+    (longest first), the values cut short indexed by how they end, and the texts too long to
+    index. Made once per set of values in a process (read only after): a Run, each of its
+    adapters and each session build scrubbers of the same secrets, and the encoded forms of a
+    private key take a tenth of a second to derive."""
+    # The plain values first: a text that is one secret's value and another's encoded form is
+    # named the value.
+    kinds: dict[str, str] = {}
+    for value in values:
+        kinds.setdefault(value, KNOWN_VALUE)
+        kinds.setdefault(json.dumps(value)[1:-1], KNOWN_VALUE)  # inside a JSON string
+    for value in values:
+        kinds.setdefault(quote(value, safe=""), f"{KNOWN_VALUE}, {PERCENT}")
+        # Derived here, once: the scrubber then reads each text once per form (adr/0043).
+        for form in encoded_forms(value):
+            kinds.setdefault(form.text, f"{KNOWN_VALUE}, {form.encoding}")
+    known = tuple(sorted(kinds.items(), key=lambda item: len(item[0]), reverse=True))
+    # Each value cut short (MIN_CUT_PREFIX characters or more, never whole), by how it ends; a
+    # cut further into a long value (a private key, its encodings) is searched for instead:
+    # indexed, it would take a dictionary entry a character.
+    cuts: _Cuts = {}
+    long = tuple((v, k) for v, k in known if len(v) > _LONGEST_INDEXED_CUT)
+    for value, kind in known:
+        for length in range(MIN_CUT_PREFIX, min(len(value), _LONGEST_INDEXED_CUT + 1)):
+            ending = value[length - MIN_CUT_PREFIX : length]
+            cuts.setdefault(ending, []).append((value, kind, length))
+    return known, cuts, long
+
+
 class Scrubber:
     """Replaces secrets in text with ``[REDACTED]``. Build it once, at the composition root,
     with every secret value thirdshift knows; it is cheap to call on every line."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         values = [s for s in (secret.strip() for secret in secrets) if len(s) >= _MIN_KNOWN_LENGTH]
-        # Each text to look for, and the kind of finding it makes. The plain values first: a
-        # text that is one secret's value and another's encoded form is named the value.
-        kinds: dict[str, str] = {}
-        for value in values:
-            kinds.setdefault(value, KNOWN_VALUE)
-            kinds.setdefault(json.dumps(value)[1:-1], KNOWN_VALUE)  # inside a JSON string
-        for value in values:
-            kinds.setdefault(quote(value, safe=""), f"{KNOWN_VALUE}, {PERCENT}")
-            # Derived here, once: the scrubber then reads each text once per form (adr/0043).
-            for form in encoded_forms(value):
-                kinds.setdefault(form.text, f"{KNOWN_VALUE}, {form.encoding}")
-        self._known = tuple(sorted(kinds.items(), key=lambda known: len(known[0]), reverse=True))
-        # Each value cut short (MIN_CUT_PREFIX characters or more, never whole), by how it ends;
-        # a cut further into a long value (a private key, its encodings) is searched for instead:
-        # indexed, it would take a dictionary entry a character.
-        self._cuts: dict[str, list[tuple[str, str, int]]] = {}
-        self._long = tuple((v, k) for v, k in self._known if len(v) > _LONGEST_INDEXED_CUT)
-        for value, kind in self._known:
-            for length in range(MIN_CUT_PREFIX, min(len(value), _LONGEST_INDEXED_CUT + 1)):
-                ending = value[length - MIN_CUT_PREFIX : length]
-                self._cuts.setdefault(ending, []).append((value, kind, length))
+        self._known, self._cuts, self._long = _tables(tuple(dict.fromkeys(values)))
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str], extra: Iterable[str] = ()) -> Scrubber:

@@ -15,10 +15,8 @@ from thirdshift.errors import ConfigError
 from thirdshift.settings import Settings
 from thirdshift.web import (
     PageSource,
-    StatusServer,
     WebhookDelivery,
     WebhookInbox,
-    make_app,
     wakes_a_poll,
 )
 from thirdshift.web.server import is_loopback, is_wildcard, own_host_names, parse_address
@@ -109,6 +107,8 @@ def status_page(
         return
     token = settings.http_token
     own = own_host_names() if is_wildcard(address[0]) else ()
+    from thirdshift.web import StatusServer, make_app  # only where a page is served
+
     app = make_app(
         source(),
         token=token.get_secret_value() if token else "",

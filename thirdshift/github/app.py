@@ -8,18 +8,22 @@ tokens from it as it needs them: every request and every git command asks
 :class:`InstallationTokens` for the current one, which is renewed once less than
 :func:`renew_at`'s margin is left.
 
-PyGithub does the signing (``Auth.AppAuth``) and the calls (``GithubIntegration``); the retry
-and rate-limit rules are the adapter's own (``requests.Calls``). The private key stays in this
-object: never in argv, a URL, the agent's environment or git's.
+PyGithub makes the JSON Web Tokens (``Auth.AppAuth``, with the key loaded once per process: PyJWT
+would load and check the RSA key again for every token, tens of milliseconds of CPU each) and
+the calls (``GithubIntegration``); the retry and rate-limit rules are the adapter's own
+(``requests.Calls``). The private key stays in this process: never in argv, a URL, the agent's
+environment or git's.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TypeVar
 
+import jwt
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from github import Auth, GithubIntegration
@@ -44,6 +48,19 @@ def renew_at(issued: datetime, expires: datetime, margin: timedelta = RENEW_MARG
 def check_private_key(text: str) -> None:
     """Raise :class:`ConfigError` unless ``text`` is an RSA private key in PEM, as GitHub
     gives an App's key; the message never quotes the key."""
+    _private_key(text)
+
+
+def _signer(text: str) -> Callable[[dict[str, str | int]], str | bytes]:
+    """Signs a JSON Web Token's claims with the App's key (RS256, as GitHub requires)."""
+    key = _private_key(text)
+    return lambda claims: jwt.encode(claims, key=key, algorithm="RS256")
+
+
+@functools.lru_cache(maxsize=4)
+def _private_key(text: str) -> RSAPrivateKey:
+    """The RSA key ``text`` holds, loaded (and checked) once per process; a ConfigError naming
+    the fix otherwise."""
     try:
         key = load_pem_private_key(text.encode(), password=None)
     except (ValueError, TypeError) as error:
@@ -57,6 +74,7 @@ def check_private_key(text: str) -> None:
             "the GitHub App's private key is not an RSA key; GitHub signs App tokens with RSA: "
             "generate a private key in the App's settings and give that file"
         )
+    return key
 
 
 class InstallationTokens:
@@ -78,14 +96,13 @@ class InstallationTokens:
         retries: int = 4,
         max_rate_limit_wait: float = 900.0,
     ) -> None:
-        check_private_key(private_key)
         self._app_id = app_id
         self._owner = owner
         self._name = name
         self._clock = clock
         self._integration = GithubIntegration(
             base_url=api_url.rstrip("/"),
-            auth=Auth.AppAuth(app_id, private_key),
+            auth=Auth.AppAuth(app_id, sign_func=_signer(private_key)),
             retry=None,
             seconds_between_requests=None,
             seconds_between_writes=None,

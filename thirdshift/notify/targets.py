@@ -15,8 +15,6 @@ from collections.abc import Iterable
 from typing import Protocol
 from urllib.parse import urlsplit
 
-import apprise
-
 from thirdshift.errors import ConfigError, NotificationFailed
 from thirdshift.notify.message import EVENT_HEADER, SIGNATURE_HEADER, signature, text_of
 from thirdshift.records import Notification
@@ -107,6 +105,8 @@ class AppriseTarget:
         scheme = url.split("://", 1)[0] if "://" in url else "?"
         self._name = f"{scheme} (notify_urls entry {index})"
         self._url = url
+        import apprise  # only where an Apprise URL is set: it costs every process 80 ms
+
         with apprise.LogCapture(level=apprise.logging.ERROR):  # type: ignore[no-untyped-call]
             known = apprise.Apprise().add(url)
         if not known:
@@ -120,6 +120,8 @@ class AppriseTarget:
         return self._name
 
     def send(self, notification: Notification, body: bytes) -> None:
+        import apprise
+
         title, text = text_of(notification)
         # LogCapture is untyped in Apprise 2.2; it returns a StringIO.
         with apprise.LogCapture(level=apprise.logging.WARNING) as captured:  # type: ignore[no-untyped-call]

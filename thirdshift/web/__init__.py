@@ -7,10 +7,29 @@ condensed log); ``app`` is the Starlette application (routes, the token check, t
 webhook deliveries the same server takes at ``POST /webhook``.
 """
 
-from thirdshift.web.app import make_app
+from typing import TYPE_CHECKING, Any
+
 from thirdshift.web.page import PageSource, StorePageSource
-from thirdshift.web.server import StatusServer
 from thirdshift.web.webhook import DeliveryRefused, WebhookDelivery, WebhookInbox, wakes_a_poll
+
+if TYPE_CHECKING:
+    from thirdshift.web.app import make_app
+    from thirdshift.web.server import StatusServer
+
+
+def __getattr__(name: str) -> Any:
+    """The application and its server, loaded when first asked for: Starlette, Jinja and
+    uvicorn cost every thirdshift process 60 ms, and only a served page needs them."""
+    if name == "make_app":
+        from thirdshift.web.app import make_app
+
+        return make_app
+    if name == "StatusServer":
+        from thirdshift.web.server import StatusServer
+
+        return StatusServer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DeliveryRefused",

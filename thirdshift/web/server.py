@@ -9,11 +9,12 @@ import socket
 import threading
 import time
 from pathlib import Path
-
-import uvicorn
-from starlette.applications import Starlette
+from typing import TYPE_CHECKING
 
 from thirdshift.errors import ConfigError
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 STARTUP_SECONDS = 10.0
 
@@ -91,6 +92,8 @@ class StatusServer:
     (or raises ConfigError naming the address and why), ``stop`` ends it."""
 
     def __init__(self, app: Starlette, host: str, port: int) -> None:
+        import uvicorn  # only where a page is served: the address checks above need none of it
+
         self._host = host
         self._port = port
         config = uvicorn.Config(
