@@ -58,7 +58,7 @@ from thirdshift.daemon import (
 from thirdshift.daemon.listing import OwnerListings
 from thirdshift.daemon.state import write_state
 from thirdshift.errors import ConfigError, NotFound, UsageError
-from thirdshift.github import GitHub
+from thirdshift.github import GitHub, route_library_log
 from thirdshift.home import Home
 from thirdshift.issue_url import web_host_of
 from thirdshift.notify import TargetNotifier
@@ -113,6 +113,8 @@ def run_daemon(
 
     def say(line: str) -> None:
         progress(scrub(line))
+
+    route_library_log(say, replace=True)
 
     # Every session's pipes, logs and egress connections are this process's descriptors.
     if (warning := raise_descriptor_limit()) is not None:

@@ -27,6 +27,7 @@ from thirdshift.clock import Clock, SystemClock
 from thirdshift.daemon import ReadyRules
 from thirdshift.errors import ThirdshiftError
 from thirdshift.git import CommitIdentity, ManagedClone
+from thirdshift.github import route_library_log
 from thirdshift.harnesses import AgentSandbox, Harness, harness_named, probe
 from thirdshift.harnesses.egress import socket_root
 from thirdshift.harnesses.limits import SessionGroups, probe_groups
@@ -230,6 +231,7 @@ def run_parts(settings: Settings, owner: str, name: str, call: RunCall) -> Itera
     def say(line: str) -> None:
         call.progress(scrub(line))
 
+    route_library_log(say)  # a daemon's own lines took them first: they stay there
     identity = CommitIdentity(settings.git_user_name, settings.git_user_email)
     agents = _agents(settings, call, identity, say)
     # Every wait (GitHub's retries and rate limits, CI polls) ends at once on Ctrl-C or SIGTERM.
