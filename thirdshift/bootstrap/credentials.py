@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -32,6 +32,8 @@ class Credentials:
     login: str | None
     installation: int | None
     words: Credential = TOKEN
+    close: Callable[[], None] = lambda: None
+    """Closes what mints the tokens (a GitHub App's connection), once the Run is over."""
 
 
 def app_key(settings: Settings) -> str | None:
@@ -201,7 +203,18 @@ class GitHubAccess:
         )
         # The installation first: its errors name the App's installation, the likeliest fault.
         installation = tokens.installation_id
-        return Credentials(tokens, tokens.login(), installation, tokens.credential)
+        return Credentials(tokens, tokens.login(), installation, tokens.credential, tokens.close)
+
+    @contextmanager
+    def run_adapter(self, credentials: Credentials) -> Iterator[GitHub]:
+        """The adapter of one Run, closed with its credentials as the Run ends: a daemon runs
+        thousands, and each left open holds a connection until the garbage collector comes."""
+        github = self.adapter(credentials)
+        try:
+            yield github
+        finally:
+            github.close()
+            credentials.close()
 
     def adapter(self, credentials: Credentials) -> GitHub:
         """The GitHub adapter acting with ``credentials``, paced with every other adapter of

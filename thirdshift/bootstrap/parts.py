@@ -238,10 +238,10 @@ def run_parts(settings: Settings, owner: str, name: str, call: RunCall) -> Itera
     clock = SystemClock(call.interrupt)
     access = GitHubAccess(settings, clock, scrub, say)
     credentials = access.credentials(owner, name)
-    with opened_store(settings, call.store) as store:
+    with opened_store(settings, call.store) as store, access.run_adapter(credentials) as github:
         parts = RunParts(
             settings=settings,
-            github=access.adapter(credentials),
+            github=github,
             store=store,
             session_source=_sessions(
                 settings, agents, store, call, scrub=scrub, clock=clock, say=say

@@ -181,6 +181,12 @@ class GitHub:
         self._login: str | None = login  # given: an integration's token cannot tell it
         self._token_source = token
 
+    def close(self) -> None:
+        """Close the adapter's connection to GitHub. A Run's adapter is closed as the Run ends:
+        left to the garbage collector, each ended Run's connection stayed open for as long as
+        a collection took to come, a descriptor each in a long daemon life."""
+        self._gh.close()
+
     def request_counts(self) -> RequestCounts:
         """The requests this adapter has sent to GitHub's API so far (every page and retry),
         and how many GitHub answered 304 Not Modified."""

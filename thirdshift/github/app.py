@@ -142,6 +142,10 @@ class InstallationTokens:
                 )
             return self._token
 
+    def close(self) -> None:
+        """Close the connection the tokens are minted over (the Run that used them ended)."""
+        self._integration.close()
+
     def permissions(self) -> dict[str, str]:
         """What the current installation token may do, as GitHub granted it (minted now if
         there is none yet)."""
