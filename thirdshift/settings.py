@@ -446,7 +446,8 @@ class Settings(BaseSettings):
         ge=10,
         description="Under an owner's listing, how long a Ready issue passed over for what the "
         "listing cannot show (its blockers, its labeller's role) waits before those are read "
-        "again; a webhook delivery for the owner has them read at once.",
+        "again (a webhook delivery for the owner has them read at its repository's next poll); "
+        "and how long before an owner GitHub refused to list is asked again.",
     )
     daemon_name: str | None = Field(
         default=None,

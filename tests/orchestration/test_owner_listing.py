@@ -27,6 +27,11 @@ READY = "ready-for-agent"
 POLL_SECONDS = 10.0
 RECHECK_SECONDS = 300.0
 NAMES = ("widgets", "gadgets", "gizmos", "sprockets", "cogs")
+HOOKS = PollHooks(
+    running_here=lambda _n: False,
+    stop_here=lambda _n, _why: None,
+    kept_worktree=lambda _b: False,
+)
 
 
 @dataclass
@@ -52,24 +57,20 @@ class Owner:
                 activity=self.activity,
                 recheck_seconds=RECHECK_SECONDS,
             )
-        parts = PollParts(
+        parts = self.parts(listings)
+        return [RepositoryPoll(OWNER, name, self.github, parts, HOOKS) for name in NAMES]
+
+    def parts(self, listings: OwnerListings | None) -> PollParts:
+        rules = ReadyRules.of(
+            ready_label=READY, in_progress_label="in-progress", excluded_labels=[], settle_seconds=0
+        )
+        return PollParts(
             store=self.store,
-            rules=ReadyRules.of(
-                ready_label=READY,
-                in_progress_label="in-progress",
-                excluded_labels=[],
-                settle_seconds=0,
-            ),
+            rules=rules,
             activity=self.activity,
             clock=self.clock,
             listings=listings,
         )
-        hooks = PollHooks(
-            running_here=lambda _n: False,
-            stop_here=lambda _n, _why: None,
-            kept_worktree=lambda _b: False,
-        )
-        return [RepositoryPoll(OWNER, name, self.github, parts, hooks) for name in NAMES]
 
     def cycle(
         self, polls: list[RepositoryPoll], *, fresh: bool = False
@@ -185,22 +186,27 @@ def test_a_look_afresh_reads_a_passed_over_issue_again_at_once(acme: Owner) -> N
 
 
 def test_an_owner_github_will_not_list_at_once_is_listed_repository_by_repository_said_once(
-    acme: Owner,
+    acme: Owner, tmp_path: Path
 ) -> None:
-    polls = acme.polls(owners=(OWNER,))
-    ada_listed = OwnerListings(
-        adapter(acme.sandbox, "ada")[0],
-        ["wes"],  # a user, not the token's own: GitHub answers 404
-        max_age=POLL_SECONDS,
-        clock=acme.clock,
-        activity=acme.activity,
+    source = tmp_path / "notes"
+    source.mkdir()
+    (source / "README.md").write_text("# notes\n")
+    acme.sandbox.client.add_repo("wes", "notes", source, {})
+    acme.sandbox.client.add_user("ada", TOKENS["ada"], {"wes/notes": "admin"})
+    number = int(
+        acme.sandbox.github("ada").get_repo("wes/notes").create_issue("Tidy", labels=[READY]).number
     )
+    ada, _seen = adapter(acme.sandbox, "ada")
+    # wes is a user, not the token's own: GitHub answers its listing 404.
+    listings = OwnerListings(
+        ada, ["wes"], max_age=POLL_SECONDS, clock=acme.clock, activity=acme.activity
+    )
+    notes = RepositoryPoll("wes", "notes", ada, acme.parts(listings), HOOKS)
 
-    assert ada_listed.labelled("wes", "notes", READY, "open", fresh=False) is None
-    assert ada_listed.labelled("wes", "notes", READY, "open", fresh=False) is None
-    assert not ada_listed.covers("wes")
+    assert [pickup.number for pickup in notes()] == [number]
+    assert [pickup.number for pickup in notes()] == [number]
+
+    assert not listings.covers("wes")
     refusals = [line for line in acme.lines if "will not list the issues of wes" in line]
     assert len(refusals) == 1
     assert "each of its repositories is listed on its own" in refusals[0]
-    number = acme.issue("widgets", "Add a", [READY])
-    assert acme.cycle(polls)["widgets"] == [number]

@@ -238,7 +238,8 @@ def run_parts(settings: Settings, owner: str, name: str, call: RunCall) -> Itera
     clock = SystemClock(call.interrupt)
     access = GitHubAccess(settings, clock, scrub, say)
     credentials = access.credentials(owner, name)
-    with opened_store(settings, call.store) as store, access.run_adapter(credentials) as github:
+    # The adapter first: it closes the credentials' connection even when the store fails.
+    with access.run_adapter(credentials) as github, opened_store(settings, call.store) as store:
         parts = RunParts(
             settings=settings,
             github=github,

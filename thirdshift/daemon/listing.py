@@ -5,9 +5,12 @@ it has, where listing each repository costs two a repository.
 
 An answer younger than ``max_age`` (just under the poll interval) serves every poll of the
 cycle; a poll told to look afresh (a webhook delivery's wake, an issue as it settles) asks again,
-which costs a 304 when nothing changed. An owner GitHub will not list this way (a user other than
-the token's own: 404; an installation token: 403) is listed repository by repository from then
-on, said once in the Activity log.
+which costs a 304 when nothing changed. The ``in-progress`` issues are listed open and closed,
+but only those changed since a day before the daemon started: a closed one matters to a poll
+only once a Run of ours worked on it, and closing it moves its stamp. An owner GitHub will not
+list this way (a user other than the token's own: 404; an installation token: 403) is listed
+repository by repository, said once in the Activity log, and asked again every
+``recheck_seconds``; a rate limit is no refusal, and fails the poll as any other.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from thirdshift.clock import Clock
 from thirdshift.daemon.activity import ActivityLog
-from thirdshift.errors import GitHubError
+from thirdshift.errors import GitHubError, RateLimited
 from thirdshift.records import IssueSummary, OwnerIssue
 
 REFUSALS = (403, 404, 410, 422)
@@ -29,10 +33,17 @@ REFUSALS = (403, 404, 410, 422)
 
 class OwnerIssuesGitHub(Protocol):
     def owner_issues(
-        self, owner: str, *, label: str | None, state: str, created: bool = False
+        self,
+        owner: str,
+        *,
+        label: str | None,
+        state: str,
+        created: bool = False,
+        since: datetime | None = None,
     ) -> tuple[OwnerIssue, ...]:
         """The issues and pull requests across ``owner``'s repositories carrying ``label`` (None:
-        any) in ``state``; ``created``: only the token's user's own. Asked conditionally."""
+        any) in ``state``; ``created``: only the token's user's own; ``since``: only those
+        changed since then. Asked conditionally."""
         ...
 
 
@@ -67,13 +78,24 @@ class OwnerListings:
         self._activity = activity
         self._lock = threading.Lock()
         self._answers: dict[tuple[str, str | None, str, bool], _Answer] = {}
-        self._refused: set[str] = set()
+        self._refused: dict[str, float] = {}  # owner -> when GitHub refused it (monotonic)
         self._generations: dict[str, int] = defaultdict(int)
+        self._said_refused: set[str] = set()
+        # Fixed for the daemon's life, so the listing's address (and its ETag) stays the same.
+        self._since = clock.now() - timedelta(days=1)
 
     def covers(self, owner: str) -> bool:
-        """Whether ``owner``'s repositories are polled through its listing."""
+        """Whether ``owner``'s repositories are polled through its listing (a refused owner is
+        asked again once ``recheck_seconds`` have passed)."""
         with self._lock:
-            return owner.lower() in self._owners and owner.lower() not in self._refused
+            return self._covers(owner.lower())
+
+    def _covers(self, owner: str) -> bool:
+        refused = self._refused.get(owner)
+        if refused is not None and self._clock.monotonic() - refused >= self.recheck_seconds:
+            del self._refused[owner]
+            refused = None
+        return owner in self._owners and refused is None
 
     def generation(self, owner: str) -> int:
         with self._lock:
@@ -103,19 +125,23 @@ class OwnerListings:
     def _entries(
         self, owner: str, name: str, what: tuple[str | None, str, bool], fresh: bool
     ) -> tuple[OwnerIssue, ...] | None:
-        if not self.covers(owner):
-            return None
         key = (owner.lower(), *what)
         # One lock for the ask too: two polls of one owner must not both ask for one answer.
+        # (The daemon's polls run one at a time on its scheduler's one worker.)
         with self._lock:
+            if not self._covers(owner.lower()):
+                return None
             answer = self._answers.get(key)
             now = self._clock.monotonic()
             if answer is None or fresh or now - answer.at >= self._max_age:
                 label, state, created = what
+                since = self._since if state == "all" else None
                 try:
                     listed = self._github.owner_issues(
-                        owner, label=label, state=state, created=created
+                        owner, label=label, state=state, created=created, since=since
                     )
+                except RateLimited:
+                    raise  # the budget is spent, not the owner refused: the poll fails
                 except GitHubError as error:
                     if error.status not in REFUSALS:
                         raise
@@ -124,6 +150,7 @@ class OwnerListings:
                 grouped: dict[str, list[OwnerIssue]] = defaultdict(list)
                 for entry in listed:
                     grouped[entry.repository.lower()].append(entry)
+                self._said_refused.discard(owner.lower())
                 answer = _Answer(now, {repo: tuple(found) for repo, found in grouped.items()})
                 self._answers[key] = answer
                 if fresh:
@@ -131,13 +158,20 @@ class OwnerListings:
             return answer.by_repository.get(f"{owner}/{name}".lower(), ())
 
     def _refuse(self, owner: str, error: GitHubError) -> None:
-        """Called with the lock held."""
-        self._refused.add(owner.lower())
-        self._answers = {k: v for k, v in self._answers.items() if k[0] != owner.lower()}
+        """Called with the lock held. Said once for a run of refusals: an owner refused again
+        when asked after ``recheck_seconds`` is not said again."""
+        key = owner.lower()
+        said = key in self._said_refused
+        self._refused[key] = self._clock.monotonic()
+        self._said_refused.add(key)
+        self._answers = {k: v for k, v in self._answers.items() if k[0] != key}
+        if said:
+            return
         self._activity.line(
             "owner",
             f"GitHub will not list the issues of {owner} across its repositories ({error}): "
-            "each of its repositories is listed on its own from now on, two requests a "
-            "repository each poll instead of two for the owner. An organisation is listed "
-            "when the token's user is a member of it; a user only when it is the token's own",
+            "each of its repositories is listed on its own, two requests a repository each "
+            "poll instead of two for the owner, and the owner's listing is tried again every "
+            f"{self.recheck_seconds:g}s. An organisation is listed when the token's user is a "
+            "member of it; a user only when it is the token's own",
         )

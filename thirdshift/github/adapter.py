@@ -22,6 +22,7 @@ from __future__ import annotations
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from github import Github
@@ -325,10 +326,17 @@ class GitHub:
         return self._calls.call(request, send)
 
     def owner_issues(
-        self, owner: str, *, label: str | None, state: str, created: bool = False
+        self,
+        owner: str,
+        *,
+        label: str | None,
+        state: str,
+        created: bool = False,
+        since: datetime | None = None,
     ) -> tuple[OwnerIssue, ...]:
         """The issues and pull requests of every repository of ``owner`` the token's user can
-        see, carrying ``label`` (None: any) in ``state``; ``created``: only those it opened.
+        see, carrying ``label`` (None: any) in ``state``; ``created``: only those it opened;
+        ``since``: only those changed since then.
         One conditional list for the whole owner: the organisation's (``GET /orgs/{owner}/
         issues``) or, for the token's own login, the user's (``GET /user/issues``, narrowed to
         the repositories it owns). A user other than the token's answers 404, and an
@@ -343,6 +351,8 @@ class GitHub:
         }
         if label is not None:
             query["labels"] = label
+        if since is not None:
+            query["since"] = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
         def listed(item: Any) -> OwnerIssue:
             repository = item.get("repository") or {}

@@ -4,6 +4,7 @@ the root logger another library may have set up."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 
@@ -16,10 +17,10 @@ class _ToProgress(logging.Handler):
         self.progress = progress
 
     def emit(self, record: logging.LogRecord) -> None:
-        try:
+        # A log line must never fail the request it describes; and logging's own error report
+        # (handleError) would print the record's raw arguments, a URL with a token, to stderr.
+        with contextlib.suppress(Exception):
             self.progress(f"GitHub: {record.getMessage()}")
-        except Exception:  # a log line must never fail the request it describes
-            self.handleError(record)
 
 
 def route_library_log(progress: Callable[[str], None], *, replace: bool = False) -> None:

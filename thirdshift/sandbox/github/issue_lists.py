@@ -5,6 +5,7 @@ repositories' (``GET /user/issues``), each issue with its ``repository``."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from thirdshift.sandbox.github.api import Call, Reply, Router
 from thirdshift.sandbox.github.state import (
@@ -33,7 +34,7 @@ def list_org_issues(call: Call) -> Reply:
     login = _listing_caller(call)
     org = call.params["org"]
     with call.world.lock:
-        if org in call.world.users:
+        if org.lower() in {login.lower() for login in call.world.users}:
             raise not_found()
         repos = [r for r in call.world.repos.values() if r.owner.lower() == org.lower()]
         return _owner_listing(call, login, repos)
@@ -88,13 +89,25 @@ def matching_issues(call: Call, issues: Iterable[Issue], creator: str | None) ->
     if state not in ("open", "closed", "all"):
         raise validation_failed("Issue", "state", "invalid")
     wanted = {n.strip().lower() for n in call.query.get("labels", "").split(",") if n.strip()}
+    since = _since(call.query.get("since"))
     return [
         issue
         for issue in issues
         if (state == "all" or issue.state == state)
         and wanted <= {lb.name.lower() for lb in issue.labels}
         and (creator is None or issue.author == creator)
+        and (since is None or issue.updated_at >= since)
     ]
+
+
+def _since(text: str | None) -> datetime | None:
+    """GitHub's ``since`` (ISO 8601, ``YYYY-MM-DDTHH:MM:SSZ``); a 422 when it is not one."""
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise validation_failed("Issue", "since", "invalid") from None
 
 
 def sorted_issues(call: Call, found: list[tuple[Repo, Issue]]) -> list[tuple[Repo, Issue]]:
