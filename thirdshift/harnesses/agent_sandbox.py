@@ -66,12 +66,16 @@ _BRIDGE = (
     "</dev/null >/dev/null 2>&1 &\n"
     "shift\n"
     "tries=0\n"
+    "pause=0.01\n"
     "until grep -q ' 0100007F:{hex_port} 00000000:0000 0A ' /proc/net/tcp; do\n"
     "  tries=$((tries + 1))\n"
-    '  if [ "$tries" -gt 1000 ]; then\n'
+    '  if [ "$tries" -gt 210 ]; then\n'
     "    echo 'thirdshift: the agent network bridge (socat) did not start' >&2; exit 125\n"
     "  fi\n"
-    "  sleep 0.01\n"
+    # Quick at first; then slower, so that on a busy machine the looking does not keep socat
+    # from starting (each look is two processes): about ten seconds in all.
+    '  [ "$tries" -gt 10 ] && pause=0.05\n'
+    '  sleep "$pause"\n'
     "done\n"
     'PATH="$given_path"\n'
     'exec "$@"\n'

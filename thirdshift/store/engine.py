@@ -89,12 +89,14 @@ def upgrade(engine: Engine) -> None:
 
 
 def _revision(engine: Engine) -> str | None:
-    """The revision the schema is at; None when no migration has touched it."""
-    with engine.connect() as connection:
-        if not sa.inspect(connection).has_table("alembic_version"):
-            return None
-        found = connection.execute(sa.text("SELECT version_num FROM alembic_version"))
-        return next((str(row[0]) for row in found), None)
+    """The revision the schema is at; None when it cannot be read (no migration has touched
+    the database, or it cannot be reached: Alembic then meets the same and says why)."""
+    try:
+        with engine.connect() as connection:
+            found = connection.execute(sa.text("SELECT version_num FROM alembic_version"))
+            return next((str(row[0]) for row in found), None)
+    except sa.exc.DBAPIError:
+        return None
 
 
 _MIGRATION_LOCK_KEY = 0x7468697264  # "third", for pg_advisory_lock
