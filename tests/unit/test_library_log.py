@@ -9,18 +9,19 @@ from collections.abc import Iterator
 import pytest
 
 from thirdshift.github import route_library_log
-from thirdshift.github.library_log import LOGGER
+from thirdshift.github.library_log import LOGGERS
 from thirdshift.scrub import Scrubber
 
 
 @pytest.fixture
 def restored() -> Iterator[None]:
-    logger = logging.getLogger(LOGGER)
-    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    loggers = [logging.getLogger(name) for name in LOGGERS]
+    kept = [(list(lg.handlers), lg.level, lg.propagate) for lg in loggers]
     yield
-    logger.handlers[:] = handlers
-    logger.setLevel(level)
-    logger.propagate = propagate
+    for logger, (handlers, level, propagate) in zip(loggers, kept, strict=True):
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 def test_a_redirection_line_becomes_a_scrubbed_progress_line_and_nothing_reaches_stderr(
@@ -57,3 +58,17 @@ def test_a_daemons_route_stays_when_one_of_its_runs_asks_and_a_daemon_replaces_a
     route_library_log(run.append, replace=True)
     logging.getLogger("github").warning("two")
     assert (daemon, run) == (["GitHub: one line"], ["GitHub: two"])
+
+
+def test_a_poll_waiting_behind_another_is_not_said_and_a_scheduler_error_is_a_progress_line(
+    restored: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines: list[str] = []
+    route_library_log(lines.append, replace=True)
+
+    scheduler = logging.getLogger("apscheduler.scheduler")
+    scheduler.warning("Execution of job ... skipped: maximum number of running instances reached")
+    scheduler.error("Job ... raised an exception")
+
+    assert lines == ["scheduler: Job ... raised an exception"]
+    assert capsys.readouterr().err == ""

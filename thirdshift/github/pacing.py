@@ -11,6 +11,7 @@ installation) on one GitHub shares one.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -20,6 +21,9 @@ from dataclasses import dataclass
 
 MINUTE = 60.0
 HOUR = 3600.0
+MARGIN = 1.0
+"""Seconds a request is counted beyond GitHub's minute: it reaches GitHub a little after it is
+counted here, so GitHub's window lets it go a little later than this one would."""
 WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 """The methods GitHub counts as content-creating (and 5 points each on its per-minute budget);
 a GraphQL query, a POST, is not (``Request.creates``)."""
@@ -47,9 +51,9 @@ def wait_before(
     """Seconds to wait before a request (a write when ``write``) so that, sent then, it keeps
     within ``budget``; ``requests`` and ``writes`` are the times of those already sent, oldest
     first. 0.0: send it now."""
-    waits = [0.0, _wait(now, requests, budget.requests_per_minute, MINUTE)]
+    waits = [0.0, _wait(now, requests, budget.requests_per_minute, MINUTE + MARGIN)]
     if write:
-        waits.append(_wait(now, writes, budget.writes_per_minute, MINUTE))
+        waits.append(_wait(now, writes, budget.writes_per_minute, MINUTE + MARGIN))
         waits.append(_wait(now, writes, budget.writes_per_hour, HOUR))
     return max(waits)
 
@@ -76,6 +80,9 @@ class Pacer:
         self._requests: deque[float] = deque()
         self._writes: deque[float] = deque()
         self._held_until = 0.0
+        # The request a thread's ``before`` let go, counted then: its ``sent`` is not counted
+        # again. Counted at the check, two threads cannot both take the last place in a minute.
+        self._reserved = threading.local()
 
     def before(
         self,
@@ -89,6 +96,7 @@ class Pacer:
         until a request (a write when ``write``) may be sent; a write is counted as it goes.
         A wait of a second or more is said on ``say``, the caller's own progress lines. None
         once it may go; the wait instead, without waiting, when it is longer than ``most``."""
+        self._unreserve()  # an earlier call of this thread that sent nothing gives its place back
         while True:
             with self._lock:
                 now = self._monotonic()
@@ -99,6 +107,8 @@ class Pacer:
                 held = self._held_until - now
                 wait = max(paced, held)
                 if wait <= 0:
+                    self._requests.append(now)
+                    self._reserved.at = now
                     if write:
                         self._writes.append(now)
                     return None
@@ -122,15 +132,27 @@ class Pacer:
             self._held_until = max(self._held_until, self._monotonic() + seconds)
 
     def sent(self) -> None:
-        """A request went out (each page, each retry): it counts against the per-minute
-        budget of every later one."""
+        """A request went out (each page, each retry, each redirect followed): it counts
+        against the per-minute budget of every later one, but for the one its thread's
+        ``before`` counted already."""
         with self._lock:
+            if getattr(self._reserved, "at", None) is not None:
+                self._reserved.at = None  # the request its before counted
+                return
             now = self._monotonic()
             self._requests.append(now)
             self._forget(now)
 
+    def _unreserve(self) -> None:
+        at = getattr(self._reserved, "at", None)
+        if at is None:
+            return
+        self._reserved.at = None
+        with self._lock, contextlib.suppress(ValueError):  # already out of the window
+            self._requests.remove(at)
+
     def _forget(self, now: float) -> None:
-        while self._requests and self._requests[0] <= now - MINUTE:
+        while self._requests and self._requests[0] <= now - MINUTE - MARGIN:
             self._requests.popleft()
         while self._writes and self._writes[0] <= now - HOUR:
             self._writes.popleft()
