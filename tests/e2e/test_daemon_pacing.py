@@ -27,6 +27,7 @@ POINTS_PER_MINUTE = 120
 ISSUES = int(os.environ.get("THIRDSHIFT_TEST_PACING_ISSUES", "5"))
 
 
+@pytest.mark.timeout(300 + 150 * ISSUES)  # the paced minutes, beyond the suite's 300 s a test
 def test_a_daemon_over_an_owners_hundred_repositories_keeps_under_120_points_a_minute(
     make_world: Any, tmp_path: Path
 ) -> None:
