@@ -10,9 +10,8 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-LOGGER = "github"
-LOGGERS = {LOGGER: logging.INFO, "apscheduler": logging.ERROR}
-"""Each library's logger and the least level of its lines that are said."""
+LOGGERS = {"github": (logging.INFO, "GitHub"), "apscheduler": (logging.ERROR, "scheduler")}
+"""Each library's logger: the least level of its lines that are said, and how they are named."""
 
 
 class _ToProgress(logging.Handler):
@@ -32,14 +31,13 @@ def route_library_log(progress: Callable[[str], None], *, replace: bool = False)
     """Send the libraries' log lines (``LOGGERS``) to ``progress`` (which scrubs them), unless
     another ``progress`` already takes them and not ``replace``: a daemon's own lines take
     them for all its Runs, a lone Run's for itself."""
-    for name, level in LOGGERS.items():
+    for name, (level, prefix) in LOGGERS.items():
         logger = logging.getLogger(name)
         present = [h for h in logger.handlers if isinstance(h, _ToProgress)]
         if present and not replace:
             continue
         for handler in present:
             logger.removeHandler(handler)
-        prefix = "GitHub" if name == LOGGER else "scheduler"
         logger.addHandler(_ToProgress(progress, prefix))
         logger.setLevel(level)
         logger.propagate = False
