@@ -26,6 +26,10 @@ NAME = "calculator"
 TOKEN = "sandbox_maintainer_token_0123456789"
 CHECK = "unit tests"
 CHECK_COMMAND = "python3 -m unittest -v"
+# How long a test waits for an agent's command to start: a real CLI starting beside five other
+# tests on two cores has taken over a minute. Only a failing test waits this long.
+WAIT_SECONDS = float(os.environ.get("THIRDSHIFT_TEST_WAIT_SECONDS", "180"))
+SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
 
 CALC_BROKEN = '"""Arithmetic."""\n\n\ndef add(a: int, b: int) -> int:\n    return a - b\n'
 CALC_FIXED = '"""Arithmetic."""\n\n\ndef add(a: int, b: int) -> int:\n    return a + b\n'
@@ -171,12 +175,13 @@ class RunWorld:
             self.git("fetch", "-q", "origin", cwd=target)
         return target
 
-    def wait_for_process(self, needle: str, timeout: float = 60) -> None:
+    def wait_for_process(self, needle: str, timeout: float = WAIT_SECONDS) -> None:
         """Until a process of this world runs ``needle``: another test's, running beside it
-        with the same command, does not count."""
+        with the same command, does not count, nor does the shell that will start it (the
+        shell's command line names it before the commands ahead of it have run)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if running(needle, within=self.tmp):
+            if running(needle, within=self.tmp, shells=False):
                 return
             time.sleep(0.1)
         raise AssertionError(f"no process running {needle!r} within {timeout}s")
@@ -185,18 +190,22 @@ class RunWorld:
         return [r for r in self.model.requests() if r.get("session") == session]
 
 
-def running(needle: str, *, within: Path | None = None) -> bool:
+def running(needle: str, *, within: Path | None = None, shells: bool = True) -> bool:
     """Is a live process running a command line containing ``needle``? With ``within``, only
     one started with a path under that directory in its environment (thirdshift gives its
-    agents their HOME there): a CLI of another test, running in parallel, is not this one's."""
+    agents their HOME there): a CLI of another test, running in parallel, is not this one's.
+    With ``shells=False``, a shell whose ``-c`` script merely names ``needle`` does not count."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             if (entry / "stat").read_text().split(") ", 1)[1].startswith("Z"):
                 continue
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            cmdline = b" ".join(argv).decode()
             if needle not in cmdline or "pytest" in cmdline:
+                continue
+            if not shells and Path(argv[0].decode()).name in SHELLS:
                 continue
             if within is not None and f"{within}/".encode() not in (entry / "environ").read_bytes():
                 continue
