@@ -1,5 +1,6 @@
 """scripts/system-packages: the system packages pip and npm cannot bring (bubblewrap, socat,
-chromium), installed with apt-get when run as root, or named in the one command to run."""
+chromium), installed with apt-get when run as root, or named in the one command to run; and,
+where Ubuntu's AppArmor keeps bwrap from sealing, its two fixes said."""
 
 from __future__ import annotations
 
@@ -77,13 +78,48 @@ def test_as_another_user_it_prints_the_one_command_to_run(tmp_path: Path) -> Non
     )
 
 
+def _bwrap(directory: Path, *, seals: bool) -> None:
+    """A stand-in bwrap in ``directory`` that seals (exits 0) or is refused (exits 1)."""
+    bwrap = directory / "bwrap"
+    bwrap.write_text(f"#!{shutil.which('bash')}\nexit {0 if seals else 1}\n")
+    bwrap.chmod(0o755)
+
+
 def test_with_every_package_present_it_does_nothing(tmp_path: Path) -> None:
-    """Where bwrap, socat and chromium are all on PATH, apt-get is never called."""
+    """Where bwrap (one that seals), socat and chromium are all on PATH, apt-get is never
+    called and nothing is said."""
     directory = _bin_without_the_packages(tmp_path, apt_get=True)
-    for program in ("bwrap", "socat", "chromium"):
+    _bwrap(directory, seals=True)
+    for program in ("socat", "chromium"):
         (directory / program).symlink_to(directory / "bash")
     result = _run(directory)
 
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert not (tmp_path / "apt-get.log").exists()
+
+
+def test_a_refused_bwrap_is_blamed_on_apparmor_only_where_the_kernel_restricts(
+    tmp_path: Path,
+) -> None:
+    """A bwrap that cannot seal gets AppArmor's two fixes (a profile, or the sysctl) exactly
+    where kernel.apparmor_restrict_unprivileged_userns reads 1 on this host; the install goes
+    on either way."""
+    directory = _bin_without_the_packages(tmp_path, apt_get=True)
+    _bwrap(directory, seals=False)
+    for program in ("socat", "chromium"):
+        (directory / program).symlink_to(directory / "bash")
+    restrict = Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+    restricted = restrict.exists() and restrict.read_text().strip() == "1"
+    result = _run(directory)
+
+    assert result.returncode == 0, result.stderr
+    if not restricted:
+        assert result.stderr == ""
+        return
+    assert "AppArmor restricts unprivileged user" in result.stderr
+    assert f"profile bwrap {directory / 'bwrap'} flags=(unconfined) {{ userns, }}" in (
+        result.stderr
+    )
+    assert "sudo apparmor_parser -r /etc/apparmor.d/bwrap" in result.stderr
+    assert "sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0" in result.stderr

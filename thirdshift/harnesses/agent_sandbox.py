@@ -20,11 +20,11 @@ Sealed, it sees:
   the host's loopback or network (abstract Unix sockets too: they belong to a network
   namespace) are out of reach, and so is DNS.
 
-When bubblewrap cannot make the sandbox (not installed, no user namespaces), no Session starts,
-unless the user opts out with the setting ``unsafe_agent_without_sandbox``, which runs every
-agent unsealed. When it cannot seal the network (no network namespace, no socat), no Session
-starts either, unless ``unsafe_agent_network`` lets the agent share the host's network. See
-adr/0009 and adr/0023.
+When bubblewrap cannot make the sandbox (not installed, no user namespaces: ``userns`` names the
+cause and its fix), no Session starts, unless the user opts out with the setting
+``unsafe_agent_without_sandbox``, which runs every agent unsealed. When it cannot seal the
+network (no network namespace, no socat), no Session starts either, unless
+``unsafe_agent_network`` lets the agent share the host's network. See adr/0009 and adr/0023.
 """
 
 from __future__ import annotations
@@ -37,6 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thirdshift.errors import ThirdshiftError
+from thirdshift.harnesses.userns import (
+    APPARMOR_RESTRICT,
+    MAX_USER_NAMESPACES,
+    UNPRIVILEGED_CLONE,
+    UsernsSettings,
+    refusal,
+)
 
 BWRAP = "bwrap"
 SEALING = (
@@ -325,14 +332,27 @@ def _sealing_problem(program: str, *extra: str) -> str | None:
     if done.returncode != 0:
         said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
         what = "a network namespace" if extra else "a process"
-        return (
-            f"{program} cannot seal {what} here ({said or f'exit {done.returncode}'}); "
-            "allow user namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
-            "user.max_user_namespaces > 0)"
-        )
+        why = refusal(done.stderr, _userns_settings(), os.path.realpath(program))
+        return f"{program} cannot seal {what} here ({said or f'exit {done.returncode}'}): {why}"
     if not _capabilities_dropped(done.stdout):
         return f"{program} left capabilities to the sealed process; use bubblewrap 0.4 or newer"
     return None
+
+
+def _userns_settings() -> UsernsSettings:
+    """What this kernel's user-namespace settings read (None where a file is missing)."""
+    return UsernsSettings(
+        apparmor_restrict=_read_setting(APPARMOR_RESTRICT),
+        unprivileged_clone=_read_setting(UNPRIVILEGED_CLONE),
+        max_user_namespaces=_read_setting(MAX_USER_NAMESPACES),
+    )
+
+
+def _read_setting(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
 
 
 def _capabilities_dropped(status: str) -> bool:
