@@ -104,3 +104,10 @@ class RateLimited(GitHubError):
     ) -> None:
         super().__init__(message, status, detail)
         self.resets_at = resets_at
+
+
+class HarnessMissing(ThirdshiftError):
+    """A Harness a daemon or the demo may run is not installed where thirdshift looks for it.
+    Found before anything starts, so nothing waits for a CLI that is not there. Exit 2."""
+
+    exit_code = 2

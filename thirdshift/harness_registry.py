@@ -95,3 +95,15 @@ def harness_names_listed() -> str:
     """The names for a sentence: ``claude or codex``."""
     *rest, last = HARNESS_NAMES
     return f"{', '.join(rest)} or {last}" if rest else last
+
+
+def harness_not_found(entry: HarnessEntry, role: str, other: str) -> str:
+    """Why ``entry``'s CLI cannot be run and the fix, for every place that looks for it
+    (``role``: what makes this Harness one to run; ``other``: the way to choose another)."""
+    return (
+        f"{entry.executable} (the {entry.name} Harness, {role}) is not installed: it is in no "
+        "directory of harness_paths, not in the node_modules/.bin beside thirdshift's virtual "
+        f"environment and not on PATH; run scripts/install in thirdshift's checkout, or npm "
+        f"install -g {entry.pinned_package}, or set harness_paths to the directory holding it, "
+        f"or {other}"
+    )

@@ -579,6 +579,12 @@ class Settings(BaseSettings):
         description="Extra CLI options of each Harness by name, wherever it runs (the Run's "
         "own Harness or a fallback); harness_args stay with the Run's own Harness.",
     )
+    harness_paths: list[Path] = Field(
+        default_factory=list,
+        description="Directories searched for the Harness CLIs, in order, before the "
+        "node_modules/.bin of the project thirdshift's virtual environment lies in, and before "
+        "PATH.",
+    )
     provider_wait_seconds: float = Field(
         default=300,
         ge=0,
@@ -733,6 +739,16 @@ class Settings(BaseSettings):
             v for k, v in self.allow_workflow_changes_by_repository.items() if k.lower() == wanted
         ]
         return own[-1] if own else self.allow_workflow_changes
+
+    @field_validator("harness_paths")
+    @classmethod
+    def _absolute_directories(cls, value: list[Path]) -> list[Path]:
+        for entry in value:
+            if not entry.expanduser().is_absolute():
+                raise ValueError(
+                    f"{entry} is not an absolute path; give each directory whole (/opt/agents/bin)"
+                )
+        return [entry.expanduser() for entry in value]
 
     @field_validator("architect_schedule")
     @classmethod

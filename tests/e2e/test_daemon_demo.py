@@ -36,10 +36,14 @@ class Demo:
     def __init__(self, root: Path, *extra: str, harness: str = "claude") -> None:
         cli_path(harness)  # type: ignore[arg-type]
         env = {k: v for k, v in os.environ.items() if not k.startswith("THIRDSHIFT_")}
-        env["PATH"] = f"{BIN_DIR}{os.pathsep}{env['PATH']}"
+        # As a newcomer runs it after scripts/install: .venv/bin/thirdshift, with a PATH that
+        # lacks node_modules/.bin (thirdshift finds the CLIs its own install put there).
+        env["PATH"] = os.pathsep.join(
+            entry for entry in env["PATH"].split(os.pathsep) if Path(entry) != BIN_DIR
+        )
         self.root = root
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "thirdshift.cli", "demo", "--root", str(root), *extra],
+            [str(Path(sys.executable).parent / "thirdshift"), "demo", "--root", str(root), *extra],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -18,7 +18,15 @@ import pytest
 import sqlalchemy as sa
 
 from tests.support.real_cli import BIN_DIR
-from tests.support.run_world import NAME, OWNER, TOKEN, RunWorld, start_world, stop_world
+from tests.support.run_world import (
+    NAME,
+    OWNER,
+    TOKEN,
+    RunWorld,
+    python_without_clis,
+    start_world,
+    stop_world,
+)
 from thirdshift.sandbox.model.opencode import opencode_env
 from thirdshift.sandbox.model.server import ModelScript
 
@@ -121,15 +129,26 @@ def test_a_healthy_world_passes_and_a_missing_label_only_warns(world: RunWorld) 
 def test_a_missing_harness_cli_fails_with_how_to_install_it(
     world: RunWorld, tmp_path: Path
 ) -> None:
-    """claude not on PATH: its FAIL names the npm package; the other checks still pass."""
-    result = doctor(world, PATH=path_of(tmp_path, "git", "bwrap", "node", "cat", harnesses=False))
+    """claude neither beside thirdshift's install nor on PATH: its FAIL names the install
+    script and the pinned npm package; the other checks still pass."""
+    world.python = python_without_clis(tmp_path)
+    try:
+        result = doctor(
+            world, PATH=path_of(tmp_path, "git", "bwrap", "node", "cat", harnesses=False)
+        )
+    finally:
+        world.python = sys.executable
     assert result.returncode == 1
     claude, fix = line(result, "harness claude")
     assert claude == (
-        "FAIL  harness claude: claude (the claude Harness, the harness setting) is not on PATH"
+        "FAIL  harness claude: claude (the claude Harness, the harness setting) is not "
+        "installed: it is in no directory of harness_paths, not in the node_modules/.bin beside "
+        "thirdshift's virtual environment and not on PATH"
     )
     assert fix == (
-        "fix: install it (npm install -g @anthropic-ai/claude-code) or choose another with harness"
+        "fix: run scripts/install in thirdshift's checkout, or npm install -g "
+        "@anthropic-ai/claude-code@2.1.328, or set harness_paths to the directory holding it, "
+        "or choose another with harness"
     )
     assert line(result, "agent sandbox")[0].startswith("PASS")
     assert line(result, "git")[0].startswith("PASS")

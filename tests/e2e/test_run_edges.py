@@ -20,6 +20,7 @@ from tests.support.run_world import (
     TOKEN,
     RunWorld,
     bash,
+    python_without_clis,
     start_world,
     write_file_command,
 )
@@ -94,9 +95,11 @@ def test_a_harness_not_on_path_is_refused(tmp_path: Path, worlds: list[RunWorld]
     world = start_world(tmp_path, [])
     worlds.append(world)
     world.settings["PATH"] = os.pathsep.join(["/usr/bin", "/bin"])
+    world.python = python_without_clis(tmp_path)
     result = world.thirdshift("run", world.issue_url)
     assert result.returncode == 1
-    assert "claude (the claude Harness) is not on PATH" in result.stderr
+    assert "claude (the claude Harness, the Run's Harness) is not installed" in result.stderr
+    assert "run scripts/install in thirdshift's checkout" in result.stderr
     assert labels(world) == ["ready-for-agent"]
 
 
@@ -112,14 +115,15 @@ def test_a_fallback_harness_not_on_path_is_refused_before_anything_changes(
     (only_claude / "claude").symlink_to(cli_path("claude"))
     world.settings["PATH"] = os.pathsep.join([str(only_claude), "/usr/bin", "/bin"])
     world.settings["THIRDSHIFT_HARNESS_FALLBACKS"] = '["codex"]'
+    world.python = python_without_clis(tmp_path)
 
     result = world.thirdshift("run", world.issue_url)
 
     assert result.returncode == 1
     assert (
-        "codex (the codex Harness, a fallback in harness_fallbacks) is not on PATH; install it "
-        "or take it out of harness_fallbacks"
+        "codex (the codex Harness, a fallback in harness_fallbacks) is not installed"
     ) in result.stderr
+    assert "or take it out of harness_fallbacks" in result.stderr
     assert labels(world) == ["ready-for-agent"]
 
 

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -70,6 +71,9 @@ class RunWorld:
     issue_number: int = 0
     settings: dict[str, str] = field(default_factory=dict)
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
+    python: str = sys.executable
+    """The interpreter ``thirdshift`` runs with (``python_without_clis`` for an install that
+    lacks the agent CLIs)."""
 
     @property
     def api_url(self) -> str:
@@ -115,7 +119,7 @@ class RunWorld:
         """``thirdshift args`` in the background; ``new_group`` gives it a process group of its
         own, as a shell gives a foreground job (for Ctrl-C to the whole group)."""
         process = subprocess.Popen(
-            [sys.executable, "-m", "thirdshift.cli", *args],
+            [self.python, "-m", "thirdshift.cli", *args],
             env=self.env(),
             cwd=self.tmp,
             stdin=subprocess.DEVNULL,
@@ -188,6 +192,20 @@ class RunWorld:
 
     def model_requests(self, session: str) -> list[dict[str, Any]]:
         return [r for r in self.model.requests() if r.get("session") == session]
+
+
+def python_without_clis(tmp: Path) -> str:
+    """The interpreter of a virtual environment under ``tmp`` that holds thirdshift's packages
+    but has no ``node_modules`` beside it: an install whose agent CLIs are missing (thirdshift
+    looks beside its own virtual environment before PATH, so the suite's would be found)."""
+    venv = tmp / "bare-install" / ".venv"
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        own = sysconfig.get_path("purelib")
+        target = Path(sysconfig.get_path("purelib", vars={"base": str(venv)}))
+        # Its site-packages' .pth files (thirdshift's editable install among them) run too.
+        (target / "thirdshift-tests.pth").write_text(f"import site; site.addsitedir({own!r})\n")
+    return str(venv / "bin" / "python")
 
 
 def running(needle: str, *, within: Path | None = None, shells: bool = True) -> bool:

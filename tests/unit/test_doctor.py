@@ -274,16 +274,20 @@ def test_a_postgresql_database_that_cannot_be_opened_skips_its_role() -> None:
 
 
 def test_a_missing_harness_cli_fails_naming_its_package_and_the_other_checks_pass() -> None:
-    """The Harness not on PATH is a FAIL whose fix names the npm package to install; its
-    version and sandbox start are not tried."""
+    """The Harness found nowhere is a FAIL whose fix names the install script and the pinned
+    npm package; its version and sandbox start are not tried."""
     outside = configured()
     del outside.on_path["claude"]
     checks = by_name(diagnose(outside))
     assert checks["harness claude"] == Check(
         "harness claude",
         "FAIL",
-        "claude (the claude Harness, the harness setting) is not on PATH",
-        "install it (npm install -g @anthropic-ai/claude-code) or choose another with harness",
+        "claude (the claude Harness, the harness setting) is not installed: it is in no "
+        "directory of harness_paths, not in the node_modules/.bin beside thirdshift's virtual "
+        "environment and not on PATH",
+        "run scripts/install in thirdshift's checkout, or npm install -g "
+        "@anthropic-ai/claude-code@2.1.328, or set harness_paths to the directory holding it, "
+        "or choose another with harness",
     )
     assert ("sealed_version", "claude") not in outside.calls
     assert checks["agent sandbox"].status == "PASS"

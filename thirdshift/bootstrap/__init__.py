@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from thirdshift.bootstrap.daemon import architect_schedules, run_daemon, stop_seconds
     from thirdshift.bootstrap.doctor import run_doctor
+    from thirdshift.bootstrap.harness_path import check_demo_harness
     from thirdshift.bootstrap.parts import (
         BuiltRun,
         RunCall,
@@ -86,6 +87,7 @@ _HOMES = {
     "architect_outcome": "thirdshift.bootstrap.runs",
     "architect_run": "thirdshift.bootstrap.runs",
     "architect_schedules": "thirdshift.bootstrap.daemon",
+    "check_demo_harness": "thirdshift.bootstrap.harness_path",
     "checked_settings": "thirdshift.bootstrap.reads",
     "credential_secrets": "thirdshift.bootstrap.credentials",
     "delivery": "thirdshift.bootstrap.runs",
@@ -146,6 +148,7 @@ __all__ = [
     "architect_outcome",
     "architect_run",
     "architect_schedules",
+    "check_demo_harness",
     "checked_settings",
     "credential_secrets",
     "delivery",

@@ -20,6 +20,11 @@ from thirdshift.bootstrap.credentials import (
     notifier_of,
     run_secrets,
 )
+from thirdshift.bootstrap.harness_path import (
+    check_harnesses,
+    harness_problem,
+    with_harness_paths,
+)
 from thirdshift.bootstrap.limits import raise_descriptor_limit
 from thirdshift.bootstrap.owners import (
     OwnerFinding,
@@ -55,6 +60,7 @@ from thirdshift.daemon import (
     StateSources,
     WatchTimes,
 )
+from thirdshift.daemon.harness_watch import HarnessWatch
 from thirdshift.daemon.listing import OwnerListings
 from thirdshift.daemon.state import write_state
 from thirdshift.errors import ConfigError, NotFound, UsageError
@@ -106,7 +112,10 @@ def run_daemon(
             "nothing to watch: pass --repo OWNER/NAME or --owner OWNER, or set repositories or "
             "owners in the config file"
         )
-    agents = environ if agent_environ is None else agent_environ
+    environ = with_harness_paths(environ, settings.harness_paths)
+    agents = with_harness_paths(
+        environ if agent_environ is None else agent_environ, settings.harness_paths
+    )
     scrub = Scrubber.from_environment(
         environ, [*known, *agent_secrets(environ), *agent_secrets(agents)]
     )
@@ -119,6 +128,7 @@ def run_daemon(
     # Every session's pipes, logs and egress connections are this process's descriptors.
     if (warning := raise_descriptor_limit()) is not None:
         say(warning)
+    check_harnesses(settings, agents)  # a Harness it cannot find would fail every Run
     local_preflight(settings, environ, say)  # a machine that cannot seal agents runs none
     notifier = notifier_of(settings, scrub=scrub, progress=say)
     clock = SystemClock(stop)
@@ -310,6 +320,20 @@ def _daemon(kit: _DaemonKit, watched: _Watched, *, once: bool, stop: threading.E
     return Daemon(parts, limits, stop, shown=shown, architect_schedules={} if once else schedules)
 
 
+def _paused(kit: _DaemonKit) -> Callable[[], str | None]:
+    """Why no Run may start now: a Harness's CLI went missing, or its provider is down (and
+    every fallback's)."""
+    settings = kit.settings
+    watch = HarnessWatch(
+        [settings.harness, *settings.fallback_harnesses],
+        partial(harness_problem, environ=kit.agent_environ),
+        partial(kit.activity.line, "harness"),
+        kit.clock,
+    )
+    provider = partial(kit.pauses.pass_over_reason, settings.harness, settings.fallback_harnesses)
+    return lambda: watch.missing_reason() or provider()
+
+
 def _watch(
     kit: _DaemonKit,
     daemon: Daemon,
@@ -326,7 +350,7 @@ def _watch(
         activity=kit.activity,
         clock=kit.clock,
         sweeper=f"daemon {kit.name}",
-        paused=partial(kit.pauses.pass_over_reason, settings.harness, settings.fallback_harnesses),
+        paused=_paused(kit),
         notifier=notifier,
         listings=listings,
     )

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from thirdshift.bootstrap.credentials import GitHubAccess, notifier_of, reading_scrubber
+from thirdshift.bootstrap.harness_path import doctor_environ
 from thirdshift.bootstrap.parts import hidden_from_agents
 from thirdshift.clock import SystemClock
 from thirdshift.doctor import Check, SystemOutside, diagnose
@@ -28,6 +29,7 @@ def run_doctor(
     settings ever reaches the report."""
     # When these cannot be read, the settings check and the GitHub check say why.
     scrub = reading_scrubber(environ)
+    environ = doctor_environ(environ)  # the Harness CLIs a Run would find
     clock = SystemClock(threading.Event())
 
     def say(line: str) -> None:

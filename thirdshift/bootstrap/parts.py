@@ -23,11 +23,13 @@ from thirdshift.bootstrap.credentials import (
     notifier_of,
     run_secrets,
 )
+from thirdshift.bootstrap.harness_path import with_harness_paths
 from thirdshift.clock import Clock, SystemClock
 from thirdshift.daemon import ReadyRules
 from thirdshift.errors import ThirdshiftError
 from thirdshift.git import CommitIdentity, ManagedClone
 from thirdshift.github import route_library_log
+from thirdshift.harness_registry import harness_entry, harness_not_found
 from thirdshift.harnesses import AgentSandbox, Harness, harness_named, probe
 from thirdshift.harnesses.egress import socket_root
 from thirdshift.harnesses.limits import SessionGroups, probe_groups
@@ -224,6 +226,11 @@ class _Clones:
 def run_parts(settings: Settings, owner: str, name: str, call: RunCall) -> Iterator[BuiltRun]:
     """What a Run kind on ``owner/name`` is built from, after the local pre-flight and before
     anything else; the database is opened (unless ``call`` gives a store) and closed."""
+    call = replace(
+        call,
+        environ=with_harness_paths(call.environ, settings.harness_paths),
+        agent_environ=with_harness_paths(call.harness_base, settings.harness_paths),
+    )
     scrub = Scrubber.from_environment(
         call.environ, [*run_secrets(settings), *agent_secrets(call.harness_base)]
     )
@@ -322,9 +329,11 @@ def _fallbacks(settings: Settings, environ: Mapping[str, str]) -> tuple[Fallback
         # Found out now, not after the first Harness's provider has failed and its retries ran.
         if shutil.which(fallback.harness.executable, path=environ.get("PATH")) is None:
             raise ThirdshiftError(
-                f"{fallback.harness.executable} (the {fallback.harness.name} Harness, a fallback "
-                "in harness_fallbacks) is not on PATH; install it or take it out of "
-                "harness_fallbacks"
+                harness_not_found(
+                    harness_entry(fallback.harness.name),
+                    "a fallback in harness_fallbacks",
+                    "take it out of harness_fallbacks",
+                )
             )
     return fallbacks
 

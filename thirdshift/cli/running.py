@@ -214,8 +214,14 @@ def architect_command(
         "and printed with the page's address (beyond loopback, http_token is required)."
     ),
 )
+@harness_options
 def daemon_command(
-    repos: tuple[str, ...], owners: tuple[str, ...], once: bool, http: str | None
+    repos: tuple[str, ...],
+    owners: tuple[str, ...],
+    once: bool,
+    http: str | None,
+    harness: str | None,
+    model: str | None,
 ) -> None:
     """Watch repositories for Ready issues and run each exactly once, side by side within the
     limits, until SIGTERM or Ctrl-C (then the running Runs save their work and it exits 0).
@@ -225,12 +231,12 @@ def daemon_command(
     import os
 
     from thirdshift.bootstrap import run_daemon
-    from thirdshift.settings import load_settings
+    from thirdshift.settings import load_settings, with_harness
 
     check_repositories(repos)
     check_owners(owners)
     environ = dict(os.environ)
-    settings = guarded(lambda: load_settings(environ))
+    settings = with_harness(guarded(lambda: load_settings(environ)), harness, model)
     progress = Progress()
     stop = threading.Event()
     with (

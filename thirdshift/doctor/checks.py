@@ -25,7 +25,7 @@ from thirdshift.doctor.check import skipped as _skipped
 from thirdshift.doctor.check import split_fix as split_fix
 from thirdshift.doctor.webhooks import HookReader, check_webhooks
 from thirdshift.errors import NotFound, ThirdshiftError
-from thirdshift.harness_registry import find_harness
+from thirdshift.harness_registry import find_harness, harness_not_found
 from thirdshift.records import DatabaseRole
 from thirdshift.settings import Settings, check_repository_name
 
@@ -365,13 +365,15 @@ def check_harness(
     if program is None:
         other = "take it out of harness_fallbacks" if fallback else "choose another with harness"
         entry = find_harness(harness)
-        package = entry.npm_package if entry is not None else harness
-        return Check(
-            check,
-            "FAIL",
-            f"{harness} (the {harness} Harness, {role}) is not on PATH",
-            f"install it (npm install -g {package}) or {other}",
-        )
+        if entry is None:
+            return Check(
+                check,
+                "FAIL",
+                f"{harness} (the {harness} Harness, {role}) is not on PATH",
+                f"install it or {other}",
+            )
+        problem, fix = split_fix(harness_not_found(entry, role, other))
+        return Check(check, "FAIL", problem, fix)
     try:
         version = outside.version([program, "--version"])
     except ThirdshiftError as error:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from thirdshift.bootstrap import RunRequest, run_issue
+from thirdshift.bootstrap import RunRequest, check_demo_harness, run_issue
 from thirdshift.clock import SystemClock
 from thirdshift.errors import SandboxError
 from thirdshift.github import GitHub
@@ -182,6 +182,7 @@ def run_demo(
     """Set the sandbox up, run thirdshift on its issue with the real CLI of ``harness``, show
     what came of it, and return the Run's exit status. With ``keep``, serve on until
     interrupted."""
+    check_demo_harness(harness, os.environ)  # before any server: a missing CLI ends it at once
     root = Path(tempfile.mkdtemp(prefix="thirdshift-demo-")) if root is None else root
     root.mkdir(parents=True, exist_ok=True)
     script_path = root / "model-script.json"

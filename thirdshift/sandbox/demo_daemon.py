@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from thirdshift.bootstrap import run_daemon
+from thirdshift.bootstrap import check_demo_harness, run_daemon
 from thirdshift.console import format_duration
 from thirdshift.errors import SandboxError
 from thirdshift.records import Run, UsageTotal
@@ -89,6 +89,7 @@ def run_daemon_demo(
     """Print the status page's address, set the sandbox up and run the daemon until every demo
     issue's Run has ended (then on, with ``keep``, until ``interrupt``); print the summary on
     ``emit``. 0 when every issue's Run succeeded."""
+    check_demo_harness(setup.harness, os.environ)  # before any server or the page's address
     root = Path(tempfile.mkdtemp(prefix="thirdshift-demo-")) if setup.root is None else setup.root
     root.mkdir(parents=True, exist_ok=True)
     port, page_token = _free_port(), secrets.token_urlsafe(32)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from thirdshift.errors import ThirdshiftError
+from thirdshift.harness_registry import find_harness, harness_not_found
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import IssueInfo, RepoInfo
 from thirdshift.runs.ports import Identity, IssueLabels, SessionSource
@@ -30,9 +31,14 @@ def check_harness_and_token(
     """Pre-flight of anything that starts a session and writes to GitHub: the Harness's CLI is
     on PATH and the token may push (``needs`` says what for, in the refusal)."""
     if shutil.which(source.executable, path=environ.get("PATH")) is None:
+        entry = find_harness(source.harness_name)
+        if entry is None:  # not a Harness of the registry: only PATH was searched
+            raise ThirdshiftError(
+                f"{source.executable} (the {source.harness_name} Harness) is not on PATH; "
+                "install it or choose another with --harness"
+            )
         raise ThirdshiftError(
-            f"{source.executable} (the {source.harness_name} Harness) is not on PATH; "
-            "install it or choose another with --harness"
+            harness_not_found(entry, "the Run's Harness", "choose another with --harness")
         )
     if (problem := source.key_problem()) is not None:
         raise ThirdshiftError(problem)
