@@ -1,7 +1,8 @@
 """The status page's Starlette application: read-only, rendered on the server with Jinja2.
 
 Routes: ``/`` (the page), ``/live`` (the part of it that changes, which the page fetches every
-few seconds and puts in place), ``/api/status`` (the JSON behind it), ``/healthz``, and with a
+few seconds and puts in place), ``/api/status`` (the JSON behind it), ``/static/<name>`` (the
+charting library), ``/healthz``, and with a
 ``WebhookInbox`` ``POST /webhook`` (GitHub's deliveries). Every route but ``/healthz`` and
 ``/webhook`` asks for the token, on loopback too (the daemon's agents run untrusted code on
 this machine): an ``Authorization: Bearer`` header, or ``?token=`` once, which sets a cookie
@@ -39,6 +40,10 @@ from thirdshift.web.webhook import (
 WEBHOOK_PATH = "/webhook"
 
 TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+"""What the page's scripts need, served from the package (the page works with no network):
+Chart.js, copied from the npm package ``package.json`` pins."""
+_STATIC_TYPES = {".js": "text/javascript", ".md": "text/plain"}
 COOKIE = "thirdshift_status"
 REFRESH_SECONDS = 3
 
@@ -146,11 +151,25 @@ def make_app(
     def healthz(request: Request) -> Response:
         return Response("ok\n", media_type="text/plain")
 
+    served = {path.name: path for path in STATIC.iterdir() if path.suffix in _STATIC_TYPES}
+
+    def static(request: Request) -> Response:
+        # Only the package's own files, by name: a path never reaches the file system.
+        path = served.get(request.path_params["name"])
+        if path is None:
+            return Response("not found\n", status_code=404, media_type="text/plain")
+        return Response(
+            path.read_bytes(),
+            media_type=_STATIC_TYPES[path.suffix],
+            headers={"Cache-Control": "private, max-age=86400"},
+        )
+
     routes = [
         Route("/", index),
         Route("/live", live),
         Route("/api/status", status),
         Route("/healthz", healthz),
+        Route("/static/{name}", static),
     ]
     open_paths = {"/healthz"}
     if inbox is not None:
