@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -57,7 +58,7 @@ def test_looking_twice_changes_nothing_more(tmp_path: Path) -> None:
     assert once["PATH"].split(os.pathsep)[0] == str(tmp_path)
 
 
-def settings(tmp_path: Path, **values: object) -> Settings:
+def settings(tmp_path: Path, **values: Any) -> Settings:
     return Settings(home=tmp_path / "home", github_token=SecretStr("t" * 20), **values)
 
 

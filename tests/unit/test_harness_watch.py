@@ -20,7 +20,8 @@ class Installed:
 
 
 def test_a_harness_removed_while_running_stops_pickups_and_says_so_once() -> None:
-    clock, installed, said = ManualClock(), Installed("claude", "codex"), []
+    clock, installed = ManualClock(), Installed("claude", "codex")
+    said: list[str] = []
     watch = HarnessWatch(["claude", "codex"], installed.problem, said.append, clock)
     assert watch.missing_reason() is None
 
@@ -37,7 +38,8 @@ def test_a_harness_removed_while_running_stops_pickups_and_says_so_once() -> Non
 
 
 def test_pickups_go_on_once_the_harness_is_back_and_that_is_said_once() -> None:
-    clock, installed, said = ManualClock(), Installed(), []
+    clock, installed = ManualClock(), Installed()
+    said: list[str] = []
     watch = HarnessWatch(["claude"], installed.problem, said.append, clock)
     assert watch.missing_reason() is not None
 
