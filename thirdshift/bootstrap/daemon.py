@@ -78,7 +78,7 @@ from thirdshift.runs import (
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings, check_repository_name, cron_trigger
 from thirdshift.store import Store
-from thirdshift.web import StorePageSource
+from thirdshift.web import StoreChartSource, StorePageSource
 
 
 def run_daemon(
@@ -162,8 +162,16 @@ def run_daemon(
             daemon.watch_owners(owner_watch(settings, kit.activity, found))
         page = partial(StorePageSource, store, daemon.snapshot, scrub, warn=say)
         inbox = webhook_inbox(settings, daemon, activity)
+        charts = StoreChartSource(store, scrub)
         with status_page(
-            settings, address, page, made_token, inbox=inbox, say=say, progress=progress
+            settings,
+            address,
+            page,
+            made_token,
+            inbox=inbox,
+            charts=charts,
+            say=say,
+            progress=progress,
         ):
             return daemon.once() if once else daemon.serve()
 

@@ -14,6 +14,7 @@ from thirdshift.daemon import ActivityLog, Daemon
 from thirdshift.errors import ConfigError
 from thirdshift.settings import Settings
 from thirdshift.web import (
+    ChartSource,
     PageSource,
     WebhookDelivery,
     WebhookInbox,
@@ -92,6 +93,7 @@ def status_page(
     made_token: str | None,
     *,
     inbox: WebhookInbox | None = None,
+    charts: ChartSource | None = None,
     say: Callable[[str], None],
     progress: Callable[[str], None],
 ) -> Iterator[None]:
@@ -116,6 +118,7 @@ def status_page(
         port=address[1],
         also_hosts=[*own, *settings.http_hosts],
         inbox=inbox,
+        charts=charts,
     )
     server = StatusServer(app, *address)
     server.start()

@@ -23,6 +23,7 @@ from thirdshift.store.leases import Leases
 from thirdshift.store.ledger import UsageLedger
 from thirdshift.store.repositories import Repositories
 from thirdshift.store.runs import Runs
+from thirdshift.store.series import ChartSeries
 from thirdshift.store.sessions import SessionStore
 from thirdshift.store.spec import SpecRecords
 
@@ -37,6 +38,7 @@ class Store(
     ReviewFeedback,
     ArchitectResults,
     SpecRecords,
+    ChartSeries,
 ):
     """All persistence. Build one with ``Store.open(url)`` and ``close()`` it when done.
     Every time it writes comes from ``clock`` (the system's unless told otherwise).

@@ -2,13 +2,15 @@
 daemon is doing, rendered on the server and refreshed in place, and the JSON behind it.
 
 ``page`` builds the page's content from the daemon's state and the store (what a Run shows, its
-condensed log); ``app`` is the Starlette application (routes, the token check, the templates);
-``server`` runs it with uvicorn in a thread of the daemon's process; ``webhook`` checks GitHub's
-webhook deliveries the same server takes at ``POST /webhook``.
+condensed log); ``charts`` the charts at its end (cost, outcomes, label to ready); ``app`` is
+the Starlette application (routes, the token check, the templates); ``server`` runs it with
+uvicorn in a thread of the daemon's process; ``webhook`` checks GitHub's webhook deliveries the
+same server takes at ``POST /webhook``.
 """
 
 from typing import TYPE_CHECKING, Any
 
+from thirdshift.web.charts import ChartSource, StoreChartSource
 from thirdshift.web.page import PageSource, StorePageSource
 from thirdshift.web.webhook import DeliveryRefused, WebhookDelivery, WebhookInbox, wakes_a_poll
 
@@ -32,9 +34,11 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ChartSource",
     "DeliveryRefused",
     "PageSource",
     "StatusServer",
+    "StoreChartSource",
     "StorePageSource",
     "WebhookDelivery",
     "WebhookInbox",

@@ -29,6 +29,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from thirdshift.errors import ConfigError
+from thirdshift.web.charts import DAYS, ChartSource
 from thirdshift.web.page import Page, PageSource
 from thirdshift.web.webhook import (
     BODY_SECONDS,
@@ -124,23 +125,26 @@ def make_app(
     also_hosts: Iterable[str] = (),
     inbox: WebhookInbox | None = None,
     body_seconds: float = BODY_SECONDS,
+    charts: ChartSource | None = None,
 ) -> Starlette:
     """The application over ``source`` as served on ``host:port``; ``token`` is asked for on
     every route but ``/healthz``. Requests must also name this host, a loopback name or one of
     ``also_hosts`` (the machine's own names and addresses on a wildcard bind, and
     ``http_hosts``): a browser that visits a domain rebound to 127.0.0.1 must not even reach the
-    token check. With ``inbox``, GitHub's webhook deliveries are taken at ``POST /webhook``."""
+    token check. With ``inbox``, GitHub's webhook deliveries are taken at ``POST /webhook``;
+    with ``charts``, the page ends with them."""
     if not token:
         # An empty token would let ``?token=`` in: the page is never served open.
         raise ConfigError("the status page needs a token; set http_token")
     environment = _environment()
 
-    def render(name: str, page: Page) -> HTMLResponse:
-        html = environment.get_template(name).render(page=page, refresh=REFRESH_SECONDS)
+    def render(name: str, page: Page, **more: Any) -> HTMLResponse:
+        html = environment.get_template(name).render(page=page, refresh=REFRESH_SECONDS, **more)
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
     def index(request: Request) -> Response:
-        return render("index.html", source.page())
+        drawn = charts.charts() if charts is not None else None
+        return render("index.html", source.page(), charts=drawn, days=DAYS)
 
     def live(request: Request) -> Response:
         return render("live.html", source.page())
