@@ -24,7 +24,7 @@ from thirdshift.store.series import DayCost, DayOutcome, LabelToReady, PullSpend
 
 DAYS = 30
 """How far back the charts look."""
-CHARTS_SECONDS = 60.0
+CHARTS_SECONDS = 10.0
 """How long a drawing's figures are kept: they change by the hour, the page polls by seconds."""
 
 
