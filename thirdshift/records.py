@@ -245,6 +245,8 @@ class Run:
     parent_run_id: int | None = None  # a Ticket Run's Spec run
     landed_sha: str | None = None  # the head a Ticket Run merged into its Spec branch
     landed_at: datetime | None = None
+    ready_labelled_at: datetime | None = None
+    """When the Ready label the Run answers was added to its issue (None: not known)."""
 
     @property
     def landed(self) -> bool:

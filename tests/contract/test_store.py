@@ -43,7 +43,7 @@ def test_opening_migrates_to_the_newest_schema(store: Store, database_url: str) 
     with engine.connect() as connection:
         version = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
     engine.dispose()
-    assert version == "0011"
+    assert version == "0012"
     assert "text_sha256" in runs  # migration 0009: the text a Run started on
     assert {"cli_version", "input_tokens", "cache_write_tokens", "cost_usd", "cost_source"} <= (
         ledger

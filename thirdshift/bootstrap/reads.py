@@ -1,5 +1,5 @@
-"""What the CLI's read commands (``config``, ``usage``, ``status``, ``runs``, ``show``,
-``logs``) get from the composition root: the settings read from the environment, their
+"""What the CLI's read commands (``config``, ``usage``, ``report``, ``status``, ``runs``,
+``show``, ``logs``) get from the composition root: the settings read from the environment, their
 database opened and closed here, and the scrubber and clock they read with. Each answers
 with what its command prints."""
 
@@ -14,10 +14,12 @@ from typing import Any
 
 from thirdshift.bootstrap.bounds import session_limits
 from thirdshift.clock import Clock, SystemClock
+from thirdshift.errors import UsageError
+from thirdshift.figures import Period
 from thirdshift.harnesses import StreamReader, harness_named, probe
 from thirdshift.harnesses.limits import probe_groups
 from thirdshift.records import Activity, Lease, Run, UsageTotal
-from thirdshift.report import reading
+from thirdshift.report import period, reading
 from thirdshift.run_states import RunKind, RunState
 from thirdshift.scrub import Scrubber
 from thirdshift.settings import Settings, load_settings
@@ -71,6 +73,22 @@ def usage_totals(
         today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         since = today - timedelta(days=days - 1)
         return opened.store.usage_ledger(by, since=since, repository=repository)
+
+
+def period_report(
+    environ: Mapping[str, str], *, since: str | None, repository: str | None
+) -> period.PeriodReport:
+    """``thirdshift report``: the Runs started since ``since`` (``--since``: a date or a
+    duration back from now; None: the last 30 days), of ``repository`` when given. A
+    ``--since`` it cannot read is a ``UsageError``, raised before the database is opened."""
+    now = datetime.now(UTC)
+    try:
+        start = period.default_since(now) if since is None else period.since_of(since, now)
+    except ValueError as error:
+        raise UsageError(f"--since: {error}") from None
+    with open_store(environ) as opened:
+        figures = opened.store.period_figures(Period(start, repository))
+    return period.period_report(figures, now)
 
 
 @dataclass(frozen=True)

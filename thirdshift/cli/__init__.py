@@ -4,10 +4,10 @@ stdout carries data only (URLs); stderr carries timestamped progress and errors.
 on success, 1 on failure (any ThirdshiftError), 2 on a usage error.
 
 ``running`` does the work (``run``, ``architect``, ``daemon``); ``status``, ``history``
-(``runs``, ``show``, ``logs``, ``usage``) and ``checks`` (``config``, ``doctor``) are what
-operators read; ``setup`` makes a repository ready; ``actions`` sets up GitHub Actions;
-``sandbox`` holds the test worlds' commands and the demo. ``common`` is what they share:
-exits, output, signals. The adapters are built by ``thirdshift.bootstrap``, the composition
+(``runs``, ``show``, ``logs``, ``usage``, ``report``) and ``checks`` (``config``, ``doctor``)
+are what operators read; ``setup`` makes a repository ready; ``actions`` sets up GitHub
+Actions; ``sandbox`` holds the test worlds' commands and the demo. ``common`` is what they
+share: exits, output, signals. The adapters are built by ``thirdshift.bootstrap``, the composition
 root.
 """
 
@@ -18,7 +18,13 @@ import click
 from thirdshift import __version__
 from thirdshift.cli.actions import actions
 from thirdshift.cli.checks import config_command, doctor_command
-from thirdshift.cli.history import logs_command, runs_command, show_command, usage_command
+from thirdshift.cli.history import (
+    logs_command,
+    report_command,
+    runs_command,
+    show_command,
+    usage_command,
+)
 from thirdshift.cli.running import architect_command, daemon_command, run_command
 from thirdshift.cli.sandbox import demo_command, sandbox
 from thirdshift.cli.setup import setup_command
@@ -39,6 +45,7 @@ for _command in (
     demo_command,
     doctor_command,
     logs_command,
+    report_command,
     run_command,
     runs_command,
     sandbox,

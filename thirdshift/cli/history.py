@@ -1,5 +1,5 @@
-"""The commands that read what the database recorded: ``runs``, ``show``, ``logs`` and
-``usage``."""
+"""The commands that read what the database recorded: ``runs``, ``show``, ``logs``, ``usage``
+and ``report``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ import threading
 
 import click
 
-from thirdshift.cli.common import check_repositories, fail, guarded, show, signals_set
+from thirdshift.cli.common import (
+    check_repositories,
+    fail,
+    guarded,
+    reported,
+    show,
+    signals_set,
+)
 from thirdshift.console import Progress
 from thirdshift.errors import ThirdshiftError
 from thirdshift.run_states import RunState
@@ -59,6 +66,35 @@ def usage_command(group: str, repository: str | None, days: int, as_json: bool) 
             f"{total.input_tokens} tokens in ({cached} cached, {total.cache_write_tokens} "
             f"written to the cache), {total.output_tokens} out; {', '.join(total.harnesses)}"
         )
+
+
+@click.command("report")
+@click.option(
+    "--since",
+    metavar="WHEN",
+    default=None,
+    help="Only Runs started since WHEN: a date (2026-11-01, UTC) or a duration back from now "
+    "(7d, 12h). Default: the last 30 days.",
+)
+@click.option("--repo", "repository", metavar="OWNER/NAME", help="Only this repository's Runs.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object, for scripts.")
+def report_command(since: str | None, repository: str | None, as_json: bool) -> None:
+    """How the Runs went, per repository and Harness: outcomes, pull requests, Failed runs by
+    cause, Repairs, cost per Run and per pull request, session and label-to-ready times."""
+    import json
+    import os
+
+    from thirdshift.bootstrap import period_report
+    from thirdshift.report import shapes, tables
+
+    check_repositories([] if repository is None else [repository])
+    with reported():
+        report = period_report(os.environ, since=since, repository=repository)
+    if as_json:
+        click.echo(json.dumps(shapes.report_shape(report)))
+        return
+    for line in tables.report_lines(report):
+        show(line)
 
 
 @click.command("runs")

@@ -3,8 +3,9 @@ command that prints them with ``--json`` (documented in docs/json.md; adr/0016 s
 promised stable).
 
 Every object carries ``type`` (``run``, ``session``, ``usage``, ``usage_total``, ``lease``,
-``activity``, ``session_event``, ``run_view``) and ``version`` (``SHAPE_VERSION``): a field is
-only ever added within a version; renaming, removing or changing the meaning of one raises it.
+``activity``, ``session_event``, ``run_view``, ``report``) and ``version`` (``SHAPE_VERSION``):
+a field is only ever added within a version; renaming, removing or changing the meaning of one
+raises it.
 Times are ISO 8601 in UTC. Texts are as the store keeps them, already scrubbed when written.
 The shapes of what is not a store record (``daemon_state``, ``status_page``, ``doctor_check``,
 ``notification``) are made beside their code, in packages that may not import this one.
@@ -16,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from thirdshift.figures import Spread
 from thirdshift.records import (
     Activity,
     Lease,
@@ -25,6 +27,7 @@ from thirdshift.records import (
     Usage,
     UsageTotal,
 )
+from thirdshift.report.period import HarnessRow, PeriodReport
 
 SHAPE_VERSION = 1
 
@@ -121,6 +124,7 @@ def run_shape(run: Run, usage: UsageTotal | None) -> Shape:
         "parent_run_id": run.parent_run_id,
         "landed_sha": run.landed_sha,
         "landed_at": iso(run.landed_at),
+        "ready_labelled_at": iso(run.ready_labelled_at),
     }
 
 
@@ -215,4 +219,48 @@ def run_view_shape(
         },
         "spec_run": None if spec_run is None else run_shape(spec_run, usage.get(spec_run.id)),
         "spec_run_cost_usd": spec_cost_usd,
+    }
+
+
+def report_shape(report: PeriodReport) -> Shape:
+    """``thirdshift report --json``: the period and a row per repository and Harness."""
+    return _head("report") | {
+        "since": iso(report.since),
+        "until": iso(report.until),
+        "repository": report.repository,
+        "rows": [_report_row(row) for row in report.rows],
+    }
+
+
+def _report_row(row: HarnessRow) -> Shape:
+    spend = row.spend
+    return {
+        "repository": row.repository,
+        "harness": row.harness,
+        "runs": row.runs,
+        "outcomes": dict(row.outcomes),
+        "pull_requests_ready": row.pull_requests_ready,
+        "pull_requests_merged": row.pull_requests_merged,
+        "failed_runs": row.failed_runs,
+        "failed_runs_by_cause": [{"cause": c.cause, "runs": c.runs} for c in row.causes],
+        "sessions": spend.sessions,
+        "repairs": spend.repairs,
+        "repairs_per_run": row.repairs_per_run,
+        "repaired_runs": spend.repaired_runs,
+        "most_repairs": spend.most_repairs,
+        "cost_usd": spend.cost_usd,
+        "unpriced_sessions": spend.unpriced_sessions,
+        "cost_per_run_usd": row.cost_per_run,
+        "cost_per_pull_request_usd": row.cost_per_pull_request,
+        "session_time": _spread(row.session_time, "sessions"),
+        "label_to_ready": _spread(row.label_to_ready, "runs")
+        | {"unknown": row.label_to_ready.unknown},
+    }
+
+
+def _spread(spread: Spread, counted: str) -> Shape:
+    return {
+        counted: spread.known,
+        "median_seconds": spread.median_seconds,
+        "p90_seconds": spread.p90_seconds,
     }

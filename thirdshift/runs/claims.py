@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from thirdshift.records import Run, TextEdit
+from thirdshift.records import Labelling, Run, TextEdit
 from thirdshift.runs.ports import ApprovalReads
 from thirdshift.runs.rules.approval import NO_EARLIER, EarlierText, approval_reason, text_sha256
 
@@ -41,6 +41,15 @@ class IssueText:
     body: str
 
 
+@dataclass(frozen=True)
+class Approval:
+    """What the approval check read: why the text is not approved (None: it is), and the last
+    adding of the Ready label it judged by (the Spec's for a Ticket; None: never labelled)."""
+
+    reason: str | None
+    labelling: Labelling | None
+
+
 def text_not_approved(
     github: ApprovalReads,
     issue: IssueText,
@@ -53,14 +62,39 @@ def text_not_approved(
     spec: int | None = None,
 ) -> str | None:
     """Why the issue's title and body are not approved by the Ready label (``approval``), or
-    None. ``earlier``: the issue's latest Run, whose recorded text a changed one must be
-    approved over. ``read_edits``: how the edits are read (a daemon keeps them a while).
-    ``spec``: a Ticket's Spec, whose Ready label approves the Ticket's text."""
+    None: ``read_approval``'s reason."""
+    return read_approval(
+        github,
+        issue,
+        ready_label=ready_label,
+        earlier=earlier,
+        may_label=may_label,
+        read_edits=read_edits,
+        own_login=own_login,
+        spec=spec,
+    ).reason
+
+
+def read_approval(
+    github: ApprovalReads,
+    issue: IssueText,
+    *,
+    ready_label: str,
+    earlier: Run | None,
+    may_label: Callable[[str], bool],
+    read_edits: Callable[[], tuple[TextEdit, ...]] | None = None,
+    own_login: str | None = None,
+    spec: int | None = None,
+) -> Approval:
+    """Whether the issue's title and body are approved by the Ready label (``approval``), with
+    the labelling read for it. ``earlier``: the issue's latest Run, whose recorded text a
+    changed one must be approved over. ``read_edits``: how the edits are read (a daemon keeps
+    them a while). ``spec``: a Ticket's Spec, whose Ready label approves the Ticket's text."""
     owner, name, number = issue.owner, issue.name, issue.number
     labelled = spec if spec is not None else number
     labelling = github.labelling(owner, name, labelled, ready_label)
     edits = read_edits() if read_edits else github.text_edits(owner, name, number)
-    return approval_reason(
+    reason = approval_reason(
         ready_label=ready_label,
         labelling=labelling,
         edits=edits,
@@ -74,3 +108,4 @@ def text_not_approved(
         own_login=own_login,
         spec=spec,
     )
+    return Approval(reason, labelling)

@@ -94,7 +94,7 @@ class Delivery:
         """Under the Lease: the checks, kept work, the review feedback, and the Claim."""
         ref = request.issue
         issue = self._lease.still_wanted(request, repository, found.issue)
-        self._lease.check_approval(request, repository, issue)
+        labelled_at = self._lease.check_approval(request, repository, issue)
         found = replace(found, issue=issue)
         kept = self._kept_work.take(found, repository, keeper.check)
         if kept.left is not None:
@@ -110,7 +110,7 @@ class Delivery:
         if found.choice.continuation:
             self.say(f"continuing {found.choice.branch}, which an earlier Run left on origin")
         record = self._claim.record(
-            lease, repository, found, request, ready_taken, keeper.lost_error
+            lease, repository, found, request, ready_taken, keeper.lost_error, labelled_at
         )
         self._hooks.on_recorded(record.id)
         self.say(f"Run {record.id} on {ref}: {issue.title}")

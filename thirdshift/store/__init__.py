@@ -3,7 +3,8 @@
 ``Store`` is the one class that issues SQL; it hands out the frozen records of
 ``thirdshift.records``, never table rows. It is composed of one part per thing it keeps
 (``repositories``, ``runs``, ``sessions``, ``ledger``, ``leases``, ``activity``, ``feedback``,
-``architect``, ``spec``), each built on ``base``; ``engine`` opens a database and migrates it.
+``architect``, ``spec``; ``figures`` adds up what ``thirdshift report`` reads), each built on
+``base``; ``engine`` opens a database and migrates it.
 ``tables`` holds the SQLModel tables and ``migrations`` the Alembic history that ``Store.open``
 applies. An adapter: the Run's rules never import it.
 """

@@ -19,6 +19,7 @@ from thirdshift.store.architect import ArchitectResults
 from thirdshift.store.base import first_line, redact_url
 from thirdshift.store.engine import STALL_SECONDS, make_engine, upgrade
 from thirdshift.store.feedback import ReviewFeedback
+from thirdshift.store.figures import ReportFigures
 from thirdshift.store.leases import Leases
 from thirdshift.store.ledger import UsageLedger
 from thirdshift.store.repositories import Repositories
@@ -39,6 +40,7 @@ class Store(
     ArchitectResults,
     SpecRecords,
     ChartSeries,
+    ReportFigures,
 ):
     """All persistence. Build one with ``Store.open(url)`` and ``close()`` it when done.
     Every time it writes comes from ``clock`` (the system's unless told otherwise).

@@ -56,6 +56,7 @@ def run_record(row: RunRow, repository: Repository) -> Run:
         parent_run_id=row.parent_run_id,
         landed_sha=row.landed_sha,
         landed_at=row.landed_at,
+        ready_labelled_at=row.ready_labelled_at,
     )
 
 

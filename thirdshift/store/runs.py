@@ -25,7 +25,8 @@ class Runs(StoreBase):
 
     def start_run(self, repository: Repository, issue_number: int | None, **fields: Any) -> Run:
         """Record a new Run (``kind``, ``base_branch``, ``issue_branch``, ``harness``,
-        ``model``; a Ticket Run's ``parent_run_id``) with no Lease."""
+        ``model``; a Ticket Run's ``parent_run_id``; ``ready_labelled_at``, when the Ready label
+        it answers was added) with no Lease."""
         started = self._start_run(repository, issue_number, None, **fields)
         assert started is not None
         return started
@@ -52,11 +53,13 @@ class Runs(StoreBase):
         architect_result: str | None = None,
         text_sha256: str | None = None,
         parent_run_id: int | None = None,
+        ready_labelled_at: datetime | None = None,
     ) -> Run | None:
         with self._session() as session:
             row = RunRow(
                 text_sha256=text_sha256,
                 parent_run_id=parent_run_id,
+                ready_labelled_at=ready_labelled_at,
                 architect_result=architect_result,
                 # A result recorded with the Run is kept under the Lease it is attached to.
                 architect_fencing_token=(

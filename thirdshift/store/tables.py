@@ -94,6 +94,10 @@ class RunRow(SQLModel, table=True):
     parent_run_id: int | None = Field(default=None, index=True)
     landed_sha: str | None = Field(default=None, max_length=64)
     landed_at: datetime | None = _when(nullable=True)
+    # When the Ready label this Run answers was added to its issue, as the approval check read
+    # it at the Claim (migration 0012): the start of ``thirdshift report``'s label-to-ready
+    # time. None: a Run no label started (by hand, a review Repair), or recorded before 0012.
+    ready_labelled_at: datetime | None = _when(nullable=True)
 
 
 class SessionRow(SQLModel, table=True):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import dataclass
+from datetime import datetime
 
 from thirdshift.errors import Interrupted, ThirdshiftError
 from thirdshift.home import Home
@@ -97,7 +98,7 @@ class SpecClaim:
         parts, ref, leases = self.parts, request.spec, self.leases()
         # As for a Run: a daemon's Spec is still what its poll saw, and its text approved.
         issue = leases.still_wanted(request.as_run(), repository, issue)
-        leases.check_approval(request.as_run(), repository, issue)
+        labelled_at = leases.check_approval(request.as_run(), repository, issue)
         if self.hooks.interrupt.is_set():  # before the Claim: nothing changed
             raise Interrupted("interrupted")
         claim = ClaimStep(
@@ -112,7 +113,16 @@ class SpecClaim:
         taken = claim.take_ready(ref, issue, keeper.check)
         try:
             approved = request.expect_ready or request.rescue_of is not None or taken is not None
-            pinned = self._pin(request, repo, repository, lease, keeper, issue, approved=approved)
+            pinned = self._pin(
+                request,
+                repo,
+                repository,
+                lease,
+                keeper,
+                issue,
+                approved=approved,
+                labelled_at=labelled_at,
+            )
             return pinned, taken is not None
         except ThirdshiftError:
             if taken is not None:  # the Spec is Ready again, as it was
@@ -130,6 +140,7 @@ class SpecClaim:
         issue: IssueInfo,
         *,
         approved: bool,
+        labelled_at: datetime | None,
     ) -> Pinned:
         """The Spec branch chosen (and made from the Base branch when new) and the Spec run
         recorded with it, under the Lease."""
@@ -151,6 +162,7 @@ class SpecClaim:
             harness=parts.session_source.harness_name,
             model=parts.session_source.model,
             text_sha256=text_sha256(issue.title, issue.body),
+            ready_labelled_at=labelled_at,
         )
         if record is None:
             raise keeper.lost_error()

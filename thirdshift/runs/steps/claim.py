@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from thirdshift.errors import NotClaimed, ThirdshiftError
 from thirdshift.issue_url import IssueRef
@@ -70,8 +71,11 @@ class ClaimStep:
         request: RunRequest,
         ready_taken: str | None,
         raise_lost: Callable[[], Exception],
+        labelled_at: datetime | None = None,
     ) -> Run:
-        """The Run, recorded under the Lease; the Claim on GitHub is undone when it cannot be."""
+        """The Run, recorded under the Lease, with ``labelled_at`` (when the Ready label it
+        answers was added, as the approval check read it); the Claim on GitHub is undone when
+        it cannot be."""
         ref, issue = found.ref, found.issue
         try:
             record = self.store.start_run_under(
@@ -85,6 +89,7 @@ class ClaimStep:
                 model=self.source.model,
                 text_sha256=text_sha256(issue.title, issue.body),
                 parent_run_id=request.spec_run_id,
+                ready_labelled_at=labelled_at,
             )
         except ThirdshiftError:
             self._give_ready_back(ref, ready_taken)

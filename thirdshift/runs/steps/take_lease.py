@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from thirdshift.clock import Clock
 from thirdshift.errors import NotClaimed
 from thirdshift.records import IssueInfo, Repository
-from thirdshift.runs.claims import IssueText, text_not_approved
+from thirdshift.runs.claims import IssueText, read_approval
 from thirdshift.runs.lease import LeaseKeeper
 from thirdshift.runs.ports import ApprovalReads, Identity, IssueLabels
 from thirdshift.runs.rules.approval import PASSED_OVER, ROLES_THAT_LABEL
@@ -72,11 +73,18 @@ class LeaseStep:
             raise NotClaimed(f"{ref} is no longer open with {self.settings.ready_label}")
         return issue
 
-    def check_approval(self, request: RunRequest, repository: Repository, issue: IssueInfo) -> None:
+    def check_approval(
+        self, request: RunRequest, repository: Repository, issue: IssueInfo
+    ) -> datetime | None:
         """Under the Lease, before the Claim: ``NotClaimed`` when the issue's text is no longer
         what a person who may label approved. A Run by hand of an issue without the Ready label
         is approved by whoever started it; a Ticket Run is approved by its Spec's Ready label
-        (a stranger's edit of a Ticket after it voids the approval of that Ticket)."""
+        (a stranger's edit of a Ticket after it voids the approval of that Ticket).
+
+        Returns when the issue's own Ready label was last added, as the check read it (the Run
+        records it, for ``thirdshift report``'s label-to-ready time): None when nothing was
+        read, for a Ticket (its label is the Spec's), and for a Run answering review feedback
+        (its label approved an earlier pull request, not this Run's)."""
         ready = self.settings.ready_label
         # A Ticket Run of an approved Spec: the Spec's Ready label approved its Tickets' text
         # as it then read. Otherwise (a Spec run by hand) the Ticket is judged as any issue.
@@ -85,7 +93,7 @@ class LeaseStep:
             labelled = ready.lower() in {label.lower() for label in issue.labels}
             asked = request.expect_ready or request.rescue_of is not None
             if not (asked or request.review_of is not None or labelled):
-                return
+                return None
         ref = request.issue
         me = self.github.authenticated_login().lower()
         role_of = Roles(self.github, ref.owner, ref.repo)
@@ -95,7 +103,7 @@ class LeaseStep:
                 return True  # thirdshift's own edit (a Base fix it opened)
             return role_of(login) in ROLES_THAT_LABEL
 
-        reason = text_not_approved(
+        approval = read_approval(
             self.github,
             IssueText(ref.owner, ref.repo, ref.number, issue.title, issue.body),
             ready_label=ready,
@@ -104,5 +112,8 @@ class LeaseStep:
             own_login=me,
             spec=spec,
         )
-        if reason is not None:
-            raise NotClaimed(f"{ref}{PASSED_OVER}{reason}")
+        if approval.reason is not None:
+            raise NotClaimed(f"{ref}{PASSED_OVER}{approval.reason}")
+        if spec is not None or request.review_of is not None or approval.labelling is None:
+            return None
+        return approval.labelling.at
