@@ -46,6 +46,7 @@ from thirdshift.bootstrap.status_page import (
     webhook_inbox,
     with_page_token,
 )
+from thirdshift.bootstrap.watched import Watched, checked_repositories, watched_names
 from thirdshift.clock import Clock, SystemClock
 from thirdshift.daemon import (
     ActivityLog,
@@ -63,20 +64,14 @@ from thirdshift.daemon import (
 from thirdshift.daemon.harness_watch import HarnessWatch
 from thirdshift.daemon.listing import OwnerListings
 from thirdshift.daemon.state import write_state
-from thirdshift.errors import ConfigError, NotFound, UsageError
+from thirdshift.errors import ConfigError, UsageError
 from thirdshift.github import GitHub, route_library_log
 from thirdshift.home import Home
-from thirdshift.issue_url import web_host_of
+from thirdshift.issue_url import web_host_of, web_root_of
 from thirdshift.notify import TargetNotifier
-from thirdshift.runs import (
-    PERMISSIONS_THAT_PUSH,
-    ArchitectRequest,
-    RunOutcome,
-    RunRequest,
-    token_role,
-)
+from thirdshift.runs import ArchitectRequest, RunOutcome, RunRequest
 from thirdshift.scrub import Scrubber
-from thirdshift.settings import Settings, check_repository_name, cron_trigger
+from thirdshift.settings import Settings, cron_trigger
 from thirdshift.store import Store
 from thirdshift.web import StoreChartSource, StorePageSource
 
@@ -105,7 +100,7 @@ def run_daemon(
     settings, made_token = with_page_token(settings, served=address is not None)
     # Read after the token is in place: every scrubber of the daemon and its Runs knows it.
     known = run_secrets(settings)
-    names = _watched_names(settings, repositories)
+    names = watched_names(settings, repositories)
     owner_names = watched_owners(settings, owners)
     if not names and not owner_names:
         raise UsageError(
@@ -132,7 +127,7 @@ def run_daemon(
     local_preflight(settings, environ, say)  # a machine that cannot seal agents runs none
     notifier = notifier_of(settings, scrub=scrub, progress=say)
     clock = SystemClock(stop)
-    watched = _checked_repositories(names, GitHubAccess(settings, clock, scrub, say))
+    watched = checked_repositories(names, GitHubAccess(settings, clock, scrub, say))
     daemon_name = settings.daemon_name or socket.gethostname()
     with opened_store(settings) as store:
         activity = ActivityLog(
@@ -160,7 +155,8 @@ def run_daemon(
             fixed = [f"{o}/{n}" for o, n, _ in watched.repositories]
             found = OwnerFinding(owner_names, fixed, adapter, make_poll)
             daemon.watch_owners(owner_watch(settings, kit.activity, found))
-        page = partial(StorePageSource, store, daemon.snapshot, scrub, warn=say)
+        web_root = web_root_of(settings.github_api_url)
+        page = partial(StorePageSource, store, daemon.snapshot, scrub, warn=say, web_root=web_root)
         inbox = webhook_inbox(settings, daemon, activity)
         charts = StoreChartSource(store, scrub)
         with status_page(
@@ -174,61 +170,6 @@ def run_daemon(
             progress=progress,
         ):
             return daemon.once() if once else daemon.serve()
-
-
-def _watched_names(settings: Settings, repositories: Sequence[str]) -> list[str]:
-    """The repositories to watch, each once: GitHub ignores case, so one poll each."""
-    spelled: dict[str, str] = {}
-    for full_name in [*settings.repositories, *repositories]:
-        spelled.setdefault(full_name.lower(), full_name)
-    return list(spelled.values())
-
-
-@dataclass(frozen=True)
-class _Watched:
-    """The watched repositories by GitHub's spelling, each with the adapter that acts on it,
-    and every adapter once."""
-
-    repositories: tuple[tuple[str, str, GitHub], ...]
-    adapters: tuple[GitHub, ...]
-
-
-def _checked_repositories(names: Sequence[str], access: GitHubAccess) -> _Watched:
-    """Each repository the daemon may push to, by GitHub's spelling; a ConfigError for one it
-    cannot see or push to. One adapter per set of credentials: a GitHub App has one
-    installation per account, so repositories of several owners may need several."""
-    adapters: dict[int | None, GitHub] = {}
-    canonical: list[tuple[str, str, GitHub]] = []
-    for full_name in names:
-        owner, name = check_repository_name(full_name)
-        credentials = access.credentials(owner, name)
-        github = adapters.get(credentials.installation)
-        if github is None:
-            github = access.adapter(credentials)
-            adapters[credentials.installation] = github
-        _check_write(github, owner, name)
-        found = github.repo(owner, name)
-        # GitHub's spelling, for paths and records.
-        canonical.append((found.owner, found.name, github))
-    return _Watched(tuple(canonical), tuple(adapters.values()))
-
-
-def _check_write(github: GitHub, owner: str, name: str) -> None:
-    """A ConfigError unless the credentials' user may push to ``owner/name``."""
-    full_name = f"{owner}/{name}"
-    login = github.authenticated_login()
-    try:
-        role = token_role(github, owner, name, login)
-    except NotFound as error:
-        raise ConfigError(
-            f"GitHub has no repository {full_name}, or the token's user {login} cannot "
-            "see it; check the name (--repo or the repositories setting) and the token"
-        ) from error
-    if role not in PERMISSIONS_THAT_PUSH:
-        raise ConfigError(
-            f"the token's user {login} has {role} permission on {full_name}; the daemon "
-            "needs write there, so use a token with write access or drop the repository"
-        )
 
 
 def _no_url(_url: str) -> None:
@@ -291,7 +232,7 @@ class _Starter:
         )
 
 
-def _daemon(kit: _DaemonKit, watched: _Watched, *, once: bool, stop: threading.Event) -> Daemon:
+def _daemon(kit: _DaemonKit, watched: Watched, *, once: bool, stop: threading.Event) -> Daemon:
     settings = kit.settings
     schedules = architect_schedules(settings, [f"{o}/{n}" for o, n, _ in watched.repositories])
     parts = DaemonParts(
@@ -345,7 +286,7 @@ def _paused(kit: _DaemonKit) -> Callable[[], str | None]:
 def _watch(
     kit: _DaemonKit,
     daemon: Daemon,
-    watched: _Watched,
+    watched: Watched,
     notifier: TargetNotifier,
     listings: OwnerListings | None,
 ) -> Callable[[str, str, GitHub], RepositoryPoll]:

@@ -31,7 +31,7 @@ from thirdshift.store.tables import RepositoryRow, RunRow, SessionRow
 
 _SUCCEEDED = col(RunRow.state) == RunState.SUCCEEDED
 
-_outcome = sa.case(
+run_outcome = sa.case(
     (sa.and_(_SUCCEEDED, col(RunRow.kind) == RunKind.MERGE), sa.literal(RunEnd.MERGED.value)),
     (
         sa.and_(
@@ -77,7 +77,10 @@ class ReportFigures(StoreBase):
     def outcome_counts(self, period: Period) -> tuple[OutcomeCount, ...]:
         """The Runs by outcome, with the pull requests they name, per repository and Harness."""
         runs = self._runs(
-            period, col(RunRow.harness), _outcome.label("outcome"), col(RunRow.pull_request_number)
+            period,
+            col(RunRow.harness),
+            run_outcome.label("outcome"),
+            col(RunRow.pull_request_number),
         ).subquery()
         grouped = sa.select(
             runs.c.repository_id,
@@ -154,7 +157,7 @@ class ReportFigures(StoreBase):
         counted as unknown and left out of both."""
         seconds = self._seconds(col(RunRow.ready_labelled_at), col(RunRow.ended_at))
         ready = self._runs(period, col(RunRow.harness), seconds.label("seconds")).where(
-            _outcome == RunEnd.READY.value
+            run_outcome == RunEnd.READY.value
         )
         known = col(RunRow.ready_labelled_at).is_not(None)
         return self._spreads(ready, col(RunRow.harness), seconds, known=known)

@@ -14,8 +14,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import col
 
-from thirdshift.run_states import RunEnd, RunKind, RunState
+from thirdshift.run_states import RunKind, RunState
 from thirdshift.store.base import StoreBase
+from thirdshift.store.figures import run_outcome
 from thirdshift.store.tables import RepositoryRow, RunRow, SessionRow
 
 
@@ -96,20 +97,7 @@ class ChartSeries(StoreBase):
 
     def day_outcomes(self, since: datetime) -> tuple[DayOutcome, ...]:
         """Runs ended at or after ``since`` per UTC day and outcome."""
-        outcome = sa.case(
-            (sa.and_(_SUCCEEDED, col(RunRow.kind) == RunKind.MERGE), RunEnd.MERGED.value),
-            (
-                sa.and_(
-                    _SUCCEEDED,
-                    col(RunRow.kind) == RunKind.ARCHITECT,
-                    sa.func.coalesce(col(RunRow.published), "") != "",
-                ),
-                RunEnd.PUBLISHED.value,
-            ),
-            (sa.and_(_SUCCEEDED, col(RunRow.kind) == RunKind.ARCHITECT), RunEnd.COVERED.value),
-            (_SUCCEEDED, RunEnd.READY.value),
-            else_=col(RunRow.state),
-        ).label("outcome")
+        outcome = run_outcome.label("outcome")
         day = sa.func.date(col(RunRow.ended_at)).label("day")
         query = (
             sa.select(day, outcome, sa.func.count())
