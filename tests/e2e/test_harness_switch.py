@@ -96,6 +96,7 @@ def test_a_run_whose_claude_provider_is_overloaded_continues_on_codex(
             # claude retries a 529 ten times by default, for minutes; once is enough here.
             "CLAUDE_CODE_MAX_RETRIES": "1",
             "PATH": f"{wrappers}{os.pathsep}{world.env()['PATH']}",
+            "THIRDSHIFT_HARNESS_PATHS": json.dumps([str(wrappers)]),
             "THIRDSHIFT_HARNESS_FALLBACKS": json.dumps(["codex"]),
             "THIRDSHIFT_MODEL": CLAUDE_MODEL,
             "THIRDSHIFT_HARNESS_MODELS": json.dumps({"codex": SANDBOX_CODEX_MODEL}),

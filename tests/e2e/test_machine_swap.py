@@ -95,6 +95,7 @@ def test_a_run_interrupted_on_one_machine_is_continued_on_others_from_the_databa
     worlds.append(world)
     world.settings["THIRDSHIFT_DATABASE_URL"] = postgres_url
     world.settings["PATH"] = f"{argv_logging_claude}{os.pathsep}{world.env()['PATH']}"
+    world.settings["THIRDSHIFT_HARNESS_PATHS"] = json.dumps([str(argv_logging_claude)])
     argvs: list[list[str]] = []
 
     process = world.start_thirdshift("run", world.issue_url)

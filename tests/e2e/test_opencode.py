@@ -134,6 +134,7 @@ def test_a_claude_run_whose_provider_is_overloaded_continues_on_opencode_through
         {
             "CLAUDE_CODE_MAX_RETRIES": "1",
             "PATH": f"{wrappers}{os.pathsep}{world.env()['PATH']}",
+            "THIRDSHIFT_HARNESS_PATHS": json.dumps([str(wrappers)]),
             "THIRDSHIFT_HARNESS_FALLBACKS": json.dumps(["opencode"]),
             "THIRDSHIFT_MODEL": CLAUDE_MODEL,
             "THIRDSHIFT_HARNESS_MODELS": json.dumps({"opencode": OPENCODE_MODEL}),
@@ -439,6 +440,7 @@ def test_a_claude_run_whose_repair_runs_on_opencode_carries_the_thread_in_the_pr
         {
             "CLAUDE_CODE_MAX_RETRIES": "1",
             "PATH": f"{wrappers}{os.pathsep}{world.env()['PATH']}",
+            "THIRDSHIFT_HARNESS_PATHS": json.dumps([str(wrappers)]),
             "THIRDSHIFT_HARNESS_FALLBACKS": json.dumps(["opencode"]),
             "THIRDSHIFT_MODEL": CLAUDE_MODEL,
             "THIRDSHIFT_HARNESS_MODELS": json.dumps({"opencode": OPENCODE_MODEL}),

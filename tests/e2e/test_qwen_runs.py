@@ -129,6 +129,7 @@ def test_a_run_on_qwen_reaches_a_ready_pull_request(world: RunWorld, wrappers: P
         ],
     )
     world.settings["PATH"] = f"{wrappers}{os.pathsep}{world.env()['PATH']}"
+    world.settings["THIRDSHIFT_HARNESS_PATHS"] = json.dumps([str(wrappers)])
     before = len(qwen_argvs(world))
 
     result = world.thirdshift("run", "--harness", "qwen", world.issue_url)
@@ -268,6 +269,7 @@ def test_a_claude_repair_whose_provider_is_overloaded_continues_on_qwen(
         {
             "CLAUDE_CODE_MAX_RETRIES": "1",
             "PATH": f"{wrappers}{os.pathsep}{world.env()['PATH']}",
+            "THIRDSHIFT_HARNESS_PATHS": json.dumps([str(wrappers)]),
             "THIRDSHIFT_MODEL": CLAUDE_MODEL,
             "THIRDSHIFT_HARNESS_FALLBACKS": json.dumps(["qwen"]),
         }
