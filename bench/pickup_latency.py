@@ -214,6 +214,12 @@ class _NoPage:
     def page(self) -> Any:
         raise AssertionError("the bench reads no page")
 
+    def run_page(self, run_id: int) -> Any:
+        raise AssertionError("the bench reads no Run page")
+
+    def session_log(self, run_id: int, session_id: int) -> Any:
+        raise AssertionError("the bench reads no Session log")
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()

@@ -73,6 +73,13 @@ def web_host_of(api_url: str) -> str:
     return "github.com" if host == "api.github.com" else host
 
 
+def web_root_of(api_url: str) -> str:
+    """Where the web pages of the GitHub an API root serves start: ``https://github.com`` for
+    api.github.com; ``http://host`` for a stand-in's ``http://host/api/v3``."""
+    scheme = urlsplit(api_url).scheme or "https"
+    return f"{scheme}://{web_host_of(api_url)}"
+
+
 def check_same_host(issue: IssueRef, api_url: str) -> None:
     """The issue must live on the GitHub thirdshift talks to."""
     expected = web_host_of(api_url)

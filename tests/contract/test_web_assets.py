@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 from thirdshift.web import make_app
 from thirdshift.web.app import STATIC
 from thirdshift.web.page import Page
+from thirdshift.web.run_page import RunPage, SessionLog
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-token-s3cret-token"
@@ -19,6 +20,12 @@ TOKEN = "s3cret-token-s3cret-token"
 class NoPage:
     def page(self) -> Page:
         raise AssertionError("no page is asked for")
+
+    def run_page(self, run_id: int) -> RunPage:
+        raise AssertionError("no Run page is asked for")
+
+    def session_log(self, run_id: int, session_id: int) -> SessionLog:
+        raise AssertionError("no Session log is asked for")
 
 
 def test_the_served_chart_library_is_the_pinned_npm_package_s_own_file() -> None:

@@ -1,11 +1,13 @@
 """The daemon's status page in a real browser (Debian's chromium, driven by Playwright): it
 shows a Run the test started while it works, and its outcome once it ends, without a reload and
 without a console error, readable at desktop and phone widths; a Failed run beside it shows its
-cause and its scrubbed last lines. On loopback too, the page asks for a token: the one the daemon
-made and printed with the page's address, or the configured ``http_token``.
+cause and its scrubbed last lines; the Run's own page, opened from its link, draws its timeline,
+replays its sessions and hands over their raw logs. On loopback too, the page asks for a token:
+the one the daemon made and printed with the page's address, or the configured ``http_token``.
 
 The screenshots are kept for a person to look at: in ``$TEST_SCREENSHOTS_DIR`` when set, else in
-the test's own temporary directory; the test prints where."""
+the test's own temporary directory; the test prints where. With ``THIRDSHIFT_TEST_SCREENSHOTS``
+set, the Run page's is also written to docs/images/run-page.png (the README shows it)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -34,6 +37,7 @@ from tests.support.run_world import (
     CALC_FIXED,
     NAME,
     OWNER,
+    PROJECT,
     TOKEN,
     RunWorld,
     bash,
@@ -45,7 +49,16 @@ from thirdshift.store import Store
 
 pytestmark = pytest.mark.real_cli
 
-MARKER = "calc.add(2, 3) returns -1"
+MARKER = "add subtract(a, b), returning a - b"
+CALC_WITH_SUBTRACT = CALC_FIXED + "\n\ndef subtract(a: int, b: int) -> int:\n    return a - b\n"
+TEST_SUBTRACT = (
+    "import unittest\n\nfrom calc import subtract\n\n\n"
+    "class SubtractTest(unittest.TestCase):\n"
+    "    def test_subtracts(self) -> None:\n"
+    "        self.assertEqual(subtract(5, 3), 2)\n"
+)
+REPAIR_MARKER = "CI is red on"
+DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "run-page.png"
 PHONE = ViewportSize(width=390, height=844)
 DESKTOP = ViewportSize(width=1280, height=900)
 SMALLEST_TEXT_PX = 12.0
@@ -196,8 +209,16 @@ def layout_problems(page: Page, width: int) -> list[str]:
 def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
     tmp_path: Path, worlds: list[RunWorld], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # The implement session commits a test of subtract() but not subtract() itself (CI goes
+    # red) and its Repair adds it: the Run's page has two sessions, one of them a Repair.
+    test = bash(
+        write_file_command("test_subtract.py", TEST_SUBTRACT)
+        + " && git add test_subtract.py && git commit -qm 'Test subtract()'",
+        "test",
+    )
     fix = bash(
-        write_file_command("calc.py", CALC_FIXED) + " && git commit -qam 'Make add() add'", "fix"
+        write_file_command("calc.py", CALC_WITH_SUBTRACT) + " && git commit -qam 'Add subtract()'",
+        "fix",
     )
     world = start_world(
         tmp_path,
@@ -206,7 +227,7 @@ def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
                 "name": "implement",
                 "marker": MARKER,
                 "turns": [
-                    {"tool_calls": [fix]},
+                    {"tool_calls": [test]},
                     # long enough to be seen in flight, in the browser, at both widths
                     {
                         "tool_calls": [bash(pull_request_file("Fix add()", "Closes #1"), "pr")],
@@ -214,8 +235,16 @@ def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
                     },
                     {"text": "Done."},
                 ],
-            }
+            },
+            {
+                "name": "repair",
+                "marker": REPAIR_MARKER,
+                "turns": [{"tool_calls": [fix]}, {"text": "subtract() is in."}],
+            },
         ],
+        files={**PROJECT, "calc.py": CALC_FIXED},
+        issue_title="Add subtract()",
+        issue_body=f"calc has add() only; {MARKER}.",
     )
     worlds.append(world)
     world.settings.update(
@@ -294,11 +323,20 @@ def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
             shoot(page, "in-flight-desktop", DESKTOP)
             shoot(page, "in-flight-phone", PHONE)
             # The same page, never reloaded, shows the outcome once the Run ends.
-            page.wait_for_selector('tr[data-run="2"][data-state="succeeded"]', timeout=120_000)
+            page.wait_for_selector('tr[data-run="2"][data-state="succeeded"]', timeout=240_000)
             assert page.query_selector('article[data-run="2"]') is None
             shoot(page, "ended-phone", PHONE)
             shoot(page, "ended-desktop", DESKTOP)
             navigations = page.evaluate("performance.getEntriesByType('navigation').length")
+            # The Run's own page, from its link: the timeline, the replay, the raw logs.
+            page.click('tr[data-run="2"] a[href="runs/2"]')
+            page.wait_for_url(f"{url}runs/2")
+            run_page = read_run_page(page, shots / "session-log.jsonl")
+            shoot(page, "run-page-phone", PHONE)
+            shoot(page, "run-page", DESKTOP)
+            if os.environ.get("THIRDSHIFT_TEST_SCREENSHOTS"):
+                DOCS_IMAGE.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(DOCS_IMAGE), full_page=True)
         finally:
             browser.close()
 
@@ -310,9 +348,87 @@ def test_the_status_page_follows_a_run_from_in_flight_to_its_outcome(
     assert files_holding(world.home, page_token) == []
     assert problems == []
     assert navigations == 1  # one load: every change came in place
-    for name in ("in-flight-desktop", "in-flight-phone", "ended-phone", "ended-desktop"):
+    shown = ("in-flight-desktop", "in-flight-phone", "ended-phone", "ended-desktop", "run-page")
+    for name in (*shown, "run-page-phone"):
         assert (shots / f"{name}.png").stat().st_size > 0
     assert world.pulls()[0]["draft"] is False
+    store = Store.open(f"sqlite:///{world.home / 'thirdshift.db'}")
+    try:
+        sessions = store.run_sessions(2)
+    finally:
+        store.close()
+    assert [s.kind for s in sessions] == ["implement", "repair-1"]
+    assert run_page.bars == len(sessions)  # a bar per session, drawn
+    assert run_page.painted
+    assert run_page.repairs == ["2. repair-1"]
+    assert "commit" in run_page.implement_calls
+    assert any(call.startswith("$ printf '%s' 'Fix add()") for call in run_page.implement_calls)
+    assert "commit" in run_page.repair_calls
+    assert run_page.log_name == Path(sessions[0].log_path).name
+    assert run_page.log_lines == Path(sessions[0].log_path).read_text().splitlines()
+    assert all(json.loads(line) for line in run_page.log_lines)
+    assert TOKEN not in run_page.html
+
+
+@dataclass(frozen=True)
+class ShownRunPage:
+    """What a browser found on a Run's page."""
+
+    html: str
+    bars: int
+    painted: bool
+    repairs: list[str]
+    implement_calls: list[str]
+    repair_calls: list[str]
+    log_name: str
+    log_lines: list[str]
+
+
+def read_run_page(page: Page, download_to: Path) -> ShownRunPage:
+    """The Run page open in ``page``: its timeline drawn (the canvas holds painted pixels, and
+    Chart.js a bar per session), its Repairs, the tool calls each session's replay lists, and
+    the implement session's raw log as its link downloads it (saved to ``download_to``)."""
+    page.wait_for_function(
+        """() => {
+            const canvas = document.getElementById("timeline");
+            if (!canvas || !canvas.width || !canvas.height || !window.Chart) { return false; }
+            const chart = Chart.getChart(canvas);
+            return chart !== undefined && chart.data.datasets[0].data.length > 0;
+        }""",
+        timeout=30_000,
+    )
+    drawn = page.evaluate(
+        """() => {
+            const canvas = document.getElementById("timeline");
+            const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height);
+            let painted = false;
+            for (let alpha = 3; alpha < pixels.data.length; alpha += 4) {
+                if (pixels.data[alpha] !== 0) { painted = true; break; }
+            }
+            return { bars: Chart.getChart(canvas).data.datasets[0].data.length, painted };
+        }"""
+    )
+    page.click('details[data-kind="implement"] > summary')  # the last session's is open
+    calls = {
+        kind: page.locator(
+            f'details[data-kind="{kind}"] li[data-kind="tool_call"]'
+        ).all_inner_texts()
+        for kind in ("implement", "repair-1")
+    }
+    with page.expect_download() as started:
+        page.click('details[data-kind="implement"] a.download')
+    download = started.value
+    download.save_as(download_to)
+    return ShownRunPage(
+        html=page.content(),
+        bars=int(drawn["bars"]),
+        painted=bool(drawn["painted"]),
+        repairs=page.locator("#repairs tr[data-repair] td:first-child").all_inner_texts(),
+        implement_calls=[text.strip() for text in calls["implement"]],
+        repair_calls=[text.strip() for text in calls["repair-1"]],
+        log_name=download.suggested_filename,
+        log_lines=download_to.read_text().splitlines(),
+    )
 
 
 def idle_daemon(
@@ -344,7 +460,7 @@ def test_on_loopback_the_page_asks_for_the_token_the_daemon_printed(
     url = f"http://127.0.0.1:{port}/"
     try:
         opened, page_token = printed_url(lines, port)
-        refused = [answer(url + path)[0] for path in ("", "live", "api/status")]
+        refused = [answer(url + path)[0] for path in ("", "live", "api/status", "runs/1")]
         health = answer(url + "healthz")
         bearer, body = answer(url + "api/status", page_token)
         browser = urllib.request.build_opener(
@@ -356,7 +472,7 @@ def test_on_loopback_the_page_asks_for_the_token_the_daemon_printed(
             by_cookie = got.status
     finally:
         stderr = lines.stop()
-    assert refused == [401, 401, 401]
+    assert refused == [401, 401, 401, 401]
     assert health == (200, b"ok\n")
     assert bearer == 200
     assert json.loads(body)["daemon"]["daemon"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from thirdshift.errors import UsageError
-from thirdshift.issue_url import check_same_host, parse_issue_url
+from thirdshift.issue_url import check_same_host, parse_issue_url, web_root_of
 
 
 def test_a_github_issue_url_is_parsed() -> None:
@@ -56,3 +56,11 @@ def test_the_issue_must_be_on_the_configured_github() -> None:
         check_same_host(
             parse_issue_url("https://github.com/a/b/issues/1"), "http://127.0.0.1:1/api/v3"
         )
+
+
+def test_the_web_root_is_the_api_s_host_with_its_scheme() -> None:
+    """The Run page links issues and pull requests there: github.com for the public API, the
+    host itself (its scheme kept) for GitHub Enterprise or the stand-in."""
+    assert web_root_of("https://api.github.com") == "https://github.com"
+    assert web_root_of("https://ghe.example.com/api/v3") == "https://ghe.example.com"
+    assert web_root_of("http://127.0.0.1:8123/api/v3") == "http://127.0.0.1:8123"

@@ -12,6 +12,7 @@ from starlette.testclient import TestClient
 from thirdshift.web import make_app
 from thirdshift.web.charts import Chart, Charts, Series
 from thirdshift.web.page import Page
+from thirdshift.web.run_page import RunPage, SessionLog
 
 TOKEN = "s3cret-token-s3cret-token"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -21,6 +22,12 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 class OnePage:
     def page(self) -> Page:
         return Page(NOW, None, (), (), (), (), cost_today_usd=0.0, unpriced_today=0)
+
+    def run_page(self, run_id: int) -> RunPage:
+        return RunPage(run_id=run_id, generated_at=NOW, found=False)
+
+    def session_log(self, run_id: int, session_id: int) -> SessionLog:
+        return SessionLog("", None, f"Run {run_id} has no session {session_id}", 404)
 
 
 class FixedCharts:

@@ -132,24 +132,33 @@ def tree_head(run: Run, tree: SpecTree) -> list[str]:
     return lines
 
 
+def ticket_numbers(tree: SpecTree) -> list[int]:
+    """The Tickets of a Spec run's tree, lowest number first: landed, or run by it."""
+    return sorted({*tree.landed, *(ticket.issue for ticket in tree.tickets)})
+
+
+def ticket_status(run: Run, number: int, tree: SpecTree) -> tuple[str, tuple[Run, ...]]:
+    """How Ticket ``number`` of Spec run ``run`` stands (landed by which Run, else how its
+    newest Ticket Run ended), and its Ticket Runs in this Spec run, oldest first."""
+    runs = tuple(ticket for ticket in tree.tickets if ticket.issue == number)
+    landed = tree.landed.get(number)
+    if landed is not None:
+        pull = f", PR #{landed.pull_request_number}" if landed.pull_request_number else ""
+        where = "" if landed.parent_run_id == run.id else f" (Spec run {landed.parent_run_id})"
+        return f"landed by Run {landed.id}{where}{pull}", runs
+    status = runs[-1].state + (f": {cut(runs[-1].cause, CAUSE_WIDTH)}" if runs[-1].cause else "")
+    return status, runs
+
+
 def tree_lines(run: Run, tree: SpecTree, usage: Mapping[int, UsageTotal]) -> list[str]:
     """A Spec run's Tickets, each with how it stands and its Ticket Runs in this Spec run."""
     if run.kind != RunKind.SPEC:
         return []
     lines: list[str] = []
-    numbers = sorted({*tree.landed, *(ticket.issue for ticket in tree.tickets)})
+    numbers = ticket_numbers(tree)
     lines.append(f"Tickets ({len(numbers)}):")
     for number in numbers:
-        runs = [ticket for ticket in tree.tickets if ticket.issue == number]
-        landed = tree.landed.get(number)
-        if landed is not None:
-            pull = f", PR #{landed.pull_request_number}" if landed.pull_request_number else ""
-            where = "" if landed.parent_run_id == run.id else f" (Spec run {landed.parent_run_id})"
-            status = f"landed by Run {landed.id}{where}{pull}"
-        else:
-            status = runs[-1].state + (
-                f": {cut(runs[-1].cause, CAUSE_WIDTH)}" if runs[-1].cause else ""
-            )
+        status, runs = ticket_status(run, number, tree)
         lines.append(f"  #{number}: {status}")
         lines.extend(f"    {run_line(ticket, usage.get(ticket.id))}" for ticket in runs)
     if not numbers:

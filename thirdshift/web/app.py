@@ -1,8 +1,9 @@
 """The status page's Starlette application: read-only, rendered on the server with Jinja2.
 
 Routes: ``/`` (the page), ``/live`` (the part of it that changes, which the page fetches every
-few seconds and puts in place), ``/api/status`` (the JSON behind it), ``/static/<name>`` (the
-charting library), ``/healthz``, and with a
+few seconds and puts in place), ``/api/status`` (the JSON behind it), ``/runs/<id>`` (a Run's
+own page) and ``/runs/<id>/sessions/<session id>/log`` (a Session log to download),
+``/static/<name>`` (the charting library and the Run page's script), ``/healthz``, and with a
 ``WebhookInbox`` ``POST /webhook`` (GitHub's deliveries). Every route but ``/healthz`` and
 ``/webhook`` asks for the token, on loopback too (the daemon's agents run untrusted code on
 this machine): an ``Authorization: Bearer`` header, or ``?token=`` once, which sets a cookie
@@ -25,12 +26,19 @@ from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from thirdshift.errors import ConfigError
 from thirdshift.web.charts import DAYS, ChartSource
 from thirdshift.web.page import Page, PageSource
+from thirdshift.web.run_page import LOG_TYPE
 from thirdshift.web.webhook import (
     BODY_SECONDS,
     MAX_DELIVERY_BYTES,
@@ -47,6 +55,12 @@ Chart.js, copied from the npm package ``package.json`` pins."""
 _STATIC_TYPES = {".js": "text/javascript", ".md": "text/plain"}
 COOKIE = "thirdshift_status"
 REFRESH_SECONDS = 3
+RUN_PAGE_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+"""A Run's page shows what agents wrote: its scripts are the package's own files only, so
+no text on it could ever run even if it escaped its escaping."""
 
 
 def _environment() -> Environment:
@@ -155,6 +169,23 @@ def make_app(
     def healthz(request: Request) -> Response:
         return Response("ok\n", media_type="text/plain")
 
+    def run(request: Request) -> Response:
+        page = source.run_page(request.path_params["run_id"])
+        html = environment.get_template("run.html").render(page=page)
+        headers = {"Cache-Control": "no-store", "Content-Security-Policy": RUN_PAGE_POLICY}
+        return HTMLResponse(html, status_code=page.status, headers=headers)
+
+    def session_log(request: Request) -> Response:
+        log = source.session_log(request.path_params["run_id"], request.path_params["session_id"])
+        if log.lines is None:
+            return Response(f"{log.problem}\n", log.status, media_type="text/plain")
+        headers = {
+            "Content-Disposition": f'attachment; filename="{log.name}"',
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+        }
+        return StreamingResponse(log.lines, media_type=LOG_TYPE, headers=headers)
+
     served = {path.name: path for path in STATIC.iterdir() if path.suffix in _STATIC_TYPES}
 
     def static(request: Request) -> Response:
@@ -173,6 +204,8 @@ def make_app(
         Route("/live", live),
         Route("/api/status", status),
         Route("/healthz", healthz),
+        Route("/runs/{run_id:int}", run),
+        Route("/runs/{run_id:int}/sessions/{session_id:int}/log", session_log),
         Route("/static/{name}", static),
     ]
     open_paths = {"/healthz"}

@@ -25,6 +25,7 @@ from thirdshift.run_states import RunKind, RunState
 from thirdshift.runs import spec_ticket_lines
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
+from thirdshift.web.run_page import RunPage, SessionLog, run_page, session_log
 
 CACHE_SECONDS = 2.0
 LOG_LINES = 12
@@ -167,6 +168,16 @@ class PageSource(Protocol):
 
     def page(self) -> Page: ...
 
+    def run_page(self, run_id: int) -> RunPage:
+        """Run ``run_id``'s own page; it says so when there is no such Run or the database
+        cannot be read (``RunPage.status`` 404, 503). Never raises for either."""
+        ...
+
+    def session_log(self, run_id: int, session_id: int) -> SessionLog:
+        """The log of session ``session_id`` of Run ``run_id`` to download, found by the path
+        the store recorded; or why there is none. Never raises for that."""
+        ...
+
 
 def condensed_tail(
     log_path: Path, harness: str, scrub: Callable[[str], str], lines: int = LOG_LINES
@@ -204,8 +215,12 @@ class StorePageSource:
         *,
         fresh_seconds: float = CACHE_SECONDS,
         warn: Callable[[str], None] = lambda line: None,
+        web_root: str | None = None,
     ) -> None:
+        """``web_root`` (``https://github.com``): where the Run pages link repositories,
+        issues and pull requests (None: they name them unlinked)."""
         self._store = store
+        self._web_root = web_root
         self._warn = warn
         self._unreachable = False
         self._state = state
@@ -229,13 +244,33 @@ class StorePageSource:
             self._built = (time.monotonic(), built)
             return built
 
-    def _without_store(self, error: StoreError) -> Page:
-        """The page while the store is down: the daemon's own state and why, said on stderr
-        once per outage (not once per request; a page polls every few seconds)."""
+    def run_page(self, run_id: int) -> RunPage:
+        try:
+            built = run_page(self._store, run_id, self._scrub, web_root=self._web_root)
+        except StoreError as error:
+            now = datetime.now(UTC)
+            return RunPage(run_id=run_id, generated_at=now, database_error=self._down(error))
+        self._unreachable = False
+        return built
+
+    def session_log(self, run_id: int, session_id: int) -> SessionLog:
+        try:
+            return session_log(self._store, run_id, session_id, self._scrub)
+        except StoreError as error:
+            return SessionLog(name="", lines=None, problem=self._down(error), status=503)
+
+    def _down(self, error: StoreError) -> str:
+        """``database unreachable: <why>``, said on stderr once per outage (not once per
+        request; a page polls every few seconds)."""
         said = self._scrub(f"database unreachable: {error}")
         if not self._unreachable:
             self._unreachable = True
             self._warn(f"status page: {said}")
+        return said
+
+    def _without_store(self, error: StoreError) -> Page:
+        """The page while the store is down: the daemon's own state and why."""
+        said = self._down(error)
         return Page(
             generated_at=datetime.now(UTC),
             daemon=self._state(),

@@ -6,7 +6,8 @@ the post-mortem, label looks, Base fixes and Failed-run causes. Nothing here rea
 the database or a Harness (the ``rules`` import contract).
 
 This module is the light face of the rules for packages outside ``runs``: the daemon's rules
-and ``setup`` import from here, without pulling in the adapters the ``runs`` face brings."""
+and ``setup`` import from here, and the status page's Run page its Session lines, without
+pulling in the adapters the ``runs`` face brings."""
 
 from thirdshift.runs.rules.approval import ROLES_THAT_LABEL
 from thirdshift.runs.rules.label_looks import IN_PROGRESS_LOOK, MERGE_LOOK, READY_LOOK
@@ -17,6 +18,7 @@ from thirdshift.runs.rules.plans import (
     PLAN_LABEL,
     TRIAGE_LABEL,
 )
+from thirdshift.runs.rules.post_mortem import condensed, history_line
 
 __all__ = [
     "IDEA_LABEL",
@@ -28,4 +30,6 @@ __all__ = [
     "READY_LOOK",
     "ROLES_THAT_LABEL",
     "TRIAGE_LABEL",
+    "condensed",
+    "history_line",
 ]
