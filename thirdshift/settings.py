@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from apscheduler.triggers.cron import CronTrigger
 from pydantic import (
@@ -514,6 +515,12 @@ class Settings(BaseSettings):
         "besides loopback, its bind address and, on 0.0.0.0 or ::, this host's own names and "
         "addresses: for example a DNS name or a proxy's.",
     )
+    public_url: str | None = Field(
+        default=None,
+        description="The status page's address as people reach it (http:// or https://, a "
+        "proxy's too): the pull requests and Failed run comments thirdshift writes then link "
+        "each Run's page, <public_url>/runs/<id>.",
+    )
     webhook_secret: SecretStr | None = Field(
         default=None,
         description="The secret of the GitHub webhook that sends deliveries to the daemon's "
@@ -667,6 +674,7 @@ class Settings(BaseSettings):
         "github_app_private_key",
         "github_app_private_key_file",
         "http_token",
+        "public_url",
         "webhook_secret",
         "notify_webhook_url",
         "notify_webhook_secret",
@@ -677,6 +685,11 @@ class Settings(BaseSettings):
         # A workflow passes an unset secret as an empty string.
         text = value.get_secret_value() if isinstance(value, SecretStr) else value
         return None if isinstance(text, str) and not text.strip() else value
+
+    @field_validator("public_url")
+    @classmethod
+    def _page_address(cls, value: str | None) -> str | None:
+        return None if value is None else page_address(value)
 
     @field_validator("repositories")
     @classmethod
@@ -773,6 +786,20 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.home / 'thirdshift.db'}"
+
+
+def page_address(url: str) -> str:
+    """``public_url`` as kept: an http(s) address with a host and no query, fragment or
+    credentials, without its trailing slash (the Run pages are ``<it>/runs/<id>``)."""
+    fix = "give the status page's address as people open it, e.g. https://thirdshift.example.org"
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or len(url.split()) > 1:
+        raise ValueError(f"not an http:// or https:// address with a host; {fix}")
+    if parts.query or parts.fragment or url.rstrip().endswith(("?", "#")):
+        raise ValueError(f"an address without a query (?...) or a fragment (#...) is needed; {fix}")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"an address must not carry credentials (it is published); {fix}")
+    return url.strip().rstrip("/")
 
 
 def _field_keys() -> dict[str, str]:

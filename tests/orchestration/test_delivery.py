@@ -808,3 +808,37 @@ def test_a_harness_whose_key_cannot_stay_outside_the_sandbox_is_refused_before_t
     assert world.github.pull_requests() == []
     assert world.store.list_runs() == []
     assert "implement" not in world.sessions.prompts
+
+
+def test_with_public_url_the_pull_request_and_the_failed_run_comment_link_the_run_s_page(
+    world: RunWorld,
+) -> None:
+    """``public_url`` set: the pull request's body ends with the page of the Run that wrote it,
+    and a Failed run's comment links its Run's page."""
+    world.settings = world.settings.model_copy(
+        update={"public_url": "https://thirdshift.example.org"}
+    )
+    ready = world.github.add_issue("Add a widget", "Please add widget.txt", [READY])
+    world.sessions.plays["implement"] = commit_file(
+        "widget.txt", "widget\n", "Add the widget", pull_request=PR_TEXT
+    )
+    assert world.run(ready) == 0
+    failing = world.github.add_issue("Add a gadget", "", [READY])
+
+    def fail(worktree: Path, prompt: str) -> str:
+        raise SessionFailed("the CLI died")
+
+    world.sessions.plays["implement"] = fail
+    assert world.run(failing) == 1
+
+    [succeeded, failed] = sorted(world.store.list_runs(), key=lambda run: run.id)
+    [pull] = world.github.pull_requests()
+    assert pull.body.endswith(
+        "\n\nCloses #1\n\nThe Run behind this pull request, on thirdshift's status page: "
+        f"https://thirdshift.example.org/runs/{succeeded.id}"
+    )
+    [comment] = world.failure_comments(failing)
+    assert (
+        f"**The Run's page:** https://thirdshift.example.org/runs/{failed.id} (its timeline, "
+        "each Session replayed, its Session logs)."
+    ) in comment

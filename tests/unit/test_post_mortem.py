@@ -18,6 +18,8 @@ from thirdshift.runs.rules.post_mortem import (
     markdown,
     post_mortem,
     run_end_notification,
+    run_page_part,
+    run_page_url,
     short_form,
 )
 from thirdshift.scrub import Scrubber
@@ -154,3 +156,15 @@ def test_a_run_end_message_carries_the_short_form_and_the_facts() -> None:
         7,
     )
     assert notice.post_mortem == short_form(report)
+
+
+def test_a_failed_run_comment_links_the_run_s_page_only_with_a_public_url() -> None:
+    """With ``public_url`` the comment gets a part linking ``<public_url>/runs/<id>``;
+    without it, nothing is linked."""
+    assert run_page_url(None, 7) is None
+    url = run_page_url("https://thirdshift.example.org/status", 7)
+    assert url == "https://thirdshift.example.org/status/runs/7"
+    assert run_page_part(url) == (
+        "**The Run's page:** https://thirdshift.example.org/status/runs/7 (its timeline, each "
+        "Session replayed, its Session logs)."
+    )

@@ -344,3 +344,18 @@ def test_an_architect_schedule_is_read_per_repository_and_a_bad_one_names_key_an
     (home / "config.toml").write_text('[architect_schedule]\n"no-slash" = "0 3 * * 1"\n')
     with pytest.raises(ConfigError, match="is not OWNER/NAME"):
         load_settings(os.environ)
+
+
+def test_public_url_is_an_http_address_kept_without_its_trailing_slash(home: Path) -> None:
+    """The Run pages are ``<public_url>/runs/<id>``: a query, a fragment, credentials or
+    another scheme are refused, naming the setting and the form it takes; unset, none."""
+    assert load_settings(os.environ).public_url is None
+    (home / "config.toml").write_text('public_url = "https://thirdshift.example.org/status/"\n')
+    assert load_settings(os.environ).public_url == "https://thirdshift.example.org/status"
+    for wrong in ("ftp://x.example", "x.example", "https://x.example/?a=1", "https://x.example/#r",
+                  "https://me:pw@x.example"):  # fmt: skip
+        (home / "config.toml").write_text(f'public_url = "{wrong}"\n')
+        with pytest.raises(ConfigError) as caught:
+            load_settings(os.environ)
+        assert "key 'public_url'" in str(caught.value), wrong
+        assert "e.g. https://thirdshift.example.org" in str(caught.value), wrong

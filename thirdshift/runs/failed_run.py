@@ -27,7 +27,14 @@ from thirdshift.run_states import RunEnd, RunState
 from thirdshift.runs import full_disk
 from thirdshift.runs.ports import GitHubPort
 from thirdshift.runs.rules.failed_causes import ending_state, is_policy_refusal, reason_of, stopped
-from thirdshift.runs.rules.post_mortem import LAST_LINES, PostMortem, markdown, post_mortem
+from thirdshift.runs.rules.post_mortem import (
+    LAST_LINES,
+    PostMortem,
+    markdown,
+    post_mortem,
+    run_page_part,
+    run_page_url,
+)
 from thirdshift.runs.scope import RunTools
 from thirdshift.runs.secret_check import push_checked
 
@@ -97,6 +104,7 @@ class Salvage:
         self._progress = tools.say
         self._run, self._branch, self._base = salvaged.run, salvaged.branch, salvaged.base
         self._ready_label = settings.ready_label
+        self._public_url = settings.public_url
         self._in_progress_label = settings.in_progress_label
 
     def fail(self, failed: FailedRun) -> FailedOutcome:
@@ -328,6 +336,9 @@ class Salvage:
             parts += markdown(report, log_name)
         else:
             parts.append(f"**See more:** `thirdshift show {self._run.id}`.")
+        run_page = run_page_url(self._public_url, self._run.id)
+        if run_page is not None:
+            parts.append(run_page_part(run_page))
         if self._job_url:
             parts.append(f"**Job:** {self._job_url} (its log, and the Session logs as an artifact)")
         if ask:

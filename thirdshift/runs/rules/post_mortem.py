@@ -143,6 +143,17 @@ def see_more(run_id: int) -> str:
     )
 
 
+def run_page_url(public_url: str | None, run_id: int) -> str | None:
+    """The Run's page on the status page, ``<public_url>/runs/<id>``; None without a
+    ``public_url`` (thirdshift's texts then link nothing)."""
+    return None if public_url is None else f"{public_url}/runs/{run_id}"
+
+
+def run_page_part(url: str) -> str:
+    """The Failed-run comment's link to the Run's page."""
+    return f"**The Run's page:** {url} (its timeline, each Session replayed, its Session logs)."
+
+
 def markdown(report: PostMortem, log_name: str | None) -> list[str]:
     """The Post-mortem's parts of the Failed-run comment (the cause comes before them)."""
     parts: list[str] = []

@@ -17,16 +17,32 @@ from thirdshift.sessions.preamble import before_prompt
 PULL_REQUEST_FILE = ".thirdshift-pull-request.md"
 
 
-def pull_request_text(text: str, ref: IssueRef, scrub: Scrubber) -> tuple[str, str]:
+def pull_request_text(
+    text: str, ref: IssueRef, scrub: Scrubber, run_page: str | None = None
+) -> tuple[str, str]:
     """The title and body of the Pull request file the agent wrote, defanged, with
-    thirdshift's one ``Closes #n``."""
+    thirdshift's one ``Closes #n`` and, given ``run_page``, its link to the Run's page."""
     first, _, rest = text.strip().partition("\n")
     title = first.lstrip("# ").strip() or f"Fix #{ref.number}"
     # Scrubbed first: a zero-width space inside a secret would hide it from the scrubber.
     return (
         defanged_title(scrub(title), ref.full_name),
-        pull_request_body(scrub(rest.strip()), ref.number, ref.full_name),
+        with_run_page(pull_request_body(scrub(rest.strip()), ref.number, ref.full_name), run_page),
     )
+
+
+def fallback_pull_request(ref: IssueRef, run_page: str | None = None) -> tuple[str, str]:
+    """The title and body of a pull request whose session wrote no Pull request file."""
+    return f"Fix #{ref.number}", with_run_page(f"Closes #{ref.number}", run_page)
+
+
+def with_run_page(body: str, run_page: str | None) -> str:
+    """A pull request's body as thirdshift publishes it, with a last line linking the page of
+    the Run that wrote it (``run_page``, from ``public_url``); unchanged without one. Added
+    after defanging: it is thirdshift's own line."""
+    if run_page is None:
+        return body
+    return f"{body}\n\nThe Run behind this pull request, on thirdshift's status page: {run_page}"
 
 
 @dataclass(frozen=True)

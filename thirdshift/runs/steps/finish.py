@@ -13,7 +13,7 @@ from thirdshift.records import PullRequestInfo, Run
 from thirdshift.run_states import RunEnd, RunState
 from thirdshift.runs.notices import Announcer
 from thirdshift.runs.outcome import RunOutcome, checks_line
-from thirdshift.runs.rules.post_mortem import AnnouncedEnd
+from thirdshift.runs.rules.post_mortem import AnnouncedEnd, run_page_url
 from thirdshift.runs.rules.prompts import PULL_REQUEST_FILE, pull_request_text
 from thirdshift.runs.rules.repair_loop import LoopResult
 from thirdshift.runs.scope import RunScope, RunTools, Say
@@ -51,7 +51,10 @@ class FinishStep:
         last wrote, open and ready at the head CI was watched on; after a merge, tidied up."""
         ref, gh = scope.ref, scope.github
         text = worktree.read_agent_file(PULL_REQUEST_FILE)
-        written = pull_request_text(text, ref, self.tools.scrub) if text is not None else None
+        run_page = run_page_url(self.tools.settings.public_url, scope.record.id)
+        written = (
+            pull_request_text(text, ref, self.tools.scrub, run_page) if text is not None else None
+        )
         if written is not None and written != (pull.title, pull.body) and not result.merged:
             title, body = written
             pull = gh.update_pull(ref.owner, ref.repo, pull.number, title=title, body=body)

@@ -11,7 +11,12 @@ from thirdshift.git import Worktree, tracking
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo
 from thirdshift.runs.ports import PullRequests
-from thirdshift.runs.rules.prompts import PULL_REQUEST_FILE, pull_request_text
+from thirdshift.runs.rules.post_mortem import run_page_url
+from thirdshift.runs.rules.prompts import (
+    PULL_REQUEST_FILE,
+    fallback_pull_request,
+    pull_request_text,
+)
 from thirdshift.runs.scope import RunScope, Say
 from thirdshift.runs.secret_check import push_checked
 from thirdshift.scrub import Scrubber
@@ -30,8 +35,9 @@ class TakeoverStep:
         """The Run's pull request, open and ready, at the pushed head."""
         ref, branch, base = scope.ref, scope.branch, scope.base
         self._push(scope, worktree)
-        written = self._written(ref, worktree)
-        title, body = written or (f"Fix #{ref.number}", f"Closes #{ref.number}")
+        run_page = run_page_url(self.settings.public_url, scope.record.id)
+        written = self._written(ref, worktree, run_page)
+        title, body = written or fallback_pull_request(ref, run_page)
         gh: PullRequests = scope.github
         if pull is None:
             open_pulls = [
@@ -84,9 +90,11 @@ class TakeoverStep:
             ),
         )
 
-    def _written(self, ref: IssueRef, worktree: Worktree) -> tuple[str, str] | None:
+    def _written(
+        self, ref: IssueRef, worktree: Worktree, run_page: str | None
+    ) -> tuple[str, str] | None:
         text = worktree.read_agent_file(PULL_REQUEST_FILE)
         if text is None:
             self.say(f"the session wrote no {PULL_REQUEST_FILE}")
             return None
-        return pull_request_text(text, ref, self.scrub)
+        return pull_request_text(text, ref, self.scrub, run_page)
