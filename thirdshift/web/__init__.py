@@ -4,9 +4,9 @@ daemon is doing, rendered on the server and refreshed in place, and the JSON beh
 ``page`` builds the page's content from the daemon's state and the store (what a Run shows, its
 condensed log); ``charts`` the charts at its end (cost, outcomes, label to ready); ``run_page``
 a Run's own page (its record, timeline, Repairs and Sessions replayed) and its Session logs to
-download; ``app`` is the Starlette application (routes, the token check, the templates); ``server`` runs it with
-uvicorn in a thread of the daemon's process; ``webhook`` checks GitHub's webhook deliveries the
-same server takes at ``POST /webhook``.
+download; ``app`` is the Starlette application (routes, the token check, the templates);
+``server`` runs it with uvicorn in a thread of the daemon's process; ``webhook`` checks
+GitHub's webhook deliveries the same server takes at ``POST /webhook``.
 """
 
 from typing import TYPE_CHECKING, Any
