@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 from thirdshift.web import make_app
 from thirdshift.web.app import STATIC
 from thirdshift.web.page import Page
-from thirdshift.web.run_page import RunPage, SessionLog
+from thirdshift.web.run_page import LogDownload, RunPage
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-token-s3cret-token"
@@ -24,7 +24,7 @@ class NoPage:
     def run_page(self, run_id: int) -> RunPage:
         raise AssertionError("no Run page is asked for")
 
-    def session_log(self, run_id: int, session_id: int) -> SessionLog:
+    def session_log(self, run_id: int, session_id: int) -> LogDownload:
         raise AssertionError("no Session log is asked for")
 
 

@@ -24,10 +24,10 @@ from thirdshift.web.page import LeaseView
 from thirdshift.web.run_page import (
     REPLAY_EVENTS,
     Field,
+    LogDownload,
     ReplayLine,
     RunLink,
     RunPage,
-    SessionLog,
     SessionView,
     TicketNode,
     download_name,
@@ -184,7 +184,7 @@ def test_while_the_database_is_unreachable_the_run_page_says_so_with_503() -> No
 
 def test_the_run_page_and_its_logs_ask_for_the_token() -> None:
     """The token check covers every route: a Run's page and its Session logs too."""
-    log = SessionLog("a.jsonl", iter([b"{}\n"]))
+    log = LogDownload("a.jsonl", iter([b"{}\n"]))
     source = ScriptedSource([page()], runs={7: run_page()}, logs={(7, 41): log})
     client = client_of(make_app(source, token=TOKEN))
 
@@ -198,7 +198,7 @@ def test_the_run_page_and_its_logs_ask_for_the_token() -> None:
 def test_a_session_log_downloads_as_an_attachment_of_json_lines() -> None:
     lines = [b'{"type": "system"}\n', b'{"type": "result"}\n']
     source = ScriptedSource(
-        [page()], logs={(7, 41): SessionLog("acme-widgets-issue-11-implement.jsonl", iter(lines))}
+        [page()], logs={(7, 41): LogDownload("acme-widgets-issue-11-implement.jsonl", iter(lines))}
     )
     client = client_of(make_app(source, token=TOKEN), bearer=True)
 
@@ -214,7 +214,7 @@ def test_a_session_log_downloads_as_an_attachment_of_json_lines() -> None:
 
 
 def test_a_session_log_that_cannot_be_had_is_a_plain_message_with_its_status() -> None:
-    gone = SessionLog("x.jsonl", None, "the Session log of Run 7's implement session is gone", 404)
+    gone = LogDownload("x.jsonl", None, "the Session log of Run 7's implement session is gone", 404)
     source = ScriptedSource([page()], logs={(7, 41): gone})
     client = client_of(make_app(source, token=TOKEN), bearer=True)
 
@@ -330,7 +330,7 @@ def test_a_session_still_running_shows_how_long_so_far() -> None:
 def test_a_client_without_the_token_gets_no_log_even_by_the_cookie_path() -> None:
     """``?token=`` on a log's address sets the cookie and sends the browser back to the same
     address, never elsewhere."""
-    log = SessionLog("a.jsonl", iter([b"{}\n"]))
+    log = LogDownload("a.jsonl", iter([b"{}\n"]))
     source = ScriptedSource([page()], logs={(7, 41): log})
     client = client_of(make_app(source, token=TOKEN))
 

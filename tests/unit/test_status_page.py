@@ -17,7 +17,7 @@ from thirdshift.records import Lease, Repository, Run
 from thirdshift.run_states import RunKind, RunState
 from thirdshift.web import make_app
 from thirdshift.web.page import LeaseView, Page, PageRun
-from thirdshift.web.run_page import RunPage, SessionLog
+from thirdshift.web.run_page import LogDownload, RunPage
 from thirdshift.web.server import is_loopback, is_wildcard, own_host_names, parse_address
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -62,7 +62,7 @@ def client_of(app: Starlette, *, bearer: bool = False) -> TestClient:
 class ScriptedSource:
     pages: list[Page] = field(default_factory=list)
     runs: dict[int, RunPage] = field(default_factory=dict)
-    logs: dict[tuple[int, int], SessionLog] = field(default_factory=dict)
+    logs: dict[tuple[int, int], LogDownload] = field(default_factory=dict)
 
     def page(self) -> Page:
         return self.pages[0] if len(self.pages) == 1 else self.pages.pop(0)
@@ -70,8 +70,8 @@ class ScriptedSource:
     def run_page(self, run_id: int) -> RunPage:
         return self.runs.get(run_id) or RunPage(run_id=run_id, generated_at=NOW, found=False)
 
-    def session_log(self, run_id: int, session_id: int) -> SessionLog:
-        missing = SessionLog("", None, f"Run {run_id} has no session {session_id}", 404)
+    def session_log(self, run_id: int, session_id: int) -> LogDownload:
+        missing = LogDownload("", None, f"Run {run_id} has no session {session_id}", 404)
         return self.logs.get((run_id, session_id), missing)
 
 

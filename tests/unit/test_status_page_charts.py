@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from thirdshift.web import make_app
 from thirdshift.web.charts import Chart, Charts, Series
 from thirdshift.web.page import Page
-from thirdshift.web.run_page import RunPage, SessionLog
+from thirdshift.web.run_page import LogDownload, RunPage
 
 TOKEN = "s3cret-token-s3cret-token"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -26,8 +26,8 @@ class OnePage:
     def run_page(self, run_id: int) -> RunPage:
         return RunPage(run_id=run_id, generated_at=NOW, found=False)
 
-    def session_log(self, run_id: int, session_id: int) -> SessionLog:
-        return SessionLog("", None, f"Run {run_id} has no session {session_id}", 404)
+    def session_log(self, run_id: int, session_id: int) -> LogDownload:
+        return LogDownload("", None, f"Run {run_id} has no session {session_id}", 404)
 
 
 class FixedCharts:

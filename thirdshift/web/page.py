@@ -25,7 +25,7 @@ from thirdshift.run_states import RunKind, RunState
 from thirdshift.runs import spec_ticket_lines
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
-from thirdshift.web.run_page import RunPage, SessionLog, run_page, session_log
+from thirdshift.web.run_page import LogDownload, RunPage, run_page, session_log
 
 CACHE_SECONDS = 2.0
 LOG_LINES = 12
@@ -173,7 +173,7 @@ class PageSource(Protocol):
         cannot be read (``RunPage.status`` 404, 503). Never raises for either."""
         ...
 
-    def session_log(self, run_id: int, session_id: int) -> SessionLog:
+    def session_log(self, run_id: int, session_id: int) -> LogDownload:
         """The log of session ``session_id`` of Run ``run_id`` to download, found by the path
         the store recorded; or why there is none. Never raises for that."""
         ...
@@ -253,11 +253,11 @@ class StorePageSource:
         self._unreachable = False
         return built
 
-    def session_log(self, run_id: int, session_id: int) -> SessionLog:
+    def session_log(self, run_id: int, session_id: int) -> LogDownload:
         try:
             return session_log(self._store, run_id, session_id, self._scrub)
         except StoreError as error:
-            return SessionLog(name="", lines=None, problem=self._down(error), status=503)
+            return LogDownload(name="", lines=None, problem=self._down(error), status=503)
 
     def _down(self, error: StoreError) -> str:
         """``database unreachable: <why>``, said on stderr once per outage (not once per

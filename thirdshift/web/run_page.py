@@ -179,7 +179,7 @@ class RunPage:
 
 
 @dataclass(frozen=True)
-class SessionLog:
+class LogDownload:
     """A Session log to download: its file's name and its lines, each scrubbed as it is read;
     or, without ``lines``, why not (``status`` 404 or 503, ``problem`` saying it)."""
 
@@ -235,12 +235,12 @@ def run_page(
     )
 
 
-def session_log(store: Store, run_id: int, session_id: int, scrub: Scrub) -> SessionLog:
+def session_log(store: Store, run_id: int, session_id: int, scrub: Scrub) -> LogDownload:
     """Session ``session_id`` of Run ``run_id``'s log, from the path the store recorded for
     it (a request names only the two ids); a session of another Run is none of this one's."""
     session = next((s for s in store.run_sessions(run_id) if s.id == session_id), None)
     if session is None:
-        return SessionLog(
+        return LogDownload(
             name="",
             lines=None,
             problem=f"Run {run_id} has no session {session_id}: its page lists its sessions",
@@ -251,7 +251,7 @@ def session_log(store: Store, run_id: int, session_id: int, scrub: Scrub) -> Ses
     try:
         log = path.open("rb")
     except OSError as error:
-        return SessionLog(
+        return LogDownload(
             name=name,
             lines=None,
             problem=(
@@ -261,7 +261,7 @@ def session_log(store: Store, run_id: int, session_id: int, scrub: Scrub) -> Ses
             ),
             status=404,
         )
-    return SessionLog(name=name, lines=_scrubbed_lines(log, scrub))
+    return LogDownload(name=name, lines=_scrubbed_lines(log, scrub))
 
 
 def download_name(name: str) -> str:
