@@ -5,12 +5,15 @@ tests share one demo and so run on one worker: these may run beside it."""
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import socket
 import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import sync_playwright
 
 from tests.e2e.test_daemon_demo import DEMO_SECONDS, STATUS_LINE, Demo
 
@@ -22,6 +25,84 @@ def _port_open(url: str) -> bool:
     with socket.socket() as probe:
         probe.settimeout(1)
         return probe.connect_ex((parts.hostname or "", parts.port or 80)) == 0
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What Chromium showed of a finished demo's status page."""
+
+    drawn_charts: set[str]
+    runs: dict[str, bool]
+    """Each Run row of the front page, by its id: whether it links to the Run's page."""
+    ci_fix_bars: int
+    ci_fix_kinds: list[str]
+    ci_fix_calls: int
+    tickets: int
+    ticket_runs: int
+
+
+DRAWN = """(key) => {
+    const canvas = document.querySelector(`figure[data-chart="${key}"] canvas`);
+    if (!canvas || !window.Chart || !Chart.getChart(canvas)) { return false; }
+    const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height);
+    for (let alpha = 3; alpha < pixels.data.length; alpha += 4) {
+        if (pixels.data[alpha] !== 0) { return true; }
+    }
+    return false;
+}"""
+
+
+def what_a_browser_sees(url: str, shots: Path) -> Seen:
+    """The front page and two Run pages of the finished demo, in Chromium, with a screenshot of
+    each kept in ``shots``."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.fail("chromium is not installed (Debian: apt-get install chromium)", pytrace=False)
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(url)
+            page.wait_for_selector("figure.chart.drawn", timeout=60_000)
+            keys = page.eval_on_selector_all(
+                "figure.chart", "figures => figures.map(f => f.dataset.chart)"
+            )
+            drawn = {key for key in keys if page.evaluate(DRAWN, key)}
+            runs = {
+                row.get_attribute("data-run") or "": row.locator(
+                    f'a[href="runs/{row.get_attribute("data-run")}"]'
+                ).count()
+                == 1
+                for row in page.locator("tr[data-run]").all()
+            }
+            page.screenshot(path=str(shots / "front.png"), full_page=True)
+            ci_fix = page.locator("tr[data-run]", has_text="demo/calculator#2").first
+            ci_fix.locator("a").first.click()
+            page.wait_for_function(
+                """() => { const c = document.getElementById("timeline");
+                    return window.Chart && c && Chart.getChart(c) !== undefined; }""",
+                timeout=30_000,
+            )
+            bars = page.evaluate(
+                """() => Chart.getChart(document.getElementById("timeline"))
+                    .data.datasets[0].data.length"""
+            )
+            kinds = page.eval_on_selector_all(
+                "details[data-kind]", "sessions => sessions.map(s => s.dataset.kind)"
+            )
+            calls = page.locator('li[data-kind="tool_call"]').count()
+            page.screenshot(path=str(shots / "ci-fix-run.png"), full_page=True)
+            page.go_back()
+            spec = page.locator("tr[data-run]", has_text="demo/calculator#3").first
+            spec.locator("a").first.click()
+            page.wait_for_selector("#tickets", timeout=30_000)
+            tickets = page.locator("#tickets li[data-ticket]").count()
+            ticket_runs = page.locator("#tickets li[data-ticket-run] a").count()
+            page.screenshot(path=str(shots / "spec-run.png"), full_page=True)
+        finally:
+            browser.close()
+    return Seen(drawn, runs, int(bars), list(kinds), calls, tickets, ticket_runs)
 
 
 def test_with_another_harness_the_daemon_demo_ends_with_each_pull_request(
@@ -45,11 +126,15 @@ def test_with_keep_the_daemon_goes_on_after_the_summary_until_sigterm_stops_ever
     tmp_path: Path,
 ) -> None:
     """--keep: the summary is printed once every issue is done, the daemon and its page serve
-    on; SIGTERM stops the daemon, the page and both servers, with exit 0."""
+    on, and Chromium shows the page's charts, every Run linked, the CI-fix issue's Run with its
+    Repair on the timeline and in the replay, and the Spec run's Ticket tree; SIGTERM stops the
+    daemon, the page and both servers, with exit 0."""
     kept = Demo(tmp_path / "demo", "--keep")
     try:
-        page = kept.first(STATUS_LINE)[1]
+        address = kept.first(STATUS_LINE)
+        page = address[1]
         kept.first(r"every demo issue is done; the daemon keeps going", timeout=DEMO_SECONDS)
+        seen = what_a_browser_sees(f"{page}?token={address[2]}", tmp_path / "screenshots")
         env = dict(
             line.removeprefix("export ").split("=", 1)
             for line in (kept.root / "demo.env").read_text().splitlines()
@@ -64,6 +149,17 @@ def test_with_keep_the_daemon_goes_on_after_the_summary_until_sigterm_stops_ever
     assert status == 0, "\n".join(kept.seen)
     outcomes = [re.split(r"\s{2,}", r)[1] for r in kept.stdout.strip().splitlines()[1:]]
     assert outcomes == ["succeeded"] * 3 + ["landed"] * 2
+    # The front page: its charts drawn, and every Run listed links to its own page.
+    assert seen.drawn_charts >= {"cost", "outcomes"}, seen
+    assert len(seen.runs) >= 5, seen.runs
+    assert all(seen.runs.values()), seen.runs
+    # The CI-fix issue's Run: its implement session and the Repair that made CI green.
+    assert seen.ci_fix_bars == 2
+    assert seen.ci_fix_kinds == ["implement", "repair-1"]
+    assert seen.ci_fix_calls > 0
+    # The Spec run: its two Tickets as a tree, each with its Ticket Run linked.
+    assert seen.tickets == 2
+    assert seen.ticket_runs >= 2
     assert not _port_open(page)
     assert not _port_open(env["THIRDSHIFT_GITHUB_API_URL"])
 

@@ -12,6 +12,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from thirdshift.daemon.state import DaemonProcess, DaemonState
 from thirdshift.errors import ConfigError
 from thirdshift.records import Lease, Repository, Run
 from thirdshift.run_states import RunKind, RunState
@@ -244,3 +245,20 @@ def test_while_the_database_is_unreachable_the_page_says_so() -> None:
     up = client_of(make_app(ScriptedSource([page()]), token=TOKEN), bearer=True)
     assert "database unreachable" not in up.get("/").text
     assert up.get("/api/status").json()["database_error"] is None
+
+
+def test_the_daemon_line_names_the_daemon_its_process_and_when_it_started() -> None:
+    state = DaemonState(
+        daemon=DaemonProcess("night", 4242, NOW - timedelta(hours=2)),
+        updated_at=NOW,
+        stopping=False,
+        polls=(),
+        running=(),
+        pauses=(),
+        rate_limit_remaining=4999,
+    )
+    shown = dataclasses.replace(page(), daemon=state)
+    client = client_of(make_app(ScriptedSource([shown]), token=TOKEN, port=8765), bearer=True)
+    html = client.get("/live").text
+    assert "Daemon night (pid 4242), since 10:00:00 UTC." in html
+    assert "DaemonProcess(" not in html
