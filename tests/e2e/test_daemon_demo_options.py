@@ -4,13 +4,20 @@ tests share one demo and so run on one worker: these may run beside it."""
 
 from __future__ import annotations
 
+import json
+import math
+import os
 import re
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import urllib.parse
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import sync_playwright
@@ -105,6 +112,78 @@ def what_a_browser_sees(url: str, shots: Path) -> Seen:
     return Seen(drawn, runs, int(bars), list(kinds), calls, tickets, ticket_runs)
 
 
+def _thirdshift(home: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THIRDSHIFT_")}
+    env["THIRDSHIFT_HOME"] = str(home)
+    done = subprocess.run(
+        [sys.executable, "-m", "thirdshift.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout
+
+
+def report_of(home: Path) -> dict[str, dict[str, object]]:
+    """``thirdshift report --json``'s figures per repository (the demo's Runs are all claude's)."""
+    report = json.loads(_thirdshift(home, "report", "--since", "1d", "--json"))
+    return {
+        row["repository"]: {
+            "outcomes": {k: v for k, v in row["outcomes"].items() if v},
+            "pull_requests_ready": row["pull_requests_ready"],
+            "cost_per_pull_request_usd": round(row["cost_per_pull_request_usd"], 6),
+            "label_to_ready_median": row["label_to_ready"]["median_seconds"],
+        }
+        for row in report["rows"]
+    }
+
+
+def runs_of(home: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in _thirdshift(home, "runs", "--json").splitlines()]
+
+
+def ended(run: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(run["ended_at"])
+
+
+def figures_of(runs: list[dict[str, Any]]) -> dict[str, dict[str, object]]:
+    """The same figures computed here from each Run's own record (``runs --json``)."""
+    by_repository: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_repository.setdefault(run["repository"], []).append(run)
+    figures: dict[str, dict[str, object]] = {}
+    for repository, own in by_repository.items():
+        outcomes: dict[str, int] = {}
+        for run in own:
+            succeeded = run["state"] == "succeeded"
+            outcome = (
+                ("merged" if run["kind"] == "merge" else "ready") if succeeded else run["state"]
+            )
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        ready = [r for r in own if r["state"] == "succeeded" and r["kind"] != "merge"]
+        merged = [r for r in own if r["state"] == "succeeded" and r["kind"] == "merge"]
+        pulls = {r["pull_request_number"] for r in ready + merged if r["pull_request_number"]}
+        cost = sum(r["usage"]["cost_usd"] for r in own if r["usage"])
+        waits = sorted(
+            (
+                datetime.fromisoformat(r["ended_at"])
+                - datetime.fromisoformat(r["ready_labelled_at"])
+            ).total_seconds()
+            for r in ready
+            if r["ready_labelled_at"]
+        )
+        figures[repository] = {
+            "outcomes": outcomes,
+            "pull_requests_ready": len({r["pull_request_number"] for r in ready}),
+            "cost_per_pull_request_usd": round(cost / len(pulls), 6),
+            # The nearest rank: the smallest wait with at least half at or below it.
+            "label_to_ready_median": round(waits[math.ceil(len(waits) / 2) - 1], 3),
+        }
+    return figures
+
+
 def test_with_another_harness_the_daemon_demo_ends_with_each_pull_request(
     tmp_path: Path,
 ) -> None:
@@ -160,6 +239,10 @@ def test_with_keep_the_daemon_goes_on_after_the_summary_until_sigterm_stops_ever
     # The Spec run: its two Tickets as a tree, each with its Ticket Run linked.
     assert seen.tickets == 2
     assert seen.ticket_runs >= 2
+    # `thirdshift report` over the demo's database says what the Runs' own records say.
+    figures = report_of(kept.root / "home")
+    assert figures == figures_of(runs_of(kept.root / "home")), figures
+    assert figures["demo/calculator"]["outcomes"] == {"ready": 3, "merged": 2}
     assert not _port_open(page)
     assert not _port_open(env["THIRDSHIFT_GITHUB_API_URL"])
 
