@@ -97,13 +97,15 @@ def harness_names_listed() -> str:
     return f"{', '.join(rest)} or {last}" if rest else last
 
 
-def harness_not_found(entry: HarnessEntry, role: str, other: str) -> str:
+def harness_not_found(entry: HarnessEntry, role: str, other: str, *, settable: bool = True) -> str:
     """Why ``entry``'s CLI cannot be run and the fix, for every place that looks for it
-    (``role``: what makes this Harness one to run; ``other``: the way to choose another)."""
+    (``role``: what makes this Harness one to run; ``other``: the way to choose another;
+    ``settable``: whether the ``harness_paths`` setting is read there; the demo reads none)."""
+    where = "in no directory of harness_paths, not" if settable else "not"
+    own_directory = "set harness_paths to the directory holding it, or " if settable else ""
     return (
-        f"{entry.executable} (the {entry.name} Harness, {role}) is not installed: it is in no "
-        "directory of harness_paths, not in the node_modules/.bin beside thirdshift's virtual "
-        f"environment and not on PATH; run scripts/install in thirdshift's checkout, or npm "
-        f"install -g {entry.pinned_package}, or set harness_paths to the directory holding it, "
-        f"or {other}"
+        f"{entry.executable} (the {entry.name} Harness, {role}) is not installed: it is {where} "
+        "in the node_modules/.bin beside thirdshift's virtual environment and not on PATH; run "
+        f"scripts/install in thirdshift's checkout, or npm install -g {entry.pinned_package}, "
+        f"or {own_directory}{other}"
     )

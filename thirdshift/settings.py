@@ -12,6 +12,7 @@ that every key is documented and validated in the one place the schema is genera
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -716,6 +717,20 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _harness_paths_outside_the_home(self) -> Settings:
+        # Agents write under the home (their homes, the worktrees): a CLI found there would be
+        # one an agent planted, run by the doctor and the Runs with thirdshift's own rights.
+        home = Path(os.path.realpath(self.home))
+        for entry in self.harness_paths:
+            if Path(os.path.realpath(entry)).is_relative_to(home):
+                raise ValueError(
+                    f"harness_paths: {entry} lies in thirdshift's home ({self.home}), where "
+                    "agents write; install the CLIs elsewhere (scripts/install puts them in the "
+                    "checkout's node_modules/.bin)"
+                )
+        return self
+
     @field_validator("agent_network_allow")
     @classmethod
     def _host_patterns(cls, value: list[str]) -> list[str]:
@@ -904,11 +919,17 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         ) from exc
 
 
+def _named_setting(message: str) -> str:
+    """The setting a check across settings blames: the one its message starts with."""
+    named = re.match(r"(?:Value error, )?(\w+)", message)
+    return named[1] if named and named[1] in Settings.model_fields else "?"
+
+
 def _explain(
     exc: ValidationError, path: Path, file_values: Mapping[str, Any], environ: Mapping[str, str]
 ) -> ConfigError:
     error = exc.errors()[0]
-    key = str(error["loc"][0]) if error["loc"] else "?"
+    key = str(error["loc"][0]) if error["loc"] else _named_setting(error["msg"])
     field = "github_token" if key in _TOKEN_VARIABLES else key.lower()
     variables = _TOKEN_VARIABLES if field == "github_token" else (ENV_PREFIX + field.upper(),)
     set_variables = [name for name in variables if name in environ]

@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from starlette.testclient import TestClient
 
 from tests.support.failed_run import CAUSE, plant_failed_run, session_log_lines
@@ -34,8 +35,10 @@ def store(database_url: str) -> Iterator[Store]:
     opened.close()
 
 
-def source_of(store: Store) -> StorePageSource:
-    return StorePageSource(store, lambda: None, Scrubber([SECRET]), fresh_seconds=0, web_root=WEB)
+def source_of(store: Store, logs: Path | None = None) -> StorePageSource:
+    return StorePageSource(
+        store, lambda: None, Scrubber([SECRET]), fresh_seconds=0, web_root=WEB, logs=logs
+    )
 
 
 def a_repaired_run(store: Store, logs: Path) -> tuple[Run, list[int]]:
@@ -131,7 +134,7 @@ def test_a_session_log_downloads_scrubbed_for_its_own_run_only(
 ) -> None:
     run, (implement, _repair) = a_repaired_run(store, tmp_path / "logs")
     other = plant_failed_run(store, "acme", "widgets", 9, tmp_path / "other", SECRET)
-    source = source_of(store)
+    source = source_of(store, tmp_path / "logs")
 
     log = source.session_log(run.id, implement)
     assert log.lines is not None
@@ -154,7 +157,7 @@ def test_a_session_log_not_on_this_machine_is_a_404_that_says_where_it_lives(
     planted.log_path.unlink()
     [session] = store.run_sessions(planted.run.id)
 
-    log = source_of(store).session_log(planted.run.id, session.id)
+    log = source_of(store, tmp_path / "logs").session_log(planted.run.id, session.id)
 
     assert (log.lines, log.status) == (None, 404)
     assert log.problem.startswith(
@@ -219,6 +222,17 @@ def test_a_run_that_does_not_exist_is_not_found(store: Store) -> None:
     assert (page.found, page.status, page.database_error) == (False, 404, None)
 
 
+def test_a_run_id_beyond_what_a_database_keeps_is_not_found_rather_than_an_error(
+    store: Store,
+) -> None:
+    huge = 10**20
+    page = source_of(store).run_page(huge)
+    log = source_of(store).session_log(huge, 1)
+
+    assert (page.found, page.status, page.database_error) == (False, 404, None)
+    assert (log.lines, log.status) == (None, 404)
+
+
 def test_while_the_database_is_unreachable_the_run_page_and_its_logs_say_so() -> None:
     """Refused connections: a 503 page and a 503 log, each saying ``database unreachable``;
     stderr hears of the outage once."""
@@ -240,3 +254,29 @@ def test_while_the_database_is_unreachable_the_run_page_and_its_logs_say_so() ->
     assert (log.lines, log.status) == (None, 503)
     assert log.problem.startswith("database unreachable: ")
     assert said == [f"status page: {pages[0].database_error}"]
+
+
+def test_a_log_path_outside_the_home_s_session_logs_is_never_read(
+    store: Store, tmp_path: Path
+) -> None:
+    """Whoever may write the database (an Actions job holds its URL) points a session's log at
+    another file of the host, directly or through a link inside the logs: the page serves
+    neither, and says where Session logs live."""
+    logs = tmp_path / "logs"
+    planted = plant_failed_run(store, "acme", "widgets", 9, logs, SECRET)
+    [session] = store.run_sessions(planted.run.id)
+    private = tmp_path / "id_ed25519"
+    private.write_text("PRIVATE KEY\n")
+    (logs / "link.jsonl").symlink_to(private)
+    source = source_of(store, logs)
+    for path in (private, logs / "link.jsonl", logs / ".." / "id_ed25519"):
+        with store._session() as db:  # the attacker's write, not a store operation
+            db.execute(
+                sa.text("UPDATE sessions SET log_path = :path WHERE id = :id"),
+                {"path": str(path), "id": session.id},
+            )
+            db.commit()
+        log = source.session_log(planted.run.id, session.id)
+        assert (log.lines, log.status) == (None, 404), path
+        assert "is not in this daemon's home" in log.problem
+    assert source_of(store, None).session_log(planted.run.id, session.id).lines is None

@@ -12,7 +12,7 @@ from thirdshift.clock import ManualClock
 from thirdshift.records import Repository, Usage
 from thirdshift.run_states import RunKind, RunState
 from thirdshift.store import Store
-from thirdshift.store.series import DayCost, DayOutcome, LabelToReady, PullSpend
+from thirdshift.store.series import DayCost, DayOutcome, DaySpend, LabelToReady
 
 DAY_1 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 DAY_2 = DAY_1 + timedelta(days=1)
@@ -38,7 +38,8 @@ def session(store: Store, clock: ManualClock, run_id: int, cost: float | None) -
 
 def two_days(store: Store, clock: ManualClock) -> tuple[Repository, Repository]:
     """Day 1: widgets#1 made ready (PR 5; $1.50; labelled an hour before). Day 2: gears#2
-    failed ($2.00 and an unpriced session); widgets PR 5 merged ($0.25); widgets#3 made ready
+    failed ($2.00 and an unpriced session); widgets PR 5 merged ($0.25; a label time, which a
+    merge does not count in label-to-ready); widgets#3 made ready
     (PR 6) with no session and no label time; an Architect run published; one still running."""
     widgets = store.ensure_repository("acme", "widgets")
     gears = store.ensure_repository("acme", "gears")
@@ -54,7 +55,9 @@ def two_days(store: Store, clock: ManualClock) -> tuple[Repository, Repository]:
     session(store, clock, failed.id, 2.0)
     session(store, clock, failed.id, None)
     store.finish_run(failed.id, RunState.FAILED, cause="CI-fix budget spent")
-    merge = store.start_run(widgets, 1, kind=RunKind.MERGE)
+    merge = store.start_run(
+        widgets, 1, kind=RunKind.MERGE, ready_labelled_at=DAY_2 - timedelta(hours=5)
+    )
     session(store, clock, merge.id, 0.25)
     store.finish_run(merge.id, RunState.SUCCEEDED, pull_request_number=5)
     third = store.start_run(widgets, 3, kind=RunKind.DELIVERY)
@@ -118,11 +121,18 @@ def test_label_to_ready_counts_only_runs_that_made_a_pull_request_ready_with_a_k
     assert expected == 3600 + 1200
 
 
-def test_cost_per_pull_request_counts_each_pull_request_once_a_day(
+def test_each_day_s_cost_is_told_by_pull_request_with_whether_it_was_made_ready_or_merged(
     store: Store, clock: ManualClock
 ) -> None:
-    two_days(store, clock)
-    assert sorted(store.pull_spend(DAY_1 - timedelta(days=1)), key=str) == sorted(
-        [PullSpend(DAY_1.date(), 1.5, 1), PullSpend(DAY_2.date(), 0.25, 2)], key=str
+    widgets, _gears = two_days(store, clock)
+    assert sorted(store.day_spend(DAY_1 - timedelta(days=1)), key=str) == sorted(
+        [
+            DaySpend(DAY_1.date(), (widgets.id, 5), 1.5),
+            DaySpend(DAY_2.date(), None, 2.0),  # gears#2 failed: its cost, no pull request
+            DaySpend(DAY_2.date(), (widgets.id, 5), 0.25),  # merged
+            DaySpend(DAY_2.date(), (widgets.id, 6), 0.0),
+            DaySpend(DAY_2.date(), None, 0.0),  # the Architect run
+        ],
+        key=str,
     )
-    assert isinstance(store.pull_spend(DAY_2)[0].day, date)
+    assert all(isinstance(row.day, date) for row in store.day_spend(DAY_2))

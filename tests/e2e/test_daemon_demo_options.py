@@ -46,6 +46,8 @@ class Seen:
     ci_fix_calls: int
     tickets: int
     ticket_runs: int
+    tables: list[str]
+    """The charts whose table shows with JavaScript off."""
 
 
 DRAWN = """(key) => {
@@ -107,9 +109,17 @@ def what_a_browser_sees(url: str, shots: Path) -> Seen:
             tickets = page.locator("#tickets li[data-ticket]").count()
             ticket_runs = page.locator("#tickets li[data-ticket-run] a").count()
             page.screenshot(path=str(shots / "spec-run.png"), full_page=True)
+            # Without JavaScript each chart is its table.
+            plain = browser.new_context(java_script_enabled=False).new_page()
+            plain.goto(url)
+            tables = [
+                key
+                for key in keys
+                if plain.locator(f'figure[data-chart="{key}"] table').is_visible()
+            ]
         finally:
             browser.close()
-    return Seen(drawn, runs, int(bars), list(kinds), calls, tickets, ticket_runs)
+    return Seen(drawn, runs, int(bars), list(kinds), calls, tickets, ticket_runs, tables)
 
 
 def _thirdshift(home: Path, *args: str) -> str:
@@ -230,6 +240,7 @@ def test_with_keep_the_daemon_goes_on_after_the_summary_until_sigterm_stops_ever
     assert outcomes == ["succeeded"] * 3 + ["landed"] * 2
     # The front page: its charts drawn, and every Run listed links to its own page.
     assert seen.drawn_charts >= {"cost", "outcomes"}, seen
+    assert set(seen.tables) >= {"cost", "outcomes"}, seen
     assert len(seen.runs) >= 5, seen.runs
     assert all(seen.runs.values()), seen.runs
     # The CI-fix issue's Run: its implement session and the Repair that made CI green.

@@ -38,6 +38,7 @@ def test_the_demo_without_its_harness_cli_stops_before_any_server_with_exit_2(
     assert result.returncode == 2, result.stderr
     assert "claude (the claude Harness, the demo's --harness) is not installed" in result.stderr
     assert "run scripts/install in thirdshift's checkout" in result.stderr
+    assert "harness_paths" not in result.stderr  # the demo's settings are its own
     # Nothing was started: no status page was announced, no stand-in made its repositories.
     assert "status page at" not in result.stderr
     assert not (root / "github").exists()
@@ -76,6 +77,6 @@ def test_a_daemon_with_a_harness_this_machine_lacks_exits_2_before_asking_github
     )
 
     assert result.returncode == 2, result.stderr
-    assert "codex (the codex Harness, the harness setting) is not installed" in result.stderr
+    assert "codex (the codex Harness, the Runs' Harness) is not installed" in result.stderr
     assert "npm install -g @openai/codex@" in result.stderr
     assert "127.0.0.1:9" not in result.stderr

@@ -13,6 +13,7 @@ from tests.orchestration.test_daemon import MAINTAINER, DaemonWorld
 from tests.support.scripted_sessions import commit_file
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import Run
+from thirdshift.run_states import RunState
 from thirdshift.runs import RunRequest
 
 LABELLED = datetime(2026, 11, 30, 9, 15, 42, tzinfo=UTC)
@@ -130,3 +131,23 @@ def test_a_review_repair_run_records_no_label_time(dw: DaemonWorld) -> None:
     assert review.ready_labelled_at is None
     assert the_run(world, first.id).ready_labelled_at == LABELLED
     assert len(world.github.called("labelling")) == reads + 1  # the approval check's read
+
+
+def test_a_label_thirdshift_gave_back_keeps_the_time_a_person_first_asked(dw: DaemonWorld) -> None:
+    """A stopped Run gave the Ready label back (thirdshift's own adding of it): the next Run's
+    wait began when the maintainer labelled the issue, as the earlier Run recorded, not when
+    thirdshift put the label back."""
+    world = dw.world
+    number = dw.ready_issue("Add a widget")
+    repository = world.store.ensure_repository("acme", "widgets")
+    stopped = world.store.start_run(repository, number, ready_labelled_at=LABELLED)
+    world.store.finish_run(stopped.id, RunState.FAILED, cause="interrupted")
+    dw.unlabel(number, READY, MAINTAINER)
+    dw.label(number, READY, world.github.login)
+    stamp_labels(world, number, LABELLED, LABELLED + timedelta(hours=3))
+
+    assert world.run(number) == 0
+
+    run = the_run(world)
+    assert run.id != stopped.id
+    assert (run.state, run.ready_labelled_at) == ("succeeded", LABELLED)

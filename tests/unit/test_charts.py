@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 from thirdshift.errors import StoreError
-from thirdshift.store.series import DayCost, DayOutcome, LabelToReady, PullSpend
+from thirdshift.store.series import DayCost, DayOutcome, DaySpend, LabelToReady
 from thirdshift.web.charts import (
     DAYS,
     Series,
@@ -67,12 +67,17 @@ def test_label_to_ready_is_given_per_week_the_run_ended_in_in_minutes() -> None:
     assert week_of(ended.date()) == MONDAY
 
 
-def test_cost_per_pull_request_adds_a_week_s_days_up_before_dividing() -> None:
-    rows = [PullSpend(MONDAY, 3.0, 1), PullSpend(MONDAY + timedelta(days=2), 1.0, 3)]
+def test_cost_per_pull_request_counts_every_run_s_cost_and_each_pull_request_once_a_week() -> None:
+    rows = [
+        DaySpend(MONDAY, (1, 5), 3.0),  # made ready on Monday
+        DaySpend(MONDAY + timedelta(days=1), None, 1.0),  # a Failed run's cost counts too
+        DaySpend(MONDAY + timedelta(days=2), (1, 5), 0.5),  # the same pull request again
+        DaySpend(MONDAY + timedelta(days=2), (2, 5), 0.5),  # another repository's #5
+    ]
     chart = cost_per_pull(rows, (MONDAY - timedelta(days=7), MONDAY))
-    assert chart.series == (Series("cost", (None, 1.0)),)
+    assert chart.series == (Series("cost", (None, 2.5)),)
     assert not chart.empty
-    assert cost_per_pull([], (MONDAY,)).empty
+    assert cost_per_pull([DaySpend(MONDAY, None, 1.0)], (MONDAY,)).empty
 
 
 class Figures:
@@ -91,7 +96,7 @@ class Figures:
         self.since.append(since)
         return ()
 
-    def pull_spend(self, since: datetime) -> tuple[PullSpend, ...]:
+    def day_spend(self, since: datetime) -> tuple[DaySpend, ...]:
         self.since.append(since)
         return ()
 
@@ -118,10 +123,12 @@ class Unreadable(Figures):
 
 
 def test_a_store_that_cannot_be_read_gives_no_charts_and_says_why_scrubbed() -> None:
-    source = StoreChartSource(Unreadable(), lambda text: text.replace("refused", "[hidden]"))
+    figures = Unreadable()
+    source = StoreChartSource(figures, lambda text: text.replace("refused", "[hidden]"))
     drawn = source.charts()
     assert drawn.charts == ()
     assert drawn.problem == "database unreachable: database error: connection [hidden]"
+    assert source.charts() is drawn  # the next load does not wait on the database again
 
 
 def test_the_charts_are_kept_a_while_so_polling_tabs_do_not_query_each_time() -> None:

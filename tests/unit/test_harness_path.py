@@ -3,6 +3,7 @@ thirdshift's virtual environment, then PATH; a daemon or demo missing one stops 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,18 @@ def test_a_relative_harness_path_is_refused_naming_the_setting(tmp_path: Path) -
     with pytest.raises(ConfigError, match="THIRDSHIFT_HARNESS_PATHS") as raised:
         load_settings({"THIRDSHIFT_HOME": str(tmp_path), "THIRDSHIFT_HARNESS_PATHS": '["bin"]'})
     assert "is not an absolute path" in str(raised.value)
+
+
+def test_a_harness_path_inside_thirdshift_s_home_is_refused_as_a_place_agents_write(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    with pytest.raises(ConfigError, match="THIRDSHIFT_HARNESS_PATHS") as raised:
+        load_settings(
+            {
+                "THIRDSHIFT_HOME": str(home),
+                "THIRDSHIFT_HARNESS_PATHS": json.dumps([str(home / "agent-homes" / "x" / "bin")]),
+            }
+        )
+    assert "lies in thirdshift's home" in str(raised.value)
+    assert "where agents write" in str(raised.value)

@@ -153,7 +153,7 @@ def test_a_browser_opens_the_page_once_with_the_token_and_keeps_a_cookie() -> No
     opened = client.get(f"/?token={TOKEN}", follow_redirects=False)
 
     assert opened.status_code == 303
-    assert opened.headers["location"] == "/"  # the token leaves the address bar
+    assert opened.headers["location"] == "./"  # the token leaves the address bar
     assert "httponly" in opened.headers["set-cookie"].lower()
     assert client.get("/live").status_code == 200  # the cookie does
     stranger = client_of(make_app(ScriptedSource([page()]), token=TOKEN))
@@ -202,7 +202,9 @@ def test_the_cookie_holds_no_token_and_is_this_port_s_own() -> None:
     assert "s3cret-token" not in cookie
     assert "samesite=strict" in cookie.lower()
     escaped = client_of(app).get(f"/%2F/evil.example/?token={TOKEN}", follow_redirects=False)
-    assert not escaped.headers["location"].startswith("//")  # never off to another site
+    assert escaped.headers["location"].startswith("./")  # never off to another site
+    schemed = client_of(app).get(f"/https:evil.example?token={TOKEN}", follow_redirects=False)
+    assert schemed.headers["location"] == "./https:evil.example"  # a path, not a scheme
 
 
 def test_a_wildcard_bind_answers_to_the_host_s_own_names_and_addresses_only() -> None:

@@ -156,7 +156,15 @@ def run_daemon(
             found = OwnerFinding(owner_names, fixed, adapter, make_poll)
             daemon.watch_owners(owner_watch(settings, kit.activity, found))
         web_root = web_root_of(settings.github_api_url)
-        page = partial(StorePageSource, store, daemon.snapshot, scrub, warn=say, web_root=web_root)
+        page = partial(
+            StorePageSource,
+            store,
+            daemon.snapshot,
+            scrub,
+            warn=say,
+            web_root=web_root,
+            logs=Home(settings.home).logs,
+        )
         inbox = webhook_inbox(settings, daemon, activity)
         charts = StoreChartSource(store, scrub)
         with status_page(

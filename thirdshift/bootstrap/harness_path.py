@@ -59,7 +59,7 @@ def doctor_environ(environ: Mapping[str, str]) -> dict[str, str]:
 def check_harnesses(settings: Settings, environ: Mapping[str, str]) -> None:
     """Every Harness a daemon (or the demo) may run, found on ``environ``'s PATH; else
     HarnessMissing naming the first one missing and the fix."""
-    wanted = [(settings.harness, "the harness setting", "choose another with --harness")]
+    wanted = [(settings.harness, "the Runs' Harness", "choose another with --harness")]
     wanted += [
         (name, "a fallback in harness_fallbacks", "take it out of harness_fallbacks")
         for name in settings.fallback_harnesses
@@ -74,9 +74,10 @@ def check_harness(
     *,
     role: str = "the harness setting",
     other: str = "choose another with --harness",
+    settable: bool = True,
 ) -> None:
     """The Harness ``name`` found on ``environ``'s PATH; else HarnessMissing with the fix."""
-    problem = harness_problem(name, environ, role=role, other=other)
+    problem = harness_problem(name, environ, role=role, other=other, settable=settable)
     if problem is not None:
         raise HarnessMissing(problem)
 
@@ -87,12 +88,13 @@ def harness_problem(
     *,
     role: str = "the harness setting",
     other: str = "choose another with --harness",
+    settable: bool = True,
 ) -> str | None:
     """Why the Harness ``name`` cannot be found on ``environ``'s PATH, with the fix; None when
     it is there."""
     entry = harness_entry(name)
     if shutil.which(entry.executable, path=environ.get("PATH")) is None:
-        return harness_not_found(entry, role, other)
+        return harness_not_found(entry, role, other, settable=settable)
     return None
 
 
@@ -103,4 +105,5 @@ def check_demo_harness(name: str, environ: Mapping[str, str]) -> None:
         with_harness_paths(environ, ()),
         role="the demo's --harness",
         other="choose another with --harness",
+        settable=False,  # the demo's settings are its own: it reads no harness_paths
     )

@@ -31,7 +31,10 @@ def since_of(text: str, now: datetime) -> datetime:
     text = text.strip()
     if match := _DURATION.fullmatch(text):
         count, unit = int(match[1]), match[2]
-        return now - (timedelta(days=count) if unit == "d" else timedelta(hours=count))
+        try:
+            return now - (timedelta(days=count) if unit == "d" else timedelta(hours=count))
+        except OverflowError:
+            raise ValueError(f"{text!r} reaches before the year 1; give fewer days") from None
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:

@@ -14,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import col
 
-from thirdshift.run_states import RunKind, RunState
+from thirdshift.run_states import RunEnd
 from thirdshift.store.base import StoreBase
 from thirdshift.store.figures import run_outcome
 from thirdshift.store.tables import RepositoryRow, RunRow, SessionRow
@@ -48,21 +48,17 @@ class LabelToReady:
 
 
 @dataclass(frozen=True)
-class PullSpend:
-    """The Runs that ended on one UTC day making a pull request ready or merging it: what
-    their sessions cost and how many pull requests they name."""
+class DaySpend:
+    """What the Runs that ended on one UTC day about one pull request (or about none) cost;
+    ``pull_request`` (repository id, number) when one of them made it ready or merged it."""
 
     day: date
+    pull_request: tuple[int, int] | None
     cost_usd: float
-    pull_requests: int
 
 
-_SUCCEEDED = col(RunRow.state) == RunState.SUCCEEDED
-_READY_OR_MERGED = sa.and_(
-    _SUCCEEDED,
-    col(RunRow.kind).in_([RunKind.DELIVERY, RunKind.SPEC, RunKind.MERGE]),
-    col(RunRow.pull_request_number).is_not(None),
-)
+_MADE = run_outcome.in_([RunEnd.READY.value, RunEnd.MERGED.value])
+"""A Run that made its pull request ready, or merged one."""
 
 
 def _day(value: Any) -> date:
@@ -113,7 +109,7 @@ class ChartSeries(StoreBase):
         when its Ready label was added: when it ended, and how long after the label."""
         query = sa.select(col(RunRow.ready_labelled_at), col(RunRow.ended_at)).where(
             col(RunRow.ended_at) >= since,
-            _READY_OR_MERGED,
+            run_outcome == RunEnd.READY.value,
             col(RunRow.ready_labelled_at).is_not(None),
         )
         with self._session() as session:
@@ -123,25 +119,32 @@ class ChartSeries(StoreBase):
             for labelled, ended in rows
         )
 
-    def pull_spend(self, since: datetime) -> tuple[PullSpend, ...]:
-        """Per UTC day, the Runs ended at or after ``since`` that made a pull request ready or
-        merged it: their sessions' cost and the pull requests they name."""
+    def day_spend(self, since: datetime) -> tuple[DaySpend, ...]:
+        """Per UTC day and pull request (or none), what the Runs ended at or after ``since``
+        cost, every Run counted (a failed one too, as ``thirdshift report`` counts it), and
+        whether one of them made it ready or merged it."""
         day = sa.func.date(col(RunRow.ended_at)).label("day")
-        # A pull request is counted once a day, however many of its Runs ended that day.
-        per_pull = (
+        made = sa.func.max(sa.case((_MADE, 1), else_=0))
+        query = (
             sa.select(
                 day,
-                sa.func.coalesce(sa.func.sum(col(SessionRow.cost_usd)), 0.0).label("cost"),
+                col(RunRow.repository_id),
+                col(RunRow.pull_request_number),
+                made,
+                sa.func.coalesce(sa.func.sum(col(SessionRow.cost_usd)), 0.0),
             )
             .select_from(RunRow)
             .outerjoin(SessionRow, col(SessionRow.run_id) == col(RunRow.id))
-            .where(col(RunRow.ended_at) >= since, _READY_OR_MERGED)
+            .where(col(RunRow.ended_at) >= since)
             .group_by(day, col(RunRow.repository_id), col(RunRow.pull_request_number))
-            .subquery()
-        )
-        query = sa.select(per_pull.c.day, sa.func.sum(per_pull.c.cost), sa.func.count()).group_by(
-            per_pull.c.day
         )
         with self._session() as session:
             rows = session.execute(query).all()
-        return tuple(PullSpend(_day(when), float(cost or 0.0), int(n)) for when, cost, n in rows)
+        return tuple(
+            DaySpend(
+                _day(when),
+                (int(repository), int(pull)) if made and pull is not None else None,
+                float(cost or 0.0),
+            )
+            for when, repository, pull, made, cost in rows
+        )

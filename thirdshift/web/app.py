@@ -108,7 +108,9 @@ class _TokenCheck(BaseHTTPMiddleware):
         given = request.query_params.get("token")
         if given is not None and _same(given, self._token):
             # Once, from a link: a browser keeps the cookie, and the token leaves the address.
-            response = RedirectResponse("/" + request.url.path.lstrip("/"), status_code=303)
+            # Relative, and never a scheme or a host: the page may be served under a prefix
+            # (public_url behind a proxy), which an absolute path would drop.
+            response = RedirectResponse("./" + request.url.path.rsplit("/", 1)[-1], status_code=303)
             response.set_cookie(self._cookie, self._cookie_value, httponly=True, samesite="strict")
             return response
         header = request.headers.get("authorization", "")

@@ -20,7 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from thirdshift.errors import StoreError
-from thirdshift.store.series import DayCost, DayOutcome, LabelToReady, PullSpend
+from thirdshift.store.series import DayCost, DayOutcome, DaySpend, LabelToReady
 
 DAYS = 30
 """How far back the charts look."""
@@ -97,7 +97,7 @@ class SeriesReads(Protocol):
 
     def labels_to_ready(self, since: datetime) -> tuple[LabelToReady, ...]: ...
 
-    def pull_spend(self, since: datetime) -> tuple[PullSpend, ...]: ...
+    def day_spend(self, since: datetime) -> tuple[DaySpend, ...]: ...
 
 
 def _shown(value: float | None, unit: str) -> str:
@@ -165,16 +165,17 @@ def label_to_ready(rows: Iterable[LabelToReady], weeks: Sequence[date]) -> Chart
     return Chart("label-to-ready", "Label to ready (minutes)", "line", labels, series, "minutes")
 
 
-def cost_per_pull(rows: Iterable[PullSpend], weeks: Sequence[date]) -> Chart:
-    """Cost of the Runs that made a pull request ready or merged it, over the pull requests
-    they name, per week they ended in."""
+def cost_per_pull(rows: Iterable[DaySpend], weeks: Sequence[date]) -> Chart:
+    """What the Runs that ended in a week cost (every Run, as ``thirdshift report`` counts),
+    over the pull requests they made ready or merged that week, each counted once."""
     cost: dict[date, float] = defaultdict(float)
-    pulls: dict[date, int] = defaultdict(int)
+    pulls: dict[date, set[tuple[int, int]]] = defaultdict(set)
     for row in rows:
         week = week_of(row.day)
         cost[week] += row.cost_usd
-        pulls[week] += row.pull_requests
-    values = tuple(cost[w] / pulls[w] if pulls.get(w) else None for w in weeks)
+        if row.pull_request is not None:
+            pulls[week].add(row.pull_request)
+    values = tuple(cost[w] / len(pulls[w]) if pulls.get(w) else None for w in weeks)
     labels = tuple(f"week of {week.isoformat()}" for week in weeks)
     title = "Cost per ready or merged pull request (USD)"
     return Chart("cost-per-pull", title, "bar", labels, (Series("cost", values),), "usd")
@@ -191,7 +192,7 @@ def front_charts(reads: SeriesReads, now: datetime) -> Charts:
             cost_per_day(reads.day_costs(since), shown),
             outcomes_per_day(reads.day_outcomes(since), shown),
             label_to_ready(reads.labels_to_ready(since), weeks),
-            cost_per_pull(reads.pull_spend(since), weeks),
+            cost_per_pull(reads.day_spend(since), weeks),
         )
     )
 
@@ -221,6 +222,7 @@ class StoreChartSource:
             try:
                 built = front_charts(self._reads, datetime.now(UTC))
             except StoreError as error:
-                return Charts((), self._scrub(f"database unreachable: {error}"))
+                # Kept too: while the database is down, each load does not wait on it again.
+                built = Charts((), self._scrub(f"database unreachable: {error}"))
             self._built = (now, built)
             return built

@@ -216,10 +216,13 @@ class StorePageSource:
         fresh_seconds: float = CACHE_SECONDS,
         warn: Callable[[str], None] = lambda line: None,
         web_root: str | None = None,
+        logs: Path | None = None,
     ) -> None:
         """``web_root`` (``https://github.com``): where the Run pages link repositories,
-        issues and pull requests (None: they name them unlinked)."""
+        issues and pull requests (None: they name them unlinked); ``logs``: the home's Session
+        logs, the only files a Run page serves (None: it serves none)."""
         self._store = store
+        self._logs = logs
         self._web_root = web_root
         self._warn = warn
         self._unreachable = False
@@ -255,7 +258,7 @@ class StorePageSource:
 
     def session_log(self, run_id: int, session_id: int) -> LogDownload:
         try:
-            return session_log(self._store, run_id, session_id, self._scrub)
+            return session_log(self._store, run_id, session_id, self._scrub, self._logs)
         except StoreError as error:
             return LogDownload(name="", lines=None, problem=self._down(error), status=503)
 

@@ -12,6 +12,7 @@ the template escapes it, and the timeline's figures reach its script as JSON.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,10 @@ LOG_TYPE = "application/x-ndjson"
 NOTE_WIDTH = 160
 
 Scrub = Callable[[str], str]
+
+LARGEST_ID = 2**63 - 1
+"""The largest row id either database keeps: a larger one in an address is no Run (SQLite would
+not even take it as a parameter)."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +205,7 @@ def run_page(
     """The page of Run ``run_id`` as the store has it. ``web_root`` (``https://github.com``)
     makes the repository, issue and pull request links. A StoreError is the caller's."""
     now = now or datetime.now(UTC)
-    if store.get_run(run_id) is None:
+    if run_id > LARGEST_ID or store.get_run(run_id) is None:
         return RunPage(run_id=run_id, generated_at=now, found=False)
     view = reading.run_view(store, run_id, "")
     run, tree = view.run, view.tree
@@ -235,10 +240,15 @@ def run_page(
     )
 
 
-def session_log(store: Store, run_id: int, session_id: int, scrub: Scrub) -> LogDownload:
+def session_log(
+    store: Store, run_id: int, session_id: int, scrub: Scrub, logs: Path | None
+) -> LogDownload:
     """Session ``session_id`` of Run ``run_id``'s log, from the path the store recorded for
-    it (a request names only the two ids); a session of another Run is none of this one's."""
-    session = next((s for s in store.run_sessions(run_id) if s.id == session_id), None)
+    it (a request names only the two ids); a session of another Run is none of this one's.
+    Only a file inside ``logs`` (this home's Session logs; None: none) is served: whoever may
+    write the database must not make the page read any other file of this host."""
+    sessions = store.run_sessions(run_id) if run_id <= LARGEST_ID else []
+    session = next((s for s in sessions if s.id == session_id), None)
     if session is None:
         return LogDownload(
             name="",
@@ -248,6 +258,17 @@ def session_log(store: Store, run_id: int, session_id: int, scrub: Scrub) -> Log
         )
     path = Path(session.log_path)
     name = download_name(path.name)
+    if logs is None or not Path(os.path.realpath(path)).is_relative_to(os.path.realpath(logs)):
+        return LogDownload(
+            name=name,
+            lines=None,
+            problem=(
+                f"the Session log of Run {run_id}'s {session.kind} session ({path.name}) is not "
+                "in this daemon's home: a Session log stays in the THIRDSHIFT_HOME of the "
+                "machine that ran the Run; the page's replay is from the database"
+            ),
+            status=404,
+        )
     try:
         log = path.open("rb")
     except OSError as error:

@@ -103,17 +103,23 @@ class LeaseStep:
                 return True  # thirdshift's own edit (a Base fix it opened)
             return role_of(login) in ROLES_THAT_LABEL
 
+        earlier = self.store.latest_run(repository, ref.number)
         approval = read_approval(
             self.github,
             IssueText(ref.owner, ref.repo, ref.number, issue.title, issue.body),
             ready_label=ready,
-            earlier=self.store.latest_run(repository, ref.number),
+            earlier=earlier,
             may_label=may_label,
             own_login=me,
             spec=spec,
         )
         if approval.reason is not None:
             raise NotClaimed(f"{ref}{PASSED_OVER}{approval.reason}")
-        if spec is not None or request.review_of is not None or approval.labelling is None:
+        labelling = approval.labelling
+        if spec is not None or request.review_of is not None or labelling is None:
             return None
-        return approval.labelling.at
+        if (labelling.login or "").lower() == me and earlier is not None:
+            # thirdshift gave the label back after a stopped Run: the wait began when a person
+            # asked, which the earlier Run recorded.
+            return earlier.ready_labelled_at
+        return labelling.at
