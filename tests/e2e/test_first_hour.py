@@ -1,13 +1,32 @@
 """The first hour of a newcomer: an install whose agent CLIs are missing makes the demo and the
-daemon stop at once with exit 2 and the fix, instead of retrying an issue forever."""
+daemon stop at once with exit 2 and the fix, instead of retrying an issue forever; a CLI that
+goes missing while the daemon runs holds its pickups until it is back."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
-from tests.support.run_world import python_without_clis
+import pytest
+
+from tests.support.real_cli import cli_path
+from tests.support.run_world import (
+    CALC_FIXED,
+    NAME,
+    OWNER,
+    RunWorld,
+    bash,
+    pull_request_file,
+    python_without_clis,
+    start_world,
+    write_file_command,
+)
 
 SYSTEM_PATH = os.pathsep.join(["/usr/local/bin", "/usr/bin", "/bin"])
 
@@ -80,3 +99,89 @@ def test_a_daemon_with_a_harness_this_machine_lacks_exits_2_before_asking_github
     assert "codex (the codex Harness, the Runs' Harness) is not installed" in result.stderr
     assert "npm install -g @openai/codex@" in result.stderr
     assert "127.0.0.1:9" not in result.stderr
+
+
+@pytest.mark.real_cli
+def test_a_harness_cli_gone_while_the_daemon_runs_holds_pickups_until_it_is_back(
+    tmp_path: Path, worlds: list[RunWorld]
+) -> None:
+    """claude is found through harness_paths when the daemon starts, then removed (an upgrade
+    half done) while the Ready issue settles: the daemon says once that no Run starts until it
+    is back and starts none; put back, it says so once and the Run ends with its pull request."""
+    world = start_world(tmp_path, [implement_fix()])
+    worlds.append(world)
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "claude").symlink_to(cli_path("claude"))
+    world.python = python_without_clis(tmp_path)
+    world.settings.update(
+        {
+            "PATH": os.pathsep.join([str(Path(world.python).parent), SYSTEM_PATH]),
+            "THIRDSHIFT_HARNESS_PATHS": json.dumps([str(agents)]),
+            "THIRDSHIFT_POLL_SECONDS": "1",
+            "THIRDSHIFT_POLL_JITTER_SECONDS": "0",
+            "THIRDSHIFT_SETTLE_SECONDS": "25",
+            "THIRDSHIFT_MIN_FREE_DISK_MB": "0",
+        }
+    )
+    daemon = world.start_thirdshift("daemon", "--repo", f"{OWNER}/{NAME}")
+    said = Lines(daemon)
+    said.wait_for("passed over")  # it polls, and the issue settles
+    (agents / "claude").unlink()
+    gone = said.wait_for("no Run starts until the claude Harness is back")
+    assert "claude (the claude Harness, the Runs' Harness) is not installed" in gone
+    time.sleep(26)  # past the settling: with claude back it would have started
+    assert world.pulls() == []
+    (agents / "claude").symlink_to(cli_path("claude"))
+    said.wait_for("the claude Harness is back; pickups go on")
+    said.wait_for("ended succeeded", timeout=240)
+    daemon.send_signal(signal.SIGTERM)
+    daemon.wait(timeout=60)
+
+    assert [pull["draft"] for pull in world.pulls()] == [False]
+    assert sum("no Run starts until" in line for line in said.lines) == 1, said.lines
+    assert sum("Harness is back; pickups go on" in line for line in said.lines) == 1
+
+
+class Lines:
+    """A process's stderr lines as they come."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        assert process.stderr is not None
+        self._stream = process.stderr
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self._stream:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, text: str, timeout: float = 120) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = next((line for line in self.lines if text in line), None)
+            if found is not None:
+                return found
+            time.sleep(0.2)
+        raise AssertionError(f"no line with {text!r} in:\n" + "\n".join(self.lines))
+
+
+def implement_fix() -> dict[str, Any]:
+    return {
+        "name": "implement",
+        "marker": "calc.add(2, 3) returns -1",
+        "turns": [
+            {
+                "tool_calls": [
+                    bash(
+                        write_file_command("calc.py", CALC_FIXED)
+                        + " && git add calc.py && git commit -qm 'Make add() add' && "
+                        + pull_request_file("Make add() add", "add() subtracted.\n\nCloses #1"),
+                        "fix",
+                    )
+                ]
+            },
+            {"text": "Fixed add() and wrote the pull request."},
+        ],
+    }

@@ -22,7 +22,8 @@ from thirdshift.bootstrap.credentials import (
 )
 from thirdshift.bootstrap.harness_path import (
     check_harnesses,
-    harness_problem,
+    daemon_harness_problem,
+    daemon_harnesses,
     with_harness_paths,
 )
 from thirdshift.bootstrap.limits import raise_descriptor_limit
@@ -282,8 +283,8 @@ def _paused(kit: _DaemonKit) -> Callable[[], str | None]:
     every fallback's)."""
     settings = kit.settings
     watch = HarnessWatch(
-        [settings.harness, *settings.fallback_harnesses],
-        partial(harness_problem, environ=kit.agent_environ),
+        daemon_harnesses(settings),
+        partial(daemon_harness_problem, settings, kit.agent_environ),
         partial(kit.activity.line, "harness"),
         kit.clock,
     )

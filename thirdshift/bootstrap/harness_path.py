@@ -59,13 +59,27 @@ def doctor_environ(environ: Mapping[str, str]) -> dict[str, str]:
 def check_harnesses(settings: Settings, environ: Mapping[str, str]) -> None:
     """Every Harness a daemon (or the demo) may run, found on ``environ``'s PATH; else
     HarnessMissing naming the first one missing and the fix."""
-    wanted = [(settings.harness, "the Runs' Harness", "choose another with --harness")]
-    wanted += [
-        (name, "a fallback in harness_fallbacks", "take it out of harness_fallbacks")
-        for name in settings.fallback_harnesses
-    ]
-    for name, role, other in wanted:
-        check_harness(name, environ, role=role, other=other)
+    for name in daemon_harnesses(settings):
+        problem = daemon_harness_problem(settings, environ, name)
+        if problem is not None:
+            raise HarnessMissing(problem)
+
+
+def daemon_harnesses(settings: Settings) -> list[str]:
+    """The Harnesses a daemon's Runs may run: their own, then each fallback."""
+    return [settings.harness, *settings.fallback_harnesses]
+
+
+def daemon_harness_problem(settings: Settings, environ: Mapping[str, str], name: str) -> str | None:
+    """Why the daemon's Harness ``name`` cannot be found, with the fix; None when it is there."""
+    if name == settings.harness:
+        return harness_problem(name, environ, role="the Runs' Harness")
+    return harness_problem(
+        name,
+        environ,
+        role="a fallback in harness_fallbacks",
+        other="take it out of harness_fallbacks",
+    )
 
 
 def check_harness(
