@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -156,29 +157,38 @@ def run_daemon(
             fixed = [f"{o}/{n}" for o, n, _ in watched.repositories]
             found = OwnerFinding(owner_names, fixed, adapter, make_poll)
             daemon.watch_owners(owner_watch(settings, kit.activity, found))
-        web_root = web_root_of(settings.github_api_url)
-        page = partial(
-            StorePageSource,
-            store,
-            daemon.snapshot,
-            scrub,
-            warn=say,
-            web_root=web_root,
-            logs=Home(settings.home).logs,
-        )
-        inbox = webhook_inbox(settings, daemon, activity)
-        charts = StoreChartSource(store, scrub)
-        with status_page(
-            settings,
-            address,
-            page,
-            made_token,
-            inbox=inbox,
-            charts=charts,
-            say=say,
-            progress=progress,
-        ):
+        with _page(kit, daemon, address, made_token, progress):
             return daemon.once() if once else daemon.serve()
+
+
+def _page(
+    kit: _DaemonKit,
+    daemon: Daemon,
+    address: tuple[str, int] | None,
+    made_token: str | None,
+    progress: Callable[[str], None],
+) -> AbstractContextManager[None]:
+    """The daemon's status page (its Run pages and charts) and webhook inbox at ``address``."""
+    settings = kit.settings
+    page = partial(
+        StorePageSource,
+        kit.store,
+        daemon.snapshot,
+        kit.scrub,
+        warn=kit.say,
+        web_root=web_root_of(settings.github_api_url),
+        logs=Home(settings.home).logs,
+    )
+    return status_page(
+        settings,
+        address,
+        page,
+        made_token,
+        inbox=webhook_inbox(settings, daemon, kit.activity),
+        charts=StoreChartSource(kit.store, kit.scrub),
+        say=kit.say,
+        progress=progress,
+    )
 
 
 def _no_url(_url: str) -> None:
