@@ -106,10 +106,13 @@ def test_a_harness_cli_gone_while_the_daemon_runs_holds_pickups_until_it_is_back
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
     """claude is found through harness_paths when the daemon starts, then removed (an upgrade
-    half done) while the Ready issue settles: the daemon says once that no Run starts until it
-    is back and starts none; put back, it says so once and the Run ends with its pull request."""
+    half done): the daemon says once that no Run starts until it is back, and passes over the
+    issue labelled Ready meanwhile; put back, it says so once and the Run ends with its pull
+    request."""
     world = start_world(tmp_path, [implement_fix()])
     worlds.append(world)
+    labels = f"/repos/{OWNER}/{NAME}/issues/{world.issue_number}/labels"
+    world.rest("DELETE", f"{labels}/ready-for-agent")
     agents = tmp_path / "agents"
     agents.mkdir()
     (agents / "claude").symlink_to(cli_path("claude"))
@@ -120,17 +123,18 @@ def test_a_harness_cli_gone_while_the_daemon_runs_holds_pickups_until_it_is_back
             "THIRDSHIFT_HARNESS_PATHS": json.dumps([str(agents)]),
             "THIRDSHIFT_POLL_SECONDS": "1",
             "THIRDSHIFT_POLL_JITTER_SECONDS": "0",
-            "THIRDSHIFT_SETTLE_SECONDS": "25",
+            "THIRDSHIFT_SETTLE_SECONDS": "0",
             "THIRDSHIFT_MIN_FREE_DISK_MB": "0",
         }
     )
     daemon = world.start_thirdshift("daemon", "--repo", f"{OWNER}/{NAME}")
     said = Lines(daemon)
-    said.wait_for("passed over")  # it polls, and the issue settles
+    polled(world.home)  # it started, with claude where harness_paths says
     (agents / "claude").unlink()
     gone = said.wait_for("no Run starts until the claude Harness is back")
     assert "claude (the claude Harness, the Runs' Harness) is not installed" in gone
-    time.sleep(26)  # past the settling: with claude back it would have started
+    world.rest("POST", labels, {"labels": ["ready-for-agent"]})
+    said.wait_for("pickups wait until the claude Harness is back")  # the issue's pass-over
     assert world.pulls() == []
     (agents / "claude").symlink_to(cli_path("claude"))
     said.wait_for("the claude Harness is back; pickups go on")
@@ -141,6 +145,18 @@ def test_a_harness_cli_gone_while_the_daemon_runs_holds_pickups_until_it_is_back
     assert [pull["draft"] for pull in world.pulls()] == [False]
     assert sum("no Run starts until" in line for line in said.lines) == 1, said.lines
     assert sum("Harness is back; pickups go on" in line for line in said.lines) == 1
+
+
+def polled(home: Path, timeout: float = 120) -> None:
+    """Until the daemon's state file says it polled its repository."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for state in (home / "daemons").glob("*.json"):
+            polls = json.loads(state.read_text()).get("repositories") or []
+            if any(poll.get("last_poll_at") for poll in polls):
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"the daemon did not poll within {timeout}s")
 
 
 class Lines:
