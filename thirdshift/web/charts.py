@@ -122,28 +122,33 @@ def week_of(day: date) -> date:
 
 def cost_per_day(rows: Iterable[DayCost], shown: Sequence[date]) -> Chart:
     """Cost per UTC day, a stack per repository."""
-    by_repository: dict[str, dict[date, float]] = defaultdict(dict)
-    for row in rows:
-        by_repository[row.repository][row.day] = row.cost_usd
-    series = tuple(
-        Series(name, tuple(costs.get(day) for day in shown))
-        for name, costs in sorted(by_repository.items())
-    )
-    labels = tuple(day.isoformat() for day in shown)
-    return Chart("cost", "Cost per day (USD)", "bar", labels, series, "usd", stacked=True)
+    stacks = ((row.repository, row.day, row.cost_usd) for row in rows)
+    return _per_day("cost", "Cost per day (USD)", "usd", stacks, shown)
 
 
 def outcomes_per_day(rows: Iterable[DayOutcome], shown: Sequence[date]) -> Chart:
     """Runs by outcome per UTC day they ended, a stack per outcome."""
-    by_outcome: dict[str, dict[date, float]] = defaultdict(dict)
-    for row in rows:
-        by_outcome[row.outcome][row.day] = row.runs
+    stacks = ((row.outcome, row.day, float(row.runs)) for row in rows)
+    return _per_day("outcomes", "Runs by outcome per day", "runs", stacks, shown)
+
+
+def _per_day(
+    key: str,
+    title: str,
+    unit: Literal["usd", "runs"],
+    stacks: Iterable[tuple[str, date, float]],
+    shown: Sequence[date],
+) -> Chart:
+    """A bar per day of ``shown``, stacked by name, from (name, day, value)."""
+    by_name: dict[str, dict[date, float]] = defaultdict(dict)
+    for name, day, value in stacks:
+        by_name[name][day] = value
     series = tuple(
-        Series(outcome, tuple(counts.get(day) for day in shown))
-        for outcome, counts in sorted(by_outcome.items())
+        Series(name, tuple(values.get(day) for day in shown))
+        for name, values in sorted(by_name.items())
     )
     labels = tuple(day.isoformat() for day in shown)
-    return Chart("outcomes", "Runs by outcome per day", "bar", labels, series, "runs", stacked=True)
+    return Chart(key, title, "bar", labels, series, unit, stacked=True)
 
 
 def rank(values: Sequence[float], share: float) -> float:
