@@ -14,7 +14,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.support.failed_run import CAUSE, COST_USD, plant_failed_run, session_log_lines
-from thirdshift.daemon.state import DaemonProcess, DaemonState
+from thirdshift.daemon.state import DaemonProcess, DaemonState, HarnessHolds
 from thirdshift.scrub import Scrubber
 from thirdshift.store import Store
 from thirdshift.web import StorePageSource, make_app
@@ -40,7 +40,7 @@ def daemon_state() -> DaemonState:
     now = datetime.now(UTC)
     return DaemonState(
         daemon=DaemonProcess("night-1", os.getpid(), now), updated_at=now, stopping=False,
-        polls=(), running=(), pauses=(), rate_limit_remaining=4870,
+        polls=(), running=(), holds=HarnessHolds(), rate_limit_remaining=4870,
     )  # fmt: skip
 
 

@@ -136,6 +136,8 @@ def test_a_harness_cli_gone_while_the_daemon_runs_holds_pickups_until_it_is_back
     world.rest("POST", labels, {"labels": ["ready-for-agent"]})
     said.wait_for("pickups wait until the claude Harness is back")  # the pass-over
     assert world.pulls() == []
+    status = world.thirdshift("status")
+    assert "paused: claude (its CLI is not installed) until it is back" in status.stdout
     (agents / "claude").symlink_to(cli_path("claude"))
     said.wait_for("the claude Harness is back; pickups go on")
     said.wait_for("ended succeeded", timeout=240)

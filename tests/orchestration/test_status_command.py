@@ -20,6 +20,7 @@ from thirdshift.daemon.activity import ActivityLog
 from thirdshift.daemon.state import (
     DaemonProcess,
     DaemonState,
+    HarnessHolds,
     PauseState,
     PollState,
     RunningState,
@@ -52,7 +53,8 @@ def clock_text(moment: datetime) -> str:
 
 def publish(home: Path, *, pid: int | None = None) -> None:
     """What a daemon watching acme/widgets writes: its poll, two Ready issues waiting for a
-    slot, claude paused after an overload, the rate limit GitHub last reported."""
+    slot, claude paused after an overload, codex's CLI gone, the rate limit GitHub last
+    reported."""
     write_state(
         home / "daemons",
         DaemonState(
@@ -63,7 +65,9 @@ def publish(home: Path, *, pid: int | None = None) -> None:
             stopping=False,
             polls=(PollState("acme/widgets", NOW, None, NEXT_POLL, (9, 12)),),
             running=(),
-            pauses=(PauseState("claude", PAUSED_UNTIL, "overloaded (529)"),),
+            holds=HarnessHolds(
+                (PauseState("claude", PAUSED_UNTIL, "overloaded (529)"),), missing=("codex",)
+            ),
             rate_limit_remaining=4870,
         ),
     )
@@ -104,10 +108,11 @@ def test_status_shows_the_next_poll_the_queue_the_pauses_and_what_was_passed_ove
     shown = status().splitlines()
 
     assert shown[0].startswith("daemon night-1 (pid ")
-    assert shown[1:4] == [
+    assert shown[1:5] == [
         f"  acme/widgets: last poll {clock_text(NOW)}, next {clock_text(NEXT_POLL)}; "
         "waiting for a slot: #9, #12",
         f"  paused: claude (overloaded (529)) until {clock_text(PAUSED_UNTIL)}",
+        "  paused: codex (its CLI is not installed) until it is back",
         "  GitHub rate limit: 4870 requests left",
     ]
     assert shown[-2:] == [
@@ -137,6 +142,7 @@ def test_status_json_carries_the_same_in_the_documented_shapes(filled: Path) -> 
     assert daemon["pauses"] == [
         {"harness": "claude", "until": PAUSED_UNTIL.isoformat(), "condition": "overloaded (529)"}
     ]
+    assert daemon["missing_harnesses"] == ["codex"]
     [passed] = state["passed_over"]
     assert (passed["type"], passed["kind"], passed["issue_number"]) == ("activity", "pass-over", 8)
     assert passed["message"] == f"passed over: {READERS_REASON}"
@@ -187,7 +193,7 @@ def test_status_shows_when_the_architect_schedule_next_asks_and_an_architect_run
             stopping=False,
             polls=(PollState("acme/widgets", NOW, None, NEXT_POLL, (), architect_at),),
             running=(RunningState("acme/widgets", 0, 31, NOW - timedelta(minutes=2)),),
-            pauses=(),
+            holds=HarnessHolds(),
             rate_limit_remaining=None,
         ),
     )

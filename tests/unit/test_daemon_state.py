@@ -12,6 +12,7 @@ from thirdshift.daemon.state import (
     STALE_SECONDS,
     DaemonProcess,
     DaemonState,
+    HarnessHolds,
     PauseState,
     PollState,
     RunningState,
@@ -30,7 +31,9 @@ def state() -> DaemonState:
         stopping=False,
         polls=(PollState("acme/widgets", NOW, None, NOW + timedelta(seconds=60), (4, 7)),),
         running=(RunningState("acme/widgets", 3, 12, NOW - timedelta(minutes=4)),),
-        pauses=(PauseState("claude", NOW + timedelta(minutes=5), "overloaded (529)"),),
+        holds=HarnessHolds(
+            (PauseState("claude", NOW + timedelta(minutes=5), "overloaded (529)"),), ("codex",)
+        ),
         rate_limit_remaining=4870,
     )
 
@@ -55,6 +58,7 @@ def test_a_state_is_written_whole_under_a_safe_name_and_read_back(tmp_path: Path
     assert read["pauses"] == [
         {"harness": "claude", "until": "2026-03-01T12:05:00+00:00", "condition": "overloaded (529)"}
     ]
+    assert read["missing_harnesses"] == ["codex"]
     assert (read["rate_limit_remaining"], read["stopped"]) == (4870, False)
 
 
@@ -88,8 +92,21 @@ def test_a_state_file_cut_short_edited_or_from_another_version_is_left_out(
         {key: value for key, value in good.items() if key != "daemon"},
         {**good, "running": [{"repository": "acme/widgets"}]},
         {**good, "pauses": "none"},
+        {**good, "missing_harnesses": "codex"},
+        {**good, "missing_harnesses": [7]},
     ]
     for index, text in enumerate(bad):
         (tmp_path / f"bad-{index}.json").write_text(json.dumps(text))
+
+    assert [s["daemon"] for s in read_states(tmp_path)] == ["night/1"]
+
+
+def test_a_state_an_older_version_wrote_without_missing_harnesses_is_read(
+    tmp_path: Path,
+) -> None:
+    write_state(tmp_path, state())
+    older = json.loads((tmp_path / "night_1.json").read_text())
+    del older["missing_harnesses"]
+    (tmp_path / "night_1.json").write_text(json.dumps(older))
 
     assert [s["daemon"] for s in read_states(tmp_path)] == ["night/1"]

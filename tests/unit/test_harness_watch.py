@@ -35,6 +35,7 @@ def test_a_harness_removed_while_running_stops_pickups_and_says_so_once() -> Non
     assert said == [
         "codex is not installed; install it; no Run starts until the codex Harness is back"
     ]
+    assert watch.missing() == ("codex",)
 
 
 def test_pickups_go_on_once_the_harness_is_back_and_that_is_said_once() -> None:

@@ -12,7 +12,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from thirdshift.daemon.state import DaemonProcess, DaemonState
+from thirdshift.daemon.state import DaemonProcess, DaemonState, HarnessHolds
 from thirdshift.errors import ConfigError
 from thirdshift.records import Lease, Repository, Run
 from thirdshift.run_states import RunKind, RunState
@@ -256,7 +256,7 @@ def test_the_daemon_line_names_the_daemon_its_process_and_when_it_started() -> N
         stopping=False,
         polls=(),
         running=(),
-        pauses=(),
+        holds=HarnessHolds(),
         rate_limit_remaining=4999,
     )
     shown = dataclasses.replace(page(), daemon=state)
@@ -264,3 +264,21 @@ def test_the_daemon_line_names_the_daemon_its_process_and_when_it_started() -> N
     html = client.get("/live").text
     assert "Daemon night (pid 4242), since 10:00:00 UTC." in html
     assert "DaemonProcess(" not in html
+    assert "data-missing-harness" not in html
+
+
+def test_a_harness_whose_cli_is_gone_is_shown_holding_the_runs_back() -> None:
+    state = DaemonState(
+        daemon=DaemonProcess("night", 4242, NOW - timedelta(hours=2)),
+        updated_at=NOW,
+        stopping=False,
+        polls=(),
+        running=(),
+        holds=HarnessHolds(missing=("claude",)),
+        rate_limit_remaining=None,
+    )
+    shown = dataclasses.replace(page(), daemon=state)
+    client = client_of(make_app(ScriptedSource([shown]), token=TOKEN, port=8765), bearer=True)
+    assert (
+        "claude's CLI is not installed: no Run starts until it is back." in client.get("/live").text
+    )

@@ -142,8 +142,24 @@ def run_daemon(
         )
         # Which Harness's provider is down, as the daemon's Runs found out: shared by them all.
         pauses = ProviderPauses(clock, settings.provider_pause_seconds)
+        harnesses = HarnessWatch(
+            daemon_harnesses(settings),
+            partial(daemon_harness_problem, settings, agents),
+            partial(activity.line, "harness"),
+            clock,
+        )
         kit = _DaemonKit(
-            settings, environ, store, clock, scrub, say, daemon_name, activity, pauses, agents
+            settings,
+            environ,
+            store,
+            clock,
+            scrub,
+            say,
+            daemon_name,
+            activity,
+            pauses,
+            agents,
+            harnesses,
         )
         daemon = _daemon(kit, watched, once=once, stop=stop)
         listings = None
@@ -198,7 +214,8 @@ def _no_url(_url: str) -> None:
 @dataclass(frozen=True)
 class _DaemonKit:
     """What a daemon and the Runs it starts share: the settings, the store, the clock, the
-    scrubber, its progress lines, its name, its Activity log and its provider pauses."""
+    scrubber, its progress lines, its name, its Activity log, its provider pauses and what it
+    knows of its Harnesses' CLIs."""
 
     settings: Settings
     environ: Mapping[str, str]
@@ -210,6 +227,7 @@ class _DaemonKit:
     activity: ActivityLog
     pauses: ProviderPauses
     agent_environ: Mapping[str, str]
+    harnesses: HarnessWatch
 
 
 @dataclass(frozen=True)
@@ -283,6 +301,7 @@ def _daemon(kit: _DaemonKit, watched: Watched, *, once: bool, stop: threading.Ev
         publish=partial(write_state, settings.home / "daemons"),
         pauses=kit.pauses.states,
         rate_limit=partial(_rate_limit_left, watched.adapters),
+        missing_harnesses=kit.harnesses.missing,
     )
     # From cron (--once) a daemon keeps no schedule: cron calls thirdshift architect.
     return Daemon(parts, limits, stop, shown=shown, architect_schedules={} if once else schedules)
@@ -292,14 +311,8 @@ def _paused(kit: _DaemonKit) -> Callable[[], str | None]:
     """Why no Run may start now: a Harness's CLI went missing, or its provider is down (and
     every fallback's)."""
     settings = kit.settings
-    watch = HarnessWatch(
-        daemon_harnesses(settings),
-        partial(daemon_harness_problem, settings, kit.agent_environ),
-        partial(kit.activity.line, "harness"),
-        kit.clock,
-    )
     provider = partial(kit.pauses.pass_over_reason, settings.harness, settings.fallback_harnesses)
-    return lambda: watch.missing_reason() or provider()
+    return lambda: kit.harnesses.missing_reason() or provider()
 
 
 def _watch(

@@ -154,6 +154,8 @@ def status_lines(daemons: list[dict[str, Any]], now: Any) -> list[str]:
         for pause in state.get("pauses", []):
             until = clock_time(datetime.fromisoformat(str(pause["until"])))
             lines.append(f"  paused: {pause['harness']} ({pause['condition']}) until {until}")
+        for name in state.get("missing_harnesses", []):
+            lines.append(f"  paused: {name} (its CLI is not installed) until it is back")
         left = state.get("rate_limit_remaining")
         if left is not None:
             lines.append(f"  GitHub rate limit: {left} requests left")

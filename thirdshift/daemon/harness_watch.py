@@ -44,6 +44,11 @@ class HarnessWatch:
             name, problem = next(iter(self._missing.items()))
             return f"{problem}; pickups wait until the {name} Harness is back"
 
+    def missing(self) -> tuple[str, ...]:
+        """The Harnesses found missing at the last look (none looked for now)."""
+        with self._lock:
+            return tuple(self._missing)
+
     def _look(self) -> None:
         for name in self._harnesses:
             problem = self._problem(name)

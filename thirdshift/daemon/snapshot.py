@@ -14,7 +14,14 @@ from thirdshift.daemon.follow import ActiveRun
 from thirdshift.daemon.pickup import Pickup
 from thirdshift.daemon.poll import RepositoryPoll
 from thirdshift.daemon.schedule import ArchitectSchedule
-from thirdshift.daemon.state import DaemonProcess, DaemonState, PauseState, PollState, RunningState
+from thirdshift.daemon.state import (
+    DaemonProcess,
+    DaemonState,
+    HarnessHolds,
+    PauseState,
+    PollState,
+    RunningState,
+)
 from thirdshift.errors import ThirdshiftError
 
 
@@ -30,13 +37,14 @@ def _not_known() -> int | None:
 class StateSources:
     """What a daemon's state shows besides its own work, and where it goes: the daemon's name,
     the scrubber of what it shows, where it is published (its state file), the provider
-    pauses, and the rate limit GitHub's last answer left."""
+    pauses, the Harnesses whose CLI is gone, and the rate limit GitHub's last answer left."""
 
     name: str = "thirdshift"
     scrub: Callable[[str], str] = str
     publish: Callable[[DaemonState], None] = _nowhere
     pauses: Callable[[], tuple[PauseState, ...]] = tuple
     rate_limit: Callable[[], int | None] = _not_known
+    missing_harnesses: Callable[[], tuple[str, ...]] = tuple
 
 
 @dataclass(frozen=True)
@@ -124,7 +132,7 @@ class Snapshots:
             stopping=stopping,
             polls=tuple(polls),
             running=work.running,
-            pauses=self._sources.pauses(),
+            holds=HarnessHolds(self._sources.pauses(), self._sources.missing_harnesses()),
             rate_limit_remaining=self._rate_limit_seen(),
             stopped=stopped,
         )

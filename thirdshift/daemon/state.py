@@ -62,6 +62,15 @@ class DaemonProcess:
 
 
 @dataclass(frozen=True)
+class HarnessHolds:
+    """What holds a daemon's Runs back, by Harness: its provider's outage, or its CLI gone (no
+    Run starts until it is back)."""
+
+    pauses: tuple[PauseState, ...] = ()
+    missing: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class DaemonState:
     daemon: DaemonProcess
     updated_at: datetime
@@ -69,7 +78,7 @@ class DaemonState:
     """Told to stop: it takes no new work and is saving its Runs."""
     polls: tuple[PollState, ...]
     running: tuple[RunningState, ...]
-    pauses: tuple[PauseState, ...]
+    holds: HarnessHolds
     rate_limit_remaining: int | None
     stopped: bool = False
     """It has exited; this is the last state it wrote."""
@@ -115,9 +124,10 @@ def state_json(state: DaemonState) -> dict[str, Any]:
         ],
         "pauses": [
             {"harness": pause.harness, "until": _when(pause.until), "condition": pause.condition}
-            for pause in state.pauses
+            for pause in state.holds.pauses
         ],
         "rate_limit_remaining": state.rate_limit_remaining,
+        "missing_harnesses": list(state.holds.missing),
     }
 
 
@@ -159,6 +169,9 @@ def _well_formed(state: dict[str, Any]) -> bool:
     if not isinstance(polls, list) or not isinstance(running, list):
         return False
     if not isinstance(pauses, list):
+        return False
+    missing = state.get("missing_harnesses", [])  # written since issue 35
+    if not isinstance(missing, list) or not all(isinstance(name, str) for name in missing):
         return False
     return (
         all(_poll_well_formed(poll) for poll in polls)

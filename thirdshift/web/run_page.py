@@ -421,7 +421,7 @@ def _fields(
         fields.append(Field("Pull request", "none"))
     fields += [
         Field("Harness", views.harnesses(run, total)),
-        Field("Model", run.model or "the Harness's own"),
+        Field("Model", run.model or "the Harness's default (its sessions name it above)"),
         Field("Base branch", run.base_branch or "-"),
         Field(
             "Spec branch" if run.kind == RunKind.SPEC else "Issue branch", run.issue_branch or "-"
