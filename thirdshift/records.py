@@ -88,6 +88,8 @@ class Labelling:
 
     login: str | None
     at: datetime
+    adders: tuple[tuple[str | None, datetime], ...] = ()
+    """Every adding of that label, oldest first: who and when (the last is ``login``, ``at``)."""
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ class Seen:
     """What Chromium showed of a finished demo's status page."""
 
     drawn_charts: set[str]
+    """The charts drawn (painted pixels), their tables out of sight."""
     runs: dict[str, bool]
     """Each Run row of the front page, by its id: whether it links to the Run's page."""
     ci_fix_bars: int
@@ -78,6 +79,12 @@ def what_a_browser_sees(url: str, shots: Path) -> Seen:
                 "figure.chart", "figures => figures.map(f => f.dataset.chart)"
             )
             drawn = {key for key in keys if page.evaluate(DRAWN, key)}
+            # A drawn chart shows its drawing, not its table.
+            shown_tables = {
+                key
+                for key in keys
+                if page.locator(f'figure[data-chart="{key}"] table').is_visible()
+            }
             runs = {
                 row.get_attribute("data-run") or "": row.locator(
                     f'a[href="runs/{row.get_attribute("data-run")}"]'
@@ -119,7 +126,9 @@ def what_a_browser_sees(url: str, shots: Path) -> Seen:
             ]
         finally:
             browser.close()
-    return Seen(drawn, runs, int(bars), list(kinds), calls, tickets, ticket_runs, tables)
+    return Seen(
+        drawn - shown_tables, runs, int(bars), list(kinds), calls, tickets, ticket_runs, tables
+    )
 
 
 def _thirdshift(home: Path, *args: str) -> str:

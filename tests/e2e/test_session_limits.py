@@ -45,11 +45,11 @@ def limited_world(tmp_path: Path, turns: list[dict[str, Any]], **settings: str) 
     return world
 
 
-def failed_cause(world: RunWorld) -> str:
+def failed_cause(world: RunWorld, stderr: str = "") -> str:
     store = Store.open(f"sqlite:///{world.home / 'thirdshift.db'}")
     try:
         [run] = store.list_runs(limit=5)
-        assert run.state == "failed"
+        assert run.state == "failed", stderr
         return str(run.cause)
     finally:
         store.close()
@@ -173,7 +173,7 @@ def test_a_session_that_fills_its_worktrees_repository_past_the_disk_budget_fail
 
 
 def assert_disk_budget_named(world: RunWorld, stderr: str) -> None:
-    cause = failed_cause(world)
+    cause = failed_cause(world, stderr)
     assert cause.startswith(
         "implement session stopped: it used more than session_disk_mb = 20 MB of disk in its "
         "Worktree, the Worktree's repository and its home ("

@@ -133,15 +133,17 @@ def test_a_review_repair_run_records_no_label_time(dw: DaemonWorld) -> None:
     assert len(world.github.called("labelling")) == reads + 1  # the approval check's read
 
 
-def test_a_label_thirdshift_gave_back_keeps_the_time_a_person_first_asked(dw: DaemonWorld) -> None:
-    """A stopped Run gave the Ready label back (thirdshift's own adding of it): the next Run's
-    wait began when the maintainer labelled the issue, as the earlier Run recorded, not when
-    thirdshift put the label back."""
+def test_a_label_thirdshift_gave_back_keeps_the_time_a_person_last_asked(dw: DaemonWorld) -> None:
+    """thirdshift put the Ready label back (a stopped Run, a claim never recorded): the next
+    Run's wait began when the maintainer last labelled the issue, not when thirdshift put the
+    label back, nor when an older Run's label was added."""
     world = dw.world
     number = dw.ready_issue("Add a widget")
     repository = world.store.ensure_repository("acme", "widgets")
-    stopped = world.store.start_run(repository, number, ready_labelled_at=LABELLED)
-    world.store.finish_run(stopped.id, RunState.FAILED, cause="interrupted")
+    older = world.store.start_run(
+        repository, number, ready_labelled_at=LABELLED - timedelta(days=7)
+    )
+    world.store.finish_run(older.id, RunState.FAILED, cause="interrupted")
     dw.unlabel(number, READY, MAINTAINER)
     dw.label(number, READY, world.github.login)
     stamp_labels(world, number, LABELLED, LABELLED + timedelta(hours=3))
@@ -149,5 +151,16 @@ def test_a_label_thirdshift_gave_back_keeps_the_time_a_person_first_asked(dw: Da
     assert world.run(number) == 0
 
     run = the_run(world)
-    assert run.id != stopped.id
+    assert run.id != older.id
     assert (run.state, run.ready_labelled_at) == ("succeeded", LABELLED)
+
+
+def test_thirdshift_s_own_label_alone_is_the_time_its_own_request_began(dw: DaemonWorld) -> None:
+    """An issue only thirdshift labelled (a Base fix it opened): its own label's time."""
+    world = dw.world
+    number = dw.ready_issue("Fix the base", labeller=world.github.login)
+    stamp_labels(world, number, LABELLED)
+
+    assert world.run(number) == 0
+
+    assert the_run(world).ready_labelled_at == LABELLED

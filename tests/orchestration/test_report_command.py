@@ -197,6 +197,7 @@ def test_report_covers_only_the_period_and_repository_asked_for(filled: Path) ->
         (["--since", "7 days"], "--since: '7 days' is neither a date"),
         (["--since", "7w"], "--since: '7w' is neither a date"),
         (["--since", "999999d"], "--since: '999999d' reaches before the year 1; give fewer days"),
+        (["--since", "0001-01-01T00:00+14:00"], "reaches before the year 1; give a later time"),
         (["--repo", "nonsense"], "OWNER/NAME"),
     ],
 )

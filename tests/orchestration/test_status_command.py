@@ -21,6 +21,7 @@ from thirdshift.daemon.state import (
     DaemonProcess,
     DaemonState,
     HarnessHolds,
+    MissingHarness,
     PauseState,
     PollState,
     RunningState,
@@ -66,7 +67,10 @@ def publish(home: Path, *, pid: int | None = None) -> None:
             polls=(PollState("acme/widgets", NOW, None, NEXT_POLL, (9, 12)),),
             running=(),
             holds=HarnessHolds(
-                (PauseState("claude", PAUSED_UNTIL, "overloaded (529)"),), missing=("codex",)
+                (PauseState("claude", PAUSED_UNTIL, "overloaded (529)"),),
+                missing=(
+                    MissingHarness("codex", "codex is not installed: gone; run scripts/install"),
+                ),
             ),
             rate_limit_remaining=4870,
         ),
@@ -112,7 +116,7 @@ def test_status_shows_the_next_poll_the_queue_the_pauses_and_what_was_passed_ove
         f"  acme/widgets: last poll {clock_text(NOW)}, next {clock_text(NEXT_POLL)}; "
         "waiting for a slot: #9, #12",
         f"  paused: claude (overloaded (529)) until {clock_text(PAUSED_UNTIL)}",
-        "  paused: codex (its CLI is not installed) until it is back",
+        "  paused: codex (its CLI is not installed) until it is back; run scripts/install",
         "  GitHub rate limit: 4870 requests left",
     ]
     assert shown[-2:] == [
@@ -142,7 +146,9 @@ def test_status_json_carries_the_same_in_the_documented_shapes(filled: Path) -> 
     assert daemon["pauses"] == [
         {"harness": "claude", "until": PAUSED_UNTIL.isoformat(), "condition": "overloaded (529)"}
     ]
-    assert daemon["missing_harnesses"] == ["codex"]
+    assert daemon["missing_harnesses"] == [
+        {"harness": "codex", "problem": "codex is not installed: gone; run scripts/install"}
+    ]
     [passed] = state["passed_over"]
     assert (passed["type"], passed["kind"], passed["issue_number"]) == ("activity", "pass-over", 8)
     assert passed["message"] == f"passed over: {READERS_REASON}"

@@ -342,15 +342,15 @@ class FakeGitHub:
     def labelling(self, owner: str, name: str, number: int, label: str) -> Labelling | None:
         self._enter("labelling", number, label)
         issue = self._api(lambda: self.repo_state.issue(number))
-        labelled = [
-            Labelling(event.actor, event.created_at)
+        adders = tuple(
+            (event.actor, event.created_at)
             for event in self.repo_state.events
             if event.issue_number == issue.number
             and event.event == "labeled"
             and event.label is not None
             and event.label.name.lower() == label.lower()
-        ]
-        return labelled[-1] if labelled else None
+        )
+        return Labelling(*adders[-1], adders=adders) if adders else None
 
     def text_edits(self, owner: str, name: str, number: int) -> tuple[TextEdit, ...]:
         self._enter("text_edits", number)

@@ -13,6 +13,7 @@ from thirdshift.daemon.state import (
     DaemonProcess,
     DaemonState,
     HarnessHolds,
+    MissingHarness,
     PauseState,
     PollState,
     RunningState,
@@ -32,7 +33,8 @@ def state() -> DaemonState:
         polls=(PollState("acme/widgets", NOW, None, NOW + timedelta(seconds=60), (4, 7)),),
         running=(RunningState("acme/widgets", 3, 12, NOW - timedelta(minutes=4)),),
         holds=HarnessHolds(
-            (PauseState("claude", NOW + timedelta(minutes=5), "overloaded (529)"),), ("codex",)
+            (PauseState("claude", NOW + timedelta(minutes=5), "overloaded (529)"),),
+            (MissingHarness("codex", "codex is not installed: gone; run scripts/install"),),
         ),
         rate_limit_remaining=4870,
     )
@@ -58,7 +60,9 @@ def test_a_state_is_written_whole_under_a_safe_name_and_read_back(tmp_path: Path
     assert read["pauses"] == [
         {"harness": "claude", "until": "2026-03-01T12:05:00+00:00", "condition": "overloaded (529)"}
     ]
-    assert read["missing_harnesses"] == ["codex"]
+    assert read["missing_harnesses"] == [
+        {"harness": "codex", "problem": "codex is not installed: gone; run scripts/install"}
+    ]
     assert (read["rate_limit_remaining"], read["stopped"]) == (4870, False)
 
 
@@ -94,6 +98,7 @@ def test_a_state_file_cut_short_edited_or_from_another_version_is_left_out(
         {**good, "pauses": "none"},
         {**good, "missing_harnesses": "codex"},
         {**good, "missing_harnesses": [7]},
+        {**good, "missing_harnesses": ["codex"]},
     ]
     for index, text in enumerate(bad):
         (tmp_path / f"bad-{index}.json").write_text(json.dumps(text))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from thirdshift.clock import ManualClock
 from thirdshift.daemon.harness_watch import LOOK_EVERY_SECONDS, HarnessWatch
+from thirdshift.daemon.state import MissingHarness
 
 
 class Installed:
@@ -35,7 +36,7 @@ def test_a_harness_removed_while_running_stops_pickups_and_says_so_once() -> Non
     assert said == [
         "codex is not installed; install it; no Run starts until the codex Harness is back"
     ]
-    assert watch.missing() == ("codex",)
+    assert watch.missing() == (MissingHarness("codex", "codex is not installed; install it"),)
 
 
 def test_pickups_go_on_once_the_harness_is_back_and_that_is_said_once() -> None:

@@ -12,7 +12,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from thirdshift.daemon.state import DaemonProcess, DaemonState, HarnessHolds
+from thirdshift.daemon.state import DaemonProcess, DaemonState, HarnessHolds, MissingHarness
 from thirdshift.errors import ConfigError
 from thirdshift.records import Lease, Repository, Run
 from thirdshift.run_states import RunKind, RunState
@@ -274,11 +274,12 @@ def test_a_harness_whose_cli_is_gone_is_shown_holding_the_runs_back() -> None:
         stopping=False,
         polls=(),
         running=(),
-        holds=HarnessHolds(missing=("claude",)),
+        holds=HarnessHolds(missing=(MissingHarness("claude", "claude is gone; run install"),)),
         rate_limit_remaining=None,
     )
     shown = dataclasses.replace(page(), daemon=state)
     client = client_of(make_app(ScriptedSource([shown]), token=TOKEN, port=8765), bearer=True)
     assert (
-        "claude's CLI is not installed: no Run starts until it is back." in client.get("/live").text
+        "No Run starts until the claude Harness is back: claude is gone; run install."
+        in client.get("/live").text
     )

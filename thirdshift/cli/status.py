@@ -154,8 +154,11 @@ def status_lines(daemons: list[dict[str, Any]], now: Any) -> list[str]:
         for pause in state.get("pauses", []):
             until = clock_time(datetime.fromisoformat(str(pause["until"])))
             lines.append(f"  paused: {pause['harness']} ({pause['condition']}) until {until}")
-        for name in state.get("missing_harnesses", []):
-            lines.append(f"  paused: {name} (its CLI is not installed) until it is back")
+        for gone in state.get("missing_harnesses", []):
+            fix = str(gone["problem"]).partition("; ")[2]
+            lines.append(
+                f"  paused: {gone['harness']} (its CLI is not installed) until it is back; {fix}"
+            )
         left = state.get("rate_limit_remaining")
         if left is not None:
             lines.append(f"  GitHub rate limit: {left} requests left")

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from thirdshift.clock import Clock
+from thirdshift.daemon.state import MissingHarness
 
 LOOK_EVERY_SECONDS = 5.0
 """How long an answer is kept: a poll asks once per issue, and looking costs a few stat calls."""
@@ -44,10 +45,11 @@ class HarnessWatch:
             name, problem = next(iter(self._missing.items()))
             return f"{problem}; pickups wait until the {name} Harness is back"
 
-    def missing(self) -> tuple[str, ...]:
-        """The Harnesses found missing at the last look (none looked for now)."""
+    def missing(self) -> tuple[MissingHarness, ...]:
+        """The Harnesses found missing at the last look, each with why and the fix (none
+        looked for now)."""
         with self._lock:
-            return tuple(self._missing)
+            return tuple(MissingHarness(name, problem) for name, problem in self._missing.items())
 
     def _look(self) -> None:
         for name in self._harnesses:

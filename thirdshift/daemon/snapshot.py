@@ -18,6 +18,7 @@ from thirdshift.daemon.state import (
     DaemonProcess,
     DaemonState,
     HarnessHolds,
+    MissingHarness,
     PauseState,
     PollState,
     RunningState,
@@ -44,7 +45,7 @@ class StateSources:
     publish: Callable[[DaemonState], None] = _nowhere
     pauses: Callable[[], tuple[PauseState, ...]] = tuple
     rate_limit: Callable[[], int | None] = _not_known
-    missing_harnesses: Callable[[], tuple[str, ...]] = tuple
+    missing_harnesses: Callable[[], tuple[MissingHarness, ...]] = tuple
 
 
 @dataclass(frozen=True)

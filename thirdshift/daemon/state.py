@@ -62,12 +62,20 @@ class DaemonProcess:
 
 
 @dataclass(frozen=True)
+class MissingHarness:
+    """A Harness whose CLI a daemon no longer finds: why, with the fix."""
+
+    harness: str
+    problem: str
+
+
+@dataclass(frozen=True)
 class HarnessHolds:
     """What holds a daemon's Runs back, by Harness: its provider's outage, or its CLI gone (no
     Run starts until it is back)."""
 
     pauses: tuple[PauseState, ...] = ()
-    missing: tuple[str, ...] = ()
+    missing: tuple[MissingHarness, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,7 +135,9 @@ def state_json(state: DaemonState) -> dict[str, Any]:
             for pause in state.holds.pauses
         ],
         "rate_limit_remaining": state.rate_limit_remaining,
-        "missing_harnesses": list(state.holds.missing),
+        "missing_harnesses": [
+            {"harness": gone.harness, "problem": gone.problem} for gone in state.holds.missing
+        ],
     }
 
 
@@ -171,7 +181,12 @@ def _well_formed(state: dict[str, Any]) -> bool:
     if not isinstance(pauses, list):
         return False
     missing = state.get("missing_harnesses", [])  # written since issue 35
-    if not isinstance(missing, list) or not all(isinstance(name, str) for name in missing):
+    if not isinstance(missing, list) or not all(
+        isinstance(gone, dict)
+        and isinstance(gone.get("harness"), str)
+        and isinstance(gone.get("problem"), str)
+        for gone in missing
+    ):
         return False
     return (
         all(_poll_well_formed(poll) for poll in polls)

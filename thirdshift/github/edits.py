@@ -50,8 +50,9 @@ def labelling_of(events: Iterable[Any], label: str) -> Labelling | None:
     if not labelled:
         return None
     # Events come oldest first; ordering by time and id does not rely on it.
-    last = max(labelled, key=lambda event: (str(event.get("created_at")), event["id"]))
-    return Labelling(_login(last.get("actor")), when(last["created_at"]))
+    labelled.sort(key=lambda event: (str(event.get("created_at")), event["id"]))
+    adders = tuple((_login(event.get("actor")), when(event["created_at"])) for event in labelled)
+    return Labelling(*adders[-1], adders=adders)
 
 
 def renames_of(events: Iterable[Any]) -> tuple[TextEdit, ...]:

@@ -34,14 +34,20 @@ def since_of(text: str, now: datetime) -> datetime:
         try:
             return now - (timedelta(days=count) if unit == "d" else timedelta(hours=count))
         except OverflowError:
-            raise ValueError(f"{text!r} reaches before the year 1; give fewer days") from None
+            unit_name = "days" if unit == "d" else "hours"
+            raise ValueError(
+                f"{text!r} reaches before the year 1; give fewer {unit_name}"
+            ) from None
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(
             f"{text!r} is neither a date (2026-11-01) nor a duration (7d, 12h)"
         ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    try:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text!r} reaches before the year 1; give a later time") from None
 
 
 def default_since(now: datetime) -> datetime:

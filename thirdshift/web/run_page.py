@@ -258,7 +258,8 @@ def session_log(
         )
     path = Path(session.log_path)
     name = download_name(path.name)
-    if logs is None or not Path(os.path.realpath(path)).is_relative_to(os.path.realpath(logs)):
+    real = Path(os.path.realpath(path))
+    if logs is None or not real.is_relative_to(os.path.realpath(logs)):
         return LogDownload(
             name=name,
             lines=None,
@@ -270,7 +271,7 @@ def session_log(
             status=404,
         )
     try:
-        log = path.open("rb")
+        log = real.open("rb")  # the path checked, not one a link could change meanwhile
     except OSError as error:
         return LogDownload(
             name=name,
@@ -421,7 +422,7 @@ def _fields(
         fields.append(Field("Pull request", "none"))
     fields += [
         Field("Harness", views.harnesses(run, total)),
-        Field("Model", run.model or "the Harness's default (its sessions name it above)"),
+        Field("Model", run.model or "the Harness's default (each session names it below)"),
         Field("Base branch", run.base_branch or "-"),
         Field(
             "Spec branch" if run.kind == RunKind.SPEC else "Issue branch", run.issue_branch or "-"

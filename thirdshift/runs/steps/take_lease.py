@@ -118,8 +118,9 @@ class LeaseStep:
         labelling = approval.labelling
         if spec is not None or request.review_of is not None or labelling is None:
             return None
-        if (labelling.login or "").lower() == me and earlier is not None:
-            # thirdshift gave the label back after a stopped Run: the wait began when a person
-            # asked, which the earlier Run recorded.
-            return earlier.ready_labelled_at
+        if (labelling.login or "").lower() == me:
+            # thirdshift gave the label back (a stopped Run, a claim never recorded): the wait
+            # began when a person last asked. Its own label alone (a Base fix it opened) counts.
+            asked_at = [at for login, at in labelling.adders if (login or "").lower() != me]
+            return asked_at[-1] if asked_at else labelling.at
         return labelling.at
