@@ -31,14 +31,17 @@ from tests.support.run_world import (
 SYSTEM_PATH = os.pathsep.join(["/usr/local/bin", "/usr/bin", "/bin"])
 
 
-def thirdshift(python: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``thirdshift args`` of an install without node_modules, with only the system on PATH."""
+def thirdshift(
+    python: str, tmp_path: Path, *args: str, **settings: str
+) -> subprocess.CompletedProcess[str]:
+    """``thirdshift args`` of an install without node_modules, with only the system on PATH
+    and ``settings`` (variables) over the test's environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("THIRDSHIFT_")}
     env["PATH"] = SYSTEM_PATH
     env["THIRDSHIFT_HOME"] = str(tmp_path / "home")
     return subprocess.run(
         [python, "-m", "thirdshift.cli", *args],
-        env=env,
+        env={**env, **settings},
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -68,31 +71,12 @@ def test_a_daemon_with_a_harness_this_machine_lacks_exits_2_before_asking_github
 ) -> None:
     """codex is installed nowhere thirdshift looks; GitHub's address answers nothing, so a
     request made before the check would end otherwise."""
-    python = python_without_clis(tmp_path)
-    result = subprocess.run(
-        [
-            python,
-            "-m",
-            "thirdshift.cli",
-            "daemon",
-            "--repo",
-            "acme/calculator",
-            "--harness",
-            "codex",
-        ],
-        env={
-            **{k: v for k, v in os.environ.items() if not k.startswith("THIRDSHIFT_")},
-            "PATH": SYSTEM_PATH,
-            "THIRDSHIFT_HOME": str(tmp_path / "home"),
-            "THIRDSHIFT_GITHUB_API_URL": "http://127.0.0.1:9",
-            "GITHUB_TOKEN": "sandbox_not_a_real_token_0123456789",
-        },
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    result = thirdshift(
+        python_without_clis(tmp_path),
+        tmp_path,
+        *("daemon", "--repo", "acme/calculator", "--harness", "codex"),
+        THIRDSHIFT_GITHUB_API_URL="http://127.0.0.1:9",
+        GITHUB_TOKEN="sandbox_not_a_real_token_0123456789",
     )
 
     assert result.returncode == 2, result.stderr

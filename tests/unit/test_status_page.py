@@ -249,37 +249,32 @@ def test_while_the_database_is_unreachable_the_page_says_so() -> None:
     assert up.get("/api/status").json()["database_error"] is None
 
 
-def test_the_daemon_line_names_the_daemon_its_process_and_when_it_started() -> None:
+def live_with(holds: HarnessHolds) -> str:
+    """The live part of a page whose daemon, "night", started two hours ago holds ``holds``."""
     state = DaemonState(
         daemon=DaemonProcess("night", 4242, NOW - timedelta(hours=2)),
         updated_at=NOW,
         stopping=False,
         polls=(),
         running=(),
-        holds=HarnessHolds(),
+        holds=holds,
         rate_limit_remaining=4999,
     )
     shown = dataclasses.replace(page(), daemon=state)
     client = client_of(make_app(ScriptedSource([shown]), token=TOKEN, port=8765), bearer=True)
-    html = client.get("/live").text
+    return str(client.get("/live").text)
+
+
+def test_the_daemon_line_names_the_daemon_its_process_and_when_it_started() -> None:
+    html = live_with(HarnessHolds())
     assert "Daemon night (pid 4242), since 10:00:00 UTC." in html
     assert "DaemonProcess(" not in html
     assert "data-missing-harness" not in html
 
 
 def test_a_harness_whose_cli_is_gone_is_shown_holding_the_runs_back() -> None:
-    state = DaemonState(
-        daemon=DaemonProcess("night", 4242, NOW - timedelta(hours=2)),
-        updated_at=NOW,
-        stopping=False,
-        polls=(),
-        running=(),
-        holds=HarnessHolds(missing=(MissingHarness("claude", "claude is gone; run install"),)),
-        rate_limit_remaining=None,
-    )
-    shown = dataclasses.replace(page(), daemon=state)
-    client = client_of(make_app(ScriptedSource([shown]), token=TOKEN, port=8765), bearer=True)
+    gone = HarnessHolds(missing=(MissingHarness("claude", "claude is gone; run install"),))
     assert (
         "No Run starts until the claude Harness is back: claude is gone; run install."
-        in client.get("/live").text
+        in live_with(gone)
     )

@@ -82,20 +82,6 @@ def daemon_harness_problem(settings: Settings, environ: Mapping[str, str], name:
     )
 
 
-def check_harness(
-    name: str,
-    environ: Mapping[str, str],
-    *,
-    role: str = "the harness setting",
-    other: str = "choose another with --harness",
-    settable: bool = True,
-) -> None:
-    """The Harness ``name`` found on ``environ``'s PATH; else HarnessMissing with the fix."""
-    problem = harness_problem(name, environ, role=role, other=other, settable=settable)
-    if problem is not None:
-        raise HarnessMissing(problem)
-
-
 def harness_problem(
     name: str,
     environ: Mapping[str, str],
@@ -114,10 +100,11 @@ def harness_problem(
 
 def check_demo_harness(name: str, environ: Mapping[str, str]) -> None:
     """The demo's Harness, looked for before any of its servers starts."""
-    check_harness(
+    problem = harness_problem(
         name,
         with_harness_paths(environ, ()),
         role="the demo's --harness",
-        other="choose another with --harness",
         settable=False,  # the demo's settings are its own: it reads no harness_paths
     )
+    if problem is not None:
+        raise HarnessMissing(problem)

@@ -40,8 +40,8 @@ from thirdshift.run_states import RunKind, RunState
 from thirdshift.runs import (
     ROLES_THAT_LABEL,
     IssueText,
+    read_approval,
     read_feedback,
-    text_not_approved,
 )
 
 
@@ -387,7 +387,7 @@ class RepositoryPoll:
                 roles[login] = self._role(login)
             return roles[login] in ROLES_THAT_LABEL
 
-        return text_not_approved(
+        return read_approval(
             self._gh,
             IssueText(self.owner, self.name, issue.number, issue.title, issue.body),
             ready_label=self._rules.ready_label,
@@ -395,7 +395,7 @@ class RepositoryPoll:
             may_label=may_label,
             read_edits=read_edits,
             own_login=self._gh.authenticated_login(),
-        )
+        ).reason
 
     def _merges(self, issue: IssueSummary, roles: dict[str, str]) -> bool:
         """Whether the Ready issue runs as a Merge run: it carries the merge label, added by

@@ -13,7 +13,7 @@ CLI import what they need from here, never from a private module of ``runs``.
 """
 
 from thirdshift.runs.architect.run import ArchitectRequest, ArchitectRun
-from thirdshift.runs.claims import IssueText, text_not_approved
+from thirdshift.runs.claims import IssueText, read_approval
 from thirdshift.runs.delivery import Delivery
 from thirdshift.runs.notices import spec_ticket_lines
 from thirdshift.runs.outcome import RunOutcome
@@ -43,8 +43,8 @@ __all__ = [
     "RunScope",
     "SpecRequest",
     "SpecRun",
+    "read_approval",
     "read_feedback",
     "spec_ticket_lines",
-    "text_not_approved",
     "token_role",
 ]

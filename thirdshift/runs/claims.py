@@ -50,31 +50,6 @@ class Approval:
     labelling: Labelling | None
 
 
-def text_not_approved(
-    github: ApprovalReads,
-    issue: IssueText,
-    *,
-    ready_label: str,
-    earlier: Run | None,
-    may_label: Callable[[str], bool],
-    read_edits: Callable[[], tuple[TextEdit, ...]] | None = None,
-    own_login: str | None = None,
-    spec: int | None = None,
-) -> str | None:
-    """Why the issue's title and body are not approved by the Ready label (``approval``), or
-    None: ``read_approval``'s reason."""
-    return read_approval(
-        github,
-        issue,
-        ready_label=ready_label,
-        earlier=earlier,
-        may_label=may_label,
-        read_edits=read_edits,
-        own_login=own_login,
-        spec=spec,
-    ).reason
-
-
 def read_approval(
     github: ApprovalReads,
     issue: IssueText,

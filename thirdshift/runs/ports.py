@@ -178,7 +178,7 @@ class MarkedComments(Protocol):
 
 
 class ApprovalReads(Protocol):
-    """What the approval of an issue's text is read from (``claims.text_not_approved``, for a
+    """What the approval of an issue's text is read from (``claims.read_approval``, for a
     Run and a daemon alike)."""
 
     def labelling(self, owner: str, name: str, number: int, label: str) -> Labelling | None:
