@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from tests.support.run_world import (
     start_world,
     write_file_command,
 )
+from tests.support.warm_start import Started
 from thirdshift.sandbox.model import ModelScript
 from thirdshift.sandbox.model.opencode import opencode_env
 from thirdshift.sandbox.model.server import codex_config_args, codex_env
@@ -126,7 +126,7 @@ def hostile_commands(
     return "\n".join(lines)
 
 
-def run_ended(world: RunWorld, daemon: subprocess.Popen[str], seconds: float = 240) -> str:
+def run_ended(world: RunWorld, daemon: Started, seconds: float = 240) -> str:
     """The state the daemon's Run ended in (it picks the issue up at its first poll)."""
     deadline = time.monotonic() + seconds
     database = world.home / "thirdshift.db"

@@ -23,6 +23,7 @@ import pytest
 from tests.support.app_keys import key_pair
 from tests.support.real_cli import BIN_DIR, cli_path
 from tests.support.run_world import TOKEN, bash, pull_request_file
+from tests.support.warm_start import Started, start_thirdshift
 from thirdshift.errors import StoreError
 from thirdshift.run_states import RunState
 from thirdshift.runs.claims import CLAIM_MARKER
@@ -66,7 +67,7 @@ class DaemonWorld:
     stand_in: GitHubStandIn
     model: ScriptedModelServer
     database_url: str
-    processes: list[subprocess.Popen[str]] = field(default_factory=list)
+    processes: list[Started] = field(default_factory=list)
     issues: dict[str, list[int]] = field(default_factory=dict)
     agent_env: dict[str, str] = field(default_factory=dict)
     """Variables for the agent CLIs besides the scripted model server's (their retries)."""
@@ -108,19 +109,17 @@ class DaemonWorld:
         base.update({f"THIRDSHIFT_{k.upper()}": v for k, v in settings.items()})
         return base
 
-    def daemon(self, home: str, *args: str, **settings: str) -> subprocess.Popen[str]:
+    def daemon(self, home: str, *args: str, **settings: str) -> Started:
         # stderr goes to a file: a pipe nobody reads until the end could fill and stall the
         # daemon, and a test that times out can still show what each daemon said.
         log = self.tmp / f"{home}-{len(self.processes)}.stderr"
         with log.open("w") as sink:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "thirdshift.cli", "daemon", *args],
+            process = start_thirdshift(
+                ["daemon", *args],
                 env=self.env(home, **settings),
                 cwd=self.tmp,
-                stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=sink,
-                text=True,
             )
         _STDERR[process.pid] = log
         self.processes.append(process)
@@ -128,17 +127,10 @@ class DaemonWorld:
 
     def status(self, home: str, *args: str) -> str:
         """``thirdshift status`` as a person on that home runs it: its stdout."""
-        done = subprocess.run(
-            [sys.executable, "-m", "thirdshift.cli", "status", *args],
-            env=self.env(home),
-            cwd=self.tmp,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+        process = start_thirdshift(["status", *args], env=self.env(home), cwd=self.tmp)
+        stdout, stderr = process.communicate(timeout=60)
+        assert process.returncode == 0, stderr
+        return stdout
 
     def rest(self, method: str, path: str, payload: dict[str, Any] | None = None) -> Any:
         import json
@@ -244,7 +236,7 @@ def make_world(tmp_path: Path, postgres_url: str) -> Iterator[Any]:
 _STDERR: dict[int, Path] = {}
 
 
-def stderr_of(process: subprocess.Popen[str]) -> str:
+def stderr_of(process: Started) -> str:
     """What the process wrote to stderr so far: its file (a daemon's), else its pipe once it
     ended."""
     log = _STDERR.get(process.pid)
@@ -254,7 +246,7 @@ def stderr_of(process: subprocess.Popen[str]) -> str:
     return str(err or "")
 
 
-def stop(process: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str]:
+def stop(process: Started, timeout: float = 120) -> tuple[int, str]:
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=timeout)
     return process.returncode, stderr_of(process) if process.pid in _STDERR else str(err)
@@ -358,7 +350,14 @@ def test_a_daemon_killed_mid_session_is_continued_after_a_restart(
         timeout=120,
         what="the session reaching its hang",
     )
-    # What a person asks while it works: the daemon, its poll, its Run, the Lease.
+    # What a person asks while it works: the daemon, its poll, its Run, the Lease. The daemon
+    # publishes its state every few seconds (PUBLISH_SECONDS): the Run's id, known once it is
+    # recorded, shows by the next one.
+    world.wait_until(
+        lambda: "  running: acme/alpha#1 (Run 1, for " in world.status("home"),
+        timeout=30,
+        what="thirdshift status showing Run 1 running",
+    )
     shown = world.status("home")
     assert re.search(rf"^daemon home \(pid {first.pid}\): running since ", shown, re.M), shown
     assert "  acme/alpha: last poll " in shown
@@ -549,14 +548,10 @@ def test_a_run_paused_past_its_lease_changes_nothing_after_another_finished_the_
     if paused == "daemon":
         a = world.daemon("home-a", lease_seconds="3", **only_alpha)
     else:
-        a = subprocess.Popen(
-            [sys.executable, "-m", "thirdshift.cli", "run", world.issue_url("alpha", 1)],
+        a = start_thirdshift(
+            ["run", world.issue_url("alpha", 1)],
             env=world.env("home-a", lease_seconds="3"),
             cwd=world.tmp,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
         )
         world.processes.append(a)
     world.wait_until(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import threading
 import time
 import urllib.request
@@ -31,6 +30,7 @@ from tests.support.run_world import (
     start_world,
     write_file_command,
 )
+from tests.support.warm_start import Started
 from thirdshift.store import Store
 
 pytestmark = [pytest.mark.real_cli, pytest.mark.postgres]
@@ -97,7 +97,7 @@ def _session() -> dict[str, object]:
     }
 
 
-def _reading(process: subprocess.Popen[str]) -> list[str]:
+def _reading(process: Started) -> list[str]:
     """The daemon's stderr, read as it comes (a pipe left unread would stall it)."""
     lines: list[str] = []
     assert process.stderr is not None

@@ -27,6 +27,7 @@ from tests.support.run_world import (
     start_world,
     write_file_command,
 )
+from tests.support.warm_start import Started
 
 SYSTEM_PATH = os.pathsep.join(["/usr/local/bin", "/usr/bin", "/bin"])
 
@@ -148,7 +149,7 @@ def polled(home: Path, timeout: float = 120) -> None:
 class Lines:
     """A process's stderr lines as they come."""
 
-    def __init__(self, process: subprocess.Popen[str]) -> None:
+    def __init__(self, process: Started) -> None:
         self.lines: list[str] = []
         assert process.stderr is not None
         self._stream = process.stderr

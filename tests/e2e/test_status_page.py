@@ -45,6 +45,7 @@ from tests.support.run_world import (
     start_world,
     write_file_command,
 )
+from tests.support.warm_start import Started
 from thirdshift.store import Store
 
 pytestmark = pytest.mark.real_cli
@@ -99,7 +100,7 @@ def wait_until_served(url: str, process_alive: object) -> None:
 class Lines:
     """A running daemon's stderr, read as it comes (its page's address is printed at start)."""
 
-    def __init__(self, process: subprocess.Popen[str]) -> None:
+    def __init__(self, process: Started) -> None:
         assert process.stderr is not None
         self._process = process
         self._arrived: queue.Queue[str | None] = queue.Queue()

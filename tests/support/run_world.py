@@ -18,6 +18,7 @@ from typing import Any
 
 from tests.support.git_client import git_as
 from tests.support.real_cli import BIN_DIR, cli_path
+from tests.support.warm_start import Started, start_thirdshift
 from thirdshift.sandbox.client import SandboxClient
 from thirdshift.sandbox.github import GitHubStandIn
 from thirdshift.sandbox.model.server import ModelScript, ScriptedModelServer, claude_env
@@ -70,7 +71,7 @@ class RunWorld:
     agent_home: Path
     issue_number: int = 0
     settings: dict[str, str] = field(default_factory=dict)
-    processes: list[subprocess.Popen[str]] = field(default_factory=list)
+    processes: list[Started] = field(default_factory=list)
     python: str = sys.executable
     """The interpreter ``thirdshift`` runs with (``python_without_clis`` for an install that
     lacks the agent CLIs)."""
@@ -115,18 +116,11 @@ class RunWorld:
         base.update(self.settings)
         return base
 
-    def start_thirdshift(self, *args: str, new_group: bool = False) -> subprocess.Popen[str]:
+    def start_thirdshift(self, *args: str, new_group: bool = False) -> Started:
         """``thirdshift args`` in the background; ``new_group`` gives it a process group of its
         own, as a shell gives a foreground job (for Ctrl-C to the whole group)."""
-        process = subprocess.Popen(
-            [self.python, "-m", "thirdshift.cli", *args],
-            env=self.env(),
-            cwd=self.tmp,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            process_group=0 if new_group else None,
+        process = start_thirdshift(
+            args, env=self.env(), cwd=self.tmp, python=self.python, new_group=new_group
         )
         self.processes.append(process)
         return process
