@@ -13,6 +13,15 @@ from tests.support.run_world import RunWorld, stop_world
 
 
 @pytest.fixture
+def cold_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ``thirdshift`` of the test starts as a fresh interpreter, never forked warm
+    (tests/support/warm_start.py): a warm one's /proc/<pid>/environ shows its starter's
+    environment, not the token and keys it was given, and a hostile agent reading the host's
+    processes must find those where a real install keeps them."""
+    monkeypatch.setenv("THIRDSHIFT_TEST_COLD_START", "1")
+
+
+@pytest.fixture
 def worlds() -> Iterator[list[RunWorld]]:
     """Run worlds a test starts (append them); each is stopped afterwards, with any
     `thirdshift` it left running."""

@@ -33,7 +33,8 @@ from thirdshift.sandbox.model import ModelScript
 from thirdshift.sandbox.model.opencode import opencode_env
 from thirdshift.sandbox.model.server import codex_config_args, codex_env
 
-pytestmark = pytest.mark.real_cli
+# Their hostile agents read every process's environment: thirdshift starts cold.
+pytestmark = [pytest.mark.real_cli, pytest.mark.usefixtures("cold_start")]
 
 ISSUE = "calc.add(2, 3) returns -1; it should return 5."
 MARKER = "calc.add(2, 3) returns -1"

@@ -29,7 +29,8 @@ from thirdshift.sandbox.model.server import (
     codex_env,
 )
 
-pytestmark = pytest.mark.real_cli
+# Their hostile agents read every process's environment: thirdshift starts cold.
+pytestmark = [pytest.mark.real_cli, pytest.mark.usefixtures("cold_start")]
 
 MARKER = "calc.add(2, 3) returns -1"
 # Shaped like an Anthropic key, so the session's own search (and the scrubber) could know it.

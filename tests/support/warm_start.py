@@ -12,8 +12,11 @@ tests use (``pid``, ``stdout``, ``stderr``, ``poll``, ``wait``, ``communicate``,
 child's parent and reaps it.
 
 What a warm start cannot show: an import that fails, or one that reads the environment, in a
-fresh interpreter. The tests that start the installed ``thirdshift`` script (the first hour, the
-wheel, ``config``) still start it cold, as does any run whose interpreter is not the suite's own.
+fresh interpreter; and its /proc/<pid>/environ is the starter's, not what it was given. So the
+tests that start the installed ``thirdshift`` script (the first hour, the wheel, ``config``)
+still start it cold, as does any run whose interpreter is not the suite's own, and so do the
+tests whose hostile agents search every process's environment for the token and the model key
+(the ``cold_start`` fixture of tests/e2e/conftest.py, or THIRDSHIFT_TEST_COLD_START=1 for all).
 
 Run as a script it is the starter: ``python warm_start.py SOCKET``; it ends when its stdin (a pipe
 from the worker) closes.
