@@ -68,6 +68,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 LONGEST_FIRST = (
+    # Its one test waits out GitHub's pacing for two to three minutes, on little CPU.
+    "test_daemon_pacing.py",
     # Each a chain of tests on one worker: started last, one alone would hold up the end.
     "test_spec_runs.py",
     "test_spec_rescue_race.py",
@@ -79,9 +81,9 @@ LONGEST_FIRST = (
     "test_agent_network.py",
     "test_daemon.py",
     "test_opencode.py",
-    "test_session_limits.py",
-    "test_daemon_demo_options.py",
     "test_wheel.py",
+    "test_daemon_demo_options.py",
+    "test_session_limits.py",
     "test_demo.py",
     "test_model_key_outside.py",
     "test_hostile_neighbour.py",
