@@ -83,6 +83,11 @@ def _serve(path: str) -> _Request | None:
             elif key.data == "accept":
                 connection, _ = listener.accept()
                 message, fds, _, _ = socket.recv_fds(connection, _MESSAGE_BYTES, _MAX_FDS)
+                while not message.endswith(b"\n"):  # a stream may hand it over in parts
+                    more = connection.recv(_MESSAGE_BYTES)
+                    if not more:
+                        break
+                    message += more
                 fields = json.loads(message)
                 request = _Request(
                     argv=list(fields["argv"]),
@@ -316,7 +321,7 @@ class WarmStarter:
             message = json.dumps(
                 {"argv": list(args), "env": dict(env), "cwd": str(cwd), "new_group": new_group}
             ).encode()
-            socket.send_fds(connection, [message], given)
+            socket.send_fds(connection, [message + b"\n"], given)
         finally:
             for fd in given:
                 os.close(fd)

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar, cast
 
 from thirdshift.errors import SandboxError
 
@@ -61,6 +62,8 @@ INITIAL_MESSAGE = "Initial commit"
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
+_FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+T = TypeVar("T")
 _TEXT = ("Content-Type", "text/plain")
 _PUSH_LOG_VAR = "THIRDSHIFT_PUSH_LOG"
 _POST_RECEIVE = f"""#!/bin/sh
@@ -159,6 +162,10 @@ class BareRepos:
     Methods that name a repository raise ``SandboxError`` when it does not exist (``create``
     raises when it already does). Thread-safe: git itself locks refs, and ``merge`` updates its
     branch with a compare-and-swap so a concurrent push is never lost.
+
+    Every pull request, check and status the API shapes asks git for refs and merges: what git
+    said is remembered, the objects' answers for good (a sha names the same commit forever), the
+    refs' until a write through this class or any change to the ref files (``_refs_key``).
     """
 
     def __init__(self, root: Path, *, timeout: float = 120.0) -> None:
@@ -166,6 +173,8 @@ class BareRepos:
         self._timeout = timeout
         self._callbacks: list[Callable[[PushEvent], None]] = []
         self._lock = threading.Lock()
+        self._writes = 0
+        self._said: dict[tuple[object, ...], object] = {}
 
     # -- repositories -----------------------------------------------------------------------
 
@@ -219,20 +228,24 @@ class BareRepos:
             env=_stand_in_identity(INITIAL_DATE),
         ).strip()
         self._git(["update-ref", "refs/heads/main", sha, ZERO_SHA], repo)
+        self._wrote()
         return sha
 
     # -- refs -------------------------------------------------------------------------------
 
     def branches(self, owner: str, name: str) -> dict[str, str]:
         """Every branch of ``owner/name`` with the sha it points at."""
-        out = self._git(
-            ["for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/"],
-            self._existing(owner, name),
-        )
+        repo = self._existing(owner, name)
+        key = ("branches", *self._refs_key(repo))
+        said = self._said.get(key)
+        if isinstance(said, dict):
+            return dict(said)
+        out = self._git(["for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/"], repo)
         result: dict[str, str] = {}
         for line in out.splitlines():
             sha, ref = line.split(" ", 1)
             result[ref.removeprefix("refs/heads/")] = sha
+        self._said[key] = dict(result)
         return result
 
     def resolve(self, owner: str, name: str, ref: str) -> str | None:
@@ -245,12 +258,23 @@ class BareRepos:
         if _HEX.match(ref):
             candidates.append(ref)
         for candidate in candidates:
+            # A full sha that is a commit stays one; a ref holds until the refs change.
+            key = (
+                ("commit", str(repo), candidate)
+                if _FULL_SHA.match(candidate)
+                else ("ref", *self._refs_key(repo), candidate)
+            )
+            said = self._said.get(key)
+            if isinstance(said, str):
+                return said
             done = self._run(
                 ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{candidate}^{{commit}}"],
                 repo,
             )
             if done.returncode == 0:
-                return done.stdout.decode().strip()
+                sha = done.stdout.decode().strip()
+                self._said[key] = sha
+                return sha
         return None
 
     def delete_branch(self, owner: str, name: str, branch: str) -> None:
@@ -261,6 +285,7 @@ class BareRepos:
         if sha is None:
             raise SandboxError(f"branch {branch} does not exist in {owner}/{name}")
         self._git(["update-ref", "-d", ref, sha], repo)
+        self._wrote()
 
     # -- merging ----------------------------------------------------------------------------
 
@@ -294,6 +319,7 @@ class BareRepos:
             stdin=message.encode(),
         ).strip()
         done = self._run(["update-ref", "-m", "merge", ref, sha, base], repo)
+        self._wrote()
         if done.returncode != 0:
             raise SandboxError(
                 f"{base_branch} of {owner}/{name} moved while merging {head[:12]}; merge again"
@@ -359,6 +385,8 @@ class BareRepos:
             if request.git_protocol:
                 env["GIT_PROTOCOL"] = request.git_protocol
             done = self._run(["http-backend"], self._root, env=env, stdin=body)
+            if is_push:
+                self._wrote()
             response = _parse_cgi(done.stdout)
             if done.returncode != 0 and response.status < 400:
                 log.warning(
@@ -398,16 +426,55 @@ class BareRepos:
         return sha
 
     def _merge_tree(self, repo: Path, base: str, head: str) -> str | None:
-        """The merged tree's sha, or ``None`` when the merge conflicts."""
+        """The merged tree's sha, or ``None`` when the merge conflicts (two shas merge the same
+        way forever)."""
+        key = ("merge-tree", str(repo), base, head)
+        if key in self._said:
+            return cast("str | None", self._said[key])
         done = self._run(["merge-tree", "--write-tree", "--no-messages", base, head], repo)
         if done.returncode == 1:
+            self._said[key] = None
             return None
         if done.returncode != 0:
             raise SandboxError(
                 f"git merge-tree failed (exit {done.returncode}) in {repo.name}: "
                 f"{done.stderr.decode(errors='replace').strip()}"
             )
-        return done.stdout.decode().split("\n", 1)[0].strip()
+        tree = done.stdout.decode().split("\n", 1)[0].strip()
+        self._said[key] = tree
+        return tree
+
+    def remembered(self, key: tuple[str, ...], answer: Callable[[], T]) -> T:
+        """``answer()``, asked once per ``key``: for what never changes, such as what git says
+        of two commits named by their full shas."""
+        if key not in self._said:
+            self._said[key] = answer()
+        return cast("T", self._said[key])
+
+    def _wrote(self) -> None:
+        """A write through this class: every ref read before it is read again."""
+        with self._lock:
+            self._writes += 1
+
+    def _refs_key(self, repo: Path) -> tuple[object, ...]:
+        """What the refs' answers hold for: the writes made here, and each ref file's identity
+        (git replaces a ref file by renaming a new one onto it), so a write from elsewhere
+        counts too."""
+        files: list[tuple[object, ...]] = []
+        for place in (repo / "packed-refs", repo / "HEAD"):
+            try:
+                stat = place.stat()
+            except FileNotFoundError:
+                continue
+            files.append((place.name, stat.st_ino, stat.st_mtime_ns, stat.st_size))
+        for directory, _, names in os.walk(repo / "refs"):
+            for name in names:
+                try:
+                    stat = os.stat(os.path.join(directory, name))
+                except FileNotFoundError:
+                    continue
+                files.append((directory, name, stat.st_ino, stat.st_mtime_ns, stat.st_size))
+        return (str(repo), self._writes, *sorted(files, key=repr))
 
     def _run(
         self,
