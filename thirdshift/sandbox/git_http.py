@@ -20,6 +20,9 @@ Additions to the agreed interface (all optional, nothing changed):
   starts with), so passing it is optional.
 - ``BareRepos(root, timeout=...)``: the subprocess timeout in seconds.
 - ``BareRepos.path(owner, name)``: where a repository lives, for the simulated CI's checkouts.
+
+About 560 lines: the repositories, their refs with what git said of them remembered, merges and
+the smart-HTTP bridge are one object whose writes and reads must see each other.
 """
 
 from __future__ import annotations
