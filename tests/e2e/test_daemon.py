@@ -128,7 +128,12 @@ class DaemonWorld:
     def status(self, home: str, *args: str) -> str:
         """``thirdshift status`` as a person on that home runs it: its stdout."""
         process = start_thirdshift(["status", *args], env=self.env(home), cwd=self.tmp)
-        stdout, stderr = process.communicate(timeout=60)
+        try:
+            stdout, stderr = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
         assert process.returncode == 0, stderr
         return stdout
 

@@ -211,11 +211,12 @@ def running(needle: str, *, within: Path | None = None, shells: bool = True) -> 
         if not entry.name.isdigit():
             continue
         try:
-            if (entry / "stat").read_text().split(") ", 1)[1].startswith("Z"):
-                continue
+            # The command line first: it rules out nearly every process with one read.
             argv = (entry / "cmdline").read_bytes().split(b"\0")
             cmdline = b" ".join(argv).decode()
             if needle not in cmdline or "pytest" in cmdline:
+                continue
+            if (entry / "stat").read_text().split(") ", 1)[1].startswith("Z"):
                 continue
             if not shells and Path(argv[0].decode()).name in SHELLS:
                 continue

@@ -82,22 +82,13 @@ def _serve(path: str) -> _Request | None:
                     return None
             elif key.data == "accept":
                 connection, _ = listener.accept()
-                message, fds, _, _ = socket.recv_fds(connection, _MESSAGE_BYTES, _MAX_FDS)
-                while not message.endswith(b"\n"):  # a stream may hand it over in parts
-                    more = connection.recv(_MESSAGE_BYTES)
-                    if not more:
-                        break
-                    message += more
-                fields = json.loads(message)
-                request = _Request(
-                    argv=list(fields["argv"]),
-                    env=dict(fields["env"]),
-                    cwd=str(fields["cwd"]),
-                    new_group=bool(fields["new_group"]),
-                )
-                sys.stdout.flush()
-                sys.stderr.flush()
-                pid = os.fork()
+                try:
+                    request, fds = _received(connection)
+                    pid = os.fork()
+                except Exception as error:  # one bad request must not end the starter
+                    print(f"warm start: a request failed: {error!r}", file=sys.stderr, flush=True)
+                    connection.close()
+                    continue
                 if pid == 0:
                     selector.close()
                     listener.close()
@@ -127,6 +118,35 @@ def _serve(path: str) -> _Request | None:
                 with contextlib.suppress(OSError):  # the test may have let go of it
                     connection.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
                 connection.close()
+
+
+def _received(connection: socket.socket) -> tuple[_Request, list[int]]:
+    """One request and its three descriptors; a request not whole within seconds is refused."""
+    connection.settimeout(10)
+    message, fds, _, _ = socket.recv_fds(connection, _MESSAGE_BYTES, _MAX_FDS)
+    try:
+        while not message.endswith(b"\n"):  # a stream may hand it over in parts
+            more = connection.recv(_MESSAGE_BYTES)
+            if not more:
+                raise ValueError("the request ended before its end of line")
+            message += more
+        if len(fds) != _MAX_FDS:
+            raise ValueError(f"{len(fds)} descriptors came with the request, not {_MAX_FDS}")
+        fields = json.loads(message)
+        request = _Request(
+            argv=list(fields["argv"]),
+            env=dict(fields["env"]),
+            cwd=str(fields["cwd"]),
+            new_group=bool(fields["new_group"]),
+        )
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    connection.settimeout(None)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return request, fds
 
 
 def _become(request: _Request, fds: Sequence[int]) -> None:
@@ -302,26 +322,34 @@ class WarmStarter:
         text=True)`` would start it; ``stdout`` and ``stderr`` as ``Popen`` takes them (``PIPE``,
         ``DEVNULL``, a file or a descriptor)."""
         path = self._ensure()
-        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        connection.connect(path)
         given = [os.open(os.devnull, os.O_RDONLY)]
         readers: list[int | None] = []
-        for sink in (stdout, stderr):
-            if sink == subprocess.PIPE:
-                read, write = os.pipe()
-                readers.append(read)
-                given.append(write)
-            elif sink == subprocess.DEVNULL:
-                readers.append(None)
-                given.append(os.open(os.devnull, os.O_WRONLY))
-            else:
-                readers.append(None)
-                given.append(os.dup(sink if isinstance(sink, int) else sink.fileno()))
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            for sink in (stdout, stderr):
+                if sink == subprocess.PIPE:
+                    read, write = os.pipe()
+                    readers.append(read)
+                    given.append(write)
+                elif sink == subprocess.DEVNULL:
+                    readers.append(None)
+                    given.append(os.open(os.devnull, os.O_WRONLY))
+                else:
+                    readers.append(None)
+                    given.append(os.dup(sink if isinstance(sink, int) else sink.fileno()))
             message = json.dumps(
                 {"argv": list(args), "env": dict(env), "cwd": str(cwd), "new_group": new_group}
             ).encode()
-            socket.send_fds(connection, [message + b"\n"], given)
+            message += b"\n"
+            connection.connect(path)
+            sent = socket.send_fds(connection, [message], given)
+            connection.sendall(message[sent:])
+        except BaseException:
+            connection.close()
+            for fd in readers:
+                if fd is not None:
+                    os.close(fd)
+            raise
         finally:
             for fd in given:
                 os.close(fd)
@@ -332,8 +360,11 @@ class WarmStarter:
                 raise RuntimeError(f"the warm starter did not start {list(args)}")
             buffer += chunk
         line, _, rest = buffer.partition(b"\n")
+        word, value = line.decode().split()
+        if word != "pid":  # it died before it could run the command
+            raise RuntimeError(f"the warm starter's child for {list(args)} exited {value}")
         process = WarmProcess(
-            [sys.executable, "-m", "thirdshift.cli", *args], connection, int(line.split()[1])
+            [sys.executable, "-m", "thirdshift.cli", *args], connection, int(value)
         )
         process._buffer = rest
         out, err = readers

@@ -65,18 +65,36 @@ def git_output(call: Call, repo: Repo, *args: str) -> str:
 
 
 def _diff_stats(call: Call, repo: Repo, base: str, head: str) -> dict[str, int]:
-    """``commits``, ``additions``, ``deletions`` and ``changed_files`` between base and head."""
-    if len(base) == len(head) == 40:  # two commits: the same answer every time
-        path = str(call.backend.git.path(repo.owner, repo.name))
-        return call.backend.git.remembered(
-            ("diff-stats", path, base, head), lambda: _counted(call, repo, base, head)
-        )
-    return _counted(call, repo, base, head)
+    """``commits``, ``additions``, ``deletions`` and ``changed_files`` between base and head
+    (all 0 when git cannot say)."""
+    try:
+        if len(base) == len(head) == 40:  # two commits: the same answer every time git gives one
+            path = str(call.backend.git.path(repo.owner, repo.name))
+            return call.backend.git.remembered(
+                ("diff-stats", path, base, head), lambda: _counted(call, repo, base, head)
+            )
+        return _counted(call, repo, base, head)
+    except _GitFailed:
+        return {"commits": 0, "additions": 0, "deletions": 0, "changed_files": 0}
+
+
+class _GitFailed(Exception):
+    """A git command of the stand-in exited non-zero: its answer is not one to remember."""
+
+
+def _strict_output(call: Call, repo: Repo, *args: str) -> str:
+    path = call.backend.git.path(repo.owner, repo.name)
+    done = subprocess.run(
+        ["git", *args], cwd=path, env=git_env(), capture_output=True, timeout=60, check=False
+    )
+    if done.returncode != 0:
+        raise _GitFailed(args[0])
+    return done.stdout.decode()
 
 
 def _counted(call: Call, repo: Repo, base: str, head: str) -> dict[str, int]:
-    commits = git_output(call, repo, "rev-list", "--count", f"{base}..{head}").strip()
-    numstat = git_output(call, repo, "diff", "--numstat", f"{base}...{head}")
+    commits = _strict_output(call, repo, "rev-list", "--count", f"{base}..{head}").strip()
+    numstat = _strict_output(call, repo, "diff", "--numstat", f"{base}...{head}")
     additions = deletions = files = 0
     for line in numstat.splitlines():
         added, deleted, _ = line.split("\t", 2)
