@@ -1,6 +1,9 @@
 """REST routes of the GitHub stand-in for pull requests (create, list, update, merge, with
 mergeability from a real trial merge), plus the two GraphQL mutations PyGithub sends for
-drafts."""
+drafts.
+
+About 510 lines: a pull request is the stand-in's largest resource, and its JSON, its
+mergeability and its merge read the same git answers, so they stay in one module."""
 
 from __future__ import annotations
 
@@ -57,11 +60,10 @@ def head_sha(call: Call, repo: Repo, issue: Issue) -> str:
 
 
 def git_output(call: Call, repo: Repo, *args: str) -> str:
-    path = call.backend.git.path(repo.owner, repo.name)
-    done = subprocess.run(
-        ["git", *args], cwd=path, env=git_env(), capture_output=True, timeout=60, check=False
-    )
-    return done.stdout.decode() if done.returncode == 0 else ""
+    try:
+        return _strict_output(call, repo, *args)
+    except _GitFailed:
+        return ""
 
 
 def _diff_stats(call: Call, repo: Repo, base: str, head: str) -> dict[str, int]:
