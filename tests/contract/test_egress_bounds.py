@@ -43,6 +43,10 @@ the count's own directory read, a resolver's."""
 # other side is done.
 # "attack SOCKET PORT TUNNELS HOSTS": open TUNNELS tunnels to 127.0.0.1:PORT at once, keep them
 # open while counting the answers, then try HOSTS refused hosts, eight at a time.
+# Far past the bounds (MAX_TUNNELS, MAX_REMEMBERED; the leak was 534 descriptors), and no further:
+# the figures at the attack's full size are bench/egress_attack.py's.
+TUNNELS = 600
+REFUSALS = 5_000
 HOSTILE = r"""
 import json, resource, socket, sys, threading
 resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
@@ -152,7 +156,7 @@ def connect_through(proxy: EgressProxy, port: int) -> socket.socket:
     return client
 
 
-def test_a_session_opening_2000_tunnels_and_100000_refused_hosts_holds_few_descriptors(
+def test_a_session_opening_600_tunnels_and_5000_refused_hosts_holds_few_descriptors(
     silent_upstream: int,
 ) -> None:
     """One hostile session holds at most MAX_TUNNELS connections (two descriptors each with
@@ -165,7 +169,7 @@ def test_a_session_opening_2000_tunnels_and_100000_refused_hosts_holds_few_descr
         attacker = subprocess.Popen(
             [
                 *(sys.executable, "-c", HOSTILE, "attack", str(proxy.socket_path)),
-                *(str(silent_upstream), "2000", "100000"),
+                *(str(silent_upstream), str(TUNNELS), str(REFUSALS)),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -193,16 +197,16 @@ def test_a_session_opening_2000_tunnels_and_100000_refused_hosts_holds_few_descr
         remembered = proxy.remembered_hosts
         again = connect_through(proxy, silent_upstream)
         again.close()
-    assert tunnels == {"200": MAX_TUNNELS, "503": 2000 - MAX_TUNNELS}
+    assert tunnels == {"200": MAX_TUNNELS, "503": TUNNELS - MAX_TUNNELS}
     assert while_held <= baseline + 2 * MAX_TUNNELS + SLACK
     assert most <= baseline + 2 * MAX_TUNNELS + SLACK
-    assert refused == {"403": 100_000}
-    assert proxy.refused == 100_000
+    assert refused == {"403": REFUSALS}
+    assert proxy.refused == REFUSALS
     assert remembered == MAX_REMEMBERED
     assert len(reports) == MAX_REPORTS + 1
     assert reports[-1].line == (
         f"agent network: refused connect to over {MAX_REMEMBERED - MAX_REPORTS} more hosts "
-        "(100000 refusals in all)"
+        f"({REFUSALS} refusals in all)"
     )
     assert open_descriptors() <= baseline
 
