@@ -171,6 +171,7 @@ def cli_env(harness: Harness, server_url: str, home: Path) -> dict[str, str]:
         env.update(qwen_env(server_url, home))
         # The settings thirdshift's adapter writes (no memory extraction: no extra request).
         env.update(QwenHarness().private_home(env, home))
+        env["QWEN_CODE_NO_RELAUNCH"] = "true"  # one node process, as thirdshift's adapter asks
     else:
         codex_home = home / ".codex"
         codex_home.mkdir(exist_ok=True)

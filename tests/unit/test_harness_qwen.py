@@ -128,6 +128,7 @@ def test_the_environment_has_only_its_provider_s_variables_and_never_a_github_to
     assert "AWS_SECRET_ACCESS_KEY" not in env
     assert env["QWEN_TELEMETRY_ENABLED"] == "false"
     assert env["QWEN_USAGE_STATISTICS_ENABLED"] == "false"
+    assert env["QWEN_CODE_NO_RELAUNCH"] == "true"
 
 
 def test_the_private_home_gets_thirdshift_s_settings_and_none_of_the_operator_s(
