@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
-import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -148,15 +147,8 @@ class GitRunner:
         # A link anywhere in the clone (a ref, a loose-object directory, info/) could make
         # thirdshift's git read, or its own writes land, outside it; a FIFO or a device (a
         # packed-refs git would block on, or read without end) is no file of a repository.
-        for folder, dirs, files in os.walk(common):
-            for name in [*dirs, *files]:
-                entry = Path(folder) / name
-                try:
-                    mode = entry.lstat().st_mode
-                except FileNotFoundError:
-                    continue
-                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                    entry.unlink()
+        for stray in _neither_files_nor_directories(common):
+            Path(stray).unlink(missing_ok=True)
         if self._alternates is not None:
             info = common / "objects" / "info"
             info.mkdir(parents=True, exist_ok=True)
@@ -318,3 +310,20 @@ def _environment(
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
     return env
+
+
+def _neither_files_nor_directories(top: Path) -> Iterator[str]:
+    """Every entry under ``top`` that is not a regular file or a directory (links, FIFOs,
+    devices, sockets), never following a link. It runs before each of thirdshift's git
+    commands: the type comes from the directory listing itself, with no stat of each entry."""
+    folders = [str(top)]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    elif not entry.is_file(follow_symlinks=False):
+                        yield entry.path
+        except (FileNotFoundError, NotADirectoryError):
+            continue
