@@ -175,6 +175,10 @@ def _run_starter() -> None:
     import runpy
 
     # Everything a command imports, before any fork; the product starts no thread on import.
+    # Alembic too: the first command of each test's world migrates a new database with it.
+    import alembic.command
+    import alembic.config  # noqa: F401
+
     import thirdshift.bootstrap.daemon
     import thirdshift.bootstrap.runs
     import thirdshift.cli
