@@ -110,8 +110,9 @@ def test_added_lines_hide_nothing_from_the_pre_push_check(
     clone: ManagedClone, worktrees: Path
 ) -> None:
     """Lines a commit adds are all listed: in a file marked -diff, in a file with a NUL byte,
-    a line that looks like a diff header, a conflict resolution in a merge, and the commit
-    messages; what is already on origin/main is not."""
+    a line that looks like a diff header, a line holding a carriage return, a form feed or
+    another character Python would break a line at, a conflict resolution in a merge, and the
+    commit messages; what is already on origin/main is not."""
     clone.sync()
     worktree = clone.add_worktree(worktrees / "issue-9", "issue-9", "origin/main")
     where = worktree.path
@@ -119,6 +120,11 @@ def test_added_lines_hide_nothing_from_the_pre_push_check(
     write_file(worktree, "hidden.bin", "SECRET-IN-BINARY\n")
     (where / "nul.txt").write_bytes(b"a\x00b\nSECRET-AFTER-NUL\n")
     write_file(worktree, "header.txt", "++ SECRET-LOOKS-LIKE-HEADER\n")
+    # Breaks that are no line break to git: what follows them is on the same added line, and
+    # an "@@" after one is no hunk header.
+    (where / "breaks.txt").write_bytes(
+        b"a\rSECRET-AFTER-CR\nb\x0cSECRET-AFTER-FF\nc\xc2\x85SECRET-AFTER-NEL\nd\r@@ -1 +x @@\n"
+    )
     worktree.commit_all("Add files\n\nSECRET-IN-MESSAGE")
     # A merge whose resolution adds a line of its own.
     plain_git(where, "checkout", "-q", "-b", "side")
@@ -137,6 +143,10 @@ def test_added_lines_hide_nothing_from_the_pre_push_check(
     assert ("hidden.bin", "SECRET-IN-BINARY") in texts
     assert any(line.path == "nul.txt" and "SECRET-AFTER-NUL" in line.text for line in added)
     assert ("header.txt", "++ SECRET-LOOKS-LIKE-HEADER") in texts
+    assert ("breaks.txt", "a\rSECRET-AFTER-CR") in texts
+    assert ("breaks.txt", "b\x0cSECRET-AFTER-FF") in texts
+    assert ("breaks.txt", "c\x85SECRET-AFTER-NEL") in texts
+    assert [line.line for line in added if line.path == "breaks.txt"] == [1, 2, 3, 4]
     assert ("both.txt", "SECRET-IN-RESOLUTION") in texts
     assert any(line.text == "SECRET-IN-MESSAGE" for line in added)
     assert not any(line.path == "README.md" for line in added)

@@ -4,6 +4,7 @@ a header."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ def added_lines(patch: str) -> Iterator[AddedLine]:
     commit's message, a file's diff header, or a hunk, so content that looks like a header is
     never taken for one."""
     commit, path, state, number, said = "", "", "message", 0, 0
-    for raw in patch.splitlines():
+    for raw in _git_lines(patch):
         if raw.startswith(COMMIT_LINE):
             commit, path, state, said = raw.removeprefix(COMMIT_LINE).strip(), "", "message", 0
         elif raw.startswith("diff --git "):
@@ -48,9 +49,22 @@ def added_lines(patch: str) -> Iterator[AddedLine]:
             number += 1
 
 
+def _git_lines(text: str) -> list[str]:
+    """``text`` cut at "\n" alone, as git ends its lines. ``str.splitlines()`` would also cut at
+    a carriage return, a form feed or U+0085 inside an added line: what follows one would be
+    no added line to the secret check, or a hunk header that is none."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
 def _hunk_start(header: str) -> int:
-    """The first line number on the new side of a hunk header ``@@ -a,b +c,d @@``."""
-    return int(header.split(" ")[2].lstrip("+").split(",")[0])
+    """The first line number on the new side of a hunk header ``@@ -a,b +c,d @@`` (1 for one
+    it cannot read: the number only places a finding, and the check goes on)."""
+    found = _HUNK.match(header)
+    return int(found.group(1)) if found else 1
+
+
+_HUNK = re.compile(r"@@ -[0-9,]+ \+([0-9]+)")
 
 
 @dataclass(frozen=True)
