@@ -164,19 +164,20 @@ def test_a_known_secret_encoded_in_a_commit_message_is_found(
     assert not clone.has_remote_branch("issue-21")
 
 
+@pytest.mark.parametrize("ending", ["\n", "\r\n"], ids=["lf", "crlf"])
 def test_a_known_secret_base64_wrapped_over_two_lines_is_found_at_the_line_it_starts_on(
-    clone: ManagedClone, worktrees: Path
+    clone: ManagedClone, worktrees: Path, ending: str
 ) -> None:
-    """``base64`` wraps at 76 columns: an encoding that runs on into the next added line is
-    still the secret."""
+    """``base64`` wraps at 76 columns (MIME at 76 with CRLF): an encoding that runs on into the
+    next added line is still the secret."""
     # After 55 bytes, the first character only the secret decides is the 75th: the first line
     # ends with two of them (too few to be taken for a cut secret), the next line has the rest.
     encoded = base64.b64encode(b"A" * 55 + KNOWN.encode()).decode()
-    wrapped = "\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76))
+    wrapped = ending.join(encoded[i : i + 76] for i in range(0, len(encoded), 76))
     assert len(wrapped.splitlines()) == 2
     assert Scrubber([KNOWN]).findings(wrapped) == ()
     worktree = clone.add_worktree(worktrees / "issue-22", "issue-22", "origin/main")
-    write_file(worktree, "blob.b64", wrapped + "\n")
+    (worktree.path / "blob.b64").write_bytes((wrapped + ending).encode())
     worktree.commit_all("Add a blob")
 
     with pytest.raises(SecretInCommits) as caught:

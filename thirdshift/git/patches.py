@@ -50,10 +50,11 @@ def added_lines(patch: str) -> Iterator[AddedLine]:
 
 
 def _git_lines(text: str) -> list[str]:
-    """``text`` cut at "\n" alone, as git ends its lines. ``str.splitlines()`` would also cut at
-    a carriage return, a form feed or U+0085 inside an added line: what follows one would be
-    no added line to the secret check, or a hunk header that is none."""
-    lines = text.split("\n")
+    """``text`` cut at "\n", as git ends its lines, and at a CRLF (a CRLF file's lines end
+    there). ``str.splitlines()`` would also cut at a carriage return, a form feed or U+0085
+    inside an added line: what follows one would be no added line to the secret check, or a
+    hunk header that is none."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
     return lines[:-1] if lines[-1] == "" else lines
 
 

@@ -327,3 +327,9 @@ def _neither_files_nor_directories(top: Path) -> Iterator[str]:
                         yield entry.path
         except (FileNotFoundError, NotADirectoryError):
             continue
+        except OSError as exc:  # the agent took a directory's permissions away, say
+            raise GitError(
+                f"cannot read {exc.filename} in the repository thirdshift checks before each of "
+                f"its git commands ({exc.strerror}); give the directory back its permissions "
+                "(chmod u+rwx) or remove the Worktree"
+            ) from exc

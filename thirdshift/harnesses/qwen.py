@@ -80,9 +80,9 @@ _QUIET = {
     "QWEN_USAGE_STATISTICS_ENABLED": "false",
     "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
     "QWEN_DISABLE_AUTO_TITLE": "1",
-    # Else it starts itself a second time to size its heap to half the machine's memory: a
-    # second node process and a second parse of its bundle per session (a quarter of its start
-    # CPU), for a heap the session's memory limit caps anyway.
+    # Else it always starts itself a second time (on node 20, a supervising parent and a
+    # child): a second parse of its bundle per session, a quarter of its start CPU. Its
+    # heap sizing, the relaunch's one option, is off unless a setting asks for it.
     "QWEN_CODE_NO_RELAUNCH": "true",
 }
 _RETRIES = 0
