@@ -307,6 +307,9 @@ class Worktree:
             "--no-color",
             *_PATCH_OPTIONS,
             "--remerge-diff",
+            # Whatever the repository's own config says (log.showRoot, i18n.logOutputEncoding).
+            "--root",
+            "--encoding=UTF-8",
             f"--format={COMMIT_LINE}%H%n%w(0,4,4)%B",
             "-p",
             "HEAD",
