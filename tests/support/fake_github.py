@@ -629,4 +629,6 @@ def _origin_template() -> Path:
     subprocess.run(
         ["git", "clone", "-q", "--bare", str(seed), str(origin)], check=True, capture_output=True
     )
+    # A copy must not name the template's seed as its own remote.
+    subprocess.run(["git", "-C", str(origin), "remote", "remove", "origin"], check=True)
     return origin

@@ -82,11 +82,14 @@ def _serve(path: str) -> _Request | None:
                     return None
             elif key.data == "accept":
                 connection, _ = listener.accept()
+                fds: list[int] = []
                 try:
                     request, fds = _received(connection)
                     pid = os.fork()
                 except Exception as error:  # one bad request must not end the starter
                     print(f"warm start: a request failed: {error!r}", file=sys.stderr, flush=True)
+                    for fd in fds:
+                        os.close(fd)
                     connection.close()
                     continue
                 if pid == 0:
