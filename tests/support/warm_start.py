@@ -85,6 +85,8 @@ def _serve(path: str) -> _Request | None:
                 fds: list[int] = []
                 try:
                     request, fds = _received(connection)
+                    sys.stdout.flush()  # else the child would write the starter's buffer again
+                    sys.stderr.flush()
                     pid = os.fork()
                 except Exception as error:  # one bad request must not end the starter
                     print(f"warm start: a request failed: {error!r}", file=sys.stderr, flush=True)
@@ -147,8 +149,6 @@ def _received(connection: socket.socket) -> tuple[_Request, list[int]]:
             os.close(fd)
         raise
     connection.settimeout(None)
-    sys.stdout.flush()
-    sys.stderr.flush()
     return request, fds
 
 
