@@ -219,7 +219,8 @@ def test_a_directory_made_unreadable_stops_the_session_naming_it(mode: str) -> N
 
     assert seen["hit"] == ["unreadable", "issue-1/hide"]
     assert seen["readable"]["files"] == 11
-    assert seen["readable"]["bytes"] > 640 * 1024
+    # At least the ten files' 640 KB: a tmpfs gives its directories no blocks of their own.
+    assert seen["readable"]["bytes"] >= 640 * 1024
     assert seen["hidden"]["unreadable"] == "issue-1/hide"
     assert seen["cause"].startswith(
         "implement session stopped: it made a directory thirdshift cannot read (issue-1/hide), "

@@ -70,9 +70,11 @@ def test_a_run_with_the_opencode_harness_reaches_a_ready_pull_request(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
     """--harness opencode: the Run's session is the real OpenCode CLI, configured inline
-    (OPENCODE_CONFIG_CONTENT), sealed, whose commit and pull request file make a ready PR."""
+    (OPENCODE_CONFIG_CONTENT), sealed, whose commit and pull request file make a ready PR.
+    It takes no snapshots of the Worktree into its home (the command fails if it did)."""
     fix = (
-        write_file_command("calc.py", CALC_FIXED)
+        'test ! -e "$XDG_DATA_HOME/opencode/snapshot" && '
+        + write_file_command("calc.py", CALC_FIXED)
         + " && git commit -qam 'Make add() add' && "
         + pull_request_file("Make add() add", "Fixed.\n\nCloses #1")
     )

@@ -36,7 +36,7 @@ def limited_world(tmp_path: Path, turns: list[dict[str, Any]], **settings: str) 
             "THIRDSHIFT_SESSION_MAX_PROCESSES": "64",
             "THIRDSHIFT_SESSION_MEMORY_MB": "1024",
             "THIRDSHIFT_SESSION_TMPFS_MB": "64",
-            "THIRDSHIFT_SESSION_DISK_MB": "20",
+            "THIRDSHIFT_SESSION_DISK_MB": "8",
             "THIRDSHIFT_SESSION_DISK_CHECK_SECONDS": "0.5",
             "THIRDSHIFT_SESSION_IDLE_SECONDS": "60",
             **settings,
@@ -137,13 +137,14 @@ def test_a_session_that_writes_4_gb_into_tmp_meets_its_memory_limit_and_fails_na
 def test_a_session_that_fills_its_worktree_past_the_disk_budget_fails_naming_it(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
-    """40 MB written into the Worktree of a session allowed 20: the watcher measures it and
+    """16 MB written into the Worktree of a session allowed 8 (its salvage commits them, and the
+    secret check reads every byte as text before they are pushed): the watcher measures it and
     stops the session; the Failed run names session_disk_mb."""
     world = limited_world(
         tmp_path,
         [
             {"tool_calls": [FIX]},
-            {"tool_calls": [bash("head -c 41943040 /dev/urandom > big.bin; sleep 20", "fill")]},
+            {"tool_calls": [bash("head -c 16777216 /dev/urandom > big.bin; sleep 20", "fill")]},
             {"hang": True},
         ],
     )
@@ -159,8 +160,8 @@ def test_a_session_that_fills_its_worktrees_repository_past_the_disk_budget_fail
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
     """The Worktree's own repository is the agent's to write (its commits), so it is watched
-    too: 40 MB written into ``git rev-parse --git-common-dir`` stops a session allowed 20."""
-    fill = 'head -c 41943040 /dev/urandom > "$(git rev-parse --git-common-dir)/big.bin"; sleep 20'
+    too: 16 MB written into ``git rev-parse --git-common-dir`` stops a session allowed 8."""
+    fill = 'head -c 16777216 /dev/urandom > "$(git rev-parse --git-common-dir)/big.bin"; sleep 20'
     world = limited_world(
         tmp_path, [{"tool_calls": [FIX]}, {"tool_calls": [bash(fill, "fill")]}, {"hang": True}]
     )
@@ -175,7 +176,7 @@ def test_a_session_that_fills_its_worktrees_repository_past_the_disk_budget_fail
 def assert_disk_budget_named(world: RunWorld, stderr: str) -> None:
     cause = failed_cause(world, stderr)
     assert cause.startswith(
-        "implement session stopped: it used more than session_disk_mb = 20 MB of disk in its "
+        "implement session stopped: it used more than session_disk_mb = 8 MB of disk in its "
         "Worktree, the Worktree's repository and its home ("
     ), cause
     assert "raise session_disk_mb if the work needs more" in cause

@@ -114,6 +114,31 @@ def test_environment_keeps_the_allowlist_its_provider_and_turns_every_download_o
     assert env["npm_config_offline"] == "true"
 
 
+@pytest.mark.parametrize(
+    ("given", "passed"),
+    [
+        (None, {"snapshot": False}),
+        ('{"model": "anthropic/m"}', {"model": "anthropic/m", "snapshot": False}),
+        ('{"snapshot": true}', {"snapshot": True}),
+    ],
+)
+def test_its_worktree_snapshots_are_off_unless_the_configuration_turns_them_on(
+    given: str | None, passed: dict[str, object]
+) -> None:
+    """Each step's snapshot copies the Worktree into the private home, for an undo nobody runs
+    headless; the inline configuration keeps every other key, and its own word on snapshots."""
+    base = {} if given is None else {"OPENCODE_CONFIG_CONTENT": given}
+    env = OpenCodeHarness().environment(base)
+    assert json.loads(env["OPENCODE_CONFIG_CONTENT"]) == passed
+
+
+def test_an_inline_configuration_that_is_no_json_object_is_passed_as_given() -> None:
+    """OpenCode names what is wrong with it; thirdshift does not rewrite what it cannot read."""
+    for given in ("not json", "[1, 2]"):
+        env = OpenCodeHarness().environment({"OPENCODE_CONFIG_CONTENT": given})
+        assert env["OPENCODE_CONFIG_CONTENT"] == given
+
+
 def test_a_config_naming_its_key_variable_never_lets_a_github_token_through() -> None:
     """``{env:GITHUB_TOKEN}`` in the configuration does not make the token pass."""
     base = {"OPENCODE_CONFIG_CONTENT": '{"x": "{env:GITHUB_TOKEN}"}', "GITHUB_TOKEN": "ghp_x"}

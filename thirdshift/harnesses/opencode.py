@@ -150,7 +150,7 @@ class OpenCodeHarness:
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         env = allowlisted(base, _PROVIDER_VARIABLES, also=_key_variables(base))
         env.update(_HERMETIC)
-        return env
+        return _without_snapshots(env)
 
     @property
     def stop_signals(self) -> Sequence[signal.Signals]:
@@ -210,6 +210,21 @@ class OpenCodeHarness:
 
     def resume_unknown(self, outcome: StreamOutcome, stderr_tail: str) -> bool:
         return _UNKNOWN_RESUME in _ANSI.sub("", f"{outcome.failure_cause or ''}\n{stderr_tail}")
+
+
+def _without_snapshots(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with ``"snapshot": false`` in the inline configuration, unless it says otherwise
+    or is not a JSON object (OpenCode then reports it). Its snapshots copy the Worktree into a
+    git store in the private home at every step: for an undo nobody runs headless, at a second
+    of CPU a short session, and on the session's disk budget (adr/0052)."""
+    text = env.get("OPENCODE_CONFIG_CONTENT")
+    try:
+        config = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        return env
+    if isinstance(config, dict) and "snapshot" not in config:
+        env["OPENCODE_CONFIG_CONTENT"] = json.dumps({**config, "snapshot": False})
+    return env
 
 
 def _config(env: Mapping[str, str]) -> dict[str, Any]:
