@@ -236,6 +236,38 @@ def test_a_failed_database_write_does_not_cut_the_salvage_short(world: RunWorld)
     assert world.lines[-2] == "the model gave up"
 
 
+def test_a_defect_inside_the_salvage_still_records_the_failed_run_and_gives_up_the_lease(
+    world: RunWorld,
+) -> None:
+    """A salvage step that raises what no one expected (here, the pull request lookup) is a
+    warning naming it as thirdshift's defect, on the progress lines only: the work is pushed,
+    the Run recorded failed with its own cause, the issue told, and the Lease given up, never
+    a Run left ``running`` until its Lease runs out."""
+    number = world.github.add_issue("Add a widget", "", [READY])
+
+    def fail_with_a_defect_waiting(worktree: Path, prompt: str) -> str:
+        (worktree / "draft.txt").write_text("unfinished\n")
+        world.github.fail_next("pulls_for_head", IndexError("list index out of range"))
+        raise SessionFailed("the model gave up")
+
+    world.sessions.plays["implement"] = fail_with_a_defect_waiting
+
+    assert world.run(number) == 1
+
+    [run] = world.store.list_runs()
+    assert (run.state, run.cause) == ("failed", "the model gave up")
+    assert world.store.lease_of(run.repository, number) is None
+    assert world.origin_file("issue-1", "draft.txt") == "unfinished"
+    assert (
+        "warning: looking up the pull request failed: unexpected IndexError: list index out of "
+        "range (a bug in thirdshift; please report it with the lines above)"
+    ) in world.lines
+    [comment] = world.failure_comments(number)
+    assert "the model gave up" in comment
+    assert "bug in thirdshift" not in comment
+    assert world.lines[-2] == "the model gave up"
+
+
 def test_a_session_that_commits_nothing_releases_the_claim_and_asks_for_the_label(
     world: RunWorld,
 ) -> None:

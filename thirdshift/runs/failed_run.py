@@ -6,21 +6,23 @@ push it (never forced); turn an open pull request back to draft (not after a Pol
 record the cause, the killed work, the last Session log, branch and head in the database; post
 one marked, scrubbed and defanged comment on the issue with the cause and the Post-mortem (a
 later Run edits it rather than adding another); release the Claim when nothing reached origin.
-If the push fails, the Worktree is kept and named. Salvage problems are reported, never put in
-place of the cause.
+If the push fails, the Worktree is kept and named. Salvage problems, even a defect's unexpected
+error, are reported as warnings, never put in place of the cause, and never stop the record.
 """
 
 from __future__ import annotations
 
 import socket
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from thirdshift.defang import defanged
 from thirdshift.errors import LeaseLost, ThirdshiftError
 from thirdshift.git import Worktree, tracking
-from thirdshift.home import Home
+from thirdshift.home import Home, disk_error, disk_problem
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo, Run
 from thirdshift.run_states import RunEnd, RunState
@@ -39,6 +41,7 @@ from thirdshift.runs.scope import RunTools
 from thirdshift.runs.secret_check import push_checked
 
 COMMENT_MARKER = "<!-- thirdshift:failed-run -->"
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,13 @@ class Salvage:
         if isinstance(failed.error, LeaseLost):
             return self._lost(failed, cause)
         full = full_disk.ended_on_one(failed.error, failed.worktree, self._home, self._min_free)
-        head, pushed, kept = self._save_work(failed, cause, policy, full=full)
+        saved = self._guarded(
+            "saving the work", lambda: self._save_work(failed, cause, policy, full=full)
+        )
+        if saved is None:  # the Worktree stays, whatever it holds, and says where
+            kept_line = None if failed.worktree is None else self._kept(failed.worktree, None)
+            saved = (None, False, kept_line)
+        head, pushed, kept = saved
         removed = (
             full
             and kept is None
@@ -125,7 +134,8 @@ class Salvage:
             # after a Failed run needs them).
             agent_home = Home(self._home).agent_home(self._ref.owner, self._ref.repo, self._run.id)
             full_disk.remove_agent_home(agent_home, self._progress)
-        pull = self._pull_after(failed.pull)
+        pull = self._guarded("looking up the pull request", lambda: self._pull_after(failed.pull))
+        pull = failed.pull if pull is None else pull
         to_draft = pull is not None and pull.state == "open" and not pull.draft and not policy
         if to_draft and pull is not None and self._to_draft(pull):
             self._progress(f"turned {pull.html_url} back to draft")
@@ -140,7 +150,7 @@ class Salvage:
         # happen again, and a daemon would run the issue again and again. A person asks.
         give_back = releasing and failed.claim_had_ready_label and stopped(failed.error)
         ask = releasing and failed.claim_had_ready_label and not give_back
-        report = self.post_mortem(cause)
+        report = self._guarded("reading the Post-mortem", lambda: self.post_mortem(cause))
         self._attempt(
             "commenting on the issue",
             lambda: self._comment(failed, cause, head, pull, report, ask=ask),
@@ -386,9 +396,30 @@ class Salvage:
     def _attempt(self, what: str, action: Callable[[], None]) -> bool:
         """Run one salvage step; a problem is reported as a warning, never raised, so it
         cannot take the place of the cause."""
-        try:
+
+        def done() -> bool:
             action()
+            return True
+
+        return self._guarded(what, done) is not None
+
+    def _guarded(self, what: str, action: Callable[[], _T]) -> _T | None:
+        """``action()``, or None when it fails: reported as a warning, never raised. Even an
+        unexpected error (a defect of thirdshift's) is one: the salvage goes on, so the Run is
+        still recorded, commented on and its Lease given up, never left ``running``."""
+        try:
+            return action()
         except ThirdshiftError as problem:
             self._progress(f"warning: {what} failed: {self._scrub(str(problem))}")
-            return False
-        return True
+        except Exception as error:  # any defect: see above
+            disk = disk_error(error)
+            if disk is not None:
+                self._progress(f"warning: {self._scrub(disk_problem(disk, what))}")
+                return None
+            self._progress(self._scrub("".join(traceback.format_exception(error)).rstrip()))
+            self._progress(
+                f"warning: {what} failed: unexpected {error.__class__.__name__}: "
+                f"{self._scrub(str(error))} (a bug in thirdshift; please report it with the "
+                "lines above)"
+            )
+        return None
