@@ -164,7 +164,8 @@ class OpenCodeHarness:
         self, base: Mapping[str, str], home: Path, *, login: bool = True
     ) -> dict[str, str]:
         # Its four XDG directories all move into the home: the sessions database (data), the
-        # snapshots of the worktree it takes each step (data), logs, caches and locks.
+        # Worktree snapshots it would take (data; off, see _without_snapshots), logs, caches and
+        # locks.
         user = user_home(base)
         config_source = base.get("XDG_CONFIG_HOME") or (str(user / ".config") if user else "")
         data_source = base.get("XDG_DATA_HOME") or (str(user / ".local/share") if user else "")

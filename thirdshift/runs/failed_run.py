@@ -321,10 +321,15 @@ class Salvage:
         return pulls[0] if pulls else None
 
     def _branch_on_origin(self) -> bool:
-        try:
-            return self._branch_on_origin_now()
-        except ThirdshiftError:
-            return True  # unsure: keep the Claim rather than release it wrongly
+        # Unsure (GitHub away, or a defect): keep the Claim rather than release it wrongly.
+        def asked() -> bool:
+            try:
+                return self._branch_on_origin_now()
+            except ThirdshiftError:
+                return True
+
+        found = self._guarded("looking for the branch on origin", asked)
+        return True if found is None else found
 
     def _comment(
         self,
