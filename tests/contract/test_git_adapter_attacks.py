@@ -265,3 +265,28 @@ def test_a_fifo_the_agent_left_as_packed_refs_is_removed_before_thirdshifts_git_
     assert worktree.is_dirty() is False
 
     assert not packed.exists()
+
+
+@pytest.mark.parametrize(
+    "where", ["objects/info/alternates", "objects/info/http-alternates", "info/grafts", "shallow"]
+)
+def test_a_directory_planted_where_git_reads_a_list_is_removed_before_thirdshifts_git(
+    clone: ManagedClone, worktrees: Path, where: str
+) -> None:
+    """A directory (with a file in it) where git reads alternates, grafts or the shallow list
+    of the Worktree's repository, the one the agent writes, is removed like a file would be:
+    thirdshift's next git command answers, and the one alternate is written back."""
+    clone.sync()
+    worktree = clone.add_worktree(worktrees / "issue-9", "issue-9", "origin/main")
+    own = own_git_dir(worktree.path)
+    alternates = own / "objects" / "info" / "alternates"
+    borrowed = alternates.read_text()
+    planted = own / where
+    planted.unlink(missing_ok=True)
+    (planted / "inside").mkdir(parents=True)
+    (planted / "inside" / "list").write_text("/elsewhere/objects\n")
+
+    assert worktree.is_dirty() is False
+
+    assert not planted.is_dir()
+    assert alternates.read_text() == borrowed

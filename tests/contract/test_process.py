@@ -189,7 +189,9 @@ def test_lines_the_caller_has_not_taken_are_held_up_to_a_bound(tmp_path: Path) -
     finally:
         tracemalloc.stop()
     assert count[0] == 200
-    assert peak < 8 * cap, f"peak {peak} bytes for 200 lines of {cap} bytes"
+    # Two caps queued and one line over them, the line being read and its copy, the caller's
+    # line: about seven caps, near nine when a busy machine lines them up; never 200.
+    assert peak < 12 * cap, f"peak {peak} bytes for 200 lines of {cap} bytes"
 
 
 def test_the_clis_own_processes_cannot_reopen_its_stdout_through_proc(tmp_path: Path) -> None:

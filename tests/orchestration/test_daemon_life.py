@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import cast
 
@@ -104,6 +105,15 @@ class LifeRun:
             self.lines += 1
 
 
+def _settled_descriptors(bound: int, wait: float = 5.0) -> int:
+    """The descriptors open once those of the last Runs' ending threads are closed (on a busy
+    machine a pipe or socket can outlive its Run by a moment): a leak stays, and is counted."""
+    deadline = time.monotonic() + wait
+    while (count := _open_descriptors()) > bound and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return count
+
+
 def test_two_hundred_runs_leave_memory_and_descriptors_where_the_first_twenty_left_them(
     world: RunWorld, sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -125,7 +135,7 @@ def test_two_hundred_runs_leave_memory_and_descriptors_where_the_first_twenty_le
     cycle(range(1, FIRST + 1))
     first = (_resident_kib(), _open_descriptors())
     cycle(range(FIRST + 1, RUNS + 1))
-    last = (_resident_kib(), _open_descriptors())
+    last = (_resident_kib(), _settled_descriptors(int(first[1] * 1.10)))
 
     assert life.lines == RUNS
     assert len(world.store.list_runs(limit=RUNS + 10)) == RUNS

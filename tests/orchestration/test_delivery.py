@@ -151,7 +151,7 @@ def test_a_failed_session_saves_the_work_and_reports_once(world: RunWorld) -> No
     [
         ("convert_to_draft", "warning: turning the pull request back to draft failed"),
         ("upsert_marked_comment", "warning: commenting on the issue failed"),
-        ("pull", "warning: could not look up the pull request"),
+        ("pull", "warning: looking up the pull request failed"),
     ],
 )
 def test_a_salvage_step_that_fails_is_a_warning_and_the_rest_still_happen(

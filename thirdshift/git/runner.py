@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,8 +143,7 @@ class GitRunner:
             common / "info" / "grafts",
             common / "shallow",
         ):
-            if planted.is_symlink() or planted.exists():
-                planted.unlink()
+            _remove_planted(planted)
         # A link anywhere in the clone (a ref, a loose-object directory, info/) could make
         # thirdshift's git read, or its own writes land, outside it; a FIFO or a device (a
         # packed-refs git would block on, or read without end) is no file of a repository.
@@ -310,6 +310,22 @@ def _environment(
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
     return env
+
+
+def _remove_planted(planted: Path) -> None:
+    """Remove what the agent left at ``planted``: a link, a file, a FIFO, or a whole directory
+    (where git expects a file, it would otherwise stop thirdshift's every git command)."""
+    try:
+        if planted.is_dir() and not planted.is_symlink():
+            shutil.rmtree(planted)
+        else:
+            planted.unlink(missing_ok=True)
+    except OSError as exc:  # the agent took a directory's permissions away, say
+        raise GitError(
+            f"cannot remove {exc.filename or planted}, which git would read as part of the "
+            f"repository thirdshift checks before each of its git commands ({exc.strerror}); "
+            "give the directory back its permissions (chmod u+rwx) or remove the Worktree"
+        ) from exc
 
 
 def _neither_files_nor_directories(top: Path) -> Iterator[str]:

@@ -6,14 +6,12 @@ push it (never forced); turn an open pull request back to draft (not after a Pol
 record the cause, the killed work, the last Session log, branch and head in the database; post
 one marked, scrubbed and defanged comment on the issue with the cause and the Post-mortem (a
 later Run edits it rather than adding another); release the Claim when nothing reached origin.
-If the push fails, the Worktree is kept and named. Salvage problems, even a defect's unexpected
-error, are reported as warnings, never put in place of the cause, and never stop the record.
-"""
+If the push fails, the Worktree is kept and named. Salvage problems, even a defect's, are
+warnings, never in place of the cause, and never stop the rest."""
 
 from __future__ import annotations
 
 import socket
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +20,7 @@ from typing import TypeVar
 from thirdshift.defang import defanged
 from thirdshift.errors import LeaseLost, ThirdshiftError
 from thirdshift.git import Worktree, tracking
-from thirdshift.home import Home, disk_error, disk_problem
+from thirdshift.home import Home
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import PullRequestInfo, Run
 from thirdshift.run_states import RunEnd, RunState
@@ -117,13 +115,7 @@ class Salvage:
         if isinstance(failed.error, LeaseLost):
             return self._lost(failed, cause)
         full = full_disk.ended_on_one(failed.error, failed.worktree, self._home, self._min_free)
-        saved = self._guarded(
-            "saving the work", lambda: self._save_work(failed, cause, policy, full=full)
-        )
-        if saved is None:  # the Worktree stays, whatever it holds, and says where
-            kept_line = None if failed.worktree is None else self._kept(failed.worktree, None)
-            saved = (None, False, kept_line)
-        head, pushed, kept = saved
+        head, pushed, kept = self._saved(failed, cause, policy, full)
         removed = (
             full
             and kept is None
@@ -134,8 +126,8 @@ class Salvage:
             # after a Failed run needs them).
             agent_home = Home(self._home).agent_home(self._ref.owner, self._ref.repo, self._run.id)
             full_disk.remove_agent_home(agent_home, self._progress)
-        pull = self._guarded("looking up the pull request", lambda: self._pull_after(failed.pull))
-        pull = failed.pull if pull is None else pull
+        found = self._guarded("looking up the pull request", lambda: self._pull_after(failed.pull))
+        pull = found or failed.pull  # GitHub away: the one this Run knew, if any
         to_draft = pull is not None and pull.state == "open" and not pull.draft and not policy
         if to_draft and pull is not None and self._to_draft(pull):
             self._progress(f"turned {pull.html_url} back to draft")
@@ -237,6 +229,16 @@ class Salvage:
         )
         self._tools.retrying(lambda: full_disk.end_sessions_left(self._store, self._run.id, cause))
 
+    def _saved(
+        self, failed: FailedRun, cause: str, policy: bool, full: bool
+    ) -> tuple[str | None, bool, str | None]:
+        saved = self._guarded(
+            "saving the work", lambda: self._save_work(failed, cause, policy, full=full)
+        )
+        if saved is not None or failed.worktree is None:
+            return saved or (None, False, None)
+        return None, False, self._kept(failed.worktree, None)  # it stays, whatever it holds
+
     def _save_work(
         self, failed: FailedRun, cause: str, policy: bool, *, full: bool = False
     ) -> tuple[str | None, bool, str | None]:
@@ -311,24 +313,14 @@ class Salvage:
         return f"keeping the worktree {worktree.path} (branch {self._branch}{at})"
 
     def _pull_after(self, known: PullRequestInfo | None) -> PullRequestInfo | None:
-        try:
-            if known is not None:
-                return self._gh.pull(self._ref.owner, self._ref.repo, known.number)
-            pulls = self._gh.pulls_for_head(self._ref.owner, self._ref.repo, self._branch)
-        except ThirdshiftError as problem:
-            self._progress(f"warning: could not look up the pull request: {problem}")
-            return known
+        if known is not None:
+            return self._gh.pull(self._ref.owner, self._ref.repo, known.number)
+        pulls = self._gh.pulls_for_head(self._ref.owner, self._ref.repo, self._branch)
         return pulls[0] if pulls else None
 
     def _branch_on_origin(self) -> bool:
-        # Unsure (GitHub away, or a defect): keep the Claim rather than release it wrongly.
-        def asked() -> bool:
-            try:
-                return self._branch_on_origin_now()
-            except ThirdshiftError:
-                return True
-
-        found = self._guarded("looking for the branch on origin", asked)
+        # Unsure (git or GitHub away, a defect): keep the Claim rather than release it wrongly.
+        found = self._guarded("looking for the branch on origin", self._branch_on_origin_now)
         return True if found is None else found
 
     def _comment(
@@ -398,33 +390,10 @@ class Salvage:
             lambda: self._gh.convert_to_draft(self._ref.owner, self._ref.repo, pull.number),
         )
 
-    def _attempt(self, what: str, action: Callable[[], None]) -> bool:
+    def _attempt(self, what: str, action: Callable[[], object]) -> bool:
         """Run one salvage step; a problem is reported as a warning, never raised, so it
         cannot take the place of the cause."""
-
-        def done() -> bool:
-            action()
-            return True
-
-        return self._guarded(what, done) is not None
+        return self._guarded(what, lambda: action() or True) is not None
 
     def _guarded(self, what: str, action: Callable[[], _T]) -> _T | None:
-        """``action()``, or None when it fails: reported as a warning, never raised. Even an
-        unexpected error (a defect of thirdshift's) is one: the salvage goes on, so the Run is
-        still recorded, commented on and its Lease given up, never left ``running``."""
-        try:
-            return action()
-        except ThirdshiftError as problem:
-            self._progress(f"warning: {what} failed: {self._scrub(str(problem))}")
-        except Exception as error:  # any defect: see above
-            disk = disk_error(error)
-            if disk is not None:
-                self._progress(f"warning: {self._scrub(disk_problem(disk, what))}")
-                return None
-            self._progress(self._scrub("".join(traceback.format_exception(error)).rstrip()))
-            self._progress(
-                f"warning: {what} failed: unexpected {error.__class__.__name__}: "
-                f"{self._scrub(str(error))} (a bug in thirdshift; please report it with the "
-                "lines above)"
-            )
-        return None
+        return full_disk.warned_on_failure(what, action, self._progress, self._scrub)

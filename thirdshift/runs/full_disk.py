@@ -1,6 +1,7 @@
 """A Failed run on a full disk (adr/0041): whether the Run ended on one, what of the Worktree
 can still reach origin, and making room before anything is recorded (a store on that disk
-takes nothing until then)."""
+takes nothing until then); and how any salvage step's problem, a full disk's or a defect's,
+becomes a warning that never stops the salvage."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import contextlib
 import errno
 import os
 import stat
+import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from thirdshift.errors import ThirdshiftError
 from thirdshift.git import Worktree, own_git_dir, remove_tree
-from thirdshift.home import disk_error, disk_short
+from thirdshift.home import disk_error, disk_problem, disk_short
 from thirdshift.store import Store
 
 # Bounds on what the agent left in its repository's refs (_set_aside): the files looked at, the
@@ -192,3 +195,30 @@ def end_sessions_left(store: Store, run_id: int, cause: str) -> None:
                 state="failed",
                 error=f"its end could not be recorded; the Run failed: {cause}",
             )
+
+
+_T = TypeVar("_T")
+
+
+def warned_on_failure(
+    what: str, action: Callable[[], _T], say: Callable[[str], None], scrub: Callable[[str], str]
+) -> _T | None:
+    """``action()``, or None when it fails: reported with ``say`` as a warning, never raised.
+    Even an unexpected error (a defect of thirdshift's) is one, with its traceback: the salvage
+    goes on, so the Run is still recorded and the issue told, never left ``running``; a disk
+    error is named as the disk's problem, not a defect."""
+    try:
+        return action()
+    except ThirdshiftError as problem:
+        say(f"warning: {what} failed: {scrub(str(problem))}")
+    except Exception as error:  # any defect: see above
+        disk = disk_error(error)
+        if disk is not None:
+            say(f"warning: {scrub(disk_problem(disk, what))}")
+            return None
+        say(scrub("".join(traceback.format_exception(error)).rstrip()))
+        say(
+            f"warning: {what} failed: unexpected {error.__class__.__name__}: "
+            f"{scrub(str(error))} (a bug in thirdshift; please report it with the lines above)"
+        )
+    return None
