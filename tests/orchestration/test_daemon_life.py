@@ -135,9 +135,13 @@ def test_two_hundred_runs_leave_memory_and_descriptors_where_the_first_twenty_le
     cycle(range(1, FIRST + 1))
     first = (_resident_kib(), _open_descriptors())
     cycle(range(FIRST + 1, RUNS + 1))
-    last = (_resident_kib(), _settled_descriptors(int(first[1] * 1.10)))
+    # A few more may stay open for good: the store's bounded pool of connections grows when a
+    # busy machine makes more Runs overlap than in the first twenty. A leak of one descriptor a
+    # Run would be 180 more.
+    allowed = max(int(first[1] * 1.10), first[1] + 4)
+    last = (_resident_kib(), _settled_descriptors(allowed))
 
     assert life.lines == RUNS
     assert len(world.store.list_runs(limit=RUNS + 10)) == RUNS
     assert last[0] <= first[0] * 1.10, (first, last)
-    assert last[1] <= first[1] * 1.10, (first, last)
+    assert last[1] <= allowed, (first, last)
