@@ -321,11 +321,15 @@ def _remove_planted(planted: Path) -> None:
         else:
             planted.unlink(missing_ok=True)
     except OSError as exc:  # the agent took a directory's permissions away, say
-        raise GitError(
-            f"cannot remove {exc.filename or planted}, which git would read as part of the "
-            f"repository thirdshift checks before each of its git commands ({exc.strerror}); "
-            "give the directory back its permissions (chmod u+rwx) or remove the Worktree"
-        ) from exc
+        raise _unchecked(f"cannot remove {exc.filename or planted}", exc) from exc
+
+
+def _unchecked(problem: str, exc: OSError) -> GitError:
+    return GitError(
+        f"{problem} in the repository thirdshift checks before each of its git commands "
+        f"({exc.strerror}); give the directory back its permissions (chmod u+rwx) or remove "
+        "the Worktree"
+    )
 
 
 def _neither_files_nor_directories(top: Path) -> Iterator[str]:
@@ -344,8 +348,4 @@ def _neither_files_nor_directories(top: Path) -> Iterator[str]:
         except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as exc:  # the agent took a directory's permissions away, say
-            raise GitError(
-                f"cannot read {exc.filename} in the repository thirdshift checks before each of "
-                f"its git commands ({exc.strerror}); give the directory back its permissions "
-                "(chmod u+rwx) or remove the Worktree"
-            ) from exc
+            raise _unchecked(f"cannot read {exc.filename}", exc) from exc
