@@ -93,6 +93,12 @@ def _fill(world: RunWorld) -> Filled:
     assert interrupted.stdout.readline().startswith("{")
     interrupted.send_signal(signal.SIGINT)
     assert interrupted.wait(timeout=30) == 0, interrupted.communicate()
+    # The stop must come once the CLI asked for the hanging turn: a stop before that leaves the
+    # hang to the Continuation, which then waits out the whole test (a CI failure under load).
+    while not any(r.get("turn") == 3 for r in world.model.requests()):
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline + 120, "the session never asked for its fourth turn"
+        time.sleep(0.1)
     run.send_signal(signal.SIGTERM)
     run.communicate(timeout=120)
     assert follow.stderr is not None
