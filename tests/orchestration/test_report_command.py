@@ -5,7 +5,7 @@ repository it is asked for, and the usage errors."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
 import pytest
@@ -46,10 +46,13 @@ def record_run(
 
 @pytest.fixture
 def filled(home: Path) -> Path:
-    """Two days ago: in acme/widgets, claude's Runs ready (labelled 10 minutes before, two
-    sessions, one a Repair), merged, failed (unpriced) and ready without a label time, and one
-    codex Run ready; in acme/gears one crashed claude Run."""
-    clock = ManualClock(datetime.now(UTC) - timedelta(days=2))
+    """Two days ago, from midnight: in acme/widgets, claude's Runs ready (labelled 10 minutes
+    before, two sessions, one a Repair), merged, failed (unpriced) and ready without a label
+    time, and one codex Run ready; in acme/gears one crashed claude Run."""
+    # From midnight: the six Runs span some six hours, and started later in the day the last
+    # ones fell on yesterday, inside a --since of yesterday's date.
+    two_days_ago = (datetime.now(UTC) - timedelta(days=2)).date()
+    clock = ManualClock(datetime.combine(two_days_ago, time(0, 0), UTC))
     store = Store.open(f"sqlite:///{home / 'thirdshift.db'}", clock=clock)
     try:
         widgets = store.ensure_repository("acme", "widgets")
