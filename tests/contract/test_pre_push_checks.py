@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.clones import plain_git, write_file
-from tests.support.stand_in_scenario import Sandbox
+from tests.support.stand_in_scenario import FULL_NAME, TOKENS, Sandbox
 from thirdshift.git import ManagedClone, Worktree
 from thirdshift.runs.secret_check import SecretInCommits, WorkflowChangesRefused, push_checked
 from thirdshift.scrub import Scrubber
@@ -301,3 +301,24 @@ def test_a_merge_that_changes_a_workflow_file_against_every_parent_is_refused(
         _push(worktree, "issue-16")
 
     assert caught.value.paths == (".github/workflows/leak.yml",)
+
+
+def test_a_head_origin_already_has_is_not_pushed_again_and_a_new_one_is(
+    clone: ManagedClone, worktrees: Path, sandbox: Sandbox
+) -> None:
+    """A Repair round that merged nothing new asks origin for its branches and sends no push
+    (here wes may only read by then, so a push would be refused); the next commit is pushed
+    as before."""
+    worktree = clone.add_worktree(worktrees / "issue-17", "issue-17", "origin/main")
+    write_file(worktree, "app.py", "print('first')\n")
+    worktree.commit_all("First")
+    _push(worktree, "issue-17")
+    sandbox.client.add_user("wes", TOKENS["wes"], {FULL_NAME: "read"})
+
+    _push(worktree, "issue-17")
+
+    sandbox.client.add_user("wes", TOKENS["wes"], {FULL_NAME: "write"})
+    write_file(worktree, "app.py", "print('second')\n")
+    worktree.commit_all("Second")
+    _push(worktree, "issue-17")
+    assert clone.remote_branches()["issue-17"] == worktree.head()

@@ -213,11 +213,12 @@ class Worktree:
             return result.status == 0
         raise self._git.error(args, result, "fetch first if a commit is missing")
 
-    def push(self, branch: str) -> None:
+    def push(self, branch: str, *, origin_at: str | None = None) -> None:
         """``git push origin <recorded>:refs/heads/<branch>``, never forced: exactly the head
         thirdshift last recorded here, and only while HEAD is still there (GitError naming both
         otherwise: something moved the branch behind thirdshift's back). A refusal by the
-        remote (non-fast-forward, or a rule there) raises PushRejected."""
+        remote (non-fast-forward, or a rule there) raises PushRejected. ``origin_at``: the
+        sha origin's branch has now, when the caller just asked; at the head, nothing is sent."""
         head = self.head()
         if head != self.recorded:
             recorded = self.recorded[:12] if self.recorded else "none"
@@ -226,6 +227,10 @@ class Worktree:
                 f"head thirdshift recorded for it ({recorded}); something moved it behind "
                 "thirdshift's back: look at that commit, then run thirdshift again"
             )
+        if origin_at == head:
+            self.known_on_origin = head
+            self._moved(head)
+            return
         args = (
             "push",
             "--porcelain",

@@ -187,14 +187,22 @@ def push_checked(
     """Push ``branch`` unless a commit not yet on origin (neither in its ``base`` nor in its
     ``branch``, as origin has them now) adds a secret, or (without ``allow_workflow_changes``)
     touches a workflow file; then raise SecretInCommits or WorkflowChangesRefused and push
-    nothing. The remote-tracking refs are fetched again first: the agent can write them.
+    nothing. The remote-tracking refs are fetched again first: the agent can write them. A head
+    origin's branch already has is neither checked nor pushed again.
 
     Commits someone else pushed to ``branch`` meanwhile are merged in first (a merge, never a
     rebase, never a force-push), ``say`` names them, and they are returned; commits that
     conflict with ours raise ForeignCommitsConflict with nothing pushed and the merge undone,
     and a branch rewritten under this Run (a force-push that dropped what it started from or
     pushed) raises BranchRewritten with nothing pushed."""
-    on_origin = [name for name in (base, branch) if name in worktree.remote_branches()]
+    remote = worktree.remote_branches()
+    if remote.get(branch) == worktree.head():
+        # origin has this head already (a round that merged nothing new): there is nothing to
+        # check and a push would change nothing, so neither is asked of origin.
+        fence()
+        worktree.push(branch, origin_at=remote[branch])
+        return ()
+    on_origin = [name for name in (base, branch) if name in remote]
     worktree.fetch(*on_origin)
     merged: tuple[str, ...] = ()
     if branch in on_origin and not worktree.is_ancestor(tracking(branch)):
