@@ -42,12 +42,13 @@ def test_sync_clones_on_first_use_then_fetches_new_commits(sandbox: Sandbox, hom
 
 
 def test_sync_prunes_branches_deleted_on_origin(sandbox: Sandbox, clone: ManagedClone) -> None:
-    """A branch gone from origin is gone from the clone's remote-tracking branches."""
-    sandbox.push("issue-2", {"a.txt": "a\n"})
-    clone.sync()
+    """A branch gone from origin is gone from the clone's remote-tracking branches, and from
+    the branches sync returns."""
+    pushed = sandbox.push("issue-2", {"a.txt": "a\n"})
+    assert clone.sync() == {"main": sandbox.main_sha, "issue-2": pushed}
     assert plain_git(clone.path, "branch", "--remotes", "--list", "origin/issue-2")
     sandbox.github().get_repo(FULL_NAME).get_git_ref("heads/issue-2").delete()
-    clone.sync()
+    assert clone.sync() == {"main": sandbox.main_sha}
     assert not plain_git(clone.path, "branch", "--remotes", "--list", "origin/issue-2")
 
 

@@ -135,12 +135,24 @@ class ManagedClone:
 
     # -- the clone ---------------------------------------------------------------------------
 
-    def sync(self) -> None:
+    def sync(self) -> dict[str, str]:
         """Make the clone on first use, point ``origin`` at ``remote_url`` if it changed, and
-        fetch every branch of ``origin`` (pruning branches deleted there)."""
+        fetch every branch of ``origin`` (pruning branches deleted there); return each branch
+        and its sha as the fetch found them. Read from the clone's own remote-tracking refs,
+        which no agent can reach: asking origin again (``ls-remote``) right after the fetch was
+        one more round trip to GitHub for the same answer."""
         with self.locked():
             git = self._git()
             git.run("fetch", "--prune", "--quiet", REMOTE, ALL_BRANCHES, fix=self._remote_fix())
+            listed = git.run(
+                "for-each-ref", "--format=%(objectname) %(refname)", f"refs/remotes/{REMOTE}/"
+            )
+        prefix = f"refs/remotes/{REMOTE}/"
+        return {
+            name.removeprefix(prefix): sha
+            for sha, _, name in (line.partition(" ") for line in listed.stdout.splitlines())
+            if name.startswith(prefix) and name != f"{prefix}HEAD"
+        }
 
     @contextmanager
     def locked(self) -> Iterator[None]:

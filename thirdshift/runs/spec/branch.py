@@ -36,8 +36,7 @@ def pin_spec_branch(
 ) -> PinnedBranch:
     """The Spec branch: the highest of the Spec's branches on origin unless a Spec PR of it
     was merged or closed (then the next number), made from ``base`` when it is not there."""
-    clone.sync()
-    remote = clone.remote_branches()
+    remote = clone.sync()
     if base not in remote:
         raise ThirdshiftError(
             f"base branch {base} does not exist on origin; push it first or pass --base"

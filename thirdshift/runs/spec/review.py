@@ -53,7 +53,7 @@ def review_scope(
 ) -> RunScope:
     """The Spec run's Claim as the Run's steps take it: a Continuation of the Spec branch
     (its Tickets are on it), into the Base branch, its opening session the Spec review."""
-    place.clone.sync()
+    remote = place.clone.sync()
     # As it is now: the Spec run's Claim changed its labels after the pre-flight read it.
     ref = place.ref
     found = Found(
@@ -61,7 +61,7 @@ def review_scope(
         place.repo,
         github.issue(ref.owner, ref.repo, ref.number),
         place.clone,
-        place.clone.remote_branches(),
+        remote,
         BranchChoice(place.branch, continuation=True, open_pull=open_pull),
         place.base,
         place.worktree_path,

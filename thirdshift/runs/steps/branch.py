@@ -20,8 +20,7 @@ from thirdshift.runs.scope import Found, Say
 def fetched(clone: ManagedClone, repo: RepoInfo, base: str, say: Say) -> dict[str, str]:
     """Fetch ``repo`` into thirdshift's clone; its branches on origin, the Base among them."""
     say(f"fetching {repo.full_name} into {clone.path}")
-    clone.sync()
-    remote = clone.remote_branches()
+    remote = clone.sync()
     if base not in remote:
         raise ThirdshiftError(
             f"base branch {base} does not exist on origin; push it first or pass --base"
@@ -61,8 +60,7 @@ class BranchChoiceStep:
 
     def again(self, found: Found) -> Found:
         """The choice made again after kept work was pushed (the base stays)."""
-        found.clone.sync()
-        remote = found.clone.remote_branches()
+        remote = found.clone.sync()
         choice = choose_issue_branch(found.ref.number, remote, self.issue_pulls(found.ref, remote))
         return Found(
             found.ref,
