@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.clones import plain_git, write_file
 from tests.support.stand_in_scenario import FULL_NAME, TOKENS, Sandbox
+from thirdshift.errors import GitError, LeaseLost
 from thirdshift.git import ManagedClone, Worktree
 from thirdshift.runs.secret_check import SecretInCommits, WorkflowChangesRefused, push_checked
 from thirdshift.scrub import Scrubber
@@ -322,3 +323,27 @@ def test_a_head_origin_already_has_is_not_pushed_again_and_a_new_one_is(
     worktree.commit_all("Second")
     _push(worktree, "issue-17")
     assert clone.remote_branches()["issue-17"] == worktree.head()
+
+
+def test_with_origin_at_the_head_a_lost_lease_or_a_moved_head_still_stops_the_push(
+    clone: ManagedClone, worktrees: Path
+) -> None:
+    """Nothing to send is no way around the fence, nor around the check that HEAD is the head
+    thirdshift recorded."""
+    worktree = clone.add_worktree(worktrees / "issue-18", "issue-18", "origin/main")
+    write_file(worktree, "app.py", "print('first')\n")
+    worktree.commit_all("First")
+    _push(worktree, "issue-18")
+    pushed = worktree.head()
+
+    def lost() -> None:
+        raise LeaseLost("the Lease of Run 1 went to Run 2")
+
+    with pytest.raises(LeaseLost):
+        push_checked(worktree, "issue-18", "main", Scrubber([KNOWN]).findings, lost)
+
+    write_file(worktree, "app.py", "print('behind thirdshift')\n")
+    plain_git(worktree.path, "commit", "-qam", "Not thirdshift's")
+    with pytest.raises(GitError, match="something moved it behind thirdshift's back"):
+        push_checked(worktree, "issue-18", "main", Scrubber([KNOWN]).findings, lambda: None)
+    assert clone.remote_branches()["issue-18"] == pushed

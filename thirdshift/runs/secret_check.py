@@ -196,11 +196,11 @@ def push_checked(
     and a branch rewritten under this Run (a force-push that dropped what it started from or
     pushed) raises BranchRewritten with nothing pushed."""
     remote = worktree.remote_branches()
-    if remote.get(branch) == worktree.head():
-        # origin has this head already (a round that merged nothing new): there is nothing to
-        # check and a push would change nothing, so neither is asked of origin.
+    if worktree.recorded is not None and remote.get(branch) == worktree.recorded:
+        # origin has the recorded head already (a round that merged nothing new): nothing to
+        # check, and a push would change nothing. The push still raises if HEAD moved from it.
         fence()
-        worktree.push(branch, origin_at=remote[branch])
+        worktree.push(branch, origin_at=worktree.recorded)
         return ()
     on_origin = [name for name in (base, branch) if name in remote]
     worktree.fetch(*on_origin)
