@@ -144,15 +144,11 @@ class ManagedClone:
         with self.locked():
             git = self._git()
             git.run("fetch", "--prune", "--quiet", REMOTE, ALL_BRANCHES, fix=self._remote_fix())
-            listed = git.run(
-                "for-each-ref", "--format=%(objectname) %(refname)", f"refs/remotes/{REMOTE}/"
-            )
-        prefix = f"refs/remotes/{REMOTE}/"
-        return {
-            name.removeprefix(prefix): sha
-            for sha, _, name in (line.partition(" ") for line in listed.stdout.splitlines())
-            if name.startswith(prefix) and name != f"{prefix}HEAD"
-        }
+            tracked = f"refs/remotes/{REMOTE}/"
+            listed = git.run("for-each-ref", "--format=%(objectname)%09%(refname)", tracked)
+        branches = parse_heads(listed.stdout, under=tracked)
+        branches.pop("HEAD", None)  # a symbolic origin/HEAD, no branch (git names none HEAD)
+        return branches
 
     @contextmanager
     def locked(self) -> Iterator[None]:

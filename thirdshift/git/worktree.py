@@ -373,11 +373,12 @@ _PATCH_OPTIONS = ("--no-ext-diff", "--no-textconv", "--text", "--unified=0")
 """How a patch is shown to the secret check: every file as text, as stored, each line once."""
 
 
-def parse_heads(listing: str) -> dict[str, str]:
-    """``{branch: sha}`` of the ``refs/heads/*`` lines of an ``ls-remote`` listing."""
+def parse_heads(listing: str, under: str = "refs/heads/") -> dict[str, str]:
+    """``{branch: sha}`` of the lines of an ``ls-remote`` listing (or a ``for-each-ref`` one in
+    its format) whose ref is under ``under``."""
     heads: dict[str, str] = {}
     for line in listing.splitlines():
         sha, _, ref = line.partition("\t")
-        if ref.startswith("refs/heads/"):
-            heads[ref.removeprefix("refs/heads/")] = sha
+        if ref.startswith(under):
+            heads[ref.removeprefix(under)] = sha
     return heads

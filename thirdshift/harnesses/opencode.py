@@ -218,23 +218,24 @@ def _without_snapshots(env: dict[str, str]) -> dict[str, str]:
     or is not a JSON object (OpenCode then reports it). Its snapshots copy the Worktree into a
     git store in the private home at every step: for an undo nobody runs headless, at a second
     of CPU a short session, and on the session's disk budget (adr/0052)."""
-    text = env.get("OPENCODE_CONFIG_CONTENT")
-    try:
-        config = json.loads(text) if text else {}
-    except json.JSONDecodeError:
-        return env
-    if isinstance(config, dict) and "snapshot" not in config:
+    config = _read_config(env)
+    if config is not None and "snapshot" not in config:
         env["OPENCODE_CONFIG_CONTENT"] = json.dumps({**config, "snapshot": False})
     return env
 
 
-def _config(env: Mapping[str, str]) -> dict[str, Any]:
-    """The inline configuration, or an empty one when it is absent or not a JSON object."""
+def _read_config(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The inline configuration (empty when absent), or None when it is no JSON object."""
     try:
         config = json.loads(env.get("OPENCODE_CONFIG_CONTENT") or "{}")
     except json.JSONDecodeError:
-        return {}
-    return config if isinstance(config, dict) else {}
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def _config(env: Mapping[str, str]) -> dict[str, Any]:
+    """The inline configuration, or an empty one when it is absent or not a JSON object."""
+    return _read_config(env) or {}
 
 
 def _providers(env: Mapping[str, str]) -> list[dict[str, Any]]:
