@@ -165,11 +165,15 @@ def test_a_start_sweeps_the_empty_groups_a_killed_thirdshift_left_and_keeps_the_
     it): the next start removes it, its thirdshift (the pid in its name) being gone. A group of
     a thirdshift still alive stays, however old (a session whose first disk scan was long, about
     to be entered); so does one with no pid to read that is not yet ten minutes old."""
-    dead_pid = _ended_pid()
     groups = probe_groups()
     assert isinstance(groups, CgroupV1 | CgroupV2)
     limits = SessionLimits(max_processes=8, memory_mb=64)
-    left = groups.make(f"thirdshift-{dead_pid}-7-{secrets.token_hex(4)}", limits)
+    # Its thirdshift is killed only once the group is whole: a thirdshift starting in a parallel
+    # test sweeps too, and once took a dead pid's group away while it was being made.
+    doomed = subprocess.Popen(["sleep", "60"])
+    left = groups.make(f"thirdshift-{doomed.pid}-7-{secrets.token_hex(4)}", limits)
+    doomed.kill()
+    doomed.wait()
     young = made(limits)
     waiting = made(limits)
     nameless = groups.make(f"thirdshift-probe-x{secrets.token_hex(4)}", limits)
@@ -190,10 +194,3 @@ def test_a_start_sweeps_the_empty_groups_a_killed_thirdshift_left_and_keeps_the_
     finally:
         for group in (left, young, waiting, nameless):
             group.remove()
-
-
-def _ended_pid() -> int:
-    """The pid of a process that has ended and been reaped."""
-    child = subprocess.Popen(["true"])
-    child.wait()
-    return child.pid
