@@ -71,6 +71,10 @@ class DaemonWorld:
     issues: dict[str, list[int]] = field(default_factory=dict)
     agent_env: dict[str, str] = field(default_factory=dict)
     """Variables for the agent CLIs besides the scripted model server's (their retries)."""
+    started: int = 0
+    """Daemons started so far: each writes its stderr to a file of its own. (Named after
+    ``processes`` it was reused once a test removed a killed daemon from it, and a process the
+    killed daemon left behind wrote over the next daemon's lines.)"""
 
     def env(self, home: str, **settings: str) -> dict[str, str]:
         base = {
@@ -112,7 +116,8 @@ class DaemonWorld:
     def daemon(self, home: str, *args: str, **settings: str) -> Started:
         # stderr goes to a file: a pipe nobody reads until the end could fill and stall the
         # daemon, and a test that times out can still show what each daemon said.
-        log = self.tmp / f"{home}-{len(self.processes)}.stderr"
+        log = self.tmp / f"{home}-{self.started}.stderr"
+        self.started += 1
         with log.open("w") as sink:
             process = start_thirdshift(
                 ["daemon", *args],

@@ -220,7 +220,7 @@ def test_a_daemon_killed_in_the_middle_of_two_tickets_is_rescued_and_loses_nothi
     assert f"Spec run {crashed_spec.id} crashed; starting a Rescue" in log
     for number in (2, 3):
         [crashed] = [r for r in runs if r.issue_number == number and r.state == "crashed"]
-        assert f"rescuing Run {crashed.id}" in err
+        assert f"rescuing Run {crashed.id}" in err, err
 
 
 def test_two_daemons_on_one_database_make_one_spec_run_and_run_each_ticket_once(

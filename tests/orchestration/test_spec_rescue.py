@@ -22,7 +22,10 @@ from tests.orchestration.test_spec_runs import _by_ticket, _fails, _ticket_clock
 from thirdshift import bootstrap
 from thirdshift.issue_url import IssueRef
 from thirdshift.records import Run
+from thirdshift.run_states import RunKind
 from thirdshift.runs import RunOutcome, SpecRequest
+from thirdshift.runs.spec.progress import TicketBefore, TicketReads
+from thirdshift.scrub import Scrubber
 
 
 @pytest.fixture
@@ -124,3 +127,34 @@ def test_a_ticket_merged_before_the_kill_is_recorded_landed_while_its_dead_run_h
     assert _ticket_runs_by_issue(world.store, a) == [(first.id, "running")]
     assert _merged_pulls(world, a) == [(True, f"spec-{spec}")]
     assert not any(f"Ticket #{a} is held" in line for line in world.lines)
+
+
+def test_a_ticket_whose_earlier_run_still_holds_a_live_lease_is_held_then_rescued(
+    world: RunWorld,
+) -> None:
+    """The graph's read may find a Ticket's Lease run out a moment before the Ticket starts,
+    and the Lease live again when it does: while the Ticket's newest Run holds a live Lease the
+    Ticket waits (no fresh Run beside it); once the Lease runs out, that Run is recorded crashed
+    and the Ticket Run is its Rescue."""
+    store = world.store
+    repository = store.ensure_repository("acme", "widgets")
+    spec_run = store.start_run(repository, 1, kind=RunKind.SPEC)
+    earlier = store.start_run(
+        repository, 2, kind=RunKind.MERGE, base_branch="spec-1", parent_run_id=spec_run.id
+    )
+    lease = store.acquire_lease(repository, 2, "other:1", timedelta(seconds=30))
+    assert lease is not None
+    assert store.attach_run_to_lease(lease, earlier.id)
+    rescue = store.start_run(repository, 1, kind=RunKind.SPEC)
+    reads = TicketReads(
+        world.github, store, Scrubber([]), repository, "spec-1", spec_run_id=rescue.id
+    )
+
+    assert reads.before_start(2) == TicketBefore(held=True)
+    assert (store.get_run(earlier.id) or earlier).state == "running"
+
+    world.clock.advance(31)
+    assert reads.before_start(2) == TicketBefore(crashed=earlier.id)
+    assert (store.get_run(earlier.id) or earlier).state == "crashed"
+    # A Ticket with no Run of this Spec branch starts fresh.
+    assert reads.before_start(3) == TicketBefore()

@@ -74,6 +74,15 @@ def test_garbage_beside_the_states_is_left_out(tmp_path: Path) -> None:
     assert read_states(tmp_path / "missing") == []
 
 
+def test_a_state_file_still_being_written_is_not_read_as_a_second_daemon(tmp_path: Path) -> None:
+    """The file being written sits beside its target until it replaces it; once whole, it must
+    not show the same daemon twice (nor, half written, break a reader that globs ``*.json``)."""
+    write_state(tmp_path, state())
+    whole = (tmp_path / "night_1.json").read_text()
+    (tmp_path / ".state-abc.json").write_text(whole)  # as an older version named it
+    assert [s["daemon"] for s in read_states(tmp_path)] == ["night/1"]
+
+
 def test_a_daemon_is_live_while_it_writes_lately_and_its_process_is_alive() -> None:
     written = json.loads(json.dumps({"updated_at": NOW.isoformat(), "pid": os.getpid()}))
     assert is_live(written, NOW + timedelta(seconds=5))

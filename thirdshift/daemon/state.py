@@ -145,7 +145,7 @@ def write_state(directory: Path, state: DaemonState) -> None:
     """Replace the daemon's state file in one step, so a reader never sees half of it."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     target = directory / f"{_file_name(state.daemon.name)}.json"
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".state-", suffix=".json")
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".state-", suffix=".partial")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             json.dump(state_json(state), stream, indent=2)
@@ -156,9 +156,12 @@ def write_state(directory: Path, state: DaemonState) -> None:
 
 
 def read_states(directory: Path) -> list[dict[str, Any]]:
-    """Every daemon state file in ``directory``, newest first; unreadable ones are left out."""
+    """Every daemon state file in ``directory``, newest first; unreadable ones are left out.
+
+    Hidden names are left out too: pathlib's ``*`` matches them, and a state file being written
+    sits beside its target under one until it replaces it."""
     states: list[dict[str, Any]] = []
-    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+    for path in sorted(directory.glob("[!.]*.json")) if directory.is_dir() else []:
         try:
             loaded = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -47,6 +47,15 @@ class TicketProgress:
 
 
 @dataclass(frozen=True)
+class TicketBefore:
+    """What a Ticket's newest Run means for the Run about to start: its Rescue (``crashed``),
+    a wait while its Lease lives (``held``), or neither (a fresh start)."""
+
+    crashed: int | None = None
+    held: bool = False
+
+
+@dataclass(frozen=True)
 class TicketReads:
     """The Tickets of one Spec run's Spec branch, read again from GitHub and the records."""
 
@@ -155,22 +164,24 @@ class TicketReads:
         else:
             progress.prompt_titles.pop(number, None)
 
-    def crashed_ticket_run(self, number: int) -> int | None:
-        """The Ticket's newest Run, when it is a Ticket Run of this Spec branch that crashed
-        (its process died with a Spec run): the Ticket Run now is its Rescue. One still
+    def before_start(self, number: int) -> TicketBefore:
+        """What the Ticket's newest Run means for the one about to start. A Ticket Run of this
+        Spec branch that crashed (its process died with a Spec run) is Rescued by it. One still
         recorded ``running`` whose Lease ran out is recorded as crashed here: this Spec run
-        holds the Spec, so nothing else runs its Tickets, and a daemon's poll may not have
-        come round to it yet."""
+        holds the Spec, so nothing else runs its Tickets, and a daemon's poll may not have come
+        round to it yet. One whose Lease is live again holds the Ticket: the Lease may have been
+        read as run out a moment before (``tickets``), and a Run started now would run beside
+        it, or fail to take the issue, instead of Rescuing it once the Lease is gone."""
         latest = self.store.latest_run(self.repository, number)
         if latest is None or latest.parent_run_id is None or latest.base_branch != self.branch:
-            return None
+            return TicketBefore()
         if latest.state == RunState.RUNNING:
             dead = {run.id for run in self.store.dead_runs(self.repository)}
             if latest.id not in dead:
-                return None
+                return TicketBefore(held=True)
             self.store.record_crash(latest.id, TICKET_RUN_DIED)
             latest = self.store.get_run(latest.id) or latest
-        return latest.id if latest.state == RunState.CRASHED else None
+        return TicketBefore(crashed=latest.id if latest.state == RunState.CRASHED else None)
 
     def new_blockers(self, ref: IssueRef, progress: TicketProgress, number: int) -> list[int]:
         """The Tickets of the Spec, not landed, that block Ticket ``number`` now and did not

@@ -206,6 +206,10 @@ class SpecRun:
     ) -> None:
         """A Ticket Run in a thread of its own, from the Spec branch's head, with its own
         interrupt (a lost Lease of one Ticket stops only that Ticket)."""
+        before = self._reads(pinned).before_start(number)
+        if before.held:  # waited on, and said, as a Ticket the graph's read found held
+            progress.held.add(number)
+            return
         spec, parts = request.spec, self._parts
         landed = parts.store.landed_tickets(pinned.repository, pinned.branch)
         cap = parts.settings.follow_up_preamble_tokens
@@ -219,7 +223,7 @@ class SpecRun:
             progress.prompt_titles,
             cap,
         )
-        crashed = self._reads(pinned).crashed_ticket_run(number)
+        crashed = before.crashed
         seen = progress.graph.get(number)
         progress.started_with[number] = (
             {b.number for b in seen.blockers if not b.elsewhere} if seen else set()
