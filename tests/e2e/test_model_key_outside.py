@@ -2,7 +2,9 @@
 CLIs with scripted turns, the GitHub stand-in, real git and bubblewrap. A hostile session
 searches its environment, its files, its home and every process it can see for the key,
 prints what it finds, and commits and pushes all of it base64-encoded; the model server still
-receives the key, from thirdshift's model gateway alone (adr/0038)."""
+receives the key, from thirdshift's model gateway alone (adr/0038). That hunt runs for each
+Harness in the same session as the GitHub token's (test_agent_keys.py); here, the proof that
+it would see a leak and the refusal of a login the sandbox would have to read."""
 
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ from tests.support.run_world import (
     start_world,
     write_file_command,
 )
-from thirdshift.harnesses.model_gateway import STAND_IN_KEY
 from thirdshift.sandbox.model import ModelScript
 from thirdshift.sandbox.model.server import (
     SANDBOX_CODEX_KEY_VAR,
@@ -124,56 +125,11 @@ def pushed_files(world: RunWorld) -> str:
     return "\n".join([*texts, log])
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex", "opencode", "qwen"])
-def test_a_hostile_session_finds_no_model_key_and_the_provider_gets_it_from_the_gateway(
-    tmp_path: Path, worlds: list[RunWorld], harness: str
-) -> None:
-    """Everything the session saw, printed, committed and wrote into its pull request holds
-    the key in none of its forms, while every model request reached the provider with it."""
-    turns = [
-        {"tool_calls": [shell(harness, LOOT)]},
-        {"tool_calls": [shell(harness, FIX)]},
-        {"text": "Fixed."},
-    ]
-    world = start_world(tmp_path, [])
-    worlds.append(world)
-    world.restart_model(
-        ModelScript.from_dict(
-            {"sessions": [{"name": "implement", "marker": MARKER, "turns": turns}]}
-        )
-    )
-    configure(world, harness)
-
-    result = world.thirdshift("run", world.issue_url)
-
-    assert result.returncode == 0, result.stderr
-    records = model_records(world)
-    model_calls = [r for r in records if r.get("kind") not in ("probe", "not_found")]
-    assert model_calls, "no model request reached the scripted server"
-    assert {r["key"] for r in model_calls} == {KEY}
-    # What the session saw (the tool results travel in the requests' bodies) holds no key.
-    seen = json.dumps([r["body"] for r in records])
-    assert "== loot" in seen, "the hostile commands did not run"
-    assert STAND_IN_KEY in seen, "the session did not see where its key would be"
-    assert leaked(seen) == []
-    pushed = pushed_files(world)
-    assert "loot.b64" in world.git(
-        "ls-tree", "-r", "--name-only", "origin/issue-1", cwd=world.clone()
-    )
-    assert leaked(pushed) == []
-    loot = base64.b64decode((world.clone() / "loot.b64").read_text())
-    assert b"ANTHROPIC" in loot or b"OPENAI" in loot or b"OPENCODE" in loot or b"SANDBOX" in loot
-    assert leaked(loot.decode(errors="replace")) == []
-    assert leaked(json.dumps(world.pulls())) == []
-    logs = "\n".join(p.read_text(errors="replace") for p in (world.home / "logs").glob("*"))
-    assert leaked(logs) == []
-
-
 def test_a_session_holding_its_key_shows_the_test_would_see_a_leak(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
     """Without the sealed network (an unsafe setting) the CLI holds the key, and the same
-    hostile session finds it: proof that the test above would catch a leak."""
+    hostile session finds it: proof that the hunt would catch a leak."""
     turns = [{"tool_calls": [shell("claude", LOOT)]}, {"text": "Looked."}]
     world = start_world(tmp_path, [])
     worlds.append(world)
