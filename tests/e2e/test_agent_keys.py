@@ -1,11 +1,10 @@
-"""The agent never holds the keys, tried end to end as an attacker would: the real CLIs with
-scripted turns, the GitHub stand-in, real git, and bubblewrap. The hostile session of each
-Harness hunts the GitHub token and the model key in one Run (the model key's hunt and forms:
-test_model_key_outside.py)."""
+"""The agent never holds the keys, tried end to end as an attacker would: the real claude CLI
+with scripted turns, the GitHub stand-in, real git, and bubblewrap. The token's hunt
+(``hostile_script``) runs sealed in each Harness's hostile session of test_agent_network.py,
+beside the network's and the model key's; here, its unsealed proof and the other routes."""
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import signal
@@ -17,16 +16,6 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_model_key_outside import (
-    FIX,
-    KEY,
-    LOOT,
-    configure,
-    leaked,
-    model_records,
-    pushed_files,
-    shell,
-)
 from tests.support.recorder import Recorder, recording_server
 from tests.support.run_world import (
     CALC_FIXED,
@@ -41,7 +30,6 @@ from tests.support.run_world import (
     write_file_command,
 )
 from tests.support.secret_corpus import SECRETS, traces
-from thirdshift.harnesses.model_gateway import STAND_IN_KEY
 from thirdshift.runs.claims import CLAIM_MARKER
 from thirdshift.sandbox.model import ModelScript
 
@@ -123,69 +111,12 @@ def hostile_script(world: RunWorld, evil: str) -> str:
     )
 
 
-@pytest.mark.parametrize("harness", ["claude", "codex", "opencode", "qwen"])
-def test_a_hostile_session_finds_neither_token_nor_model_key_and_redirects_nothing(
-    tmp_path: Path, worlds: list[RunWorld], recorder: Recorder, harness: str
-) -> None:
-    """One hostile session per Harness tries every route to both secrets: the GitHub token
-    (other processes, its home, git's credential helper, redirecting origin, a push of its
-    own) and the model key (its environment, files and every process, all committed and
-    pushed base64-encoded, and written into its pull request). The token is in nothing it saw
-    and the attacker's server gets no credential; the key is in none of what it saw, printed,
-    pushed or published, in any form, while every model request reached the provider with it
-    from the gateway; and the Run still reaches its pull request."""
-    world = start_world(tmp_path, [])
-    worlds.append(world)
-    turns = [
-        {"tool_calls": [shell(harness, hostile_script(world, recorder.url))]},
-        {"tool_calls": [shell(harness, LOOT)]},
-        {"tool_calls": [shell(harness, FIX)]},
-        {"text": "Fixed."},
-    ]
-    script = ModelScript.from_dict(
-        {"sessions": [{"name": "implement", "marker": MARKER, "turns": turns}]}
-    )
-    world.restart_model(script)  # the Harness's settings name the model server's address
-    configure(world, harness)
-
-    result = world.thirdshift("run", world.issue_url)
-
-    assert result.returncode == 0, result.stderr
-    seen = (world.tmp / "model.jsonl").read_text()
-    assert "== push of its own" in seen, "the hostile commands did not run"
-    # The token: in nothing the session saw, and no credential reached the attacker.
-    assert TOKEN not in seen
-    assert [c for c in recorder.credentials() if TOKEN in c] == []
-    assert "password=" not in seen.split("== credentials", 1)[1].split("== redirect", 1)[0]
-    assert world.pulls()[0]["head"]["ref"] == "issue-1"
-    assert "stolen" not in world.git("ls-remote", "--heads", world.remote_url)
-    # The model key: every model request carried it, from the gateway alone.
-    records = model_records(world)
-    model_calls = [r for r in records if r.get("kind") not in ("probe", "not_found")]
-    assert model_calls, "no model request reached the scripted server"
-    assert {r["key"] for r in model_calls} == {KEY}
-    # What the session saw (the tool results travel in the requests' bodies) holds no key.
-    bodies = json.dumps([r["body"] for r in records])
-    assert "== loot" in bodies, "the hostile commands did not run"
-    assert STAND_IN_KEY in bodies, "the session did not see where its key would be"
-    assert leaked(bodies) == []
-    assert "loot.b64" in world.git(
-        "ls-tree", "-r", "--name-only", "origin/issue-1", cwd=world.clone()
-    )
-    assert leaked(pushed_files(world)) == []
-    loot = base64.b64decode((world.clone() / "loot.b64").read_text())
-    assert b"ANTHROPIC" in loot or b"OPENAI" in loot or b"OPENCODE" in loot or b"SANDBOX" in loot
-    assert leaked(loot.decode(errors="replace")) == []
-    assert leaked(json.dumps(world.pulls())) == []
-    logs = "\n".join(p.read_text(errors="replace") for p in (world.home / "logs").glob("*"))
-    assert leaked(logs) == []
-
-
-def test_an_unsealed_session_finds_the_token_so_the_test_above_would_see_a_leak(
+def test_an_unsealed_session_finds_the_token_so_the_sealed_hunt_would_see_a_leak(
     tmp_path: Path, worlds: list[RunWorld], recorder: Recorder
 ) -> None:
     """With ``unsafe_agent_without_sandbox`` the same hostile commands find the token, and a
-    push with it reaches the attacker: proof that the test above would catch a leak."""
+    push with it reaches the attacker: proof that the sealed hunt (each Harness's hostile
+    session in test_agent_network.py) would catch a leak."""
     world = start_world(tmp_path, [])
     worlds.append(world)
     turns = [{"tool_calls": [bash(hostile_script(world, recorder.url), "look around")]}]

@@ -1,11 +1,12 @@
-"""The agent's network is sealed, tried end to end as a hostile session would: the real claude
-and codex CLIs with scripted turns, run by the daemon (its status page served), the GitHub
+"""The agent's network is sealed, tried end to end as a hostile session would: the real CLIs
+of every Harness with scripted turns, run by the daemon (its status page served), the GitHub
 stand-in, PostgreSQL, real git, bubblewrap, socat and the egress proxy. Every way out fails,
 the session's model requests still reach the scripted model server, a host the repository
 allows is reached, and the Run ends normally."""
 
 from __future__ import annotations
 
+import base64
 import json
 import signal
 import sqlite3
@@ -17,21 +18,29 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.test_agent_keys import hostile_script
+from tests.e2e.test_model_key_outside import (
+    FIX,
+    KEY,
+    LOOT,
+    configure,
+    leaked,
+    model_records,
+    pushed_files,
+    shell,
+)
 from tests.e2e.test_status_page import free_port, wait_until_served
+from tests.support.recorder import recording_server
 from tests.support.run_world import (
-    CALC_FIXED,
     NAME,
     OWNER,
+    TOKEN,
     RunWorld,
-    bash,
-    pull_request_file,
     start_world,
-    write_file_command,
 )
 from tests.support.warm_start import Started
+from thirdshift.harnesses.model_gateway import STAND_IN_KEY
 from thirdshift.sandbox.model import ModelScript
-from thirdshift.sandbox.model.opencode import opencode_env
-from thirdshift.sandbox.model.server import codex_config_args, codex_env
 
 pytestmark = pytest.mark.real_cli
 
@@ -146,6 +155,7 @@ def network_events(world: RunWorld) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+@pytest.mark.usefixtures("cold_start")  # its hunt reads every process's environment
 @pytest.mark.parametrize(
     ("harness", "sealed"),
     [("claude", True), ("codex", True), ("opencode", True), ("qwen", True), ("claude", False)],
@@ -166,87 +176,65 @@ def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
 ) -> None:
     """Sealed, every attempt is blocked and the Run succeeds. With ``unsafe_agent_network``
     the same session reaches PostgreSQL, the status page and the stranger's port: proof that
-    the test would catch a leak."""
+    the test would catch a leak.
+
+    Sealed, the same session of each Harness also hunts both secrets (one Run for the three
+    hunts): the GitHub token (other processes, its home, git's credential helper, redirecting
+    origin, a push of its own; test_agent_keys.py) and the model key (its environment, files
+    and every process, all pushed base64-encoded and written into its pull request;
+    test_model_key_outside.py). The token is in nothing it saw and the attacker's server gets
+    no credential; the key is in none of what it saw, pushed or published, in any form, while
+    every model request reached the provider with it from the gateway."""
     page_port = free_port()
     world = start_world(tmp_path, [])
     worlds.append(world)
-    hostile = hostile_commands(world, page_port, servers, sealed=sealed)
-    fix = (
-        write_file_command("calc.py", CALC_FIXED)
-        + " && git commit -qam 'Make add() add' && "
-        + pull_request_file("Make add() add", "Closes #1")
-    )
-    if harness == "claude":
+    with recording_server("acme/calculator.git") as recorder:
+        hunts = [hostile_commands(world, page_port, servers, sealed=sealed)]
+        if sealed:
+            hunts += [hostile_script(world, recorder.url), LOOT]
         turns = [
-            {"tool_calls": [bash(hostile, "look around")]},
-            {"tool_calls": [bash(fix, "fix")]},
+            *({"tool_calls": [shell(harness, hunt)]} for hunt in hunts),
+            {"tool_calls": [shell(harness, FIX)]},
             {"text": "Fixed."},
         ]
-    elif harness == "opencode":
-        turns = [
-            {"tool_calls": [{"name": "bash", "input": {"command": hostile, "description": "x"}}]},
-            {"tool_calls": [{"name": "bash", "input": {"command": fix, "description": "fix"}}]},
-            {"text": "Fixed."},
-        ]
-    elif harness == "qwen":
-        turns = [
-            {"tool_calls": [{"name": "run_shell_command", "input": {"command": hostile}}]},
-            {"tool_calls": [{"name": "run_shell_command", "input": {"command": fix}}]},
-            {"text": "Fixed."},
-        ]
-    else:
-        turns = [
-            {"tool_calls": [{"name": "exec_command", "input": {"cmd": hostile}}]},
-            {"tool_calls": [{"name": "exec_command", "input": {"cmd": fix}}]},
-            {"text": "Fixed."},
-        ]
-    # The model server's address changes with its script: the codex settings come after.
-    world.restart_model(
-        ModelScript.from_dict(
-            {"sessions": [{"name": "implement", "marker": MARKER, "turns": turns}]}
+        # The model server's address changes with its script: the Harness's settings come after.
+        world.restart_model(
+            ModelScript.from_dict(
+                {"sessions": [{"name": "implement", "marker": MARKER, "turns": turns}]}
+            )
         )
-    )
-    if harness == "codex":
-        codex_home = world.agent_home / ".codex"
-        codex_home.mkdir()
-        world.settings.update(codex_env(codex_home))
-        world.settings["THIRDSHIFT_HARNESS"] = "codex"
-        world.settings["THIRDSHIFT_HARNESS_ARGS"] = json.dumps(codex_config_args(world.model.url))
-    if harness == "opencode":
-        world.settings.update(opencode_env(world.model.url))
-        world.settings["THIRDSHIFT_HARNESS"] = "opencode"
-    if harness == "qwen":  # it reads the world's ANTHROPIC_* variables, as claude does
-        world.settings["THIRDSHIFT_HARNESS"] = "qwen"
-    rebinding = servers["rebinding"].port
-    world.settings.update(
-        {
-            "THIRDSHIFT_POLL_SECONDS": "1",
-            "THIRDSHIFT_POLL_JITTER_SECONDS": "0",
-            "THIRDSHIFT_SETTLE_SECONDS": "0",
-            "THIRDSHIFT_MIN_FREE_DISK_MB": "0",
-            # The registry by its address (the operator's word); the other by a name that
-            # resolves to loopback, which the proxy refuses.
-            "THIRDSHIFT_AGENT_NETWORK_ALLOW_BY_REPOSITORY": json.dumps(
-                {
-                    f"{OWNER}/{NAME}": [
-                        f"127.0.0.1:{servers['registry'].port}",
-                        f"localhost:{rebinding}",
-                    ]
-                }
-            ),
-        }
-    )
-    if not sealed:
-        world.settings["THIRDSHIFT_UNSAFE_AGENT_NETWORK"] = "true"
-    daemon = world.start_thirdshift(
-        "daemon", "--repo", f"{OWNER}/{NAME}", "--http", f"127.0.0.1:{page_port}"
-    )
-    try:
-        wait_until_served(f"http://127.0.0.1:{page_port}/", daemon)
-        ended = run_ended(world, daemon)
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        _, stderr = daemon.communicate(timeout=120)
+        configure(world, harness)
+        rebinding = servers["rebinding"].port
+        world.settings.update(
+            {
+                "THIRDSHIFT_POLL_SECONDS": "1",
+                "THIRDSHIFT_POLL_JITTER_SECONDS": "0",
+                "THIRDSHIFT_SETTLE_SECONDS": "0",
+                "THIRDSHIFT_MIN_FREE_DISK_MB": "0",
+                # The registry by its address (the operator's word); the other by a name that
+                # resolves to loopback, which the proxy refuses.
+                "THIRDSHIFT_AGENT_NETWORK_ALLOW_BY_REPOSITORY": json.dumps(
+                    {
+                        f"{OWNER}/{NAME}": [
+                            f"127.0.0.1:{servers['registry'].port}",
+                            f"localhost:{rebinding}",
+                        ]
+                    }
+                ),
+            }
+        )
+        if not sealed:
+            world.settings["THIRDSHIFT_UNSAFE_AGENT_NETWORK"] = "true"
+        daemon = world.start_thirdshift(
+            "daemon", "--repo", f"{OWNER}/{NAME}", "--http", f"127.0.0.1:{page_port}"
+        )
+        try:
+            wait_until_served(f"http://127.0.0.1:{page_port}/", daemon)
+            ended = run_ended(world, daemon)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            _, stderr = daemon.communicate(timeout=120)
+        stolen = [c for c in recorder.credentials() if TOKEN in c]
 
     seen = (world.tmp / "model.jsonl").read_text()
     assert "allowed:" in seen, f"the hostile commands did not run\n{stderr}"
@@ -275,3 +263,31 @@ def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
     assert f"agent network: refused connect to 127.0.0.1:{page_port} (not on the Egress " in (
         "\n".join(events)
     )
+
+    # The token: in nothing the session saw, and no credential reached the attacker.
+    assert "== push of its own" in seen, "the token hunt did not run"
+    assert TOKEN not in seen
+    assert stolen == []
+    assert "password=" not in seen.split("== credentials", 1)[1].split("== redirect", 1)[0]
+    assert "stolen" not in world.git("ls-remote", "--heads", world.remote_url)
+
+    # The model key: every model request carried it, from the gateway alone.
+    records = model_records(world)
+    model_calls = [r for r in records if r.get("kind") not in ("probe", "not_found")]
+    assert model_calls, "no model request reached the scripted server"
+    assert {r["key"] for r in model_calls} == {KEY}
+    # What the session saw (the tool results travel in the requests' bodies) holds no key.
+    bodies = json.dumps([r["body"] for r in records])
+    assert "== loot" in bodies, "the model key's hunt did not run"
+    assert STAND_IN_KEY in bodies, "the session did not see where its key would be"
+    assert leaked(bodies) == []
+    assert "loot.b64" in world.git(
+        "ls-tree", "-r", "--name-only", "origin/issue-1", cwd=world.clone()
+    )
+    assert leaked(pushed_files(world)) == []
+    loot = base64.b64decode((world.clone() / "loot.b64").read_text())
+    assert b"ANTHROPIC" in loot or b"OPENAI" in loot or b"OPENCODE" in loot or b"SANDBOX" in loot
+    assert leaked(loot.decode(errors="replace")) == []
+    assert leaked(json.dumps(world.pulls())) == []
+    logs = "\n".join(p.read_text(errors="replace") for p in (world.home / "logs").glob("*"))
+    assert leaked(logs + stderr) == []

@@ -3,7 +3,8 @@ CLIs with scripted turns, the GitHub stand-in, real git and bubblewrap. A hostil
 searches its environment, its files, its home and every process it can see for the key,
 prints what it finds, and commits and pushes all of it base64-encoded; the model server still
 receives the key, from thirdshift's model gateway alone (adr/0038). That hunt runs for each
-Harness in the same session as the GitHub token's (test_agent_keys.py); here, the proof that
+Harness in the same sealed session as the GitHub token's and the network's
+(test_agent_network.py); here, the proof that
 it would see a leak and the refusal of a login the sandbox would have to read."""
 
 from __future__ import annotations
