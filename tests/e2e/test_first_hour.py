@@ -138,7 +138,7 @@ def polled(home: Path, timeout: float = 120) -> None:
     """Until the daemon's state file says it polled its repository."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for state in (home / "daemons").glob("[!.]*.json"):  # not a state file being written
+        for state in (home / "daemons").glob("*.json"):  # a state being written is .partial
             polls = json.loads(state.read_text()).get("repositories") or []
             if any(poll.get("last_poll_at") for poll in polls):
                 return

@@ -154,7 +154,7 @@ def test_a_ticket_whose_earlier_run_still_holds_a_live_lease_is_held_then_rescue
     assert (store.get_run(earlier.id) or earlier).state == "running"
 
     world.clock.advance(31)
-    assert reads.before_start(2) == TicketBefore(crashed=earlier.id)
+    assert reads.before_start(2) == TicketBefore(rescue_of=earlier.id)
     assert (store.get_run(earlier.id) or earlier).state == "crashed"
     # A Ticket with no Run of this Spec branch starts fresh.
     assert reads.before_start(3) == TicketBefore()

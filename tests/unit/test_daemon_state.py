@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -81,6 +82,10 @@ def test_a_state_file_still_being_written_is_not_read_as_a_second_daemon(tmp_pat
     whole = (tmp_path / "night_1.json").read_text()
     (tmp_path / ".state-abc.json").write_text(whole)  # as an older version named it
     assert [s["daemon"] for s in read_states(tmp_path)] == ["night/1"]
+    # A daemon whose name starts with a dot is still a daemon.
+    dotted = state()
+    write_state(tmp_path, replace(dotted, daemon=replace(dotted.daemon, name=".night")))
+    assert sorted(s["daemon"] for s in read_states(tmp_path)) == [".night", "night/1"]
 
 
 def test_a_daemon_is_live_while_it_writes_lately_and_its_process_is_alive() -> None:

@@ -158,10 +158,11 @@ def write_state(directory: Path, state: DaemonState) -> None:
 def read_states(directory: Path) -> list[dict[str, Any]]:
     """Every daemon state file in ``directory``, newest first; unreadable ones are left out.
 
-    Hidden names are left out too: pathlib's ``*`` matches them, and a state file being written
-    sits beside its target under one until it replaces it."""
+    A state file being written is ``.state-*.partial`` until it replaces its target; one an
+    older version was writing (``.state-*.json``, left by a kill) is not a daemon either."""
     states: list[dict[str, Any]] = []
-    for path in sorted(directory.glob("[!.]*.json")) if directory.is_dir() else []:
+    found = sorted(directory.glob("*.json")) if directory.is_dir() else []
+    for path in (path for path in found if not path.name.startswith(".state-")):
         try:
             loaded = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

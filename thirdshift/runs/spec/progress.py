@@ -48,10 +48,11 @@ class TicketProgress:
 
 @dataclass(frozen=True)
 class TicketBefore:
-    """What a Ticket's newest Run means for the Run about to start: its Rescue (``crashed``),
-    a wait while its Lease lives (``held``), or neither (a fresh start)."""
+    """What a Ticket's newest Run means for the Run about to start: the crashed Run it Rescues
+    (``rescue_of``), a wait while that Run's Lease lives (``held``), or neither (a fresh
+    start)."""
 
-    crashed: int | None = None
+    rescue_of: int | None = None
     held: bool = False
 
 
@@ -181,7 +182,7 @@ class TicketReads:
                 return TicketBefore(held=True)
             self.store.record_crash(latest.id, TICKET_RUN_DIED)
             latest = self.store.get_run(latest.id) or latest
-        return TicketBefore(crashed=latest.id if latest.state == RunState.CRASHED else None)
+        return TicketBefore(rescue_of=latest.id if latest.state == RunState.CRASHED else None)
 
     def new_blockers(self, ref: IssueRef, progress: TicketProgress, number: int) -> list[int]:
         """The Tickets of the Spec, not landed, that block Ticket ``number`` now and did not

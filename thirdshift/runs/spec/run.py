@@ -28,6 +28,7 @@ announced once, with a line per Ticket; its Ticket Runs are not announced.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
@@ -223,7 +224,6 @@ class SpecRun:
             progress.prompt_titles,
             cap,
         )
-        crashed = before.crashed
         seen = progress.graph.get(number)
         progress.started_with[number] = (
             {b.number for b in seen.blockers if not b.elsewhere} if seen else set()
@@ -234,7 +234,7 @@ class SpecRun:
             base=pinned.branch,
             spec_run_id=pinned.record.id,
             preamble=preamble,
-            rescue_of=crashed,
+            rescue_of=before.rescue_of,
             spec_number=spec.number,
             spec_approved=pinned.approved,
         )
@@ -247,10 +247,12 @@ class SpecRun:
             on_recorded=no_record,
             notifier=NO_NOTIFIER,
         )
-        if crashed is None:
+        if before.rescue_of is None:
             self.say(f"starting Ticket #{number} into {pinned.branch}")
         else:
-            self.say(f"starting Ticket #{number} into {pinned.branch}, rescuing Run {crashed}")
+            self.say(
+                f"starting Ticket #{number} into {pinned.branch}, rescuing Run {before.rescue_of}"
+            )
         progress.running[number] = pool.submit(self._run_ticket, ticket, hooks)
 
     def _reads(self, pinned: Pinned) -> TicketReads:
@@ -266,13 +268,19 @@ class SpecRun:
 
     def _wait(self, pinned: Pinned, progress: TicketProgress) -> None:
         """Until a Ticket Run ends, then what its end means: a landing recorded and said, or
-        why it failed."""
+        why it failed. With a Ticket held, no longer than HELD_SECONDS: its Lease is looked at
+        again then, not only once a running Ticket Run ends."""
+        looks = math.ceil(HELD_SECONDS / WAIT_SECONDS) if progress.held else None
         while True:
             done, _ = wait(
                 list(progress.running.values()), WAIT_SECONDS, return_when=FIRST_COMPLETED
             )
             if done:
                 break
+            if looks is not None:
+                looks -= 1
+                if looks <= 0:
+                    return
         for number, future in list(progress.running.items()):
             if future in done:
                 del progress.running[number]
