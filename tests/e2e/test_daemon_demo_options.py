@@ -19,10 +19,16 @@ pytestmark = pytest.mark.real_cli
 def test_with_another_harness_the_daemon_demo_ends_with_each_pull_request(
     tmp_path: Path,
 ) -> None:
-    """--harness codex: the same daemon demo on Codex's real CLI ends with exit 0 and a pull
-    request URL for every issue in its summary."""
+    """--harness codex: the same daemon demo on Codex's real CLI ends by itself with exit 0
+    and a pull request URL for every issue in its summary, its page and servers stopped."""
     other = Demo(tmp_path / "demo", "--harness", "codex", harness="codex")
     try:
+        page = other.first(STATUS_LINE)[1]
+        other.first(r"picked up; starting a Run", timeout=DEMO_SECONDS)
+        api = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in (other.root / "demo.env").read_text().splitlines()
+        )["THIRDSHIFT_GITHUB_API_URL"]
         status = other.ended()
     finally:
         other.kill_if_running()
@@ -31,6 +37,9 @@ def test_with_another_harness_the_daemon_demo_ends_with_each_pull_request(
     rows = [re.split(r"\s{2,}", row) for row in other.stdout.strip().splitlines()[1:]]
     assert [r[1] for r in rows] == ["succeeded", "succeeded", "succeeded", "landed", "landed"]
     assert all("/demo/calculator/pull/" in r[2] for r in rows)
+    # Ended by itself, it leaves nothing serving.
+    assert not port_open(page)
+    assert not port_open(api)
 
 
 def test_ctrl_c_during_the_demo_stops_everything_and_summarizes_what_was_done(
