@@ -215,6 +215,19 @@ def test_resolve_accepts_branch_full_ref_and_abbreviated_sha(
         repos.resolve("acme", "missing", "main")
 
 
+def test_a_ref_not_found_is_found_once_the_refs_change(git_world: GitWorld, seeded: str) -> None:
+    """Answers are kept until the refs change, misses too: a branch pushed after a look that
+    found nothing is found by the next look, and one deleted is gone."""
+    repos = git_world.repos
+    assert repos.resolve("acme", "demo", "later") is None
+    assert repos.resolve("acme", "demo", "later") is None
+    checkout = git_world.clone("acme", "demo", "work")
+    git_world.git("push", "--quiet", "origin", "HEAD:refs/heads/later", cwd=checkout)
+    assert repos.resolve("acme", "demo", "later") == seeded
+    repos.delete_branch("acme", "demo", "later")
+    assert repos.resolve("acme", "demo", "later") is None
+
+
 def test_repository_names_cannot_escape_the_root(git_world: GitWorld) -> None:
     """Owner and name are single path components; anything else is refused."""
     for owner, name in (("..", "x"), ("acme", "../../etc"), ("a/b", "c"), ("acme", "x.git")):

@@ -261,15 +261,20 @@ class BareRepos:
         if _HEX.match(ref):
             candidates.append(ref)
         for candidate in candidates:
-            # A full sha that is a commit stays one; a ref holds until the refs change.
+            # A full sha that is a commit stays one; a ref, or its absence, holds until the
+            # refs change (a CI watch asks for refs/heads/<sha> at every look). A sha missing
+            # now may be pushed later: that is asked again.
+            commit = _FULL_SHA.match(candidate) is not None
             key = (
                 ("commit", str(repo), candidate)
-                if _FULL_SHA.match(candidate)
+                if commit
                 else ("ref", *self._refs_key(repo), candidate)
             )
-            said = self._said.get(key)
-            if isinstance(said, str):
-                return said
+            if key in self._said:
+                said = self._said[key]
+                if isinstance(said, str):
+                    return said
+                continue
             done = self._run(
                 ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{candidate}^{{commit}}"],
                 repo,
@@ -278,6 +283,8 @@ class BareRepos:
                 sha = done.stdout.decode().strip()
                 self._said[key] = sha
                 return sha
+            if not commit:
+                self._said[key] = None
         return None
 
     def delete_branch(self, owner: str, name: str, branch: str) -> None:
