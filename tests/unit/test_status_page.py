@@ -17,7 +17,7 @@ from thirdshift.errors import ConfigError
 from thirdshift.records import Lease, Repository, Run
 from thirdshift.run_states import RunKind, RunState
 from thirdshift.web import make_app
-from thirdshift.web.page import LeaseView, Page, PageRun
+from thirdshift.web.page import LeaseView, Page, PageRun, in_flight_and_ended
 from thirdshift.web.run_page import LogDownload, RunPage
 from thirdshift.web.server import is_loopback, is_wildcard, own_host_names, parse_address
 
@@ -278,3 +278,13 @@ def test_a_harness_whose_cli_is_gone_is_shown_holding_the_runs_back() -> None:
         "No Run starts until the claude Harness is back: claude is gone; run install."
         in live_with(gone)
     )
+
+
+def test_a_run_that_ended_between_the_two_reads_is_shown_ended_only() -> None:
+    """The page reads the running Runs, then the latest: Run 2 ended in between, so it is in
+    both reads; it is shown with its outcome and not in flight beside it."""
+    one, two_running, two_ended = run(1, "running").run, run(2, "running").run, run(2, "succeeded")
+    in_flight, ended = in_flight_and_ended([one, two_running], [two_ended.run, one])
+
+    assert [r.id for r in in_flight] == [1]
+    assert [(r.id, r.state) for r in ended] == [(2, "succeeded")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -204,6 +204,17 @@ def condensed_tail(
     return tuple(shown[-lines:])
 
 
+def in_flight_and_ended(
+    running: Sequence[Run], latest: Sequence[Run]
+) -> tuple[list[Run], list[Run]]:
+    """The Runs in flight and the ended ones, from a read of the running Runs and then one of
+    the latest: a Run that ended between the two reads is in both, and it is ended (the later
+    read), never shown in flight beside its own outcome."""
+    ended = [run for run in latest if run.state != RunState.RUNNING]
+    gone = {run.id for run in ended}
+    return [run for run in running if run.id not in gone], ended
+
+
 class StorePageSource:
     """The real page source: the daemon's own state and the database."""
 
@@ -288,8 +299,10 @@ class StorePageSource:
 
     def _build(self) -> Page:
         now = datetime.now(UTC)
-        running = self._store.list_runs(state=RunState.RUNNING, limit=50)
-        ended = [run for run in self._store.list_runs(limit=200) if run.state != RunState.RUNNING]
+        running, ended = in_flight_and_ended(
+            self._store.list_runs(state=RunState.RUNNING, limit=50),
+            self._store.list_runs(limit=200),
+        )
         failures = [
             run
             for run in ended
