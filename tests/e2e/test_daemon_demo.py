@@ -28,6 +28,7 @@ from typing import IO, Any
 import pytest
 from playwright.sync_api import sync_playwright
 
+from tests.e2e.test_demo import demo_env
 from tests.support.real_cli import BIN_DIR, cli_path
 
 pytestmark = pytest.mark.real_cli
@@ -328,10 +329,7 @@ def finished(demo: Demo, tmp_path_factory: pytest.TempPathFactory) -> Finished:
     address = demo.first(STATUS_LINE)
     page = address[1]
     demo.first(r"every demo issue is done; the daemon keeps going", timeout=DEMO_SECONDS)
-    api = dict(
-        line.removeprefix("export ").split("=", 1)
-        for line in (demo.root / "demo.env").read_text().splitlines()
-    )["THIRDSHIFT_GITHUB_API_URL"]
+    api = demo_env(demo.root)["THIRDSHIFT_GITHUB_API_URL"]
     seen: Seen | None = None
     failure: BaseException | None = None
     try:

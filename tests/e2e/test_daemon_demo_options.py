@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_daemon_demo import DEMO_SECONDS, STATUS_LINE, Demo, port_open
+from tests.e2e.test_demo import demo_env
 
 pytestmark = pytest.mark.real_cli
 
@@ -25,10 +26,7 @@ def test_with_another_harness_the_daemon_demo_ends_with_each_pull_request(
     try:
         page = other.first(STATUS_LINE)[1]
         other.first(r"picked up; starting a Run", timeout=DEMO_SECONDS)
-        api = dict(
-            line.removeprefix("export ").split("=", 1)
-            for line in (other.root / "demo.env").read_text().splitlines()
-        )["THIRDSHIFT_GITHUB_API_URL"]
+        api = demo_env(other.root)["THIRDSHIFT_GITHUB_API_URL"]
         status = other.ended()
     finally:
         other.kill_if_running()
@@ -51,10 +49,7 @@ def test_ctrl_c_during_the_demo_stops_everything_and_summarizes_what_was_done(
     try:
         page = cut.first(STATUS_LINE)[1]
         cut.first(r"implement: session started", timeout=DEMO_SECONDS)
-        api = dict(
-            line.removeprefix("export ").split("=", 1)
-            for line in (cut.root / "demo.env").read_text().splitlines()
-        )["THIRDSHIFT_GITHUB_API_URL"]
+        api = demo_env(cut.root)["THIRDSHIFT_GITHUB_API_URL"]
         cut.process.send_signal(signal.SIGINT)
         status = cut.ended()
     finally:

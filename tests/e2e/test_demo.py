@@ -56,7 +56,8 @@ def _kill_if_running(process: subprocess.Popen[str]) -> None:
         process.communicate()
 
 
-def _demo_env(root: Path) -> dict[str, str]:
+def demo_env(root: Path) -> dict[str, str]:
+    """The variables the demo writes for a person to source (its servers' addresses)."""
     return dict(
         line.removeprefix("export ").split("=", 1)
         for line in (root / "demo.env").read_text().splitlines()
@@ -83,7 +84,7 @@ def test_the_demo_runs_thirdshift_to_a_ready_green_pull_request(tmp_path: Path) 
     assert session_log.startswith("session log: ")
     assert Path(session_log.removeprefix("session log: ")).exists()
     assert (root / "demo.env").stat().st_mode & 0o077 == 0
-    token = _demo_env(root)["GITHUB_TOKEN"]
+    token = demo_env(root)["GITHUB_TOKEN"]
     assert token not in stderr
     assert "labelled ready-for-agent by maintainer" in stderr
 
@@ -130,7 +131,7 @@ def test_with_keep_the_servers_stay_up_until_ctrl_c_or_sigterm(
         assert demo.stdout is not None
         pull_url = demo.stdout.readline().strip()
         assert pull_url.endswith("/demo/calculator/pull/2")
-        env = _demo_env(root)
+        env = demo_env(root)
         api, token = env["THIRDSHIFT_GITHUB_API_URL"], env["GITHUB_TOKEN"]
         deadline = time.monotonic() + 30
         while True:  # the outcome lines follow the URL; then the servers keep serving
