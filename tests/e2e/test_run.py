@@ -207,22 +207,26 @@ def test_a_repair_that_changes_nothing_earns_one_rerun_then_a_declined_ci_fix(
     assert [run["run_attempt"] for run in runs["workflow_runs"]] == [2]
 
 
-def test_a_script_that_never_fixes_ci_ends_after_five_repairs_naming_the_budget(
+def test_a_script_that_never_fixes_ci_ends_after_its_repair_budget_naming_it(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
-    """Every Repair moves the head but never fixes the test: the sixth is refused."""
+    """Every Repair moves the head but never fixes the test: the one past ``max_repairs`` is
+    refused. The budget is 2 here (each Repair is a real session and a CI run); the default of
+    5 is the Repair loop's unit tests'."""
     turns = []
-    for i in range(1, 6):
+    for i in range(1, 3):
         turns += [break_nothing_commit(f"Attempt {i}"), {"text": f"Attempt {i} done."}]
     world = subtract_world(tmp_path, turns)
     worlds.append(world)
+    world.settings["THIRDSHIFT_MAX_REPAIRS"] = "2"
 
     result = world.thirdshift("run", world.issue_url, timeout=400)
 
     assert result.returncode == 1
-    assert "starting Repair 5 of 5" in result.stderr
+    assert "starting Repair 2 of 2" in result.stderr
+    assert "starting Repair 3" not in result.stderr
     assert "repairs exhausted" in result.stderr
-    assert "after 5 Repairs" in result.stderr
+    assert "after 2 Repairs" in result.stderr
 
 
 def test_a_merge_run_merges_at_the_watched_head_and_closes_the_issue(
