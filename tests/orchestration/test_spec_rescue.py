@@ -158,3 +158,60 @@ def test_a_ticket_whose_earlier_run_still_holds_a_live_lease_is_held_then_rescue
     assert (store.get_run(earlier.id) or earlier).state == "crashed"
     # A Ticket with no Run of this Spec branch starts fresh.
     assert reads.before_start(3) == TicketBefore()
+
+
+def test_a_ticket_whose_lease_lives_again_as_it_starts_waits_then_is_its_dead_runs_rescue(
+    rescue_world: DaemonWorld,
+) -> None:
+    """The Rescue's read of the graph finds B's Lease given up, and B's earlier Run holds it
+    again a moment later, before B starts: B does not start a Run beside that one. It waits,
+    said once, while the Lease lives; once it is given up for good, that Run is recorded
+    crashed and B's Run is its Rescue. (``SpecRun._start``'s look; the rule's own test is
+    above.)"""
+    world = rescue_world.world
+    spec, a, first, _a_run = _killed_after_a_merged(rescue_world)
+    store = world.store
+    [b_run] = [
+        r for r in store.ticket_runs(first.id) if r.issue_number != a and r.state == "running"
+    ]
+    b = b_run.issue
+    held = store.acquire_lease(b_run.repository, b, "other:1", timedelta(hours=1))
+    assert held is not None
+    assert store.attach_run_to_lease(held, b_run.id)
+    leases = [held]
+    steps: list[str] = []
+
+    def flip(called: str) -> None:
+        """The Lease given up after the records were settled and before the graph's read (at
+        A's pull request, read while settling), taken again after it (at the Spec's
+        sub-issues), and given up for good at the next read of the graph."""
+        if called == "pull" and steps == []:
+            steps.append("given up")
+            assert store.release_lease(leases[-1])
+        elif called == "sub_issues" and steps == ["given up"]:
+            steps.append("taken again")
+            again = store.acquire_lease(b_run.repository, b, "other:1", timedelta(hours=1))
+            assert again is not None
+            assert store.attach_run_to_lease(again, b_run.id)
+            leases.append(again)
+        elif called == "sub_issues" and steps == ["given up", "taken again"]:
+            steps.append("given up for good")
+            assert store.release_lease(leases[-1])
+
+    world.github.on_call = flip
+    outcome = _rescue(world, spec, first.id)
+
+    assert outcome.state == "ready", "\n".join(world.lines)
+    assert steps == ["given up", "taken again", "given up for good"]
+    held_lines = [line for line in world.lines if f"Ticket #{b} is held" in line]
+    assert len(held_lines) == 1, "\n".join(world.lines)
+    assert f"a Rescue of Run {b_run.id}, which crashed" in world.lines
+    recorded = store.get_run(b_run.id)
+    assert recorded is not None
+    assert recorded.state == "crashed"
+    # B's earlier Run, then exactly one Run of this Rescue: none started beside the live one.
+    rescue_runs = [r for r in store.list_runs() if r.kind == "spec" and r.id != first.id]
+    assert [parent for parent, _ in _ticket_runs_by_issue(store, b)] == [
+        first.id,
+        rescue_runs[0].id,
+    ]
