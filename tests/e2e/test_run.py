@@ -211,8 +211,9 @@ def test_a_script_that_never_fixes_ci_ends_after_its_repair_budget_naming_it(
     tmp_path: Path, worlds: list[RunWorld]
 ) -> None:
     """Every Repair moves the head but never fixes the test: the one past ``max_repairs`` is
-    refused. The budget is 2 here (each Repair is a real session and a CI run); the default of
-    5 is the Repair loop's unit tests'."""
+    refused. The budget is 2 here (each Repair is a real session and a CI run), which also
+    proves the setting reaches the loop; the loop at a budget of 5 is the Repair loop's unit
+    tests', the default of 5 the settings reference's (tests/unit/test_docs.py)."""
     turns = []
     for i in range(1, 3):
         turns += [break_nothing_commit(f"Attempt {i}"), {"text": f"Attempt {i} done."}]
