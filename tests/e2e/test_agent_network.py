@@ -291,10 +291,11 @@ def test_a_hostile_session_reaches_nothing_but_its_provider_and_allowed_hosts(
     assert leaked(pushed) == []
     loot = base64.b64decode((world.clone() / "loot.b64").read_text())
     assert b"ANTHROPIC" in loot or b"OPENAI" in loot or b"OPENCODE" in loot or b"SANDBOX" in loot
-    assert leaked(loot.decode(errors="replace")) == []
-    assert leaked(json.dumps(world.pulls())) == []
+    loot_text, pulls = loot.decode(errors="replace"), json.dumps(world.pulls())
+    assert leaked(loot_text) == []
+    assert leaked(pulls) == []
     # Nor the token, in any of those forms, in what was pushed or published.
-    published = [loot.decode(errors="replace"), pushed, json.dumps(world.pulls())]
+    published = [loot_text, pushed, pulls]
     assert [form for form in forms(TOKEN) for text in published if form in text] == []
     logs = "\n".join(p.read_text(errors="replace") for p in (world.home / "logs").glob("*"))
     assert leaked(logs + stderr) == []
